@@ -1,0 +1,126 @@
+#pragma once
+
+// One device's claims and failure graph, and the write scopes that move bytes between them.
+//
+// This is where rules C1 to C12 live for a device. Every operation takes the store's lock, so
+// streams and workers of a device may share one store. The success path of a write scope, one
+// release of one range per written buffer, allocates nothing on the heap (C12): the write set is
+// a span the caller owns, releases of unclaimed or exactly claimed ranges erase in place, and
+// failures are only named (and their errors built) when something really failed.
+
+#include "tandem/core/claims.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/failure_graph.hpp"
+#include "tandem/core/ids.hpp"
+#include "tandem/core/result.hpp"
+
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace tandem {
+
+class ClaimStore;
+
+/// The outcome of a piece of work over its write set (C8). Open until `succeed()` or `fail()`;
+/// one still open when destroyed (the code running the work threw) claims its write set with a
+/// `TornDown` failure. A scope entered for a launch whose input was claimed is born skipped (C9).
+class WriteScope {
+public:
+    WriteScope(WriteScope&& other) noexcept;
+    WriteScope& operator=(WriteScope&&) = delete;
+    WriteScope(const WriteScope&) = delete;
+    WriteScope& operator=(const WriteScope&) = delete;
+    ~WriteScope();
+
+    /// Whether the work must not run: an input was claimed and the write set took its failure.
+    [[nodiscard]] bool skipped() const { return state_ == State::Skipped; }
+    [[nodiscard]] bool open() const { return state_ == State::Open; }
+    /// The failure the write set carries, once the scope failed or was skipped.
+    [[nodiscard]] std::optional<FailureId> failure() const { return failure_; }
+
+    /// The work landed: release every claim on the write set (C3).
+    void succeed();
+    /// The work failed: one new failure carrying `error` claims the write set.
+    FailureId fail(Error error);
+
+private:
+    friend class ClaimStore;
+    enum class State : std::uint8_t { Open, Done, Skipped };
+    WriteScope(ClaimStore& store, std::string_view label, std::span<const ClaimKey> writes,
+               State state, std::optional<FailureId> failure);
+
+    ClaimStore* store_;
+    std::string_view label_;
+    std::span<const ClaimKey> writes_;
+    State state_;
+    std::optional<FailureId> failure_;
+};
+
+class ClaimStore {
+public:
+    explicit ClaimStore(ServiceId device);
+
+    [[nodiscard]] ServiceId device() const { return device_; }
+
+    /// Makes `failure` the only claimant of `key`'s bytes (C2). `failure` must be live.
+    void claim(const ClaimKey& key, FailureId failure);
+    /// Releases every claim on exactly `key`'s bytes (C3).
+    void release(const ClaimKey& key);
+    /// One new failure carrying `error` claims every key. A failure that claims no byte is
+    /// dropped at once (C4); its id is returned either way.
+    FailureId fail(std::span<const ClaimKey> writes, Error error);
+    /// The allocation was freed, rebound or reused: it sheds its claims (C5).
+    void forget(MemoryId memory);
+
+    /// Fails iff some byte of some key is claimed, naming every distinct failure once, in order
+    /// of discovery (C6). Changes nothing. Empty keys never fail.
+    [[nodiscard]] Status check(std::span<const ClaimKey> reads) const;
+    /// The first claimed input, in declared order, and the failure claiming it.
+    [[nodiscard]] std::optional<std::pair<ClaimKey, FailureId>> first_claimed(
+        std::span<const ClaimKey> inputs) const;
+
+    /// A scope over `writes` for work that reads nothing checked here (a host write, say).
+    [[nodiscard]] WriteScope begin_write(std::string_view label, std::span<const ClaimKey> writes);
+    /// A scope for a launch of `kernel` (C9): if an input is claimed, the scope is born skipped,
+    /// the outputs take the first claimed input's failure and a skip record is added.
+    [[nodiscard]] WriteScope enter_launch(std::string_view kernel,
+                                          std::span<const ClaimKey> inputs,
+                                          std::span<const ClaimKey> outputs);
+    /// Records that work was skipped because of `failure` (a cross-device hop, say).
+    void add_skip(FailureId failure, SkipRecord record);
+    /// A new failure, carried by nothing yet; claim with it or it is dropped at the next claim.
+    FailureId create_failure(Error error);
+
+    /// The `Unwritten` report of `failure` for a read of `read` (C7).
+    [[nodiscard]] Error report(FailureId failure, const ClaimKey& read) const;
+    [[nodiscard]] std::size_t failure_count() const;
+    [[nodiscard]] bool failure_alive(FailureId failure) const;
+    [[nodiscard]] std::uint64_t allocations_carrying(FailureId failure) const;
+    [[nodiscard]] std::vector<Claim> claims_of(MemoryId memory) const;
+    [[nodiscard]] std::size_t claimed_allocation_count() const;
+    /// No claim and no failure left.
+    [[nodiscard]] bool drained() const;
+    /// A description of the first broken invariant (C1 per allocation, C4 counts), or none.
+    [[nodiscard]] std::optional<std::string> check_invariants() const;
+
+private:
+    friend class WriteScope;
+    void claim_locked(const ClaimKey& key, FailureId failure);
+    void release_locked(const ClaimKey& key);
+    void recount(MemoryId memory, const TouchedFailures& touched, FailureId except);
+    FailureId fail_locked(std::span<const ClaimKey> writes, Error error);
+    std::optional<std::pair<ClaimKey, FailureId>> first_claimed_locked(
+        std::span<const ClaimKey> inputs) const;
+
+    mutable std::mutex mutex_;
+    ServiceId device_;
+    std::unordered_map<MemoryId, AllocationClaims> allocations_;
+    FailureGraph graph_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,73 @@
+#pragma once
+
+// Strided views of a buffer, for reads and writes of non-contiguous tensors, and the tiled view a
+// kernel binds as a tensor map.
+
+#include "tandem/core/handle.hpp"
+#include "tandem/core/result.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace tandem {
+
+/// A binding seen as an n-dimensional strided array. Strides count elements. Every byte the view
+/// reaches lies inside the binding's range: `make` refuses any other view.
+class CopyDescriptor {
+public:
+    /// Bounded so that validation and enumeration stay cheap and a hostile shape is refused.
+    static constexpr std::size_t max_rank = 8;
+
+    static Result<CopyDescriptor> make(BufferBinding binding, std::vector<std::uint64_t> shape,
+                                       std::vector<std::uint64_t> strides,
+                                       std::uint64_t elem_size_bytes);
+
+    [[nodiscard]] const BufferBinding& binding() const { return binding_; }
+    [[nodiscard]] const std::vector<std::uint64_t>& shape() const { return shape_; }
+    [[nodiscard]] const std::vector<std::uint64_t>& strides() const { return strides_; }
+    [[nodiscard]] std::uint64_t elem_size_bytes() const { return elem_size_bytes_; }
+    /// How many elements the view holds.
+    [[nodiscard]] std::uint64_t element_count() const;
+    /// The bytes the view covers, as sorted, disjoint, non-empty ranges of the allocation
+    /// (adjacent elements fused), in allocation offsets.
+    [[nodiscard]] std::vector<ByteRange> byte_ranges() const;
+    /// The allocation offset of each element's first byte, in row-major order of the view.
+    [[nodiscard]] std::vector<std::uint64_t> element_offsets() const;
+
+private:
+    CopyDescriptor(BufferBinding binding, std::vector<std::uint64_t> shape,
+                   std::vector<std::uint64_t> strides, std::uint64_t elem_size_bytes);
+    BufferBinding binding_;
+    std::vector<std::uint64_t> shape_;
+    std::vector<std::uint64_t> strides_;
+    std::uint64_t elem_size_bytes_;
+};
+
+/// The tiled view of a tensor map: a tensor of `dims` elements (innermost first) with
+/// `strides_bytes` for every dimension but the innermost, read or written in tiles of `box`.
+/// On cuda it is encoded for the tensor memory accelerator; on sim it is checked like any access.
+struct TensorMapDescriptor {
+    static constexpr std::size_t max_rank = 5;
+    std::vector<std::uint64_t> dims;
+    std::vector<std::uint64_t> strides_bytes;
+    std::vector<std::uint32_t> box;
+    std::uint32_t elem_size_bytes = 0;
+};
+
+/// A binding with the descriptor a kernel uses to address it in tiles.
+class TensorMapBinding {
+public:
+    /// `InvalidArgument` unless the descriptor is well formed and every byte it reaches lies in
+    /// the binding's range.
+    static Result<TensorMapBinding> make(BufferBinding binding, TensorMapDescriptor descriptor);
+
+    [[nodiscard]] const BufferBinding& binding() const { return binding_; }
+    [[nodiscard]] const TensorMapDescriptor& descriptor() const { return descriptor_; }
+
+private:
+    TensorMapBinding(BufferBinding binding, TensorMapDescriptor descriptor);
+    BufferBinding binding_;
+    TensorMapDescriptor descriptor_;
+};
+
+}  // namespace tandem

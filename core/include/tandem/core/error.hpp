@@ -1,0 +1,159 @@
+#pragma once
+
+// Errors as values.
+//
+// An `Error` is an immutable, cheaply copied value (one shared pointer): the failure graph keeps
+// the error of every live failure, and every report that names a failure copies it. Kinds form a
+// closed set; each kind's documentation says what the caller should decide. Details that a person
+// needs to act (bytes requested, the expected service, the chain of skipped work) travel as typed
+// fields, so tests and tools read them without parsing text.
+
+#include "tandem/core/ids.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace tandem {
+
+/// The closed set of error kinds.
+enum class ErrorKind : std::uint8_t {
+    /// The pool could not find the bytes. Free memory (drop handles) or ask for less, then retry.
+    OutOfMemory,
+    /// The call itself was wrong (offsets past the size, a zero-byte allocation, a malformed
+    /// descriptor). Fix the program; retrying the same call fails the same way.
+    InvalidArgument,
+    /// A handle of one device was given to another device's client. Fix the program.
+    WrongService,
+    /// The launch was refused before anything ran (compile or configuration error). Fix the
+    /// kernel or its configuration; its declared outputs are claimed.
+    LaunchRefused,
+    /// A kernel reported a failure from inside. Its outputs are claimed; retry or handle the code.
+    KernelFailed,
+    /// A read found bytes claimed by failed or skipped work. The report walks back to the root
+    /// cause; fix or rerun the work that failed, then write the bytes again.
+    Unwritten,
+    /// One read found several distinct failures; each is listed.
+    Several,
+    /// The device hit a sticky fault and can run nothing more. Restart the device (its runtime).
+    DeviceLost,
+    /// A peer device cannot be reached (no access path, or the peer is gone). Check the topology.
+    PeerUnreachable,
+    /// The code running the work threw or was torn down before it finished. Its outputs are
+    /// claimed; the work may be retried.
+    TornDown,
+};
+
+std::string_view to_string(ErrorKind kind);
+/// The decision an error of this kind asks of its caller, in one sentence.
+std::string_view advice(ErrorKind kind);
+
+class Error;
+
+/// A launch that did not run because one of its inputs was claimed, as the failure graph records
+/// it: which kernel, on which device, the claimed input it needed and the outputs it would have
+/// produced.
+struct SkipRecord {
+    std::string kernel;
+    ServiceId device;
+    ClaimKey needed;
+    std::vector<ClaimKey> produced;
+};
+
+struct OutOfMemoryDetails {
+    std::uint64_t requested_bytes = 0;
+    std::uint64_t free_bytes = 0;
+    std::uint64_t reserved_bytes = 0;
+    std::uint64_t largest_free_block_bytes = 0;
+};
+
+struct WrongServiceDetails {
+    ServiceId expected;
+    ServiceId actual;
+};
+
+struct LaunchRefusedDetails {
+    std::string kernel;
+};
+
+struct KernelFailedDetails {
+    std::string kernel;
+    ServiceId device;
+    StreamId stream;
+    std::uint32_t code = 0;
+};
+
+struct UnwrittenDetails {
+    FailureId failure;
+    /// How many allocations carried the failure when the read found it.
+    std::uint64_t allocations = 0;
+    /// Skipped work from the buffer that was read back towards the root, newest hop first.
+    std::vector<SkipRecord> chain;
+    /// Skip records of this failure that were dropped because the record list is bounded.
+    std::uint64_t dropped_records = 0;
+    /// The error of the work that failed first. Never null.
+    std::shared_ptr<const Error> root;
+};
+
+struct SeveralDetails {
+    std::vector<Error> errors;
+};
+
+struct DeviceLostDetails {
+    ServiceId device;
+};
+
+struct PeerUnreachableDetails {
+    ServiceId from;
+    ServiceId to;
+};
+
+using ErrorDetails =
+    std::variant<std::monostate, OutOfMemoryDetails, WrongServiceDetails, LaunchRefusedDetails,
+                 KernelFailedDetails, UnwrittenDetails, SeveralDetails, DeviceLostDetails,
+                 PeerUnreachableDetails>;
+
+/// An error: a kind, a message, typed details and an optional cause.
+class Error {
+public:
+    Error(ErrorKind kind, std::string message, ErrorDetails details = {});
+
+    static Error out_of_memory(std::string message, OutOfMemoryDetails details);
+    static Error invalid_argument(std::string message);
+    static Error wrong_service(ServiceId expected, ServiceId actual);
+    static Error launch_refused(std::string kernel, std::string reason);
+    static Error kernel_failed(KernelFailedDetails details);
+    static Error unwritten(UnwrittenDetails details);
+    /// One error when `errors` holds one, else a `Several` listing them all.
+    static Error several(std::vector<Error> errors);
+    static Error device_lost(ServiceId device, std::string reason);
+    static Error peer_unreachable(ServiceId from, ServiceId to, std::string reason);
+    static Error torn_down(std::string message);
+
+    [[nodiscard]] ErrorKind kind() const;
+    [[nodiscard]] const std::string& message() const;
+    [[nodiscard]] const ErrorDetails& details() const;
+    /// The typed details, or null when this error carries another kind of details.
+    template <typename Details>
+    [[nodiscard]] const Details* details_as() const {
+        return std::get_if<Details>(&details());
+    }
+    /// The error that caused this one, or null.
+    [[nodiscard]] const Error* cause() const;
+    /// A copy of this error with `cause` appended at the end of its cause chain.
+    [[nodiscard]] Error caused_by(Error cause) const;
+
+    /// The error as a person reads it: kind, message, details, the advice of its kind and its
+    /// cause chain, one item a line.
+    [[nodiscard]] std::string report() const;
+
+private:
+    struct Payload;
+    explicit Error(std::shared_ptr<const Payload> payload);
+    std::shared_ptr<const Payload> payload_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,139 @@
+#pragma once
+
+// Handles and bindings: which bytes of which allocation, on which device.
+//
+// A `Handle` is what users hold: a strong reference (it counts for `can_mut()`) plus the service,
+// stream and extent. A `BufferBinding` is a handle detached for work: the same fields with a
+// binding reference, so enqueued work keeps memory reserved without making the user's handle
+// look shared. A `WeakBufferBinding` names the bytes without reserving them.
+
+#include "tandem/core/extent.hpp"
+#include "tandem/core/ids.hpp"
+#include "tandem/core/memory_reference.hpp"
+#include "tandem/core/peer_memory.hpp"
+#include "tandem/core/result.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tandem {
+
+/// How two handles' bytes relate, by byte sets.
+enum class Overlap : std::uint8_t {
+    /// No byte in common (different memory, or an empty range on either side).
+    Disjoint,
+    /// The same bytes.
+    Same,
+    /// Some bytes in common, but not all.
+    Partial,
+};
+
+std::string_view to_string(Overlap overlap);
+/// How the bytes of `a` relate to those of `b`.
+Overlap overlap(const ClaimKey& a, const ClaimKey& b);
+
+class BufferBinding;
+class WeakBufferBinding;
+
+class Handle {
+public:
+    Handle(ManagedMemoryHandle memory, ServiceId service, StreamId stream,
+           std::uint64_t size_bytes);
+
+    [[nodiscard]] const ManagedMemoryHandle& memory() const { return memory_; }
+    [[nodiscard]] MemoryId memory_id() const { return memory_.id(); }
+    [[nodiscard]] ServiceId service() const { return service_; }
+    [[nodiscard]] StreamId stream() const { return stream_; }
+    [[nodiscard]] const Extent& extent() const { return extent_; }
+    /// The size of the allocation, ignoring offsets.
+    [[nodiscard]] std::uint64_t size() const { return extent_.size(); }
+    [[nodiscard]] std::uint64_t offset_start() const { return extent_.offset_start(); }
+    [[nodiscard]] std::uint64_t offset_end() const { return extent_.offset_end(); }
+    [[nodiscard]] ByteRange range() const { return extent_.range(); }
+    [[nodiscard]] std::uint64_t size_in_use() const { return extent_.size_in_use(); }
+    [[nodiscard]] ClaimKey claim_key() const { return ClaimKey{memory_id(), range()}; }
+    /// The memory shared with peers, once the owning client shared it.
+    [[nodiscard]] const std::optional<PeerMemory>& peer() const { return peer_; }
+
+    /// Whether this is the only handle of its memory: it may be written in place.
+    [[nodiscard]] bool can_mut() const { return memory_.can_mut(); }
+
+    /// This handle with `offset_start` grown by `bytes`; `InvalidArgument` past the size.
+    [[nodiscard]] Result<Handle> add_offset_start(std::uint64_t bytes) const;
+    /// This handle with `offset_end` grown by `bytes`; `InvalidArgument` past the size.
+    [[nodiscard]] Result<Handle> add_offset_end(std::uint64_t bytes) const;
+    /// `length_bytes` bytes at `offset_bytes` into this handle's range; `InvalidArgument` past it.
+    [[nodiscard]] Result<Handle> slice(std::uint64_t offset_bytes,
+                                       std::uint64_t length_bytes) const;
+
+    [[nodiscard]] Overlap overlap(const Handle& other) const;
+    [[nodiscard]] BufferBinding binding() const;
+
+    /// This handle with its memory shared as `peer`. The owning client calls it.
+    [[nodiscard]] Handle with_peer(PeerMemory peer) const;
+
+    [[nodiscard]] std::string describe() const;
+
+private:
+    Handle(const Handle& base, Extent extent);
+    ManagedMemoryHandle memory_;
+    ServiceId service_;
+    StreamId stream_;
+    Extent extent_;
+    std::optional<PeerMemory> peer_;
+};
+
+/// A handle detached for work: reserves its memory without counting for `can_mut()`.
+class BufferBinding {
+public:
+    BufferBinding(ManagedMemoryBinding memory, ServiceId service, StreamId stream, Extent extent,
+                  std::optional<PeerMemory> peer);
+
+    [[nodiscard]] const ManagedMemoryBinding& memory() const { return memory_; }
+    [[nodiscard]] MemoryId memory_id() const { return memory_.id(); }
+    [[nodiscard]] ServiceId service() const { return service_; }
+    [[nodiscard]] StreamId stream() const { return stream_; }
+    [[nodiscard]] const Extent& extent() const { return extent_; }
+    [[nodiscard]] std::uint64_t size() const { return extent_.size(); }
+    [[nodiscard]] std::uint64_t offset_start() const { return extent_.offset_start(); }
+    [[nodiscard]] std::uint64_t offset_end() const { return extent_.offset_end(); }
+    [[nodiscard]] std::uint64_t size_in_use() const { return extent_.size_in_use(); }
+    [[nodiscard]] const std::optional<PeerMemory>& peer() const { return peer_; }
+
+    /// `[offset_start, size - offset_end)`: the bytes claimed when work writing through this
+    /// binding fails, and released when it lands.
+    [[nodiscard]] ByteRange range() const { return extent_.range(); }
+    /// The allocation and exactly `range()`. Deduplicate and compare claims by this alone: two
+    /// tensors carved from one allocation share a memory id and nothing else.
+    [[nodiscard]] ClaimKey claim_key() const { return ClaimKey{memory_id(), range()}; }
+
+    [[nodiscard]] WeakBufferBinding downgrade() const;
+
+private:
+    ManagedMemoryBinding memory_;
+    ServiceId service_;
+    StreamId stream_;
+    Extent extent_;
+    std::optional<PeerMemory> peer_;
+};
+
+/// A binding that does not keep its memory reserved: what a record holds when holding the
+/// buffer would change what its pool may reuse.
+class WeakBufferBinding {
+public:
+    /// The binding back, while its memory is still held; never a later occupant. The peer memory
+    /// is not carried over.
+    [[nodiscard]] std::optional<BufferBinding> upgrade() const;
+    [[nodiscard]] ClaimKey claim_key() const { return ClaimKey{memory_.id(), extent_.range()}; }
+
+private:
+    friend class BufferBinding;
+    WeakBufferBinding(WeakMemoryBinding memory, ServiceId service, StreamId stream, Extent extent);
+    WeakMemoryBinding memory_;
+    ServiceId service_;
+    StreamId stream_;
+    Extent extent_;
+};
+
+}  // namespace tandem

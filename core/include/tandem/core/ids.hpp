@@ -1,0 +1,104 @@
+#pragma once
+
+// Identifiers shared by every part of tandem.
+//
+// Each one is a small value type with a distinct C++ type, so a stream id cannot be passed where
+// a memory id is expected. Memory and failure ids come from generation counters that only grow:
+// an id names one allocation (or one failure) forever, never a later occupant of the same bytes.
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace tandem {
+
+/// One device of one runtime instance. Unique across runtime instances in a process and across
+/// processes, because the runtime id is drawn at random when a runtime starts.
+struct ServiceId {
+    std::uint64_t runtime_id = 0;
+    std::uint32_t device_index = 0;
+
+    friend constexpr auto operator<=>(const ServiceId&, const ServiceId&) = default;
+};
+
+/// An ordered queue of work on one device.
+struct StreamId {
+    std::uint64_t value = 0;
+
+    friend constexpr auto operator<=>(const StreamId&, const StreamId&) = default;
+};
+
+/// One allocation, for as long as the process lives: memory ids are never reused.
+struct MemoryId {
+    std::uint64_t value = 0;
+
+    /// A fresh id from the process-wide generation counter. Thread-safe and lock-free.
+    static MemoryId next();
+
+    friend constexpr auto operator<=>(const MemoryId&, const MemoryId&) = default;
+};
+
+/// One failure in a device's failure graph. Ids are never reused within a graph.
+struct FailureId {
+    std::uint64_t value = 0;
+
+    friend constexpr auto operator<=>(const FailureId&, const FailureId&) = default;
+};
+
+/// A half-open byte range `[begin, end)` of one allocation. Empty when `begin >= end`.
+struct ByteRange {
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+
+    [[nodiscard]] constexpr bool empty() const { return begin >= end; }
+    [[nodiscard]] constexpr std::uint64_t size_bytes() const { return empty() ? 0 : end - begin; }
+    /// Whether the two ranges share at least one byte. Empty ranges share none.
+    [[nodiscard]] constexpr bool intersects(const ByteRange& other) const {
+        return !empty() && !other.empty() && begin < other.end && other.begin < end;
+    }
+
+    friend constexpr auto operator<=>(const ByteRange&, const ByteRange&) = default;
+};
+
+/// The identity a claim is stored under: an allocation and a byte range of it. Anything that
+/// deduplicates or compares claims keys by this and nothing coarser.
+struct ClaimKey {
+    MemoryId memory;
+    ByteRange range;
+
+    friend constexpr auto operator<=>(const ClaimKey&, const ClaimKey&) = default;
+};
+
+std::string to_string(ServiceId service);
+std::string to_string(StreamId stream);
+std::string to_string(MemoryId memory);
+std::string to_string(FailureId failure);
+std::string to_string(ByteRange range);
+std::string to_string(const ClaimKey& key);
+
+}  // namespace tandem
+
+template <>
+struct std::hash<tandem::MemoryId> {
+    std::size_t operator()(tandem::MemoryId id) const noexcept {
+        return std::hash<std::uint64_t>{}(id.value);
+    }
+};
+
+template <>
+struct std::hash<tandem::FailureId> {
+    std::size_t operator()(tandem::FailureId id) const noexcept {
+        return std::hash<std::uint64_t>{}(id.value);
+    }
+};
+
+template <>
+struct std::hash<tandem::ClaimKey> {
+    std::size_t operator()(const tandem::ClaimKey& key) const noexcept {
+        std::size_t seed = std::hash<std::uint64_t>{}(key.memory.value);
+        seed ^= std::hash<std::uint64_t>{}(key.range.begin) + 0x9e3779b97f4a7c15ULL + (seed << 6);
+        seed ^= std::hash<std::uint64_t>{}(key.range.end) + 0x9e3779b97f4a7c15ULL + (seed << 6);
+        return seed;
+    }
+};

@@ -1,0 +1,49 @@
+#pragma once
+
+// What a kernel launch binds, and how it may access each resource.
+
+#include "tandem/core/copy_descriptor.hpp"
+#include "tandem/core/handle.hpp"
+#include "tandem/core/peer_binding.hpp"
+
+#include <cstdint>
+#include <string_view>
+#include <variant>
+
+namespace tandem {
+
+/// How a launch accesses a resource. Inputs (read, read-write) are checked for claims before the
+/// launch runs; outputs (write, read-write) are claimed or released by its outcome.
+enum class AccessMode : std::uint8_t { Read, Write, ReadWrite };
+
+std::string_view to_string(AccessMode mode);
+[[nodiscard]] constexpr bool reads(AccessMode mode) { return mode != AccessMode::Write; }
+[[nodiscard]] constexpr bool writes(AccessMode mode) { return mode != AccessMode::Read; }
+
+class KernelResource {
+public:
+    using Binding = std::variant<BufferBinding, TensorMapBinding, PeerBinding>;
+
+    /// A resource with no declared access counts as read-write.
+    KernelResource(Binding binding, AccessMode access = AccessMode::ReadWrite);
+
+    static KernelResource buffer(BufferBinding binding, AccessMode access = AccessMode::ReadWrite);
+    static KernelResource tensor_map(TensorMapBinding map,
+                                     AccessMode access = AccessMode::ReadWrite);
+    static KernelResource peer(PeerBinding peer, AccessMode access = AccessMode::ReadWrite);
+
+    [[nodiscard]] const Binding& binding() const { return binding_; }
+    [[nodiscard]] AccessMode access() const { return access_; }
+    /// The buffer of the launching device the resource binds, or null for another device's memory.
+    [[nodiscard]] const BufferBinding* local_binding() const;
+    /// The peer binding, or null for memory of the launching device.
+    [[nodiscard]] const PeerBinding* peer_binding() const;
+    /// The buffer the resource names, whichever device it lives on.
+    [[nodiscard]] const BufferBinding& buffer_binding() const;
+
+private:
+    Binding binding_;
+    AccessMode access_;
+};
+
+}  // namespace tandem

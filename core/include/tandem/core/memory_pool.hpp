@@ -1,0 +1,111 @@
+#pragma once
+
+// Pools carve storage regions into allocations and reuse freed ones in stream order.
+//
+// `SlicedPool` serves small allocations from shared pages, so thousands of small tensors cost a
+// few storage reservations; `ExclusivePool` gives each large allocation a region of its own and
+// caches freed regions for a later request of similar size. Both reuse a block at once on the
+// stream that released it, and on another stream only after that stream waits for the release
+// event. Pools are not thread-safe; `MemoryManager` serialises them.
+
+#include "tandem/core/result.hpp"
+#include "tandem/core/storage.hpp"
+#include "tandem/core/stream_order.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace tandem {
+
+/// A block handed out by a pool.
+struct PoolBlock {
+    std::uint64_t address = 0;
+    std::uint64_t size_bytes = 0;
+};
+
+struct PoolUsage {
+    std::uint64_t in_use_bytes = 0;
+    std::uint64_t reserved_bytes = 0;
+    std::uint64_t largest_free_block_bytes = 0;
+};
+
+class MemoryPool {
+public:
+    MemoryPool(Storage& storage, StreamOrder& order) : storage_(storage), order_(order) {}
+    virtual ~MemoryPool() = default;
+    MemoryPool(const MemoryPool&) = delete;
+    MemoryPool& operator=(const MemoryPool&) = delete;
+
+    /// A block of `size_bytes` (already rounded to the storage alignment) usable on `stream`,
+    /// or `OutOfMemory` when neither a free block nor new storage has room.
+    virtual Result<PoolBlock> allocate(std::uint64_t size_bytes, StreamId stream) = 0;
+    /// Takes back a block released on `mark.stream`.
+    virtual void free(PoolBlock block, ReleaseMark mark) = 0;
+    /// Gives unused storage back; returns the bytes given back.
+    virtual std::uint64_t trim() = 0;
+    [[nodiscard]] virtual PoolUsage usage() const = 0;
+
+protected:
+    /// Whether a block released under `mark` may be used on `stream` without waiting.
+    [[nodiscard]] bool ready(const std::optional<ReleaseMark>& mark, StreamId stream) const;
+    /// Makes `stream` wait for `mark` unless the block is ready for it.
+    void order_after(const std::optional<ReleaseMark>& mark, StreamId stream);
+    /// The mark of two adjacent free blocks fused into one, or none if they cannot fuse.
+    [[nodiscard]] std::optional<std::optional<ReleaseMark>> fuse_marks(
+        const std::optional<ReleaseMark>& a, const std::optional<ReleaseMark>& b) const;
+
+    Storage& storage_;
+    StreamOrder& order_;
+};
+
+/// Small allocations carved from shared pages of `page_size_bytes`.
+class SlicedPool final : public MemoryPool {
+public:
+    SlicedPool(Storage& storage, StreamOrder& order, std::uint64_t page_size_bytes);
+    ~SlicedPool() override;
+
+    Result<PoolBlock> allocate(std::uint64_t size_bytes, StreamId stream) override;
+    void free(PoolBlock block, ReleaseMark mark) override;
+    std::uint64_t trim() override;
+    [[nodiscard]] PoolUsage usage() const override;
+
+private:
+    struct FreeBlock {
+        std::uint64_t size_bytes;
+        std::optional<ReleaseMark> mark;
+    };
+    struct Page {
+        StorageRegion region;
+        std::map<std::uint64_t, FreeBlock> free;  // By address.
+        std::uint64_t used_bytes = 0;
+    };
+    std::optional<PoolBlock> take_free(std::uint64_t size_bytes, StreamId stream, bool ready_only);
+
+    const std::uint64_t page_size_bytes_;
+    std::map<std::uint64_t, Page> pages_;  // By base address.
+};
+
+/// Large allocations, each in a region of its own; freed regions are cached for reuse.
+class ExclusivePool final : public MemoryPool {
+public:
+    ExclusivePool(Storage& storage, StreamOrder& order);
+    ~ExclusivePool() override;
+
+    Result<PoolBlock> allocate(std::uint64_t size_bytes, StreamId stream) override;
+    void free(PoolBlock block, ReleaseMark mark) override;
+    std::uint64_t trim() override;
+    [[nodiscard]] PoolUsage usage() const override;
+
+private:
+    struct Cached {
+        StorageRegion region;
+        std::optional<ReleaseMark> mark;
+    };
+    std::multimap<std::uint64_t, Cached> cache_;  // By size.
+    std::unordered_map<std::uint64_t, StorageRegion> live_;  // By address.
+    std::uint64_t in_use_bytes_ = 0;
+};
+
+}  // namespace tandem

@@ -1,0 +1,75 @@
+#pragma once
+
+// Memory one device lets kernels on the other devices bind.
+//
+// It holds the device address the owner resolved for the allocation's first byte and a binding
+// that pins the allocation there: a pinned allocation is never freed, reused or relocated, so the
+// address stays valid while any clone lives (rule P2). Failures cross devices through its slot:
+// the owner marks it when work that should have written the memory failed (P3), and a peer
+// kernel that failed to write it marks it and claims the bytes on the owner (P4). Clones share
+// one slot; copying costs one atomic increment.
+
+#include "tandem/core/error.hpp"
+#include "tandem/core/ids.hpp"
+#include "tandem/core/memory_reference.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+namespace tandem {
+
+/// The owning device, as shared memory reaches it: where a peer's failure is reported.
+class PeerOwner {
+public:
+    virtual ~PeerOwner() = default;
+    [[nodiscard]] virtual ServiceId service() const = 0;
+    /// Work on a peer that should have written `key` failed with `error`: claim the bytes.
+    virtual void claim_from_peer(const ClaimKey& key, const Error& error) = 0;
+};
+
+class PeerMemory {
+public:
+    /// Memory at `address` on `owner`, pinned by `pin`. Only the owning client builds one, from
+    /// the address its device resolved.
+    PeerMemory(ManagedMemoryBinding pin, std::uint64_t address, ServiceId owner_service,
+               std::weak_ptr<PeerOwner> owner);
+
+    /// The device address of the allocation's first byte.
+    [[nodiscard]] std::uint64_t address() const;
+    [[nodiscard]] ServiceId owner_service() const;
+    /// The owner, while it is still alive.
+    [[nodiscard]] std::shared_ptr<PeerOwner> owner() const;
+    /// The allocation this memory pins.
+    [[nodiscard]] MemoryId memory_id() const;
+
+    /// The failure of the work that should have written the memory last, if it failed.
+    [[nodiscard]] std::optional<Error> failure() const;
+    /// The work that should have written the memory failed with `error`.
+    void fail(Error error);
+    /// Work writing the memory was enqueued. Returns whether it carried a failure until now.
+    bool repair();
+
+    /// How many clones of this memory live (for tests of pinning).
+    [[nodiscard]] long use_count() const;
+
+private:
+    struct Shared {
+        Shared(ManagedMemoryBinding pin_binding, std::uint64_t device_address, ServiceId service,
+               std::weak_ptr<PeerOwner> owner_device)
+            : pin(std::move(pin_binding)),
+              address(device_address),
+              owner_service(service),
+              owner(std::move(owner_device)) {}
+        ManagedMemoryBinding pin;
+        std::uint64_t address;
+        ServiceId owner_service;
+        std::weak_ptr<PeerOwner> owner;
+        mutable std::mutex mutex;
+        std::optional<Error> failure;
+    };
+    std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,74 @@
+#pragma once
+
+// `Result<T>`: a value or an `Error`. tandem reports runtime conditions as values, never by
+// throwing, so a caller sees at the call site which operations can fail.
+
+#include "tandem/core/error.hpp"
+
+#include <cassert>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace tandem {
+
+template <typename T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+    Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit
+
+    [[nodiscard]] bool ok() const { return state_.index() == 0; }
+    explicit operator bool() const { return ok(); }
+
+    /// The value. Asking a failed result for its value is a programming error.
+    T& value() & {
+        assert(ok() && "Result::value() on an error");
+        return std::get<0>(state_);
+    }
+    const T& value() const& {
+        assert(ok() && "Result::value() on an error");
+        return std::get<0>(state_);
+    }
+    T&& value() && {
+        assert(ok() && "Result::value() on an error");
+        return std::get<0>(std::move(state_));
+    }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+    T&& operator*() && { return std::move(*this).value(); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+
+    /// The error. Asking a successful result for its error is a programming error.
+    [[nodiscard]] const Error& error() const {
+        assert(!ok() && "Result::error() on a value");
+        return std::get<1>(state_);
+    }
+
+private:
+    std::variant<T, Error> state_;
+};
+
+/// Success without a value, or an `Error`.
+template <>
+class [[nodiscard]] Result<void> {
+public:
+    Result() = default;
+    Result(Error error) : error_(std::move(error)) {}  // NOLINT: implicit
+
+    [[nodiscard]] bool ok() const { return !error_.has_value(); }
+    explicit operator bool() const { return ok(); }
+    [[nodiscard]] const Error& error() const {
+        assert(!ok() && "Result::error() on success");
+        return *error_;
+    }
+
+private:
+    std::optional<Error> error_;
+};
+
+using Status = Result<void>;
+
+}  // namespace tandem

@@ -1,0 +1,59 @@
+#pragma once
+
+// What a pool needs to know about stream order: memory released on one stream may be reused on
+// that stream at once (its work is ordered after the release), but reuse on another stream must
+// first wait for an event recorded on the releasing stream.
+
+#include "tandem/core/ids.hpp"
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+namespace tandem {
+
+struct EventToken {
+    std::uint64_t value = 0;
+    friend constexpr auto operator<=>(const EventToken&, const EventToken&) = default;
+};
+
+/// Where and when a block was released.
+struct ReleaseMark {
+    StreamId stream;
+    EventToken event;
+};
+
+class StreamOrder {
+public:
+    virtual ~StreamOrder() = default;
+    /// An event recorded on `stream` now: it completes when the stream's earlier work has.
+    virtual EventToken record(StreamId stream) = 0;
+    [[nodiscard]] virtual bool completed(EventToken event) const = 0;
+    /// Later work on `waiter` waits for `event`.
+    virtual void wait(StreamId waiter, EventToken event) = 0;
+};
+
+/// A stream order whose events complete only when told: lets tests hold a release in flight.
+class ManualStreamOrder final : public StreamOrder {
+public:
+    struct Wait {
+        StreamId waiter;
+        EventToken event;
+    };
+    EventToken record(StreamId stream) override;
+    [[nodiscard]] bool completed(EventToken event) const override;
+    void wait(StreamId waiter, EventToken event) override;
+
+    void complete(EventToken event);
+    void complete_all();
+    [[nodiscard]] std::vector<Wait> waits() const;
+
+private:
+    mutable std::mutex mutex_;
+    std::uint64_t next_event_ = 1;
+    std::unordered_set<std::uint64_t> pending_;
+    std::vector<Wait> waits_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,270 @@
+#include "tandem/core/claim_store.hpp"
+
+#include <cassert>
+#include <set>
+#include <utility>
+
+namespace tandem {
+
+// ---------------------------------------------------------------- WriteScope
+
+WriteScope::WriteScope(ClaimStore& store, std::string_view label, std::span<const ClaimKey> writes,
+                       State state, std::optional<FailureId> failure)
+    : store_(&store), label_(label), writes_(writes), state_(state), failure_(failure) {}
+
+WriteScope::WriteScope(WriteScope&& other) noexcept
+    : store_(other.store_),
+      label_(other.label_),
+      writes_(other.writes_),
+      state_(std::exchange(other.state_, State::Done)),
+      failure_(other.failure_) {}
+
+WriteScope::~WriteScope() {
+    if (state_ == State::Open) {
+        fail(Error::torn_down("work '" + std::string(label_) +
+                              "' was torn down before it finished writing"));
+    }
+}
+
+void WriteScope::succeed() {
+    assert(state_ == State::Open && "a write scope ends once");
+    std::lock_guard lock(store_->mutex_);
+    for (const ClaimKey& key : writes_) {
+        store_->release_locked(key);
+    }
+    state_ = State::Done;
+}
+
+FailureId WriteScope::fail(Error error) {
+    assert(state_ == State::Open && "a write scope ends once");
+    state_ = State::Done;
+    failure_ = store_->fail(writes_, std::move(error));
+    return *failure_;
+}
+
+// ---------------------------------------------------------------- ClaimStore
+
+ClaimStore::ClaimStore(ServiceId device) : device_(device) {}
+
+void ClaimStore::recount(MemoryId memory, const TouchedFailures& touched, FailureId except) {
+    auto found = allocations_.find(memory);
+    for (std::size_t index = 0; index < touched.size(); ++index) {
+        FailureId failure = touched[index];
+        if (failure != except && (found == allocations_.end() || !found->second.carries(failure))) {
+            graph_.drop(failure);
+        }
+    }
+    if (found != allocations_.end() && found->second.empty()) {
+        allocations_.erase(found);
+    }
+}
+
+void ClaimStore::claim_locked(const ClaimKey& key, FailureId failure) {
+    assert(graph_.contains(failure) && "claims name live failures");
+    if (key.range.empty()) {
+        return;
+    }
+    AllocationClaims& claims = allocations_[key.memory];
+    const bool carried_before = claims.carries(failure);
+    TouchedFailures touched = claims.claim(key.range, failure);
+    if (!carried_before) {
+        graph_.carry(failure);
+    }
+    recount(key.memory, touched, failure);
+}
+
+void ClaimStore::release_locked(const ClaimKey& key) {
+    auto found = allocations_.find(key.memory);
+    if (found == allocations_.end()) {
+        return;
+    }
+    TouchedFailures touched = found->second.release(key.range);
+    recount(key.memory, touched, FailureId{});
+}
+
+FailureId ClaimStore::fail_locked(std::span<const ClaimKey> writes, Error error) {
+    FailureId failure = graph_.create(std::move(error));
+    for (const ClaimKey& key : writes) {
+        claim_locked(key, failure);
+    }
+    graph_.discard_if_uncarried(failure);
+    return failure;
+}
+
+void ClaimStore::claim(const ClaimKey& key, FailureId failure) {
+    std::lock_guard lock(mutex_);
+    claim_locked(key, failure);
+}
+
+void ClaimStore::release(const ClaimKey& key) {
+    std::lock_guard lock(mutex_);
+    release_locked(key);
+}
+
+FailureId ClaimStore::fail(std::span<const ClaimKey> writes, Error error) {
+    std::lock_guard lock(mutex_);
+    return fail_locked(writes, std::move(error));
+}
+
+FailureId ClaimStore::create_failure(Error error) {
+    std::lock_guard lock(mutex_);
+    return graph_.create(std::move(error));
+}
+
+void ClaimStore::forget(MemoryId memory) {
+    std::lock_guard lock(mutex_);
+    auto found = allocations_.find(memory);
+    if (found == allocations_.end()) {
+        return;
+    }
+    TouchedFailures touched;
+    for (const Claim& claim : found->second.claims()) {
+        touched.push_back_unique(claim.failure);
+    }
+    allocations_.erase(found);
+    recount(memory, touched, FailureId{});
+}
+
+std::optional<std::pair<ClaimKey, FailureId>> ClaimStore::first_claimed_locked(
+    std::span<const ClaimKey> inputs) const {
+    for (const ClaimKey& key : inputs) {
+        auto found = allocations_.find(key.memory);
+        if (found == allocations_.end()) {
+            continue;
+        }
+        if (std::optional<FailureId> failure = found->second.first_claimant(key.range)) {
+            return std::pair{key, *failure};
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<std::pair<ClaimKey, FailureId>> ClaimStore::first_claimed(
+    std::span<const ClaimKey> inputs) const {
+    std::lock_guard lock(mutex_);
+    return first_claimed_locked(inputs);
+}
+
+Status ClaimStore::check(std::span<const ClaimKey> reads) const {
+    std::lock_guard lock(mutex_);
+    std::vector<FailureId> found;
+    std::vector<ClaimKey> found_in;
+    for (const ClaimKey& key : reads) {
+        auto claims = allocations_.find(key.memory);
+        if (claims == allocations_.end()) {
+            continue;
+        }
+        claims->second.claimants(key.range, found);
+        found_in.resize(found.size(), key);
+    }
+    if (found.empty()) {
+        return {};
+    }
+    std::vector<Error> errors;
+    errors.reserve(found.size());
+    for (std::size_t index = 0; index < found.size(); ++index) {
+        errors.push_back(graph_.report(found[index], found_in[index]));
+    }
+    return Error::several(std::move(errors));
+}
+
+WriteScope ClaimStore::begin_write(std::string_view label, std::span<const ClaimKey> writes) {
+    return WriteScope(*this, label, writes, WriteScope::State::Open, std::nullopt);
+}
+
+WriteScope ClaimStore::enter_launch(std::string_view kernel, std::span<const ClaimKey> inputs,
+                                    std::span<const ClaimKey> outputs) {
+    std::lock_guard lock(mutex_);
+    std::optional<std::pair<ClaimKey, FailureId>> claimed = first_claimed_locked(inputs);
+    if (!claimed) {
+        return WriteScope(*this, kernel, outputs, WriteScope::State::Open, std::nullopt);
+    }
+    const auto [needed, failure] = *claimed;
+    SkipRecord record{std::string(kernel), device_, needed,
+                      std::vector<ClaimKey>(outputs.begin(), outputs.end())};
+    graph_.add_skip(failure, std::move(record));
+    for (const ClaimKey& key : outputs) {
+        claim_locked(key, failure);
+    }
+    return WriteScope(*this, kernel, outputs, WriteScope::State::Skipped, failure);
+}
+
+void ClaimStore::add_skip(FailureId failure, SkipRecord record) {
+    std::lock_guard lock(mutex_);
+    graph_.add_skip(failure, std::move(record));
+}
+
+Error ClaimStore::report(FailureId failure, const ClaimKey& read) const {
+    std::lock_guard lock(mutex_);
+    return graph_.report(failure, read);
+}
+
+std::size_t ClaimStore::failure_count() const {
+    std::lock_guard lock(mutex_);
+    return graph_.size();
+}
+
+bool ClaimStore::failure_alive(FailureId failure) const {
+    std::lock_guard lock(mutex_);
+    return graph_.contains(failure);
+}
+
+std::uint64_t ClaimStore::allocations_carrying(FailureId failure) const {
+    std::lock_guard lock(mutex_);
+    return graph_.allocations(failure);
+}
+
+std::vector<Claim> ClaimStore::claims_of(MemoryId memory) const {
+    std::lock_guard lock(mutex_);
+    auto found = allocations_.find(memory);
+    if (found == allocations_.end()) {
+        return {};
+    }
+    auto claims = found->second.claims();
+    return {claims.begin(), claims.end()};
+}
+
+std::size_t ClaimStore::claimed_allocation_count() const {
+    std::lock_guard lock(mutex_);
+    return allocations_.size();
+}
+
+bool ClaimStore::drained() const {
+    std::lock_guard lock(mutex_);
+    return allocations_.empty() && graph_.size() == 0;
+}
+
+std::optional<std::string> ClaimStore::check_invariants() const {
+    std::lock_guard lock(mutex_);
+    std::unordered_map<FailureId, std::uint64_t> carriers;
+    for (const auto& [memory, claims] : allocations_) {
+        if (claims.empty()) {
+            return to_string(memory) + " is kept with no claims";
+        }
+        if (std::optional<std::string> broken = claims.check_invariants()) {
+            return to_string(memory) + ": " + *broken;
+        }
+        std::set<std::uint64_t> seen;
+        for (const Claim& claim : claims.claims()) {
+            if (seen.insert(claim.failure.value).second) {
+                ++carriers[claim.failure];
+            }
+        }
+    }
+    for (const auto& [failure, count] : carriers) {
+        if (!graph_.contains(failure)) {
+            return "a claim names " + to_string(failure) + ", which the graph does not hold";
+        }
+        if (graph_.allocations(failure) != count) {
+            return to_string(failure) + " counts " + std::to_string(graph_.allocations(failure)) +
+                   " carrying allocations, but " + std::to_string(count) + " carry it";
+        }
+    }
+    if (carriers.size() != graph_.size()) {
+        return "the graph holds " + std::to_string(graph_.size()) + " failures but only " +
+               std::to_string(carriers.size()) + " are carried";
+    }
+    return std::nullopt;
+}
+
+}  // namespace tandem

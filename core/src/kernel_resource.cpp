@@ -1,0 +1,50 @@
+#include "tandem/core/kernel_resource.hpp"
+
+namespace tandem {
+
+std::string_view to_string(AccessMode mode) {
+    switch (mode) {
+        case AccessMode::Read: return "read";
+        case AccessMode::Write: return "write";
+        case AccessMode::ReadWrite: return "read-write";
+    }
+    return "unknown";
+}
+
+KernelResource::KernelResource(Binding binding, AccessMode access)
+    : binding_(std::move(binding)), access_(access) {}
+
+KernelResource KernelResource::buffer(BufferBinding binding, AccessMode access) {
+    return KernelResource(std::move(binding), access);
+}
+
+KernelResource KernelResource::tensor_map(TensorMapBinding map, AccessMode access) {
+    return KernelResource(std::move(map), access);
+}
+
+KernelResource KernelResource::peer(PeerBinding peer, AccessMode access) {
+    return KernelResource(std::move(peer), access);
+}
+
+const BufferBinding* KernelResource::local_binding() const {
+    if (const auto* buffer = std::get_if<BufferBinding>(&binding_)) {
+        return buffer;
+    }
+    if (const auto* map = std::get_if<TensorMapBinding>(&binding_)) {
+        return &map->binding();
+    }
+    return nullptr;
+}
+
+const PeerBinding* KernelResource::peer_binding() const {
+    return std::get_if<PeerBinding>(&binding_);
+}
+
+const BufferBinding& KernelResource::buffer_binding() const {
+    if (const BufferBinding* local = local_binding()) {
+        return *local;
+    }
+    return std::get<PeerBinding>(binding_).binding();
+}
+
+}  // namespace tandem

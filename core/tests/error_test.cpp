@@ -1,0 +1,67 @@
+#include "tandem/core/error.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tandem {
+namespace {
+
+TEST(Error, carries_typed_details_of_its_kind) {
+    Error error = Error::out_of_memory("no room", {1000, 10, 512, 8});
+    EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
+    const auto* details = error.details_as<OutOfMemoryDetails>();
+    ASSERT_NE(details, nullptr);
+    EXPECT_EQ(details->requested_bytes, 1000u);
+    EXPECT_EQ(details->largest_free_block_bytes, 8u);
+    EXPECT_EQ(error.details_as<WrongServiceDetails>(), nullptr);
+}
+
+TEST(Error, the_cause_chain_is_kept_in_order) {
+    Error root = Error::invalid_argument("root");
+    Error middle = Error::torn_down("middle");
+    Error top = Error::launch_refused("k", "top").caused_by(middle).caused_by(root);
+    ASSERT_NE(top.cause(), nullptr);
+    EXPECT_EQ(top.cause()->message(), "middle");
+    ASSERT_NE(top.cause()->cause(), nullptr);
+    EXPECT_EQ(top.cause()->cause()->message(), "root");
+    EXPECT_EQ(top.cause()->cause()->cause(), nullptr);
+}
+
+TEST(Error, the_report_names_kind_details_advice_and_causes) {
+    Error error = Error::out_of_memory("cannot allocate", {1000, 10, 512, 8})
+                      .caused_by(Error::invalid_argument("storage said no"));
+    std::string report = error.report();
+    EXPECT_NE(report.find("OutOfMemory: cannot allocate"), std::string::npos) << report;
+    EXPECT_NE(report.find("requested 1000 bytes, free 10, reserved 512, largest free block 8"),
+              std::string::npos)
+        << report;
+    EXPECT_NE(report.find("caused by:"), std::string::npos) << report;
+    EXPECT_NE(report.find("InvalidArgument: storage said no"), std::string::npos) << report;
+    EXPECT_NE(report.find("what to do: free memory"), std::string::npos) << report;
+}
+
+TEST(Error, several_of_one_is_that_one) {
+    Error only = Error::torn_down("only");
+    EXPECT_EQ(Error::several({only}).kind(), ErrorKind::TornDown);
+    Error both = Error::several({only, Error::invalid_argument("other")});
+    EXPECT_EQ(both.kind(), ErrorKind::Several);
+    EXPECT_EQ(both.details_as<SeveralDetails>()->errors.size(), 2u);
+}
+
+TEST(Error, wrong_service_names_both_services) {
+    Error error = Error::wrong_service(ServiceId{1, 0}, ServiceId{2, 1});
+    const auto* details = error.details_as<WrongServiceDetails>();
+    ASSERT_NE(details, nullptr);
+    EXPECT_EQ(details->expected, (ServiceId{1, 0}));
+    EXPECT_EQ(details->actual, (ServiceId{2, 1}));
+    EXPECT_NE(error.message().find("device 1 of runtime"), std::string::npos);
+}
+
+TEST(ErrorKind, every_kind_has_a_name_and_advice) {
+    for (int kind = 0; kind <= static_cast<int>(ErrorKind::TornDown); ++kind) {
+        EXPECT_NE(to_string(static_cast<ErrorKind>(kind)), "Unknown");
+        EXPECT_FALSE(advice(static_cast<ErrorKind>(kind)).empty());
+    }
+}
+
+}  // namespace
+}  // namespace tandem
