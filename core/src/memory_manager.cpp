@@ -49,7 +49,7 @@ MemoryManager::MemoryManager(Storage& storage, StreamOrder& order, PoolOptions o
 
 MemoryManager::~MemoryManager() = default;
 
-void MemoryManager::set_freed_listener(std::function<void(MemoryId)> listener) {
+void MemoryManager::set_freed_listener(std::function<void(const AllocationInfo&)> listener) {
     std::lock_guard lock(mutex_);
     freed_listener_ = std::move(listener);
 }
@@ -110,7 +110,7 @@ std::size_t MemoryManager::sweep_locked() {
         assert(found != live_.end() && "a released allocation is live until swept");
         const AllocationInfo info = found->second;
         if (freed_listener_) {
-            freed_listener_(memory);
+            freed_listener_(info);
         }
         const std::uint64_t block_bytes = round_up(info.size_bytes, storage_.alignment_bytes());
         pool_for(block_bytes).free(PoolBlock{info.address, block_bytes},

@@ -18,12 +18,12 @@ std::optional<Error> PeerMemory::failure() const {
     return shared_->failure;
 }
 
-void PeerMemory::fail(Error error) {
+void PeerMemory::fail(Error error) const {
     std::lock_guard lock(shared_->mutex);
     shared_->failure = std::move(error);
 }
 
-bool PeerMemory::repair() {
+bool PeerMemory::repair() const {
     std::lock_guard lock(shared_->mutex);
     bool carried = shared_->failure.has_value();
     shared_->failure.reset();

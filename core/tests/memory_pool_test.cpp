@@ -17,7 +17,7 @@ protected:
     std::vector<MemoryId> freed;
 
     void SetUp() override {
-        manager.set_freed_listener([this](MemoryId id) { freed.push_back(id); });
+        manager.set_freed_listener([this](const AllocationInfo& info) { freed.push_back(info.id); });
     }
     std::pair<ManagedMemoryHandle, AllocationInfo> allocate(std::uint64_t size, StreamId stream) {
         auto result = manager.allocate(size, stream);

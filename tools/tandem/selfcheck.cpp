@@ -36,7 +36,7 @@ int run_selfcheck() {
     ManualStreamOrder order;
     MemoryManager memory(storage, order);
     ClaimStore claims(device);
-    memory.set_freed_listener([&claims](MemoryId id) { claims.forget(id); });
+    memory.set_freed_listener([&claims](const AllocationInfo& info) { claims.forget(info.id); });
 
     auto allocate = [&](std::uint64_t size) {
         auto allocated = memory.allocate(size, stream);

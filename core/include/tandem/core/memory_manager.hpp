@@ -57,7 +57,7 @@ public:
     MemoryManager& operator=(const MemoryManager&) = delete;
 
     /// Called with each allocation the sweep frees, before its bytes can be reused.
-    void set_freed_listener(std::function<void(MemoryId)> listener);
+    void set_freed_listener(std::function<void(const AllocationInfo&)> listener);
 
     /// A new allocation of `size_bytes` on `stream` and its first strong reference.
     /// `InvalidArgument` for zero or over `max_allocation_bytes`; `OutOfMemory` with the usage
@@ -85,7 +85,7 @@ private:
     SlicedPool sliced_;
     ExclusivePool exclusive_;
     std::shared_ptr<ReleaseQueue> released_;
-    std::function<void(MemoryId)> freed_listener_;
+    std::function<void(const AllocationInfo&)> freed_listener_;
     mutable std::mutex mutex_;
     std::unordered_map<MemoryId, AllocationInfo> live_;
     std::map<std::uint64_t, MemoryId> by_address_;

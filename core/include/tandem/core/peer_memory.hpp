@@ -47,9 +47,9 @@ public:
     /// The failure of the work that should have written the memory last, if it failed.
     [[nodiscard]] std::optional<Error> failure() const;
     /// The work that should have written the memory failed with `error`.
-    void fail(Error error);
+    void fail(Error error) const;
     /// Work writing the memory was enqueued. Returns whether it carried a failure until now.
-    bool repair();
+    bool repair() const;
 
     /// How many clones of this memory live (for tests of pinning).
     [[nodiscard]] long use_count() const;

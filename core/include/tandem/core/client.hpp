@@ -1,0 +1,73 @@
+#pragma once
+
+// The user's front door for one device. A client checks everything a caller can get wrong
+// before anything reaches a device: a handle of another device is refused with `WrongService`
+// (rule P1), offsets and sizes are validated, shared memory of a peer is bound at its peer
+// address. Only then does the server see the work.
+
+#include "tandem/core/server.hpp"
+
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace tandem {
+
+/// A resource of a launch, as a user names it: a handle (of this device, or shared memory of a
+/// peer), optionally viewed as a tensor map, and the access the kernel needs.
+struct LaunchArgument {
+    Handle handle;
+    AccessMode access = AccessMode::ReadWrite;
+    std::optional<TensorMapDescriptor> tensor_map;
+};
+
+class Client {
+public:
+    explicit Client(std::shared_ptr<Server> server);
+
+    [[nodiscard]] ServiceId service() const;
+    [[nodiscard]] StreamId default_stream() const { return server_->default_stream(); }
+    [[nodiscard]] Server& server() const { return *server_; }
+
+    Result<StreamId> create_stream();
+    Result<Handle> allocate(std::uint64_t size_bytes);
+    Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream);
+    Status write(const Handle& target, std::span<const std::byte> bytes);
+    Result<std::vector<std::byte>> read(const Handle& source);
+    Result<std::vector<std::byte>> read_strided(const Handle& source,
+                                                std::vector<std::uint64_t> shape,
+                                                std::vector<std::uint64_t> strides,
+                                                std::uint64_t elem_size_bytes);
+    /// Copies `source` (this device, or memory a peer shared) into `target` (this device).
+    Status copy(const Handle& source, const Handle& target);
+    Status copy(const Handle& source, const Handle& target, StreamId stream);
+    Status launch(std::string kernel, LaunchConfig config, std::vector<LaunchArgument> arguments,
+                  KernelArgs args = {});
+    Status launch(std::string kernel, LaunchConfig config, std::vector<LaunchArgument> arguments,
+                  KernelArgs args, StreamId stream);
+
+    Result<Event> record_event(StreamId stream);
+    Status wait_event(StreamId stream, const Event& event);
+    Status sync();
+    /// Waits for all work, then fails if any byte of the handles is claimed (C6).
+    Status sync(std::span<const Handle> handles);
+
+    /// `handle` with its allocation shared with the other devices (P2: pinned while shared).
+    Result<Handle> share_with_peers(const Handle& handle);
+    Status grant_peer_access(ServiceId accessor);
+
+    Status begin_capture(StreamId stream);
+    Result<CaptureGraph> end_capture(StreamId stream);
+    Status replay(const CaptureGraph& graph, StreamId stream);
+
+    [[nodiscard]] MemoryUsage memory_usage() const;
+    Status inject(const Fault& fault);
+
+private:
+    Status check_local(const Handle& handle) const;
+    Result<KernelResource> bind(const LaunchArgument& argument) const;
+
+    std::shared_ptr<Server> server_;
+};
+
+}  // namespace tandem

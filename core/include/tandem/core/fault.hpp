@@ -1,0 +1,44 @@
+#pragma once
+
+// Faults a backend can inject on purpose: the failures tandem claims to survive, made to happen
+// when a test or scenario says so. Probabilities draw from the run's seed, so a faulty run
+// replays exactly.
+
+#include "tandem/core/ids.hpp"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace tandem {
+
+/// Launches of `kernel` report failure `code` from inside: the `nth` launch from now only
+/// (1-based), or every launch when `nth` is 0, each with `probability`.
+struct KernelFault {
+    std::string kernel;
+    std::uint64_t nth = 0;
+    double probability = 1.0;
+    std::uint32_t code = 1;
+};
+
+/// The `nth` allocation from now (1-based) fails with `OutOfMemory`.
+struct AllocationFault {
+    std::uint64_t nth = 1;
+};
+
+/// The device is lost (a sticky fault) once `after_operations` more operations have run on it.
+struct DeviceLossFault {
+    std::uint64_t after_operations = 0;
+};
+
+/// Work on `stream` is held back for `steps` scheduler steps (sim) before it may run.
+struct StreamDelay {
+    StreamId stream;
+    std::uint64_t steps = 0;
+};
+
+using Fault = std::variant<KernelFault, AllocationFault, DeviceLossFault, StreamDelay>;
+
+std::string describe(const Fault& fault);
+
+}  // namespace tandem

@@ -1,0 +1,96 @@
+#pragma once
+
+// Single-source kernels: one functor, compiled by g++ for the simulator and by nvcc for CUDA.
+//
+// A kernel is a functor with a `name` and a templated call operator taking its context:
+//
+//     struct Scale {
+//         static constexpr const char* name = "scale";
+//         template <typename Context>
+//         TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+//             auto data = ctx.template buffer<float>(0);
+//             for (auto i = ctx.thread_index(); i < data.size(); i += ctx.thread_count())
+//                 data.store(i, data.load(i) * static_cast<float>(ctx.f64(0)));
+//         }
+//     };
+//
+// The context gives thread indices, typed views of the launch's resources in declared order,
+// scalar arguments and `fail(code)`. On cuda a view is a raw pointer; on sim every access is
+// translated from a device address and checked. Views offer system-scope atomics and a wait, the
+// only cross-device ordering a kernel has (rule P6); on sim each is a point where the
+// deterministic scheduler may switch to other work.
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define TANDEM_HOST_DEVICE __host__ __device__
+#else
+#define TANDEM_HOST_DEVICE
+#endif
+
+namespace tandem {
+
+struct Dim3 {
+    std::uint32_t x = 1;
+    std::uint32_t y = 1;
+    std::uint32_t z = 1;
+
+    [[nodiscard]] constexpr std::uint64_t count() const {
+        return std::uint64_t{x} * std::uint64_t{y} * std::uint64_t{z};
+    }
+};
+
+/// How many threads a launch runs: `grid` blocks of `block` threads.
+struct LaunchConfig {
+    Dim3 grid;
+    Dim3 block;
+
+    [[nodiscard]] constexpr std::uint64_t thread_count() const {
+        return grid.count() * block.count();
+    }
+    /// A one-dimensional launch of at least `threads` threads in blocks of `block_size`.
+    static constexpr LaunchConfig linear(std::uint64_t threads, std::uint32_t block_size = 256) {
+        const std::uint64_t blocks = (threads + block_size - 1) / block_size;
+        return LaunchConfig{Dim3{static_cast<std::uint32_t>(blocks), 1, 1},
+                            Dim3{threads == 0 ? 0u : block_size, 1, 1}};
+    }
+};
+
+/// The most threads per block a launch may ask for, as on the GPUs tandem targets.
+inline constexpr std::uint64_t max_block_threads = 1024;
+
+/// Scalar arguments of a launch: up to eight 64-bit words, each an integer or a double.
+class KernelArgs {
+public:
+    static constexpr std::size_t max_words = 8;
+
+    KernelArgs& u64(std::uint64_t value) {
+        if (count_ < max_words) {
+            words_[count_++] = value;
+        }
+        return *this;
+    }
+    KernelArgs& f64(double value) {
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, &value, sizeof bits);
+        return u64(bits);
+    }
+    [[nodiscard]] TANDEM_HOST_DEVICE std::uint64_t u64_at(std::size_t index) const {
+        return index < count_ ? words_[index] : 0;
+    }
+    [[nodiscard]] TANDEM_HOST_DEVICE double f64_at(std::size_t index) const {
+        double value = 0;
+        std::uint64_t bits = u64_at(index);
+        std::memcpy(&value, &bits, sizeof value);
+        return value;
+    }
+    [[nodiscard]] std::size_t count() const { return count_; }
+
+private:
+    std::array<std::uint64_t, max_words> words_{};
+    std::size_t count_ = 0;
+};
+
+}  // namespace tandem

@@ -1,0 +1,176 @@
+#pragma once
+
+// The kernel catalog: the kernels every backend registers by name, so scenarios and the tool can
+// launch them. Resources are listed in the order a launch binds them, with the access each needs.
+// Each kernel loops with a grid stride, so any launch size covers the data.
+
+#include "tandem/core/kernel.hpp"
+
+#include <cstdint>
+
+namespace tandem::kernels {
+
+/// Does nothing. Resources: none. For measuring launch overhead.
+struct Empty {
+    static constexpr const char* name = "empty";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context&) const {}
+};
+
+/// Sets every byte of buffer 0 (write) to the low byte of u64 argument 0.
+struct Fill {
+    static constexpr const char* name = "fill";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        auto out = ctx.template buffer<std::uint8_t>(0);
+        const auto value = static_cast<std::uint8_t>(ctx.u64(0));
+        for (std::uint64_t i = ctx.thread_index(); i < out.size(); i += ctx.thread_count()) {
+            out.store(i, value);
+        }
+    }
+};
+
+/// Copies buffer 0 (read) into buffer 1 (write), as many bytes as the smaller holds.
+struct Copy {
+    static constexpr const char* name = "copy";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        auto in = ctx.template buffer<std::uint8_t>(0);
+        auto out = ctx.template buffer<std::uint8_t>(1);
+        const std::uint64_t count = in.size() < out.size() ? in.size() : out.size();
+        for (std::uint64_t i = ctx.thread_index(); i < count; i += ctx.thread_count()) {
+            out.store(i, in.load(i));
+        }
+    }
+};
+
+/// Buffer 2 (write) = buffer 0 (read) + buffer 1 (read), element-wise over float32.
+struct Add {
+    static constexpr const char* name = "add";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        auto a = ctx.template buffer<float>(0);
+        auto b = ctx.template buffer<float>(1);
+        auto out = ctx.template buffer<float>(2);
+        for (std::uint64_t i = ctx.thread_index(); i < out.size(); i += ctx.thread_count()) {
+            out.store(i, a.load(i) + b.load(i));
+        }
+    }
+};
+
+/// Buffer 1 (read-write) = f64 argument 0 * buffer 0 (read) + buffer 1, over float32.
+struct Axpy {
+    static constexpr const char* name = "axpy";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        auto x = ctx.template buffer<float>(0);
+        auto y = ctx.template buffer<float>(1);
+        const auto alpha = static_cast<float>(ctx.f64(0));
+        for (std::uint64_t i = ctx.thread_index(); i < y.size(); i += ctx.thread_count()) {
+            y.store(i, alpha * x.load(i) + y.load(i));
+        }
+    }
+};
+
+/// Element 0 of buffer 1 (write, float32) = the sum of buffer 0 (read, float32). One thread
+/// sums, so the result is the same on every backend and every launch size.
+struct ReduceSum {
+    static constexpr const char* name = "reduce_sum";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        if (ctx.thread_index() != 0) {
+            return;
+        }
+        auto in = ctx.template buffer<float>(0);
+        auto out = ctx.template buffer<float>(1);
+        float sum = 0;
+        for (std::uint64_t i = 0; i < in.size(); ++i) {
+            sum += in.load(i);
+        }
+        out.store(0, sum);
+    }
+};
+
+/// Element 0 of buffer 1 (write, u64) = the FNV-1a hash of the bytes of buffer 0 (read).
+struct Checksum {
+    static constexpr const char* name = "checksum";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        if (ctx.thread_index() != 0) {
+            return;
+        }
+        auto in = ctx.template buffer<std::uint8_t>(0);
+        auto out = ctx.template buffer<std::uint64_t>(1);
+        std::uint64_t hash = 0xcbf29ce484222325ULL;
+        for (std::uint64_t i = 0; i < in.size(); ++i) {
+            hash = (hash ^ in.load(i)) * 0x100000001b3ULL;
+        }
+        out.store(0, hash);
+    }
+};
+
+/// Reports failure code u64 argument 0 from inside; its outputs (any resources) are claimed.
+struct FailWithCode {
+    static constexpr const char* name = "fail";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        if (ctx.thread_index() == 0) {
+            ctx.fail(static_cast<std::uint32_t>(ctx.u64(0)));
+        }
+    }
+};
+
+/// The producer of a cross-device handoff: copies buffer 0 (read) into buffer 1 (write, usually
+/// peer memory), then sets the u32 flag in buffer 2 (read-write, usually peer memory) to 1 with
+/// a system-scope release. Run it with one thread: the flag must follow every byte.
+struct HandoffProduce {
+    static constexpr const char* name = "handoff_produce";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        if (ctx.thread_index() != 0) {
+            return;
+        }
+        auto in = ctx.template buffer<std::uint8_t>(0);
+        auto out = ctx.template buffer<std::uint8_t>(1);
+        auto flag = ctx.template buffer<std::uint32_t>(2);
+        const std::uint64_t count = in.size() < out.size() ? in.size() : out.size();
+        for (std::uint64_t i = 0; i < count; ++i) {
+            out.store(i, in.load(i));
+        }
+        flag.atomic_store_release(0, 1u);
+    }
+};
+
+/// The consumer of a cross-device handoff: waits, with a system-scope acquire, until the u32
+/// flag in buffer 0 (read) is 1, then copies buffer 1 (read) into buffer 2 (write).
+struct HandoffConsume {
+    static constexpr const char* name = "handoff_consume";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        auto flag = ctx.template buffer<std::uint32_t>(0);
+        auto in = ctx.template buffer<std::uint8_t>(1);
+        auto out = ctx.template buffer<std::uint8_t>(2);
+        ctx.wait_until_equal(flag, 0, 1u);
+        const std::uint64_t count = in.size() < out.size() ? in.size() : out.size();
+        for (std::uint64_t i = ctx.thread_index(); i < count; i += ctx.thread_count()) {
+            out.store(i, in.load(i));
+        }
+    }
+};
+
+/// Copies tensor map 0 (read) into tensor map 1 (write) tile by tile: each thread moves whole
+/// boxes of the source's box shape. Both maps must have the same dimensions and element size.
+struct TiledCopy {
+    static constexpr const char* name = "tiled_copy";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        auto src = ctx.template tensor_map<std::uint8_t>(0);
+        auto dst = ctx.template tensor_map<std::uint8_t>(1);
+        const std::uint64_t tiles = src.tile_count();
+        for (std::uint64_t tile = ctx.thread_index(); tile < tiles; tile += ctx.thread_count()) {
+            src.copy_tile_to(tile, dst);
+        }
+    }
+};
+
+}  // namespace tandem::kernels

@@ -1,0 +1,184 @@
+#include "tandem/core/client.hpp"
+
+#include <cassert>
+
+namespace tandem {
+
+Client::Client(std::shared_ptr<Server> server) : server_(std::move(server)) {
+    assert(server_ && "a client needs a server");
+}
+
+ServiceId Client::service() const { return server_->service(); }
+
+Status Client::check_local(const Handle& handle) const {
+    if (handle.service() != service()) {
+        return Error::wrong_service(service(), handle.service());
+    }
+    return {};
+}
+
+Result<StreamId> Client::create_stream() { return server_->create_stream(); }
+
+Result<Handle> Client::allocate(std::uint64_t size_bytes) {
+    return allocate(size_bytes, default_stream());
+}
+
+Result<Handle> Client::allocate(std::uint64_t size_bytes, StreamId stream) {
+    return server_->allocate(size_bytes, stream);
+}
+
+Status Client::write(const Handle& target, std::span<const std::byte> bytes) {
+    if (Status local = check_local(target); !local) {
+        return local;
+    }
+    if (bytes.size() != target.size_in_use()) {
+        return Error::invalid_argument("a write of " + std::to_string(bytes.size()) +
+                                       " bytes into a handle of " +
+                                       std::to_string(target.size_in_use()) + " bytes");
+    }
+    return server_->write(target.binding(), bytes, target.stream());
+}
+
+Result<std::vector<std::byte>> Client::read(const Handle& source) {
+    if (Status local = check_local(source); !local) {
+        return local.error();
+    }
+    return server_->read(source.binding());
+}
+
+Result<std::vector<std::byte>> Client::read_strided(const Handle& source,
+                                                    std::vector<std::uint64_t> shape,
+                                                    std::vector<std::uint64_t> strides,
+                                                    std::uint64_t elem_size_bytes) {
+    if (Status local = check_local(source); !local) {
+        return local.error();
+    }
+    Result<CopyDescriptor> descriptor = CopyDescriptor::make(source.binding(), std::move(shape),
+                                                             std::move(strides), elem_size_bytes);
+    if (!descriptor) {
+        return descriptor.error();
+    }
+    return server_->read_strided(*descriptor);
+}
+
+Status Client::copy(const Handle& source, const Handle& target) {
+    return copy(source, target, target.stream());
+}
+
+Status Client::copy(const Handle& source, const Handle& target, StreamId stream) {
+    if (Status local = check_local(target); !local) {
+        return local;
+    }
+    if (source.size_in_use() != target.size_in_use()) {
+        return Error::invalid_argument("a copy of " + std::to_string(source.size_in_use()) +
+                                       " bytes into " + std::to_string(target.size_in_use()) +
+                                       " bytes");
+    }
+    Result<KernelResource> bound = bind(LaunchArgument{source, AccessMode::Read, std::nullopt});
+    if (!bound) {
+        return bound.error();
+    }
+    return server_->copy(*bound, target.binding(), stream);
+}
+
+Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
+    const Handle& handle = argument.handle;
+    if (handle.service() == service()) {
+        if (!argument.tensor_map) {
+            return KernelResource::buffer(handle.binding(), argument.access);
+        }
+        Result<TensorMapBinding> map = TensorMapBinding::make(handle.binding(), *argument.tensor_map);
+        if (!map) {
+            return map.error();
+        }
+        return KernelResource::tensor_map(std::move(*map), argument.access);
+    }
+    // Memory of another device: only shared memory may be bound, at its peer address.
+    if (argument.tensor_map) {
+        return Error::invalid_argument("a tensor map over memory of " + to_string(handle.service()) +
+                                       " cannot be bound on " + to_string(service()));
+    }
+    std::optional<PeerBinding> peer = PeerBinding::make(handle.binding());
+    if (!peer) {
+        return Error::wrong_service(service(), handle.service())
+            .caused_by(Error::invalid_argument(
+                "memory of " + to_string(handle.service()) +
+                " was never shared with peers; share_with_peers() it on its own device first"));
+    }
+    return KernelResource::peer(std::move(*peer), argument.access);
+}
+
+Status Client::launch(std::string kernel, LaunchConfig config, std::vector<LaunchArgument> arguments,
+                      KernelArgs args) {
+    return launch(std::move(kernel), config, std::move(arguments), args, default_stream());
+}
+
+Status Client::launch(std::string kernel, LaunchConfig config, std::vector<LaunchArgument> arguments,
+                      KernelArgs args, StreamId stream) {
+    LaunchRequest request{std::move(kernel), config, {}, args, stream};
+    request.resources.reserve(arguments.size());
+    for (const LaunchArgument& argument : arguments) {
+        Result<KernelResource> bound = bind(argument);
+        if (!bound) {
+            return bound.error();
+        }
+        request.resources.push_back(std::move(*bound));
+    }
+    return server_->launch(std::move(request));
+}
+
+Result<Event> Client::record_event(StreamId stream) { return server_->record_event(stream); }
+
+Status Client::wait_event(StreamId stream, const Event& event) {
+    return server_->wait_event(stream, event);
+}
+
+Status Client::sync() { return server_->sync(); }
+
+Status Client::sync(std::span<const Handle> handles) {
+    std::vector<ClaimKey> keys;
+    keys.reserve(handles.size());
+    for (const Handle& handle : handles) {
+        if (Status local = check_local(handle); !local) {
+            return local;
+        }
+        keys.push_back(handle.claim_key());
+    }
+    if (Status synced = server_->sync(); !synced) {
+        return synced;
+    }
+    return server_->check(keys);
+}
+
+Result<Handle> Client::share_with_peers(const Handle& handle) {
+    if (Status local = check_local(handle); !local) {
+        return local.error();
+    }
+    if (handle.peer()) {
+        return handle;
+    }
+    Result<PeerMemory> shared = server_->share(handle.binding());
+    if (!shared) {
+        return shared.error();
+    }
+    return handle.with_peer(std::move(*shared));
+}
+
+Status Client::grant_peer_access(ServiceId accessor) {
+    return server_->grant_peer_access(accessor);
+}
+
+Status Client::begin_capture(StreamId stream) { return server_->begin_capture(stream); }
+Result<CaptureGraph> Client::end_capture(StreamId stream) { return server_->end_capture(stream); }
+
+Status Client::replay(const CaptureGraph& graph, StreamId stream) {
+    if (graph.device() != service()) {
+        return Error::wrong_service(service(), graph.device());
+    }
+    return server_->replay(graph, stream);
+}
+
+MemoryUsage Client::memory_usage() const { return server_->memory_usage(); }
+Status Client::inject(const Fault& fault) { return server_->inject(fault); }
+
+}  // namespace tandem

@@ -1,0 +1,93 @@
+#pragma once
+
+// The simulator: several devices in one process, each with its memory in a shared-memory
+// segment, running every failure rule with every access checked.
+//
+// One seed drives everything a run does: the order in which the deterministic scheduler
+// interleaves the streams of all devices, injected faults drawn by probability, and the garbage
+// that bytes never written read as. The same seed gives the same trace, bit for bit. In threads
+// mode each stream runs on a worker thread instead (real concurrency, for thread sanitizers).
+
+#include "tandem/core/client.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tandem::sim {
+
+enum class SchedulerMode : std::uint8_t {
+    /// One host thread interleaves every stream of every device from the seed.
+    Deterministic,
+    /// A worker thread per stream.
+    Threads,
+};
+
+struct SimOptions {
+    /// At most this many devices per runtime.
+    static constexpr std::uint32_t max_devices = 64;
+
+    std::uint32_t devices = 2;
+    std::uint64_t seed = 1;
+    SchedulerMode mode = SchedulerMode::Deterministic;
+    /// The size of each device's segment (sparse until pools take regions).
+    std::uint64_t capacity_bytes = std::uint64_t{1} << 30;
+    PoolOptions pools;
+    /// Whether kernels on a device may touch peer memory without an explicit grant.
+    bool grant_all_peers = false;
+};
+
+/// Two accesses to the same bytes that no event, sync or system-scope atomic ordered.
+struct RaceReport {
+    std::string first;
+    std::string second;
+    ClaimKey bytes;
+};
+
+/// A snapshot for `tandem inspect` and drain checks.
+struct DeviceSnapshot {
+    ServiceId service;
+    std::string segment;
+    MemoryUsage usage;
+    std::size_t allocations = 0;
+    std::size_t claimed_allocations = 0;
+    std::size_t failures = 0;
+    bool lost = false;
+};
+
+class Engine;
+
+class SimRuntime {
+public:
+    /// A runtime with `options.devices` devices. `InvalidArgument` for zero or too many devices;
+    /// errors from the system (no /dev/shm, say) as they come.
+    static Result<std::shared_ptr<SimRuntime>> create(SimOptions options = {});
+    ~SimRuntime();
+    SimRuntime(const SimRuntime&) = delete;
+    SimRuntime& operator=(const SimRuntime&) = delete;
+
+    [[nodiscard]] std::size_t device_count() const;
+    /// The client of device `index` (`index < device_count()`).
+    [[nodiscard]] Client client(std::size_t index) const;
+    [[nodiscard]] std::uint64_t runtime_id() const;
+    [[nodiscard]] const SimOptions& options() const;
+
+    /// Runs every device's work to the end.
+    Status sync_all();
+    /// A hash of every scheduling decision and outcome so far: equal for equal seeds.
+    [[nodiscard]] std::uint64_t trace_hash() const;
+    /// How many scheduler steps ran.
+    [[nodiscard]] std::uint64_t steps() const;
+    [[nodiscard]] std::vector<RaceReport> races() const;
+    [[nodiscard]] std::vector<DeviceSnapshot> inspect() const;
+    /// No claim, no failure and no live allocation on any device (after `sync_all`).
+    [[nodiscard]] bool drained() const;
+    [[nodiscard]] std::vector<std::string> segment_names() const;
+
+private:
+    explicit SimRuntime(std::unique_ptr<Engine> engine);
+    std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace tandem::sim

@@ -1,0 +1,61 @@
+#pragma once
+
+// One simulated device's memory: a named Boost.Interprocess shared-memory segment.
+//
+// Segments are created 0600, named `tandem-<pid>-<runtime id>-d<device>` so that runs never
+// collide (the runtime id is random) and `tandem clean` can tell whether the process that made
+// one is gone. They are removed when the runtime ends, and on SIGINT or SIGTERM by a handler that
+// unlinks every live segment before the signal takes its default course. The file is sparse:
+// pages are reserved with posix_fallocate when a pool takes a region, so a full /dev/shm gives
+// `OutOfMemory` instead of SIGBUS on first touch.
+
+#include "tandem/core/result.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tandem::sim {
+
+class Segment {
+public:
+    /// Creates and maps a segment of `capacity_bytes`. Fails if the name exists (a new run never
+    /// opens another run's segment) or the system refuses.
+    static Result<std::unique_ptr<Segment>> create(std::string name, std::uint64_t capacity_bytes);
+    ~Segment();
+    Segment(const Segment&) = delete;
+    Segment& operator=(const Segment&) = delete;
+
+    [[nodiscard]] const std::string& name() const { return name_; }
+    [[nodiscard]] std::uint64_t capacity_bytes() const { return capacity_bytes_; }
+    [[nodiscard]] std::byte* data() const { return data_; }
+    /// Backs `[offset, offset + size)` with real pages; `OutOfMemory` when /dev/shm is full.
+    Status reserve_pages(std::uint64_t offset, std::uint64_t size_bytes);
+
+    /// The segment name for a device of a runtime of this process.
+    static std::string name_for(std::uint64_t runtime_id, std::uint32_t device_index);
+
+private:
+    struct Mapping;
+    Segment(std::string name, std::uint64_t capacity_bytes, std::unique_ptr<Mapping> mapping);
+    std::string name_;
+    std::uint64_t capacity_bytes_;
+    std::unique_ptr<Mapping> mapping_;
+    std::byte* data_;
+};
+
+/// A segment `tandem clean` found.
+struct StaleSegment {
+    std::string name;
+    int pid = 0;
+    bool owner_alive = false;
+};
+
+/// Every tandem segment in /dev/shm owned by this user, and whether its process still runs.
+std::vector<StaleSegment> list_segments();
+/// Removes the segments of runtimes whose process is gone, and nothing else. Returns their names.
+std::vector<std::string> clean_stale_segments();
+
+}  // namespace tandem::sim

@@ -1,0 +1,566 @@
+// SimDevice: the Server of one simulated device. Calls that enqueue build an Operation and put
+// it on a stream; calls that wait drive the engine until what they wait for is done.
+
+#include "engine.hpp"
+
+#include <cstring>
+
+namespace tandem::sim {
+
+namespace {
+
+/// Each device owns 1 TiB of the simulated address space, so an address names its device.
+constexpr std::uint64_t address_space_bits = 40;
+
+std::uint64_t base_address(std::uint32_t index) {
+    return std::uint64_t{index + 1} << address_space_bits;
+}
+
+std::string hex(std::uint64_t value) {
+    char text[24];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+    return text;
+}
+
+std::uint64_t splitmix(std::uint64_t& state) {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+}  // namespace
+
+SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment)
+    : engine_(engine),
+      index_(index),
+      service_{engine.runtime_id, index},
+      segment_(std::move(segment)),
+      storage_(*segment_, base_address(index)),
+      memory_(storage_, order_, engine.options.pools),
+      claims_(service_) {
+    memory_.set_freed_listener([this](const AllocationInfo& info) {
+        claims_.forget(info.id);  // C5: a new occupant starts clean.
+        engine_.races.forget(info.id);
+        freed_.push_back(FreedRecord{info.id, info.address, info.size_bytes, engine_.steps});
+        if (freed_.size() > max_freed_records) {
+            freed_.pop_front();
+        }
+    });
+    streams_.reserve(max_streams);
+    streams_.push_back(SimStream{StreamId{1}, engine.next_stream_global++, {}, 1, 0, {}, {}});
+}
+
+SimDevice::~SimDevice() = default;
+
+Result<SimStream*> SimDevice::stream(StreamId id) {
+    for (SimStream& candidate : streams_) {
+        if (candidate.id == id) {
+            return &candidate;
+        }
+    }
+    return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
+}
+
+Status SimDevice::refuse_if_lost() const {
+    if (lost_) {
+        return *lost_;
+    }
+    return {};
+}
+
+void SimDevice::lose(const std::string& reason) {
+    if (!lost_) {
+        lost_ = Error::device_lost(service_, reason);
+        engine_.mix_trace(0xdead0000ULL + index_);
+    }
+}
+
+std::optional<Error> SimDevice::lost() const {
+    std::lock_guard lock(engine_.mutex);
+    return lost_;
+}
+
+bool SimDevice::loss_due() {
+    if (loss_countdown_ && (*loss_countdown_ == 0 || --*loss_countdown_ == 0)) {
+        loss_countdown_.reset();
+        return true;
+    }
+    return false;
+}
+
+std::optional<std::uint32_t> SimDevice::kernel_fault_due(const std::string& kernel) {
+    for (KernelFaultState& state : kernel_faults_) {
+        if (state.fault.kernel != kernel) {
+            continue;
+        }
+        ++state.launches;
+        const bool this_launch = state.fault.nth == 0 || state.launches == state.fault.nth;
+        if (!this_launch) {
+            continue;
+        }
+        if (state.fault.probability >= 1.0 ||
+            std::uniform_real_distribution<double>(0.0, 1.0)(engine_.rng) < state.fault.probability) {
+            return state.fault.code;
+        }
+    }
+    return std::nullopt;
+}
+
+void SimDevice::sweep() { memory_.sweep(); }
+
+std::string SimDevice::describe_address(std::uint64_t address) const {
+    const std::uint64_t owner = (address >> address_space_bits);
+    if (owner == 0 || owner > engine_.devices.size()) {
+        return "the address belongs to no device";
+    }
+    const SimDevice& device = *engine_.devices[owner - 1];
+    if (auto info = device.memory_.find_address(address)) {
+        return "it lies in " + to_string(info->id) + " (" + std::to_string(info->size_bytes) +
+               " bytes at " + hex(info->address) + " on device " + std::to_string(owner - 1) +
+               ", live)";
+    }
+    for (auto record = device.freed_.rbegin(); record != device.freed_.rend(); ++record) {
+        if (address >= record->address && address - record->address < record->size_bytes) {
+            return "it lies in " + to_string(record->id) + " (" +
+                   std::to_string(record->size_bytes) + " bytes at " + hex(record->address) +
+                   "), freed at scheduler step " + std::to_string(record->step);
+        }
+    }
+    return "it lies in no allocation of device " + std::to_string(owner - 1);
+}
+
+void SimDevice::fill_garbage(const AllocationInfo& info) {
+    // Bytes never written read as noise derived from the seed and the allocation, so a program
+    // that reads them does not pass by luck, and the same seed gives the same noise.
+    std::uint64_t state = engine_.options.seed ^ (info.id.value * 0x9e3779b97f4a7c15ULL);
+    std::byte* host = storage_.host(info.address);
+    std::uint64_t offset = 0;
+    for (; offset + 8 <= info.size_bytes; offset += 8) {
+        const std::uint64_t noise = splitmix(state);
+        std::memcpy(host + offset, &noise, 8);
+    }
+    const std::uint64_t noise = splitmix(state);
+    std::memcpy(host + offset, &noise, info.size_bytes - offset);
+}
+
+Result<StreamId> SimDevice::create_stream() {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (streams_.size() >= max_streams) {
+        return Error::invalid_argument("a device has at most " + std::to_string(max_streams) +
+                                       " streams");
+    }
+    const StreamId id{streams_.back().id.value + 1};
+    streams_.push_back(SimStream{id, engine_.next_stream_global++, {}, 1, 0, {}, {}});
+    if (engine_.options.mode == SchedulerMode::Threads) {
+        engine_.start_workers();
+    }
+    return id;
+}
+
+Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (Result<SimStream*> found = stream(stream_id); !found) {
+        return found.error();
+    }
+    if (allocation_fault_countdown_ > 0 && --allocation_fault_countdown_ == 0) {
+        const MemoryUsage usage = memory_.usage();
+        return Error::out_of_memory("injected allocation failure of " +
+                                        std::to_string(size_bytes) + " bytes",
+                                    OutOfMemoryDetails{size_bytes, usage.free_bytes,
+                                                       usage.reserved_bytes,
+                                                       usage.largest_free_block_bytes});
+    }
+    auto allocated = memory_.allocate(size_bytes, stream_id);
+    if (!allocated) {
+        return allocated.error();
+    }
+    fill_garbage(allocated->second);
+    engine_.mix_trace(allocated->second.address ^ size_bytes);
+    return Handle(std::move(allocated->first), service_, stream_id, size_bytes);
+}
+
+Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operation) {
+    Result<SimStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    SimStream& target = **found;
+    operation->device = index_;
+    operation->stream_local = static_cast<std::uint32_t>(&target - streams_.data());
+    operation->stream_global = target.global_index;
+    operation->sequence = target.next_sequence++;
+    operation->host_clock = engine_.host_clock;
+    target.queue.push_back(std::move(operation));
+    engine_.notify();
+    return {};
+}
+
+Status SimDevice::write(const BufferBinding& target, std::span<const std::byte> bytes,
+                        StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    if (target.service() != service_) {
+        return Error::wrong_service(service_, target.service());
+    }
+    auto operation = std::make_shared<Operation>();
+    operation->kind = Operation::Kind::Write;
+    operation->label = "host write";
+    operation->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
+    operation->bytes.assign(bytes.begin(), bytes.end());
+    if (target.peer()) {
+        // P5: work writing shared memory was enqueued.
+        target.peer()->repair();
+    }
+    operation->held.push_back(target);
+    return enqueue(stream_id, std::move(operation));
+}
+
+Status SimDevice::drain_for_read(StreamId stream_id, std::span<const ClaimKey> keys) {
+    Result<SimStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    SimStream* target = *found;
+    Status drained = engine_.run_until([&] {
+        if (!target->queue.empty()) {
+            return false;
+        }
+        for (const auto& pending : engine_.unresolved) {
+            for (const Target& output : pending->outputs) {
+                for (const ClaimKey& key : keys) {
+                    if (overlap(output.key, key) != Overlap::Disjoint) {
+                        return false;
+                    }
+                }
+            }
+        }
+        return true;
+    });
+    merge_into(engine_.host_clock, target->clock);
+    sweep();
+    return drained;
+}
+
+Result<std::vector<std::byte>> SimDevice::read_ranges(const BufferBinding& source,
+                                                      const std::vector<ByteRange>& ranges) {
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (source.service() != service_) {
+        return Error::wrong_service(service_, source.service());
+    }
+    std::vector<ClaimKey> keys;
+    for (const ByteRange& range : ranges) {
+        keys.push_back(ClaimKey{source.memory_id(), range});
+    }
+    if (Status drained = drain_for_read(source.stream(), keys); !drained) {
+        return drained.error();
+    }
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (Status readable = claims_.check(keys); !readable) {
+        return readable.error();
+    }
+    const std::optional<AllocationInfo> info = memory_.find(source.memory_id());
+    std::vector<std::byte> bytes;
+    for (const ByteRange& range : ranges) {
+        const std::byte* host = storage_.host(info->address + range.begin);
+        bytes.insert(bytes.end(), host, host + range.size_bytes());
+    }
+    return bytes;
+}
+
+Result<std::vector<std::byte>> SimDevice::read(const BufferBinding& source) {
+    std::lock_guard lock(engine_.mutex);
+    return read_ranges(source, {source.range()});
+}
+
+Result<std::vector<std::byte>> SimDevice::read_strided(const CopyDescriptor& source) {
+    std::lock_guard lock(engine_.mutex);
+    const BufferBinding& binding = source.binding();
+    // Claims are checked over the bytes the view covers; the bytes come back in view order.
+    std::vector<ByteRange> elements;
+    for (std::uint64_t offset : source.element_offsets()) {
+        elements.push_back(ByteRange{offset, offset + source.elem_size_bytes()});
+    }
+    return read_ranges(binding, elements);
+}
+
+Status SimDevice::copy(const KernelResource& source, const BufferBinding& target,
+                       StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    if (target.service() != service_) {
+        return Error::wrong_service(service_, target.service());
+    }
+    auto operation = std::make_shared<Operation>();
+    operation->kind = Operation::Kind::Copy;
+    const BufferBinding& from = source.buffer_binding();
+    if (const PeerBinding* peer = source.peer_binding()) {
+        SimDevice* owner = engine_.device_of(peer->memory().owner_service());
+        if (owner == nullptr) {
+            return Error::peer_unreachable(service_, peer->memory().owner_service(),
+                                           "the owner is not a device of this runtime");
+        }
+        operation->label = "peer copy from device " + std::to_string(owner->index());
+        operation->inputs.push_back(Target{owner->index(), from.claim_key(), peer->memory()});
+    } else {
+        if (from.service() != service_) {
+            return Error::wrong_service(service_, from.service());
+        }
+        operation->label = "copy";
+        operation->inputs.push_back(Target{index_, from.claim_key(), std::nullopt});
+    }
+    operation->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
+    operation->copy_source = source;
+    operation->held = {from, target};
+    return enqueue(stream_id, std::move(operation));
+}
+
+Status SimDevice::launch(LaunchRequest request) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    auto operation = std::make_shared<Operation>();
+    operation->kind = Operation::Kind::Launch;
+    operation->label = request.kernel;
+    for (const KernelResource& resource : request.resources) {
+        const BufferBinding& binding = resource.buffer_binding();
+        Target target{index_, binding.claim_key(), std::nullopt};
+        if (const PeerBinding* peer = resource.peer_binding()) {
+            SimDevice* owner = engine_.device_of(peer->memory().owner_service());
+            if (owner == nullptr) {
+                return Error::peer_unreachable(service_, peer->memory().owner_service(),
+                                               "the owner is not a device of this runtime");
+            }
+            target = Target{owner->index(), binding.claim_key(), peer->memory()};
+        } else if (binding.service() != service_) {
+            return Error::wrong_service(service_, binding.service());  // P1
+        }
+        if (reads(resource.access())) {
+            operation->inputs.push_back(target);
+        }
+        if (writes(resource.access())) {
+            if (target.peer) {
+                target.peer->repair();  // P5: work writing the memory was enqueued.
+            }
+            operation->outputs.push_back(target);
+        }
+        operation->held.push_back(binding);
+    }
+    Result<SimStream*> found = stream(request.stream);
+    if (!found) {
+        return found.error();
+    }
+    if ((*found)->capture) {
+        (*found)->capture->launches.push_back(request);
+    }
+    const StreamId stream_id = request.stream;
+    operation->launch = std::move(request);
+    return enqueue(stream_id, std::move(operation));
+}
+
+Result<Event> SimDevice::record_event(StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    auto operation = std::make_shared<Operation>();
+    operation->kind = Operation::Kind::Record;
+    operation->label = "record event";
+    operation->event = engine_.next_event++;
+    engine_.events[operation->event] = Engine::EventState{false, {}, index_};
+    const std::uint64_t event = operation->event;
+    if (Status queued = enqueue(stream_id, std::move(operation)); !queued) {
+        engine_.events.erase(event);
+        return queued.error();
+    }
+    return Event{service_, stream_id, event};
+}
+
+Status SimDevice::wait_event(StreamId stream_id, const Event& event) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    SimDevice* owner = engine_.device_of(event.device);
+    if (owner == nullptr || !engine_.events.contains(event.sequence)) {
+        return Error::invalid_argument("the event does not belong to this runtime");
+    }
+    if (owner->lost_) {
+        return Error::device_lost(event.device, "cannot wait on an event of a lost device")
+            .caused_by(*owner->lost_);
+    }
+    auto operation = std::make_shared<Operation>();
+    operation->kind = Operation::Kind::Wait;
+    operation->label = "wait for event of device " + std::to_string(owner->index());
+    operation->event = event.sequence;
+    return enqueue(stream_id, std::move(operation));
+}
+
+Status SimDevice::sync() {
+    std::lock_guard lock(engine_.mutex);
+    Status drained = engine_.run_until([this] {
+        for (const SimStream& each : streams_) {
+            if (!each.queue.empty()) {
+                return false;
+            }
+        }
+        return true;
+    });
+    for (const SimStream& each : streams_) {
+        merge_into(engine_.host_clock, each.clock);
+    }
+    sweep();
+    if (!drained) {
+        return drained;
+    }
+    return refuse_if_lost();
+}
+
+Status SimDevice::check(std::span<const ClaimKey> keys) const {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    return claims_.check(keys);
+}
+
+Result<PeerMemory> SimDevice::share(const BufferBinding& binding) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (binding.service() != service_) {
+        return Error::wrong_service(service_, binding.service());
+    }
+    const std::optional<AllocationInfo> info = memory_.find(binding.memory_id());
+    if (!info) {
+        return Error::invalid_argument(to_string(binding.memory_id()) + " is not live on " +
+                                       to_string(service_));
+    }
+    return PeerMemory(binding.memory(), info->address, service_, weak_from_this());
+}
+
+Status SimDevice::grant_peer_access(ServiceId accessor) {
+    std::lock_guard lock(engine_.mutex);
+    if (engine_.device_of(accessor) == nullptr) {
+        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
+    }
+    granted_.insert(accessor);
+    return {};
+}
+
+bool SimDevice::peer_access_granted(ServiceId accessor) const {
+    std::lock_guard lock(engine_.mutex);
+    return engine_.options.grant_all_peers || accessor == service_ || granted_.contains(accessor);
+}
+
+void SimDevice::claim_from_peer(const ClaimKey& key, const Error& error) {
+    std::lock_guard lock(engine_.mutex);
+    const ClaimKey keys[] = {key};
+    (void)claims_.fail(keys, error);
+}
+
+Status SimDevice::begin_capture(StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    Result<SimStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    if ((*found)->capture) {
+        return Error::invalid_argument(to_string(stream_id) + " is already capturing");
+    }
+    (*found)->capture.emplace();
+    return {};
+}
+
+Result<CaptureGraph> SimDevice::end_capture(StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    Result<SimStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    SimStream* target = *found;
+    if (!target->capture) {
+        return Error::invalid_argument(to_string(stream_id) + " is not capturing");
+    }
+    Status drained = engine_.run_until([target] { return target->queue.empty(); });
+    SimStream::Capture window = std::move(*target->capture);
+    target->capture.reset();
+    if (!drained) {
+        return drained.error();
+    }
+    if (window.doomed) {
+        // C14: ending a doomed window refuses it and claims what it recorded with the refusal.
+        Error refusal = Error::launch_refused("capture", "the recording window was doomed by " +
+                                                             window.doomed->message())
+                            .caused_by(*window.doomed);
+        (void)claims_.fail(window.write_set, refusal);
+        return refusal;
+    }
+    return CaptureGraph(service_, std::move(window.launches), std::move(window.write_set));
+}
+
+Status SimDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    auto operation = std::make_shared<Operation>();
+    operation->kind = Operation::Kind::Replay;
+    operation->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
+    for (const ClaimKey& key : graph.write_set()) {
+        operation->outputs.push_back(Target{index_, key, std::nullopt});
+    }
+    operation->graph = std::make_shared<const CaptureGraph>(graph);
+    return enqueue(stream_id, std::move(operation));
+}
+
+MemoryUsage SimDevice::memory_usage() const {
+    std::lock_guard lock(engine_.mutex);
+    return memory_.usage();
+}
+
+Status SimDevice::inject(const Fault& fault) {
+    std::lock_guard lock(engine_.mutex);
+    if (const auto* kernel = std::get_if<KernelFault>(&fault)) {
+        if (kernel->probability < 0.0 || kernel->probability > 1.0) {
+            return Error::invalid_argument("a fault probability lies in [0, 1]");
+        }
+        kernel_faults_.push_back(KernelFaultState{*kernel, 0});
+    } else if (const auto* allocation = std::get_if<AllocationFault>(&fault)) {
+        if (allocation->nth == 0) {
+            return Error::invalid_argument("allocation faults count from 1");
+        }
+        allocation_fault_countdown_ = allocation->nth;
+    } else if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
+        if (loss->after_operations == 0) {
+            lose("injected device loss");
+        } else {
+            loss_countdown_ = loss->after_operations;
+        }
+    } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
+        Result<SimStream*> found = stream(delay->stream);
+        if (!found) {
+            return found.error();
+        }
+        (*found)->delay_steps += delay->steps;
+    }
+    return {};
+}
+
+}  // namespace tandem::sim

@@ -1,0 +1,222 @@
+// The engine's scheduling: which stream's work runs next, and what happens when nothing can.
+
+#include "engine.hpp"
+
+#include <chrono>
+
+namespace tandem::sim {
+
+Engine::Engine(SimOptions sim_options)
+    : options(sim_options), runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)),
+      rng(sim_options.seed) {}
+
+Engine::~Engine() { stop_workers(); }
+
+SimDevice* Engine::device_of(ServiceId service) const {
+    if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {
+        return nullptr;
+    }
+    return devices[service.device_index].get();
+}
+
+void Engine::mix_trace(std::uint64_t value) {
+    trace_hash = (trace_hash ^ value) * 0x100000001b3ULL;
+}
+
+void Engine::notify() { changed.notify_all(); }
+
+namespace {
+
+bool runnable(const Engine& engine, const SimStream& stream) {
+    if (stream.queue.empty() || stream.delay_steps > 0) {
+        return false;
+    }
+    const Operation& head = *stream.queue.front();
+    if (head.state == Operation::State::Queued) {
+        return head.kind != Operation::Kind::Wait || engine.events.at(head.event).completed;
+    }
+    // A running kernel: runnable unless it waits on something still false. In threads mode a
+    // running kernel belongs to its worker.
+    return engine.options.mode == SchedulerMode::Deterministic && head.fiber &&
+           (!head.blocked || head.blocked());
+}
+
+}  // namespace
+
+bool Engine::step_deterministic(Status& deadlock) {
+    std::vector<std::pair<SimDevice*, SimStream*>> candidates;
+    bool delayed = false;
+    bool pending = false;
+    for (const auto& device : devices) {
+        for (SimStream& stream : device->streams()) {
+            pending = pending || !stream.queue.empty();
+            delayed = delayed || (!stream.queue.empty() && stream.delay_steps > 0);
+            if (runnable(*this, stream)) {
+                candidates.emplace_back(device.get(), &stream);
+            }
+        }
+    }
+    // A held-back stream loses one step of its delay for every step the scheduler takes.
+    for (const auto& device : devices) {
+        for (SimStream& stream : device->streams()) {
+            if (stream.delay_steps > 0) {
+                --stream.delay_steps;
+            }
+        }
+    }
+    ++steps;
+    if (candidates.empty()) {
+        if (delayed) {
+            return true;
+        }
+        if (pending) {
+            Status resolved = resolve_deadlock();
+            if (deadlock.ok()) {
+                deadlock = resolved;
+            }
+            return true;
+        }
+        return false;
+    }
+    const auto [device, stream] = candidates[rng() % candidates.size()];
+    mix_trace(stream->global_index);
+    const std::shared_ptr<Operation> head = stream->queue.front();
+    if (head->state == Operation::State::Queued) {
+        start(*device, *stream, head);
+    } else {
+        resume(*device, *stream, head);
+    }
+    return true;
+}
+
+Status Engine::resolve_deadlock() {
+    // Every stream with work waits on something no runnable work can bring about. Fail the
+    // waiters, naming them, so the run goes on and the caller hears why.
+    std::string waiters;
+    std::vector<std::pair<SimDevice*, SimStream*>> blocked;
+    for (const auto& device : devices) {
+        for (SimStream& stream : device->streams()) {
+            if (stream.queue.empty()) {
+                continue;
+            }
+            const Operation& head = *stream.queue.front();
+            waiters += (waiters.empty() ? "" : "; ") + head.label + " on device " +
+                       std::to_string(device->index()) + " stream " +
+                       std::to_string(stream.id.value) +
+                       (head.blocked_on.empty() ? std::string(" waits for an event") : " " + head.blocked_on);
+            blocked.emplace_back(device.get(), &stream);
+        }
+    }
+    Error error = Error::torn_down("deadlock: " + waiters);
+    for (const auto& [device, stream] : blocked) {
+        const std::shared_ptr<Operation> head = stream->queue.front();
+        head->abandoned = true;
+        if (head->state == Operation::State::Queued) {
+            head->state = Operation::State::Running;
+            head->error = error;
+            finish(*device, *stream, head);
+        } else if (options.mode == SchedulerMode::Deterministic) {
+            resume(*device, *stream, head);  // The wait throws; the kernel ends torn down.
+        }
+    }
+    mix_trace(0xdead10c);
+    return error;
+}
+
+Status Engine::run_until(const std::function<bool()>& done) {
+    if (options.mode == SchedulerMode::Deterministic) {
+        Status deadlock;
+        while (!done() && step_deterministic(deadlock)) {
+        }
+        return deadlock;
+    }
+    // Threads mode: the caller holds the engine lock exactly once; waiting releases it.
+    std::unique_lock lock(mutex, std::adopt_lock);
+    Status deadlock;
+    auto last_progress = std::chrono::steady_clock::now();
+    std::uint64_t last_steps = steps;
+    // A run that makes no progress for this long while work waits is a deadlock.
+    constexpr auto stall_limit = std::chrono::seconds(10);
+    while (!done()) {
+        changed.wait_for(lock, std::chrono::milliseconds(5));
+        if (steps != last_steps) {
+            last_steps = steps;
+            last_progress = std::chrono::steady_clock::now();
+            continue;
+        }
+        bool pending = false;
+        for (const auto& device : devices) {
+            for (const SimStream& stream : device->streams()) {
+                pending = pending || !stream.queue.empty();
+            }
+        }
+        if (!pending) {
+            break;
+        }
+        if (std::chrono::steady_clock::now() - last_progress > stall_limit) {
+            Status resolved = resolve_deadlock();
+            if (deadlock.ok()) {
+                deadlock = resolved;
+            }
+            last_progress = std::chrono::steady_clock::now();
+        }
+    }
+    lock.release();
+    return deadlock;
+}
+
+void Engine::start_workers() {
+    std::lock_guard lock(mutex);
+    std::size_t existing = workers_.size();
+    std::size_t index = 0;
+    for (const auto& device : devices) {
+        for (std::size_t stream = 0; stream < device->streams().size(); ++stream, ++index) {
+            if (index >= existing) {
+                workers_.emplace_back(&Engine::worker, this, device->index(),
+                                      static_cast<std::uint32_t>(stream));
+            }
+        }
+    }
+}
+
+void Engine::stop_workers() {
+    {
+        std::lock_guard lock(mutex);
+        stopping_ = true;
+    }
+    changed.notify_all();
+    for (std::thread& worker : workers_) {
+        worker.join();
+    }
+    workers_.clear();
+}
+
+void Engine::worker(std::uint32_t device_index, std::uint32_t stream_local) {
+    std::unique_lock lock(mutex);
+    SimDevice& device = *devices[device_index];
+    while (!stopping_) {
+        SimStream& stream = device.streams()[stream_local];
+        if (!stream.queue.empty() && stream.delay_steps > 0) {
+            --stream.delay_steps;
+            changed.wait_for(lock, std::chrono::microseconds(100));
+            continue;
+        }
+        if (!runnable(*this, stream)) {
+            changed.wait_for(lock, std::chrono::milliseconds(5));
+            continue;
+        }
+        const std::shared_ptr<Operation> head = stream.queue.front();
+        ++steps;
+        start(device, stream, head);
+        if (head->state != Operation::State::Done && head->body) {
+            const std::function<void()> body = head->body;
+            lock.unlock();
+            body();
+            lock.lock();
+            ++steps;
+            finish(device, device.streams()[stream_local], head);
+        }
+    }
+}
+
+}  // namespace tandem::sim

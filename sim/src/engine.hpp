@@ -1,0 +1,208 @@
+#pragma once
+
+// The simulator's internals: devices (each a `Server`), their streams, and the engine that
+// schedules work across all of them.
+
+#include "operation.hpp"
+#include "race_detector.hpp"
+#include "segment_storage.hpp"
+
+#include "tandem/core/claim_store.hpp"
+#include "tandem/core/memory_manager.hpp"
+#include "tandem/core/server.hpp"
+#include "tandem/sim/runtime.hpp"
+#include "tandem/sim/segment.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+namespace tandem::sim {
+
+class Engine;
+
+/// Pools on the simulator: memory is released only once every operation holding it is done, so
+/// a release event has always completed.
+class SimStreamOrder final : public StreamOrder {
+public:
+    EventToken record(StreamId) override { return EventToken{++next_}; }
+    [[nodiscard]] bool completed(EventToken) const override { return true; }
+    void wait(StreamId, EventToken) override {}
+
+private:
+    std::uint64_t next_ = 0;
+};
+
+struct SimStream {
+    StreamId id;
+    std::uint32_t global_index = 0;
+    std::deque<std::shared_ptr<Operation>> queue;
+    std::uint64_t next_sequence = 1;
+    std::uint64_t delay_steps = 0;
+    VectorClock clock;
+
+    struct Capture {
+        std::vector<LaunchRequest> launches;
+        std::vector<ClaimKey> write_set;
+        std::optional<Error> doomed;
+    };
+    std::optional<Capture> capture;
+};
+
+/// A freed allocation, kept so a fault at its old address can say what happened there.
+struct FreedRecord {
+    MemoryId id;
+    std::uint64_t address = 0;
+    std::uint64_t size_bytes = 0;
+    std::uint64_t step = 0;
+};
+
+class SimDevice final : public Server, public std::enable_shared_from_this<SimDevice> {
+public:
+    /// Freed allocations remembered for fault reports.
+    static constexpr std::size_t max_freed_records = 64;
+    /// Streams per device.
+    static constexpr std::size_t max_streams = 64;
+
+    SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment);
+    ~SimDevice() override;
+
+    // PeerOwner
+    [[nodiscard]] ServiceId service() const override { return service_; }
+    void claim_from_peer(const ClaimKey& key, const Error& error) override;
+
+    // Server
+    Result<StreamId> create_stream() override;
+    Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream) override;
+    Status write(const BufferBinding& target, std::span<const std::byte> bytes,
+                 StreamId stream) override;
+    Result<std::vector<std::byte>> read(const BufferBinding& source) override;
+    Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source) override;
+    Status copy(const KernelResource& source, const BufferBinding& target, StreamId stream) override;
+    Status launch(LaunchRequest request) override;
+    Result<Event> record_event(StreamId stream) override;
+    Status wait_event(StreamId stream, const Event& event) override;
+    Status sync() override;
+    [[nodiscard]] Status check(std::span<const ClaimKey> keys) const override;
+    Result<PeerMemory> share(const BufferBinding& binding) override;
+    Status grant_peer_access(ServiceId accessor) override;
+    [[nodiscard]] bool peer_access_granted(ServiceId accessor) const override;
+    Status begin_capture(StreamId stream) override;
+    Result<CaptureGraph> end_capture(StreamId stream) override;
+    Status replay(const CaptureGraph& graph, StreamId stream) override;
+    [[nodiscard]] MemoryUsage memory_usage() const override;
+    Status inject(const Fault& fault) override;
+    [[nodiscard]] std::optional<Error> lost() const override;
+
+    // Engine side.
+    [[nodiscard]] std::uint32_t index() const { return index_; }
+    [[nodiscard]] std::vector<SimStream>& streams() { return streams_; }
+    [[nodiscard]] ClaimStore& claims() { return claims_; }
+    [[nodiscard]] const ClaimStore& claims() const { return claims_; }
+    [[nodiscard]] MemoryManager& memory() { return memory_; }
+    [[nodiscard]] const MemoryManager& memory() const { return memory_; }
+    [[nodiscard]] SegmentStorage& storage() { return storage_; }
+    [[nodiscard]] const Segment& segment() const { return *segment_; }
+    [[nodiscard]] std::string describe_address(std::uint64_t address) const;
+    /// Marks the device lost with a sticky fault (D1).
+    void lose(const std::string& reason);
+    /// Counts one operation started here; true when an injected loss is due now.
+    bool loss_due();
+    /// Whether an injected kernel fault hits this launch of `kernel`; its code if so.
+    std::optional<std::uint32_t> kernel_fault_due(const std::string& kernel);
+    void sweep();
+
+private:
+    Result<SimStream*> stream(StreamId id);
+    Status refuse_if_lost() const;
+    Status enqueue(StreamId stream, std::shared_ptr<Operation> operation);
+    /// Runs the device's work until `stream` has drained, and every unresolved writer of `keys`.
+    Status drain_for_read(StreamId stream, std::span<const ClaimKey> keys);
+    Result<std::vector<std::byte>> read_ranges(const BufferBinding& source,
+                                               const std::vector<ByteRange>& ranges);
+    void fill_garbage(const AllocationInfo& info);
+
+    Engine& engine_;
+    std::uint32_t index_;
+    ServiceId service_;
+    std::unique_ptr<Segment> segment_;
+    SegmentStorage storage_;
+    SimStreamOrder order_;
+    MemoryManager memory_;
+    ClaimStore claims_;
+    std::vector<SimStream> streams_;
+    std::set<ServiceId> granted_;
+    std::optional<Error> lost_;
+    std::deque<FreedRecord> freed_;
+
+    struct KernelFaultState {
+        KernelFault fault;
+        std::uint64_t launches = 0;
+    };
+    std::vector<KernelFaultState> kernel_faults_;
+    std::uint64_t allocation_fault_countdown_ = 0;
+    std::optional<std::uint64_t> loss_countdown_;
+};
+
+class Engine {
+public:
+    explicit Engine(SimOptions options);
+    ~Engine();
+
+    SimOptions options;
+    std::uint64_t runtime_id;
+    std::mt19937_64 rng;
+    std::vector<std::shared_ptr<SimDevice>> devices;
+    RaceDetector races;
+    VectorClock host_clock;
+    std::uint64_t trace_hash = 0xcbf29ce484222325ULL;
+    std::uint64_t steps = 0;
+    /// Serialises all scheduling state in threads mode; uncontended in deterministic mode.
+    std::recursive_mutex mutex;
+    std::condition_variable_any changed;
+
+    struct EventState {
+        bool completed = false;
+        VectorClock clock;
+        std::uint32_t device = 0;
+    };
+    std::unordered_map<std::uint64_t, EventState> events;
+    std::uint64_t next_event = 1;
+    std::uint32_t next_stream_global = 0;
+
+    /// Operations whose outcome is not final yet: running, or done on provisional inputs (C13).
+    std::vector<std::shared_ptr<Operation>> unresolved;
+
+    [[nodiscard]] SimDevice* device_of(ServiceId service) const;
+    void mix_trace(std::uint64_t value);
+
+    /// Runs work until `done()` holds or nothing more can run. A deadlock (every stream with work
+    /// waits on something that can never happen) fails the waiters and is returned as an error.
+    Status run_until(const std::function<bool()>& done);
+    /// Wakes workers after enqueueing (threads mode).
+    void notify();
+
+    // Execution (execute.cpp).
+    void start(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation);
+    void resume(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation);
+
+    void start_workers();
+    void stop_workers();
+
+private:
+    bool step_deterministic(Status& deadlock);
+    Status resolve_deadlock();
+    void finish(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation);
+    void worker(std::uint32_t device, std::uint32_t stream_local);
+
+    std::vector<std::thread> workers_;
+    bool stopping_ = false;
+    friend class SimDevice;
+};
+
+}  // namespace tandem::sim

@@ -1,0 +1,494 @@
+// How an operation runs on the simulator: its input check (C9, P3, D1), its body, and the claims
+// its outcome leaves (C3, C8, C10, P4), including outcomes that arrive late (C13).
+
+#include "engine.hpp"
+#include "kernel_registry.hpp"
+
+#include <cstring>
+#include <map>
+
+namespace tandem::sim {
+namespace {
+
+/// Thrown into a kernel whose wait a deadlock resolution gave up on.
+struct Abandoned {};
+
+class OperationHost final : public KernelHost {
+public:
+    OperationHost(Engine& engine, SimDevice& device, Operation& operation)
+        : engine_(engine), device_(device), operation_(operation) {}
+
+    void yield() override {
+        if (!threaded() && Fiber::current() != nullptr) {
+            Fiber::yield();
+        }
+    }
+    void block_until(const std::function<bool()>& ready, const std::string& what) override {
+        while (!ready()) {
+            if (operation_.abandoned.load()) {
+                throw Abandoned{};
+            }
+            if (threaded() || Fiber::current() == nullptr) {
+                std::this_thread::yield();
+                continue;
+            }
+            operation_.blocked = ready;
+            operation_.blocked_on = what;
+            Fiber::yield();
+        }
+        operation_.blocked = nullptr;
+        if (operation_.abandoned.load()) {
+            throw Abandoned{};
+        }
+    }
+    void on_release(std::uint64_t address) override {
+        std::lock_guard lock(engine_.mutex);
+        engine_.races.release(address, operation_.clock);
+    }
+    void on_acquire(std::uint64_t address) override {
+        std::lock_guard lock(engine_.mutex);
+        engine_.races.acquire(address, operation_.clock);
+    }
+    [[nodiscard]] std::string describe_address(std::uint64_t address) const override {
+        return device_.describe_address(address);
+    }
+    [[nodiscard]] bool threaded() const override {
+        return engine_.options.mode == SchedulerMode::Threads;
+    }
+
+private:
+    Engine& engine_;
+    SimDevice& device_;
+    Operation& operation_;
+};
+
+/// Outputs grouped by the device that owns them.
+std::map<std::uint32_t, std::vector<ClaimKey>> by_device(const std::vector<Target>& targets) {
+    std::map<std::uint32_t, std::vector<ClaimKey>> grouped;
+    for (const Target& target : targets) {
+        grouped[target.device].push_back(target.key);
+    }
+    return grouped;
+}
+
+std::string where(const Operation& operation) {
+    return "'" + operation.label + "' (device " + std::to_string(operation.device) + ", stream " +
+           std::to_string(operation.stream_local + 1) + ", #" + std::to_string(operation.sequence) + ")";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- claims of an outcome
+
+namespace {
+
+/// The first input whose bytes are claimed, whose owner is lost, or whose shared memory carries
+/// a failure; in declared order.
+std::optional<Cause> first_claimed_input(Engine& engine, const Operation& operation) {
+    for (const Target& input : operation.inputs) {
+        SimDevice& owner = *engine.devices[input.device];
+        if (std::optional<Error> lost = owner.lost()) {
+            return Cause{input.device, std::nullopt, *lost, input.key};  // D1
+        }
+        const ClaimKey key[] = {input.key};
+        if (auto claimed = owner.claims().first_claimed(key)) {
+            return Cause{input.device, claimed->second, std::nullopt, input.key};
+        }
+        if (input.peer) {
+            if (std::optional<Error> failure = input.peer->failure()) {
+                return Cause{input.device, std::nullopt, *failure, input.key};  // P3
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+/// The error a device other than the cause's sees: the owner's full report when it is a claim.
+Error cause_error(Engine& engine, const Cause& cause) {
+    if (cause.failure) {
+        return engine.devices[cause.device]->claims().report(*cause.failure, cause.needed);
+    }
+    return *cause.error;
+}
+
+/// C9: the operation did not run because of `cause`; its outputs take that failure.
+void claim_skipped(Engine& engine, const Operation& operation, const Cause& cause) {
+    const ServiceId cause_device = engine.devices[cause.device]->service();
+    for (auto& [device, keys] : by_device(operation.outputs)) {
+        ClaimStore& store = engine.devices[device]->claims();
+        SkipRecord record{operation.label, cause_device, cause.needed, keys};
+        if (cause.failure && cause.device == device && store.failure_alive(*cause.failure)) {
+            store.add_skip(*cause.failure, std::move(record));
+            for (const ClaimKey& key : keys) {
+                store.claim(key, *cause.failure);
+            }
+            continue;
+        }
+        // Another device's failure crosses over as a new failure here, carrying the owner's
+        // report (root and chain) as its root, and the hop as its first skip record.
+        FailureId failure = store.fail(keys, cause_error(engine, cause));
+        if (store.failure_alive(failure)) {
+            store.add_skip(failure, std::move(record));
+        }
+    }
+    for (const Target& output : operation.outputs) {
+        if (output.peer) {
+            output.peer->fail(cause_error(engine, cause));  // P4
+        }
+    }
+}
+
+/// C8: the operation failed with `error`; one new failure per device claims its outputs there.
+void claim_failed(Engine& engine, const Operation& operation, const Error& error) {
+    for (auto& [device, keys] : by_device(operation.outputs)) {
+        (void)engine.devices[device]->claims().fail(keys, error);
+    }
+    for (const Target& output : operation.outputs) {
+        if (output.peer) {
+            output.peer->fail(error);  // P4
+        }
+    }
+}
+
+void release_outputs(Engine& engine, const Operation& operation) {
+    for (const Target& output : operation.outputs) {
+        engine.devices[output.device]->claims().release(output.key);  // C3
+    }
+}
+
+void remove_unresolved(Engine& engine, const Operation& operation) {
+    std::erase_if(engine.unresolved,
+                  [&operation](const auto& pending) { return pending.get() == &operation; });
+}
+
+/// C13: every operation that consumed `operation`'s outputs before its failure was known is
+/// treated as skipped, transitively.
+void fail_dependents(Engine& engine, Operation& operation) {
+    std::vector<std::shared_ptr<Operation>> dependents = std::move(operation.dependents);
+    operation.dependents.clear();
+    remove_unresolved(engine, operation);
+    for (const std::shared_ptr<Operation>& dependent : dependents) {
+        std::optional<Cause> cause = first_claimed_input(engine, *dependent);
+        if (!cause) {
+            continue;
+        }
+        if (dependent->state != Operation::State::Done) {
+            if (!dependent->doom) {
+                dependent->doom = cause;
+            }
+            continue;
+        }
+        claim_skipped(engine, *dependent, *cause);
+        dependent->succeeded = false;
+        engine.mix_trace(0xc13);
+        fail_dependents(engine, *dependent);
+    }
+}
+
+/// C13: `operation` and its inputs' producers all landed: its outcome is final.
+void resolve(Engine& engine, Operation& operation) {
+    std::vector<std::shared_ptr<Operation>> dependents = std::move(operation.dependents);
+    operation.dependents.clear();
+    remove_unresolved(engine, operation);
+    for (const std::shared_ptr<Operation>& dependent : dependents) {
+        if (--dependent->unresolved_producers == 0 && dependent->state == Operation::State::Done &&
+            dependent->succeeded) {
+            resolve(engine, *dependent);
+        }
+    }
+}
+
+/// Registers `operation` as a consumer of every unresolved operation whose outputs it reads.
+void link_producers(Engine& engine, const std::shared_ptr<Operation>& operation) {
+    for (const std::shared_ptr<Operation>& producer : engine.unresolved) {
+        bool reads_it = false;
+        for (const Target& input : operation->inputs) {
+            for (const Target& output : producer->outputs) {
+                reads_it = reads_it || (input.device == output.device &&
+                                        overlap(input.key, output.key) != Overlap::Disjoint);
+            }
+        }
+        if (reads_it) {
+            producer->dependents.push_back(operation);
+            ++operation->unresolved_producers;
+        }
+    }
+}
+
+void record_accesses(Engine& engine, const Operation& operation) {
+    const std::string label = where(operation);
+    for (const Target& input : operation.inputs) {
+        engine.races.record(input.key.memory, RaceDetector::Access{input.key.range, false,
+                                                                   operation.stream_global,
+                                                                   operation.epoch, label,
+                                                                   operation.clock});
+    }
+    for (const Target& output : operation.outputs) {
+        engine.races.record(output.key.memory, RaceDetector::Access{output.key.range, true,
+                                                                    operation.stream_global,
+                                                                    operation.epoch, label,
+                                                                    operation.clock});
+    }
+}
+
+// ---------------------------------------------------------------- bodies
+
+Result<std::vector<BoundResource>> bind_resources(Engine& engine, SimDevice& device,
+                                                  const LaunchRequest& request) {
+    std::vector<BoundResource> bound;
+    bound.reserve(request.resources.size());
+    for (const KernelResource& resource : request.resources) {
+        const BufferBinding& binding = resource.buffer_binding();
+        BoundResource entry;
+        entry.access = resource.access();
+        entry.size_bytes = binding.size_in_use();
+        if (const PeerBinding* peer = resource.peer_binding()) {
+            SimDevice* owner = engine.device_of(peer->memory().owner_service());
+            entry.address = peer->address();
+            entry.host = owner->storage().host(entry.address);
+            entry.owner_device = owner->index();
+            entry.granted = owner->peer_access_granted(device.service());
+        } else {
+            const std::optional<AllocationInfo> info = device.memory().find(binding.memory_id());
+            if (!info) {
+                return Error::invalid_argument(to_string(binding.memory_id()) + " is not live");
+            }
+            entry.address = info->address + binding.offset_start();
+            entry.host = device.storage().host(entry.address);
+            entry.owner_device = device.index();
+        }
+        if (const auto* map = std::get_if<TensorMapBinding>(&resource.binding())) {
+            entry.tensor_map = map->descriptor();
+        }
+        bound.push_back(std::move(entry));
+    }
+    return bound;
+}
+
+/// Why a launch is refused before it runs (C10), if it is.
+std::optional<Error> refusal(const LaunchRequest& request) {
+    if (find_kernel(request.kernel) == nullptr) {
+        return Error::launch_refused(request.kernel, "no kernel of that name is registered");
+    }
+    const std::uint64_t block = request.config.block.count();
+    if (block > max_block_threads) {
+        return Error::launch_refused(request.kernel, "a block of " + std::to_string(block) +
+                                                         " threads is over the limit of " +
+                                                         std::to_string(max_block_threads));
+    }
+    return std::nullopt;
+}
+
+/// Runs one launch's kernel on `context`; records the kernel's failure, fault or throw.
+void run_kernel(Operation& operation, SimKernelContext& context, const LaunchRequest& request) {
+    try {
+        find_kernel(request.kernel)(context, request.config);
+        if (context.failure_code() && !operation.failure_code) {
+            operation.failure_code = context.failure_code();
+        }
+    } catch (const SimFault& fault) {
+        operation.fault = fault.report;
+    } catch (const Abandoned&) {
+        operation.error = Error::torn_down("deadlock: " + where(operation) + " " +
+                                           operation.blocked_on + ", which can never happen");
+    } catch (const std::exception& thrown) {
+        operation.error = Error::torn_down(where(operation) + " threw: " + thrown.what());
+    }
+}
+
+void copy_bytes(Engine& engine, SimDevice& device, const Operation& operation) {
+    const BufferBinding& target = operation.held[1];
+    const BufferBinding& source = operation.held[0];
+    const std::uint64_t target_address =
+        device.memory().find(target.memory_id())->address + target.offset_start();
+    std::byte* to = device.storage().host(target_address);
+    const std::byte* from = nullptr;
+    if (const PeerBinding* peer = operation.copy_source->peer_binding()) {
+        from = engine.device_of(peer->memory().owner_service())->storage().host(peer->address());
+    } else {
+        from = device.storage().host(device.memory().find(source.memory_id())->address +
+                                     source.offset_start());
+    }
+    std::memmove(to, from, target.size_in_use());
+}
+
+void write_bytes(SimDevice& device, const Operation& operation) {
+    const BufferBinding& target = operation.held[0];
+    const std::uint64_t address =
+        device.memory().find(target.memory_id())->address + target.offset_start();
+    std::memcpy(device.storage().host(address), operation.bytes.data(), operation.bytes.size());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Engine
+
+void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation) {
+    Operation& op = *operation;
+    op.state = Operation::State::Running;
+    op.clock = stream.clock;
+    merge_into(op.clock, op.host_clock);
+    if (op.clock.size() <= op.stream_global) {
+        op.clock.resize(op.stream_global + 1, 0);
+    }
+    op.epoch = ++op.clock[op.stream_global];
+    mix_trace((std::uint64_t{op.device} << 48) ^ (std::uint64_t{op.stream_global} << 32) ^ op.sequence);
+
+    if (device.loss_due()) {
+        device.lose("injected device loss");
+    }
+    if (std::optional<Error> lost = device.lost()) {
+        op.error = *lost;  // D1: every later operation fails with DeviceLost.
+        finish(device, stream, operation);
+        return;
+    }
+    switch (op.kind) {
+        case Operation::Kind::Record:
+            events[op.event].completed = true;
+            events[op.event].clock = op.clock;
+            finish(device, stream, operation);
+            return;
+        case Operation::Kind::Wait:
+            merge_into(op.clock, events[op.event].clock);
+            finish(device, stream, operation);
+            return;
+        case Operation::Kind::Write:
+            write_bytes(device, op);
+            finish(device, stream, operation);
+            return;
+        case Operation::Kind::Copy:
+            if (std::optional<Cause> cause = first_claimed_input(*this, op)) {
+                op.doom = cause;
+            } else {
+                link_producers(*this, operation);
+                copy_bytes(*this, device, op);
+            }
+            finish(device, stream, operation);
+            return;
+        case Operation::Kind::Launch:
+        case Operation::Kind::Replay:
+            break;
+    }
+
+    std::vector<const LaunchRequest*> launches;
+    if (op.kind == Operation::Kind::Launch) {
+        const LaunchRequest& request = *op.launch;
+        if (request.config.thread_count() == 0 && find_kernel(request.kernel) != nullptr) {
+            op.touches_nothing = true;  // C10: a launch with zero threads changes no claim.
+            finish(device, stream, operation);
+            return;
+        }
+        if (std::optional<Error> refused = refusal(request)) {
+            op.inputs.clear();  // C10: refused before it runs, only its outputs are claimed.
+            op.error = *refused;
+            finish(device, stream, operation);
+            return;
+        }
+        if (std::optional<Cause> cause = first_claimed_input(*this, op)) {
+            op.doom = cause;
+            finish(device, stream, operation);
+            return;
+        }
+        if (std::optional<std::uint32_t> code = device.kernel_fault_due(request.kernel)) {
+            op.failure_code = code;  // Injected: the kernel reports the code without running.
+            finish(device, stream, operation);
+            return;
+        }
+        launches.push_back(&request);
+    } else {
+        // C14: a replay does not check inputs; the caller wrote fresh ones.
+        for (const LaunchRequest& request : op.graph->launches()) {
+            launches.push_back(&request);
+        }
+    }
+
+    link_producers(*this, operation);
+    unresolved.push_back(operation);
+    op.host = std::make_unique<OperationHost>(*this, device, op);
+    op.body = [this, &device, &op, launches] {
+        for (const LaunchRequest* request : launches) {
+            Result<std::vector<BoundResource>> bound = [&] {
+                std::lock_guard lock(mutex);
+                return bind_resources(*this, device, *request);
+            }();
+            if (!bound) {
+                op.error = bound.error();
+                return;
+            }
+            SimKernelContext context(request->kernel, std::move(*bound), request->args,
+                                     request->config.thread_count(), *op.host);
+            run_kernel(op, context, *request);
+            if (op.failure_code || op.fault || op.error) {
+                return;
+            }
+        }
+    };
+    if (options.mode == SchedulerMode::Deterministic) {
+        op.fiber = std::make_unique<Fiber>(op.body);
+        resume(device, stream, operation);
+    }
+}
+
+void Engine::resume(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation) {
+    operation->fiber->resume();
+    mix_trace(0x5e5e ^ operation->sequence);
+    if (operation->fiber->finished()) {
+        finish(device, stream, operation);
+    }
+}
+
+void Engine::finish(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation) {
+    Operation& op = *operation;
+    bool failed = true;
+    if (op.touches_nothing) {
+        failed = false;
+    } else if (op.doom) {
+        claim_skipped(*this, op, *op.doom);
+    } else if (op.fault) {
+        device.lose(*op.fault);  // D1: a sticky fault loses the device.
+        claim_failed(*this, op, *device.lost());
+    } else if (op.failure_code) {
+        claim_failed(*this, op, Error::kernel_failed(KernelFailedDetails{
+                                    op.label, device.service(), stream.id, *op.failure_code}));
+    } else if (op.error) {
+        claim_failed(*this, op, *op.error);
+    } else {
+        failed = false;
+        release_outputs(*this, op);
+        if (op.kind != Operation::Kind::Record && op.kind != Operation::Kind::Wait) {
+            record_accesses(*this, op);
+        }
+    }
+    op.succeeded = !failed;
+    if (stream.capture && op.kind == Operation::Kind::Launch) {
+        if (failed && !stream.capture->doomed) {
+            // C14: a failed or skipped scope dooms the window.
+            stream.capture->doomed = Error::torn_down(where(op) + " failed or was skipped");
+        } else if (!failed) {
+            for (const Target& output : op.outputs) {
+                auto& keys = stream.capture->write_set;
+                if (std::find(keys.begin(), keys.end(), output.key) == keys.end()) {
+                    keys.push_back(output.key);  // Deduplicated by claim key, nothing coarser.
+                }
+            }
+        }
+    }
+    merge_into(stream.clock, op.clock);
+    op.state = Operation::State::Done;
+    if (failed) {
+        fail_dependents(*this, op);
+    } else if (op.unresolved_producers == 0) {
+        resolve(*this, op);
+    } else if (std::find(unresolved.begin(), unresolved.end(), operation) == unresolved.end()) {
+        unresolved.push_back(operation);
+    }
+    mix_trace(failed ? 0xfa11 : 0x900d);
+    op.held.clear();
+    op.context.reset();
+    if (!stream.queue.empty() && stream.queue.front() == operation) {
+        stream.queue.pop_front();
+    }
+    changed.notify_all();
+}
+
+}  // namespace tandem::sim

@@ -1,0 +1,50 @@
+#pragma once
+
+// Cooperative tasks for the deterministic scheduler.
+//
+// A kernel launch runs on a fiber of its own so that it can stop at an atomic access or a wait
+// and let the scheduler run other work, which is how a handoff between kernels on two devices
+// completes under any seed. Fibers switch with ucontext (two context switches per stop, well
+// under a microsecond); their stacks come from a pool so that a launch does not map memory.
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <ucontext.h>
+
+namespace tandem::sim {
+
+class Fiber {
+public:
+    /// Stack per fiber. Catalog kernels need a few hundred bytes; scenarios' kernels as well.
+    static constexpr std::size_t stack_bytes = 256 * 1024;
+
+    explicit Fiber(std::function<void()> body);
+    ~Fiber();
+    Fiber(const Fiber&) = delete;
+    Fiber& operator=(const Fiber&) = delete;
+
+    /// Runs the fiber until it yields or finishes. Called from the scheduler.
+    void resume();
+    /// Stops the running fiber and returns to the scheduler. Called from inside the fiber.
+    static void yield();
+    /// The fiber running now, or null on the scheduler's own stack.
+    static Fiber* current();
+
+    [[nodiscard]] bool finished() const { return finished_; }
+
+private:
+    static void entry(unsigned int high, unsigned int low);
+    std::function<void()> body_;
+    ucontext_t context_{};
+    ucontext_t caller_{};
+    std::unique_ptr<std::byte[]> stack_;
+    bool finished_ = false;
+    const void* caller_stack_bottom_ = nullptr;
+    std::size_t caller_stack_size_ = 0;
+    void* fake_stack_ = nullptr;
+};
+
+}  // namespace tandem::sim

@@ -1,0 +1,101 @@
+#pragma once
+
+// One piece of work on a simulated stream, from enqueue to resolution.
+
+#include "fiber.hpp"
+#include "kernel_context.hpp"
+
+#include "tandem/core/server.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tandem::sim {
+
+using VectorClock = std::vector<std::uint64_t>;
+
+inline void merge_into(VectorClock& into, const VectorClock& from) {
+    if (into.size() < from.size()) {
+        into.resize(from.size(), 0);
+    }
+    for (std::size_t index = 0; index < from.size(); ++index) {
+        into[index] = std::max(into[index], from[index]);
+    }
+}
+
+/// Bytes an operation reads or writes: a key of its owner device, and the shared memory it was
+/// reached through when the owner is another device.
+struct Target {
+    std::uint32_t device = 0;
+    ClaimKey key;
+    std::optional<PeerMemory> peer;
+};
+
+/// Why an operation's outputs are claimed without it running: a failure found on an input.
+struct Cause {
+    /// The device whose graph holds `failure`, when the input was claimed there.
+    std::uint32_t device = 0;
+    std::optional<FailureId> failure;
+    /// The error, when the cause is not a claim (a lost owner, a failed peer write).
+    std::optional<Error> error;
+    ClaimKey needed;
+};
+
+struct Operation {
+    enum class Kind : std::uint8_t { Write, Copy, Launch, Record, Wait, Replay };
+    enum class State : std::uint8_t { Queued, Running, Done };
+
+    Kind kind;
+    State state = State::Queued;
+    std::string label;
+    std::uint32_t device = 0;
+    std::uint32_t stream_local = 0;
+    std::uint32_t stream_global = 0;
+    std::uint64_t sequence = 0;
+
+    std::vector<Target> inputs;
+    std::vector<Target> outputs;
+    /// Keeps every bound allocation reserved until the operation is done.
+    std::vector<BufferBinding> held;
+
+    // Payloads, by kind.
+    std::vector<std::byte> bytes;  // Write.
+    std::optional<LaunchRequest> launch;  // Launch.
+    std::uint64_t event = 0;  // Record, Wait.
+    std::shared_ptr<const CaptureGraph> graph;  // Replay.
+    std::optional<KernelResource> copy_source;  // Copy.
+
+    // Ordering, for the race detector.
+    VectorClock host_clock;
+    VectorClock clock;
+    std::uint64_t epoch = 0;
+
+    // Running kernels: the body runs on a fiber (deterministic) or a worker (threads).
+    std::function<void()> body;
+    std::unique_ptr<Fiber> fiber;
+    std::unique_ptr<SimKernelContext> context;
+    std::atomic<bool> abandoned{false};
+    std::unique_ptr<KernelHost> host;
+    std::function<bool()> blocked;
+    std::string blocked_on;
+    std::optional<std::string> fault;
+    std::optional<std::uint32_t> failure_code;
+    /// An error that ends the operation without a kernel code: a refusal, a throw, a deadlock.
+    std::optional<Error> error;
+    /// Launches with zero threads change no claim (C10).
+    bool touches_nothing = false;
+
+    // Asynchronous resolution (rule C13).
+    std::size_t unresolved_producers = 0;
+    std::vector<std::shared_ptr<Operation>> dependents;
+    std::optional<Cause> doom;
+    bool succeeded = false;
+};
+
+}  // namespace tandem::sim

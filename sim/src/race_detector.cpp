@@ -1,0 +1,54 @@
+#include "race_detector.hpp"
+
+namespace tandem::sim {
+
+namespace {
+
+/// Whether `first` happened before `second`: `second` had seen `first`'s epoch.
+bool ordered_before(const RaceDetector::Access& first, const RaceDetector::Access& second) {
+    return first.stream_global < second.clock.size() &&
+           second.clock[first.stream_global] >= first.epoch;
+}
+
+}  // namespace
+
+void RaceDetector::record(MemoryId memory, const Access& access) {
+    if (access.range.empty()) {
+        return;
+    }
+    std::deque<Access>& recent = accesses_[memory];
+    for (const Access& other : recent) {
+        if (other.stream_global == access.stream_global || !(other.write || access.write) ||
+            !other.range.intersects(access.range) || ordered_before(other, access) ||
+            ordered_before(access, other)) {
+            continue;
+        }
+        if (reports_.size() < max_reports) {
+            const std::uint64_t begin = std::max(other.range.begin, access.range.begin);
+            const std::uint64_t end = std::min(other.range.end, access.range.end);
+            reports_.push_back(RaceReport{
+                (other.write ? "write by " : "read by ") + other.label,
+                (access.write ? "write by " : "read by ") + access.label,
+                ClaimKey{memory, ByteRange{begin, end}}});
+        }
+    }
+    recent.push_back(access);
+    if (recent.size() > max_records_per_allocation) {
+        recent.pop_front();
+    }
+}
+
+void RaceDetector::release(std::uint64_t address, const VectorClock& clock) {
+    merge_into(releases_[address], clock);
+}
+
+void RaceDetector::acquire(std::uint64_t address, VectorClock& clock) const {
+    auto found = releases_.find(address);
+    if (found != releases_.end()) {
+        merge_into(clock, found->second);
+    }
+}
+
+void RaceDetector::forget(MemoryId memory) { accesses_.erase(memory); }
+
+}  // namespace tandem::sim

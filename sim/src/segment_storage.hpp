@@ -1,0 +1,38 @@
+#pragma once
+
+// Storage over one device's segment: regions of the device's address range, backed by real
+// pages before a pool hands them out.
+
+#include "tandem/core/storage.hpp"
+#include "tandem/sim/segment.hpp"
+
+#include <map>
+#include <mutex>
+
+namespace tandem::sim {
+
+class SegmentStorage final : public Storage {
+public:
+    SegmentStorage(Segment& segment, std::uint64_t base_address);
+
+    Result<StorageRegion> reserve(std::uint64_t size_bytes) override;
+    void release(StorageRegion region) override;
+    [[nodiscard]] std::uint64_t capacity_bytes() const override { return segment_.capacity_bytes(); }
+    [[nodiscard]] std::uint64_t reserved_bytes() const override;
+    [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
+
+    [[nodiscard]] std::uint64_t base_address() const { return base_address_; }
+    /// The host pointer of a device address inside this segment.
+    [[nodiscard]] std::byte* host(std::uint64_t address) const {
+        return segment_.data() + (address - base_address_);
+    }
+
+private:
+    Segment& segment_;
+    const std::uint64_t base_address_;
+    mutable std::mutex mutex_;
+    std::map<std::uint64_t, std::uint64_t> free_;  // Offset to size, fused.
+    std::uint64_t reserved_bytes_ = 0;
+};
+
+}  // namespace tandem::sim

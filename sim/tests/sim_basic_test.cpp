@@ -1,0 +1,71 @@
+#include "sim_test_support.hpp"
+
+namespace tandem::sim {
+namespace {
+
+using namespace testing;
+
+TEST(SimRuntime, a_fill_kernel_writes_bytes_the_host_reads_back) {
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    Handle buffer = allocate(client, 1000);
+    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(1000), {out(buffer)}, KernelArgs().u64(0xab)));
+    auto bytes = client.read(buffer);
+    ASSERT_TRUE(bytes) << bytes.error().report();
+    EXPECT_EQ(bytes->size(), 1000u);
+    EXPECT_TRUE(std::all_of(bytes->begin(), bytes->end(), [](std::byte b) { return b == std::byte{0xab}; }));
+}
+
+TEST(SimRuntime, axpy_computes_on_the_simulator) {
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    Handle x = allocate(client, 4 * 64);
+    Handle y = allocate(client, 4 * 64);
+    ASSERT_TRUE(client.write(x, bytes_of(std::vector<float>(64, 2.0f))));
+    ASSERT_TRUE(client.write(y, bytes_of(std::vector<float>(64, 1.0f))));
+    ASSERT_TRUE(client.launch("axpy", LaunchConfig::linear(64, 16), {in(x), inout(y)}, KernelArgs().f64(3.0)));
+    auto bytes = client.read(y);
+    ASSERT_TRUE(bytes) << bytes.error().report();
+    EXPECT_EQ(values_of<float>(*bytes), std::vector<float>(64, 7.0f));
+}
+
+TEST(SimRuntime, a_failed_kernel_claims_its_outputs_and_a_consumer_is_skipped) {
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    Handle a = allocate(client, 64);
+    Handle b = allocate(client, 64);
+    ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(1), {out(a)}, KernelArgs().u64(42)));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(a), out(b)}));
+    auto read = client.read(b);
+    ASSERT_FALSE(read);
+    const UnwrittenDetails* details = unwritten(read.error());
+    ASSERT_NE(details, nullptr) << read.error().report();
+    ASSERT_EQ(details->chain.size(), 1u);
+    EXPECT_EQ(details->chain[0].kernel, "copy");
+    const auto* root = details->root->details_as<KernelFailedDetails>();
+    ASSERT_NE(root, nullptr);
+    EXPECT_EQ(root->code, 42u);
+    EXPECT_EQ(root->kernel, "fail");
+}
+
+TEST(SimRuntime, segments_are_owner_only_and_removed_with_the_runtime) {
+    std::vector<std::string> names;
+    {
+        auto runtime = make_runtime();
+        names = runtime->segment_names();
+        ASSERT_EQ(names.size(), 2u);
+        for (const std::string& name : names) {
+            struct stat status{};
+            ASSERT_EQ(::stat(("/dev/shm/" + name).c_str(), &status), 0) << name;
+            EXPECT_EQ(status.st_mode & 0777, 0600u);
+            EXPECT_NE(name.find("tandem-"), std::string::npos);
+        }
+    }
+    for (const std::string& name : names) {
+        struct stat status{};
+        EXPECT_NE(::stat(("/dev/shm/" + name).c_str(), &status), 0) << name << " was left behind";
+    }
+}
+
+}  // namespace
+}  // namespace tandem::sim
