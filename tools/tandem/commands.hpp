@@ -13,5 +13,7 @@ using Run = std::function<int()>;
 
 /// `tandem selfcheck`: exercises the core rules on one in-process device and prints each check.
 Run add_selfcheck(CLI::App& app);
+/// `tandem clean`: removes segments of simulator runtimes whose process is gone.
+Run add_clean(CLI::App& app);
 
 }  // namespace tandem::tool

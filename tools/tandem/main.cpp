@@ -2,18 +2,27 @@
 
 #include "commands.hpp"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 int main(int argc, char** argv) {
     CLI::App app{"tandem: multi-device runtime checks, scenarios and maintenance"};
     app.require_subcommand(1);
-    tandem::tool::Run selfcheck = tandem::tool::add_selfcheck(app);
+    const std::vector<std::pair<std::string, tandem::tool::Run>> commands{
+        {"selfcheck", tandem::tool::add_selfcheck(app)},
+        {"clean", tandem::tool::add_clean(app)},
+    };
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
         const int code = app.exit(error);
         return code == 0 ? 0 : 2;
     }
-    if (app.got_subcommand("selfcheck")) {
-        return selfcheck();
+    for (const auto& [name, run] : commands) {
+        if (app.got_subcommand(name)) {
+            return run();
+        }
     }
     return 2;
 }
