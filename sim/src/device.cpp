@@ -133,7 +133,10 @@ std::string SimDevice::describe_address(std::uint64_t address) const {
 void SimDevice::fill_garbage(const AllocationInfo& info) {
     // Bytes never written read as noise derived from the seed and the allocation, so a program
     // that reads them does not pass by luck, and the same seed gives the same noise.
-    std::uint64_t state = engine_.options.seed ^ (info.id.value * 0x9e3779b97f4a7c15ULL);
+    // Derived from the device's own allocation count, not the process-wide memory id, so that a
+    // run replays the same noise whatever else the process did before.
+    std::uint64_t state = engine_.options.seed ^ (std::uint64_t{index_} << 56) ^
+                          (++allocations_made_ * 0x9e3779b97f4a7c15ULL);
     std::byte* host = storage_.host(info.address);
     std::uint64_t offset = 0;
     for (; offset + 8 <= info.size_bytes; offset += 8) {
@@ -230,17 +233,34 @@ Status SimDevice::drain_for_read(StreamId stream_id, std::span<const ClaimKey> k
         return found.error();
     }
     SimStream* target = *found;
+    // A read waits for the work before it on its stream, for any queued work of any stream that
+    // writes the bytes it reads, and for every writer of them whose outcome is not final (C13).
+    const auto writes_keys = [&keys](const Operation& operation) {
+        for (const Target& output : operation.outputs) {
+            for (const ClaimKey& key : keys) {
+                if (overlap(output.key, key) != Overlap::Disjoint) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    };
     Status drained = engine_.run_until([&] {
         if (!target->queue.empty()) {
             return false;
         }
-        for (const auto& pending : engine_.unresolved) {
-            for (const Target& output : pending->outputs) {
-                for (const ClaimKey& key : keys) {
-                    if (overlap(output.key, key) != Overlap::Disjoint) {
+        for (const auto& device : engine_.devices) {
+            for (const SimStream& each : device->streams()) {
+                for (const auto& queued : each.queue) {
+                    if (writes_keys(*queued)) {
                         return false;
                     }
                 }
+            }
+        }
+        for (const auto& pending : engine_.unresolved) {
+            if (writes_keys(*pending)) {
+                return false;
             }
         }
         return true;
@@ -367,6 +387,7 @@ Status SimDevice::launch(LaunchRequest request) {
     }
     if ((*found)->capture) {
         (*found)->capture->launches.push_back(request);
+        operation->captured = true;
     }
     const StreamId stream_id = request.stream;
     operation->launch = std::move(request);

@@ -25,6 +25,15 @@ void Engine::mix_trace(std::uint64_t value) {
 
 void Engine::notify() { changed.notify_all(); }
 
+void Engine::record(const Operation& operation, TraceRecord::Phase phase, std::string outcome) {
+    if (!options.record_trace || trace.size() >= TraceRecord::max_records) {
+        return;
+    }
+    const SimStream& stream = devices[operation.device]->streams()[operation.stream_local];
+    trace.push_back(TraceRecord{steps, operation.device, stream.id, operation.sequence,
+                                operation.label, phase, std::move(outcome)});
+}
+
 namespace {
 
 bool runnable(const Engine& engine, const SimStream& stream) {

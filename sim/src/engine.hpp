@@ -146,6 +146,7 @@ private:
     };
     std::vector<KernelFaultState> kernel_faults_;
     std::uint64_t allocation_fault_countdown_ = 0;
+    std::uint64_t allocations_made_ = 0;
     std::optional<std::uint64_t> loss_countdown_;
 };
 
@@ -180,6 +181,8 @@ public:
 
     [[nodiscard]] SimDevice* device_of(ServiceId service) const;
     void mix_trace(std::uint64_t value);
+    void record(const Operation& operation, TraceRecord::Phase phase, std::string outcome = {});
+    std::vector<TraceRecord> trace;
 
     /// Runs work until `done()` holds or nothing more can run. A deadlock (every stream with work
     /// waits on something that can never happen) fails the waiters and is returned as an error.

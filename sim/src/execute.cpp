@@ -2,7 +2,7 @@
 // its outcome leaves (C3, C8, C10, P4), including outcomes that arrive late (C13).
 
 #include "engine.hpp"
-#include "kernel_registry.hpp"
+#include "tandem/sim/kernel_registry.hpp"
 
 #include <cstring>
 #include <map>
@@ -332,6 +332,7 @@ void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<O
         op.clock.resize(op.stream_global + 1, 0);
     }
     op.epoch = ++op.clock[op.stream_global];
+    record(op, TraceRecord::Phase::Begin);
     mix_trace((std::uint64_t{op.device} << 48) ^ (std::uint64_t{op.stream_global} << 32) ^ op.sequence);
 
     if (device.loss_due()) {
@@ -389,11 +390,6 @@ void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<O
             finish(device, stream, operation);
             return;
         }
-        if (std::optional<std::uint32_t> code = device.kernel_fault_due(request.kernel)) {
-            op.failure_code = code;  // Injected: the kernel reports the code without running.
-            finish(device, stream, operation);
-            return;
-        }
         launches.push_back(&request);
     } else {
         // C14: a replay does not check inputs; the caller wrote fresh ones.
@@ -407,10 +403,16 @@ void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<O
     op.host = std::make_unique<OperationHost>(*this, device, op);
     op.body = [this, &device, &op, launches] {
         for (const LaunchRequest* request : launches) {
+            std::optional<std::uint32_t> injected;
             Result<std::vector<BoundResource>> bound = [&] {
                 std::lock_guard lock(mutex);
+                injected = device.kernel_fault_due(request->kernel);
                 return bind_resources(*this, device, *request);
             }();
+            if (injected) {
+                op.failure_code = injected;  // The kernel reports the code without running.
+                return;
+            }
             if (!bound) {
                 op.error = bound.error();
                 return;
@@ -440,18 +442,24 @@ void Engine::resume(SimDevice& device, SimStream& stream, const std::shared_ptr<
 void Engine::finish(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation) {
     Operation& op = *operation;
     bool failed = true;
+    std::string outcome = "ok";
     if (op.touches_nothing) {
         failed = false;
     } else if (op.doom) {
         claim_skipped(*this, op, *op.doom);
+        outcome = "skipped: " + cause_error(*this, *op.doom).message();
     } else if (op.fault) {
         device.lose(*op.fault);  // D1: a sticky fault loses the device.
         claim_failed(*this, op, *device.lost());
+        outcome = "lost: " + *op.fault;
     } else if (op.failure_code) {
-        claim_failed(*this, op, Error::kernel_failed(KernelFailedDetails{
-                                    op.label, device.service(), stream.id, *op.failure_code}));
+        Error error = Error::kernel_failed(
+            KernelFailedDetails{op.label, device.service(), stream.id, *op.failure_code});
+        claim_failed(*this, op, error);
+        outcome = "failed: " + error.message();
     } else if (op.error) {
         claim_failed(*this, op, *op.error);
+        outcome = "failed: " + op.error->message();
     } else {
         failed = false;
         release_outputs(*this, op);
@@ -460,7 +468,7 @@ void Engine::finish(SimDevice& device, SimStream& stream, const std::shared_ptr<
         }
     }
     op.succeeded = !failed;
-    if (stream.capture && op.kind == Operation::Kind::Launch) {
+    if (stream.capture && op.captured) {
         if (failed && !stream.capture->doomed) {
             // C14: a failed or skipped scope dooms the window.
             stream.capture->doomed = Error::torn_down(where(op) + " failed or was skipped");
@@ -483,6 +491,7 @@ void Engine::finish(SimDevice& device, SimStream& stream, const std::shared_ptr<
         unresolved.push_back(operation);
     }
     mix_trace(failed ? 0xfa11 : 0x900d);
+    record(op, TraceRecord::Phase::End, std::move(outcome));
     op.held.clear();
     op.context.reset();
     if (!stream.queue.empty() && stream.queue.front() == operation) {

@@ -1,30 +1,17 @@
-#include "kernel_registry.hpp"
+#include "tandem/sim/kernel_registry.hpp"
 
 #include "tandem/core/kernels/catalog.hpp"
 
 #include <array>
+#include <mutex>
 #include <utility>
 
 namespace tandem::sim {
 namespace {
 
 template <typename Kernel>
-void run(SimKernelContext& context, const LaunchConfig& config) {
-    const Kernel kernel{};
-    const std::uint64_t block = config.block.count();
-    const std::uint64_t threads = config.thread_count();
-    for (std::uint64_t thread = 0; thread < threads; ++thread) {
-        context.set_thread(thread);
-        kernel(context);
-        if ((thread + 1) % block == 0 && thread + 1 < threads) {
-            context.host().yield();
-        }
-    }
-}
-
-template <typename Kernel>
 constexpr std::pair<std::string_view, KernelRunner> entry() {
-    return {Kernel::name, &run<Kernel>};
+    return {Kernel::name, &run_kernel<Kernel>};
 }
 
 constexpr std::array catalog{
@@ -36,10 +23,27 @@ constexpr std::array catalog{
     entry<kernels::TiledCopy>(),
 };
 
+struct Registered {
+    std::mutex mutex;
+    std::vector<std::pair<std::string, KernelRunner>> kernels;
+};
+
+Registered& registered() {
+    static Registered instance;
+    return instance;
+}
+
 }  // namespace
 
 KernelRunner find_kernel(std::string_view name) {
     for (const auto& [kernel, runner] : catalog) {
+        if (kernel == name) {
+            return runner;
+        }
+    }
+    Registered& extra = registered();
+    std::lock_guard lock(extra.mutex);
+    for (const auto& [kernel, runner] : extra.kernels) {
         if (kernel == name) {
             return runner;
         }
@@ -52,7 +56,25 @@ std::vector<std::string> kernel_names() {
     for (const auto& [kernel, runner] : catalog) {
         names.emplace_back(kernel);
     }
+    Registered& extra = registered();
+    std::lock_guard lock(extra.mutex);
+    for (const auto& [kernel, runner] : extra.kernels) {
+        names.push_back(kernel);
+    }
     return names;
+}
+
+Status register_kernel(std::string name, KernelRunner runner) {
+    if (name.empty() || runner == nullptr) {
+        return Error::invalid_argument("a kernel needs a name and a runner");
+    }
+    if (find_kernel(name) != nullptr) {
+        return Error::invalid_argument("a kernel named '" + name + "' is already registered");
+    }
+    Registered& extra = registered();
+    std::lock_guard lock(extra.mutex);
+    extra.kernels.emplace_back(std::move(name), runner);
+    return {};
 }
 
 }  // namespace tandem::sim

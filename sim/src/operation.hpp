@@ -3,7 +3,7 @@
 // One piece of work on a simulated stream, from enqueue to resolution.
 
 #include "fiber.hpp"
-#include "kernel_context.hpp"
+#include "tandem/sim/kernel_context.hpp"
 
 #include "tandem/core/server.hpp"
 
@@ -88,6 +88,8 @@ struct Operation {
     std::optional<std::uint32_t> failure_code;
     /// An error that ends the operation without a kernel code: a refusal, a throw, a deadlock.
     std::optional<Error> error;
+    /// Enqueued inside a capture window of its stream (C14).
+    bool captured = false;
     /// Launches with zero threads change no claim (C10).
     bool touches_nothing = false;
 

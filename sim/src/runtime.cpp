@@ -72,6 +72,11 @@ std::vector<RaceReport> SimRuntime::races() const {
     return engine_->races.reports();
 }
 
+std::vector<TraceRecord> SimRuntime::trace() const {
+    std::lock_guard lock(engine_->mutex);
+    return engine_->trace;
+}
+
 std::vector<DeviceSnapshot> SimRuntime::inspect() const {
     std::lock_guard lock(engine_->mutex);
     std::vector<DeviceSnapshot> snapshots;

@@ -36,6 +36,24 @@ struct SimOptions {
     PoolOptions pools;
     /// Whether kernels on a device may touch peer memory without an explicit grant.
     bool grant_all_peers = false;
+    /// Whether to keep a record of every operation's begin and end (for traces and tests).
+    bool record_trace = false;
+};
+
+/// One begin or end of an operation, in scheduler steps.
+struct TraceRecord {
+    /// Records kept per run; past this, records are counted but dropped.
+    static constexpr std::size_t max_records = 1'000'000;
+    enum class Phase : std::uint8_t { Begin, End };
+
+    std::uint64_t step = 0;
+    std::uint32_t device = 0;
+    StreamId stream;
+    std::uint64_t sequence = 0;
+    std::string label;
+    Phase phase = Phase::Begin;
+    /// At the end: "ok", "failed", "skipped" or "lost", then a colon and the reason.
+    std::string outcome;
 };
 
 /// Two accesses to the same bytes that no event, sync or system-scope atomic ordered.
@@ -80,6 +98,8 @@ public:
     /// How many scheduler steps ran.
     [[nodiscard]] std::uint64_t steps() const;
     [[nodiscard]] std::vector<RaceReport> races() const;
+    /// The begin and end of every operation so far (when `record_trace` is on).
+    [[nodiscard]] std::vector<TraceRecord> trace() const;
     [[nodiscard]] std::vector<DeviceSnapshot> inspect() const;
     /// No claim, no failure and no live allocation on any device (after `sync_all`).
     [[nodiscard]] bool drained() const;
