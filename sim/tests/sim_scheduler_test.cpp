@@ -1,0 +1,147 @@
+// Scheduling: determinism from one seed, asynchronous failures (C13), delays, threads mode.
+
+#include "sim_test_support.hpp"
+
+namespace tandem::sim {
+namespace {
+
+using namespace testing;
+
+/// A mixed program over two devices and two streams each; returns the trace hash.
+std::uint64_t mixed_program(SimOptions options) {
+    options.grant_all_peers = true;
+    auto runtime = make_runtime(options);
+    Client zero = runtime->client(0);
+    Client one = runtime->client(1);
+    const StreamId zero_side = *zero.create_stream();
+    const StreamId one_side = *one.create_stream();
+    Handle shared = *zero.share_with_peers(allocate(zero, 4096));
+    Handle a = allocate(zero, 4096);
+    Handle b = allocate(one, 4096);
+    Handle c = allocate(one, 4096);
+    EXPECT_TRUE(zero.launch("fill", LaunchConfig::linear(4096, 256), {out(shared)}, KernelArgs().u64(3)));
+    EXPECT_TRUE(zero.launch("fail", LaunchConfig::linear(64, 8), {out(a)}, KernelArgs().u64(5), zero_side));
+    auto event = zero.record_event(zero.default_stream());
+    EXPECT_TRUE(one.wait_event(one.default_stream(), *event));
+    EXPECT_TRUE(one.launch("copy", LaunchConfig::linear(4096, 256), {in(shared), out(b)}));
+    EXPECT_TRUE(one.launch("fill", LaunchConfig::linear(4096, 512), {out(c)}, KernelArgs().u64(1), one_side));
+    EXPECT_TRUE(runtime->sync_all());
+    EXPECT_TRUE(one.read(b));
+    EXPECT_FALSE(zero.read(a));
+    return runtime->trace_hash();
+}
+
+TEST(SimDeterminism, the_same_seed_gives_the_same_trace_bit_for_bit) {
+    for (std::uint64_t seed : {1u, 2u, 77u}) {
+        EXPECT_EQ(mixed_program(SimOptions{.seed = seed}), mixed_program(SimOptions{.seed = seed}))
+            << "seed " << seed;
+    }
+}
+
+TEST(SimDeterminism, different_seeds_interleave_differently) {
+    std::set<std::uint64_t> hashes;
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+        hashes.insert(mixed_program(SimOptions{.seed = seed}));
+    }
+    EXPECT_GT(hashes.size(), 1u);
+}
+
+struct Span {
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+};
+
+Span span_of(const std::vector<TraceRecord>& trace, const std::string& label) {
+    Span span;
+    for (const TraceRecord& record : trace) {
+        if (record.label == label) {
+            (record.phase == TraceRecord::Phase::Begin ? span.begin : span.end) = record.step;
+        }
+    }
+    return span;
+}
+
+TEST(SimAsynchronousFailures, work_that_consumed_outputs_before_the_failure_was_known_takes_it) {
+    // The producer reports its failure only when it completes; a consumer on another stream
+    // (unordered, so the seed decides) may already have read its outputs by then.
+    int concurrent = 0;
+    for (std::uint64_t seed = 1; seed <= 64; ++seed) {
+        auto runtime = make_runtime(SimOptions{.seed = seed, .record_trace = true});
+        Client client = runtime->client(0);
+        const StreamId side = *client.create_stream();
+        Handle a = allocate(client, 64);
+        Handle b = allocate(client, 64);
+        Handle c = allocate(client, 64);
+        ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(16, 1), {out(a)}, KernelArgs().u64(21)));
+        ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64, 1), {in(a), out(b)}, KernelArgs(), side));
+        ASSERT_TRUE(client.launch("checksum", LaunchConfig::linear(1), {in(b), out(c)}, KernelArgs(), side));
+        ASSERT_TRUE(runtime->sync_all());
+        const auto trace = runtime->trace();
+        const Span producer = span_of(trace, "fail");
+        const Span consumer = span_of(trace, "copy");
+        auto read = client.read(c);
+        if (consumer.begin < producer.begin) {
+            EXPECT_TRUE(read) << "seed " << seed << ": the consumer ran before the producer began";
+            continue;
+        }
+        concurrent += consumer.begin < producer.end ? 1 : 0;
+        ASSERT_FALSE(read) << "seed " << seed << ": a consumer of failed outputs read clean";
+        const auto* root = unwritten(read.error())->root->details_as<KernelFailedDetails>();
+        ASSERT_NE(root, nullptr) << read.error().report();
+        EXPECT_EQ(root->code, 21u);
+    }
+    EXPECT_GT(concurrent, 0) << "no seed ran the consumer while the producer was still running";
+}
+
+TEST(SimDelay, a_delayed_stream_starts_its_work_after_the_delay) {
+    auto runtime = make_runtime(SimOptions{.record_trace = true});
+    Client client = runtime->client(0);
+    const StreamId side = *client.create_stream();
+    ASSERT_TRUE(client.inject(StreamDelay{side, 50}));
+    Handle a = allocate(client, 64);
+    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(a)}, KernelArgs().u64(1), side));
+    ASSERT_TRUE(runtime->sync_all());
+    EXPECT_GE(span_of(runtime->trace(), "fill").begin, 50u);
+    EXPECT_EQ(client.inject(StreamDelay{StreamId{99}, 1}).error().kind(), ErrorKind::InvalidArgument);
+}
+
+TEST(SimThreads, runs_a_multi_device_program_on_worker_threads) {
+    auto runtime = make_runtime(SimOptions{.mode = SchedulerMode::Threads, .grant_all_peers = true});
+    Client zero = runtime->client(0);
+    Client one = runtime->client(1);
+    Handle shared = *zero.share_with_peers(allocate(zero, 1 << 16));
+    Handle failed = allocate(zero, 64);
+    Handle copy = allocate(one, 1 << 16);
+    ASSERT_TRUE(zero.launch("fill", LaunchConfig::linear(1 << 16), {out(shared)}, KernelArgs().u64(4)));
+    ASSERT_TRUE(zero.launch("fail", LaunchConfig::linear(1), {out(failed)}, KernelArgs().u64(2)));
+    auto event = zero.record_event(zero.default_stream());
+    ASSERT_TRUE(one.wait_event(one.default_stream(), *event));
+    ASSERT_TRUE(one.launch("copy", LaunchConfig::linear(1 << 16), {in(shared), out(copy)}));
+    auto read = one.read(copy);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(read->front(), std::byte{4});
+    EXPECT_EQ(read->back(), std::byte{4});
+    EXPECT_FALSE(zero.read(failed));
+    EXPECT_TRUE(runtime->races().empty());
+}
+
+TEST(SimThreads, the_handoff_completes_with_real_concurrency) {
+    auto runtime = make_runtime(SimOptions{.mode = SchedulerMode::Threads, .grant_all_peers = true});
+    Client producer = runtime->client(0);
+    Client consumer = runtime->client(1);
+    Handle data = *consumer.share_with_peers(allocate(consumer, 256));
+    Handle flag = *consumer.share_with_peers(allocate(consumer, 4));
+    Handle source = allocate(producer, 256);
+    Handle result = allocate(consumer, 256);
+    ASSERT_TRUE(consumer.write(flag, std::vector<std::byte>(4)));
+    ASSERT_TRUE(producer.write(source, std::vector<std::byte>(256, std::byte{0x33})));
+    ASSERT_TRUE(runtime->sync_all());
+    ASSERT_TRUE(consumer.launch("handoff_consume", LaunchConfig::linear(32, 8), {in(flag), in(data), out(result)}));
+    ASSERT_TRUE(producer.launch("handoff_produce", LaunchConfig::linear(1), {in(source), out(data), inout(flag)}));
+    auto read = consumer.read(result);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(*read, std::vector<std::byte>(256, std::byte{0x33}));
+}
+
+}  // namespace
+}  // namespace tandem::sim
