@@ -251,7 +251,7 @@ struct Launch : CheckedCommand<Launch> {
     explicit Launch(const StoreModel& state)
         : inputs(*gen_ranges(state)), outputs(*gen_ranges(state)), kernel_fails(*rc::gen::arbitrary<bool>()) {}
     void checkPreconditions(const StoreModel& state) const override {
-        RC_PRE(fits(state, inputs) && fits(state, outputs));
+        RC_PRE(bool(fits(state, inputs) && fits(state, outputs)));
     }
     void apply(StoreModel& state) const override {
         std::uint64_t failure = state.model.first_claimed(inputs);

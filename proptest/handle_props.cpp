@@ -72,8 +72,9 @@ RC_GTEST_PROP(HandleProperties, claim_keys_are_equal_exactly_for_the_same_alloca
     const BufferBinding b = slice_of(parents).binding();
     const bool same_bytes = a.memory_id() == b.memory_id() && a.range() == b.range();
     RC_ASSERT((a.claim_key() == b.claim_key()) == same_bytes);
-    RC_ASSERT((std::hash<ClaimKey>{}(a.claim_key()) == std::hash<ClaimKey>{}(b.claim_key())) ||
-              !same_bytes);
+    const bool hashes_agree =
+        std::hash<ClaimKey>{}(a.claim_key()) == std::hash<ClaimKey>{}(b.claim_key());
+    RC_ASSERT(hashes_agree || !same_bytes);
 }
 
 RC_GTEST_PROP(HandleProperties, any_offsets_give_a_valid_handle_or_invalid_argument, ()) {

@@ -389,6 +389,7 @@ Status SimDevice::launch(LaunchRequest request) {
         (*found)->capture->launches.push_back(request);
         operation->captured = true;
     }
+    operation->injected.push_back(kernel_fault_due(request.kernel));
     const StreamId stream_id = request.stream;
     operation->launch = std::move(request);
     return enqueue(stream_id, std::move(operation));
@@ -548,6 +549,9 @@ Status SimDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
         operation->outputs.push_back(Target{index_, key, std::nullopt});
     }
     operation->graph = std::make_shared<const CaptureGraph>(graph);
+    for (const LaunchRequest& launch : graph.launches()) {
+        operation->injected.push_back(kernel_fault_due(launch.kernel));
+    }
     return enqueue(stream_id, std::move(operation));
 }
 

@@ -402,17 +402,16 @@ void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<O
     unresolved.push_back(operation);
     op.host = std::make_unique<OperationHost>(*this, device, op);
     op.body = [this, &device, &op, launches] {
-        for (const LaunchRequest* request : launches) {
-            std::optional<std::uint32_t> injected;
-            Result<std::vector<BoundResource>> bound = [&] {
-                std::lock_guard lock(mutex);
-                injected = device.kernel_fault_due(request->kernel);
-                return bind_resources(*this, device, *request);
-            }();
-            if (injected) {
-                op.failure_code = injected;  // The kernel reports the code without running.
+        for (const LaunchRequest* const& request : launches) {
+            const std::size_t launch_index = static_cast<std::size_t>(&request - launches.data());
+            if (launch_index < op.injected.size() && op.injected[launch_index]) {
+                op.failure_code = op.injected[launch_index];  // Reported without running.
                 return;
             }
+            Result<std::vector<BoundResource>> bound = [&] {
+                std::lock_guard lock(mutex);
+                return bind_resources(*this, device, *request);
+            }();
             if (!bound) {
                 op.error = bound.error();
                 return;

@@ -88,6 +88,11 @@ struct Operation {
     std::optional<std::uint32_t> failure_code;
     /// An error that ends the operation without a kernel code: a refusal, a throw, a deadlock.
     std::optional<Error> error;
+    /// Injected kernel faults, one entry per launch the operation runs, decided when it was
+    /// enqueued so that "the nth launch from now" means program order, whatever the schedule.
+    /// Injected kernel faults, one entry per launch the operation runs, decided when it was
+    /// enqueued so that "the nth launch from now" means program order, whatever the schedule.
+    std::vector<std::optional<std::uint32_t>> injected;
     /// Enqueued inside a capture window of its stream (C14).
     bool captured = false;
     /// Launches with zero threads change no claim (C10).
