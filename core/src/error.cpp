@@ -81,7 +81,8 @@ Error Error::unwritten(UnwrittenDetails details) {
     assert(details.root && "an Unwritten error always names its root");
     std::string message = "read found bytes claimed by " + to_string(details.failure) +
                           " (carried by " + std::to_string(details.allocations) +
-                          " allocations); root: " + details.root->message();
+                          (details.allocations == 1 ? " allocation" : " allocations") +
+                          "); root: " + details.root->message();
     return Error(ErrorKind::Unwritten, std::move(message), std::move(details));
 }
 
