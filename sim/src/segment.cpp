@@ -123,18 +123,26 @@ Segment::~Segment() {
 }
 
 Status Segment::reserve_pages(std::uint64_t offset, std::uint64_t size_bytes) {
-    const int status = posix_fallocate(mapping_->object.get_mapping_handle().handle, static_cast<off_t>(offset),
+    const int descriptor = mapping_->object.get_mapping_handle().handle;
+    struct statvfs filesystem{};
+    std::uint64_t free_bytes = 0;
+    if (fstatvfs(descriptor, &filesystem) == 0) {
+        free_bytes = std::uint64_t{filesystem.f_bavail} * filesystem.f_frsize;
+    }
+    const auto refuse = [&](const char* reason) {
+        return Error::out_of_memory("shared memory cannot back " + std::to_string(size_bytes) +
+                                        " bytes of segment " + name_ + ": " + reason,
+                                    OutOfMemoryDetails{size_bytes, free_bytes, 0, free_bytes});
+    };
+    // Refuse at once what cannot fit: reserving pages only to fail part way costs the time to
+    // zero them. posix_fallocate then makes sure the pages are there, so no access can SIGBUS.
+    if (size_bytes > free_bytes) {
+        return refuse("/dev/shm has too little free space");
+    }
+    const int status = posix_fallocate(descriptor, static_cast<off_t>(offset),
                                        static_cast<off_t>(size_bytes));
     if (status != 0) {
-        struct statvfs filesystem{};
-        std::uint64_t free_bytes = 0;
-        if (fstatvfs(mapping_->object.get_mapping_handle().handle, &filesystem) == 0) {
-            free_bytes = std::uint64_t{filesystem.f_bavail} * filesystem.f_frsize;
-        }
-        return Error::out_of_memory(
-            "shared memory cannot back " + std::to_string(size_bytes) + " bytes of segment " +
-                name_ + ": " + std::strerror(status),
-            OutOfMemoryDetails{size_bytes, free_bytes, 0, free_bytes});
+        return refuse(std::strerror(status));
     }
     return {};
 }

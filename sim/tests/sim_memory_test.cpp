@@ -4,6 +4,8 @@
 
 #include "tandem/sim/kernel_registry.hpp"
 
+#include <sys/statvfs.h>
+
 namespace tandem::sim {
 namespace {
 
@@ -53,6 +55,20 @@ TEST_F(SimMemory, an_allocation_larger_than_the_segment_is_out_of_memory_with_it
     EXPECT_EQ(details->free_bytes, 5u << 20);
     EXPECT_EQ(details->largest_free_block_bytes, 5u << 20);
     // Nothing changed: the held allocation still reads and a fitting one still succeeds.
+    EXPECT_TRUE(client.allocate(1 << 20));
+}
+
+TEST_F(SimMemory, an_allocation_past_the_free_space_of_dev_shm_is_out_of_memory_not_sigbus) {
+    struct statvfs filesystem{};
+    ASSERT_EQ(::statvfs("/dev/shm", &filesystem), 0);
+    const std::uint64_t free_bytes = std::uint64_t{filesystem.f_bavail} * filesystem.f_frsize;
+    // The segment is sparse, so it may be larger than /dev/shm; its pages may not.
+    auto runtime = make_runtime(SimOptions{.devices = 1, .capacity_bytes = free_bytes + (2ull << 30)});
+    Client client = runtime->client(0);
+    auto too_big = client.allocate(free_bytes + (1ull << 30));
+    ASSERT_FALSE(too_big);
+    ASSERT_EQ(too_big.error().kind(), ErrorKind::OutOfMemory);
+    EXPECT_NE(too_big.error().report().find("/dev/shm"), std::string::npos) << too_big.error().report();
     EXPECT_TRUE(client.allocate(1 << 20));
 }
 
