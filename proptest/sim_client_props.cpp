@@ -351,5 +351,33 @@ RC_GTEST_PROP(SimClientProperties, programs_agree_with_the_byte_model_and_drain,
     }
 }
 
+// The core property instantiated on the simulator's own pools and segments: a weak binding
+// never upgrades to a later occupant of the same bytes, however allocations and frees interleave.
+RC_GTEST_PROP(SimClientProperties, a_weak_upgrade_never_resolves_to_a_later_occupant, ()) {
+    auto runtime = SimRuntime::create(SimOptions{.devices = 1, .capacity_bytes = 16 << 20});
+    RC_ASSERT(runtime.ok());
+    Client client = (*runtime)->client(0);
+    const auto sizes = *rc::gen::container<std::vector<std::uint64_t>>(
+        *rc::gen::inRange<std::size_t>(1, 16), rc::gen::inRange<std::uint64_t>(1, 1 << 19));
+    std::vector<WeakBufferBinding> dropped;
+    std::vector<Handle> live;
+    for (std::uint64_t size : sizes) {
+        Result<Handle> handle = client.allocate(size);
+        RC_ASSERT(handle.ok());
+        if (*rc::gen::arbitrary<bool>()) {
+            dropped.push_back(handle->binding().downgrade());
+        } else {
+            live.push_back(*handle);
+        }
+        RC_ASSERT(client.sync().ok());  // Sweeps: dropped bytes go back to the pool.
+    }
+    for (const WeakBufferBinding& weak : dropped) {
+        RC_ASSERT(!weak.upgrade().has_value());
+    }
+    for (const Handle& handle : live) {
+        RC_ASSERT(handle.binding().downgrade().upgrade().has_value());
+    }
+}
+
 }  // namespace
 }  // namespace tandem::sim
