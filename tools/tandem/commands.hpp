@@ -15,5 +15,15 @@ using Run = std::function<int()>;
 Run add_selfcheck(CLI::App& app);
 /// `tandem clean`: removes segments of simulator runtimes whose process is gone.
 Run add_clean(CLI::App& app);
+/// `tandem run PATH...`: runs scenario files on a backend and reports each.
+Run add_run(CLI::App& app);
+/// `tandem replay FILE`: reruns one scenario, printing every step's outcome.
+Run add_replay(CLI::App& app);
+/// `tandem explore`: random programs with injected faults, checked against a byte-level oracle.
+Run add_explore(CLI::App& app);
+/// `tandem doctor`: what this build and machine offer.
+Run add_doctor(CLI::App& app);
+/// `tandem inspect FILE`: runs a scenario and prints the simulator's devices at the end.
+Run add_inspect(CLI::App& app);
 
 }  // namespace tandem::tool

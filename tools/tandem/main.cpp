@@ -12,6 +12,11 @@ int main(int argc, char** argv) {
     const std::vector<std::pair<std::string, tandem::tool::Run>> commands{
         {"selfcheck", tandem::tool::add_selfcheck(app)},
         {"clean", tandem::tool::add_clean(app)},
+        {"run", tandem::tool::add_run(app)},
+        {"replay", tandem::tool::add_replay(app)},
+        {"explore", tandem::tool::add_explore(app)},
+        {"doctor", tandem::tool::add_doctor(app)},
+        {"inspect", tandem::tool::add_inspect(app)},
     };
     try {
         app.parse(argc, argv);

@@ -1,0 +1,3 @@
+#include "commands.hpp"
+namespace tandem::tool {
+}

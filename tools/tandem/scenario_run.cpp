@@ -1,0 +1,429 @@
+// Runs a scenario's steps on a fresh simulator runtime. Each step runs through the public
+// Client, so a scenario checks exactly what a program would see; the runner then compares the
+// step's outcome with the file's expectation and stops at the first step that differs.
+
+#include "scenario_run.hpp"
+
+#include <chrono>
+#include <map>
+#include <sstream>
+
+namespace tandem::tool {
+
+std::uint64_t effective_seed(const Scenario& scenario, const RunOptions& options) {
+    return options.seed.value_or(scenario.seed.value_or(1));
+}
+
+namespace {
+
+/// Scenarios stay small; a small sparse segment keeps /dev/shm use low when many run.
+constexpr std::uint64_t default_capacity_bytes = std::uint64_t{64} << 20;
+
+/// What a step did: an error, the bytes a read returned, or a problem the runner found itself
+/// (a name whose defining step failed, a graph that was never captured).
+struct Outcome {
+    std::optional<Error> error;
+    std::optional<std::vector<std::byte>> bytes;
+    std::string problem;
+
+    static Outcome of(const Status& status) {
+        return status ? Outcome{} : Outcome{status.error(), std::nullopt, {}};
+    }
+    static Outcome trouble(std::string what) { return Outcome{std::nullopt, std::nullopt, std::move(what)}; }
+};
+
+void root_kinds(const Error& error, std::vector<ErrorKind>& kinds) {
+    if (const auto* unwritten = error.details_as<UnwrittenDetails>()) {
+        root_kinds(*unwritten->root, kinds);
+    } else if (const auto* several = error.details_as<SeveralDetails>()) {
+        for (const Error& each : several->errors) {
+            root_kinds(each, kinds);
+        }
+    } else {
+        kinds.push_back(error.kind());
+    }
+}
+
+/// Why `error` does not match `expected`, or empty when it does.
+std::string mismatch(const Error& error, const FailureExpectation& expected) {
+    const std::string report = error.report();
+    if (expected.kind && error.kind() != *expected.kind) {
+        return "expected " + std::string(to_string(*expected.kind)) + ", got:\n" + report;
+    }
+    if (expected.root) {
+        std::vector<ErrorKind> kinds;
+        root_kinds(error, kinds);
+        if (std::find(kinds.begin(), kinds.end(), *expected.root) == kinds.end()) {
+            return "expected a root " + std::string(to_string(*expected.root)) + ", got:\n" + report;
+        }
+    }
+    if (!expected.chain.empty()) {
+        const auto* unwritten = error.details_as<UnwrittenDetails>();
+        std::vector<std::string> chain;
+        for (const SkipRecord& hop : unwritten ? unwritten->chain : std::vector<SkipRecord>{}) {
+            chain.push_back(hop.kernel);
+        }
+        if (chain != expected.chain) {
+            return "expected the skip chain to list " + std::to_string(expected.chain.size()) +
+                   " hops as the file says, got:\n" + report;
+        }
+    }
+    for (const std::string& needle : expected.report) {
+        if (report.find(needle) == std::string::npos) {
+            return "expected the report to contain '" + needle + "', got:\n" + report;
+        }
+    }
+    return {};
+}
+
+std::string hex_dump(const std::vector<std::byte>& bytes) {
+    std::ostringstream out;
+    const std::size_t shown = std::min<std::size_t>(bytes.size(), 32);
+    for (std::size_t index = 0; index < shown; ++index) {
+        out << (index ? " " : "") << std::hex << std::to_integer<unsigned>(bytes[index]);
+    }
+    if (shown < bytes.size()) {
+        out << " ... (" << std::dec << bytes.size() << " bytes)";
+    }
+    return out.str();
+}
+
+class ScenarioRunner {
+public:
+    ScenarioRunner(const Scenario& scenario, std::shared_ptr<sim::SimRuntime> runtime)
+        : scenario_(scenario), runtime_(std::move(runtime)) {
+        for (std::size_t index = 0; index < runtime_->device_count(); ++index) {
+            clients_.push_back(runtime_->client(index));
+            streams_[{static_cast<std::uint32_t>(index), "main"}] = clients_.back().default_stream();
+        }
+    }
+
+    Outcome execute(const Action& action) {
+        return std::visit([this](const auto& step) { return run(step); }, action);
+    }
+
+    Outcome inject(const InjectStep& step) {
+        Fault fault = step.fault;
+        if (auto* delay = std::get_if<StreamDelay>(&fault)) {
+            const auto stream = streams_.find({step.device, step.stream});
+            if (stream == streams_.end()) {
+                return Outcome::trouble("stream '" + step.stream + "' was not created");
+            }
+            delay->stream = stream->second;
+        }
+        return Outcome::of(clients_[step.device].inject(fault));
+    }
+
+private:
+    const Handle* handle(const std::string& name, std::string& problem) {
+        const auto found = handles_.find(name);
+        if (found == handles_.end()) {
+            problem = "buffer '" + name + "' does not exist (the step that defined it failed)";
+            return nullptr;
+        }
+        return &found->second;
+    }
+    std::optional<StreamId> stream(std::uint32_t device, const std::string& name) {
+        const auto found = streams_.find({device, name});
+        return found == streams_.end() ? std::nullopt : std::optional(found->second);
+    }
+
+    Outcome run(const AllocateStep& step) {
+        const std::optional<StreamId> on = stream(step.device, step.stream);
+        if (!on) {
+            return Outcome::trouble("stream '" + step.stream + "' was not created");
+        }
+        Result<Handle> allocated = clients_[step.device].allocate(step.size_bytes, *on);
+        if (!allocated) {
+            return Outcome{allocated.error(), std::nullopt, {}};
+        }
+        handles_.insert_or_assign(step.name, std::move(*allocated));
+        return {};
+    }
+    Outcome run(const SliceStep& step) {
+        std::string problem;
+        const Handle* parent = handle(step.of, problem);
+        if (parent == nullptr) {
+            return Outcome::trouble(problem);
+        }
+        Result<Handle> sliced = parent->slice(step.offset_bytes, step.length_bytes);
+        if (!sliced) {
+            return Outcome{sliced.error(), std::nullopt, {}};
+        }
+        handles_.insert_or_assign(step.name, std::move(*sliced));
+        return {};
+    }
+    Outcome run(const StreamStep& step) {
+        Result<StreamId> created = clients_[step.device].create_stream();
+        if (!created) {
+            return Outcome{created.error(), std::nullopt, {}};
+        }
+        streams_[{step.device, step.name}] = *created;
+        return {};
+    }
+    Outcome run(const WriteStep& step) {
+        std::string problem;
+        const Handle* target = handle(step.buffer, problem);
+        if (target == nullptr) {
+            return Outcome::trouble(problem);
+        }
+        return Outcome::of(clients_[step.device].write(*target, step.data.materialize(target->size_in_use())));
+    }
+    Outcome run(const LaunchStep& step) {
+        const std::optional<StreamId> on = stream(step.device, step.stream);
+        if (!on) {
+            return Outcome::trouble("stream '" + step.stream + "' was not created");
+        }
+        std::vector<LaunchArgument> arguments;
+        for (const LaunchResource& resource : step.resources) {
+            std::string problem;
+            const Handle* bound = handle(resource.buffer, problem);
+            if (bound == nullptr) {
+                return Outcome::trouble(problem);
+            }
+            arguments.push_back(LaunchArgument{*bound, resource.access, resource.tensor_map});
+        }
+        KernelArgs args;
+        for (const ScalarArg& arg : step.args) {
+            arg.is_f64 ? args.f64(arg.f64) : args.u64(arg.u64);
+        }
+        return Outcome::of(
+            clients_[step.device].launch(step.kernel, step.config, std::move(arguments), args, *on));
+    }
+    Outcome run(const ShareStep& step) {
+        std::string problem;
+        const Handle* target = handle(step.buffer, problem);
+        if (target == nullptr) {
+            return Outcome::trouble(problem);
+        }
+        Result<Handle> shared = clients_[target->service().device_index].share_with_peers(*target);
+        if (!shared) {
+            return Outcome{shared.error(), std::nullopt, {}};
+        }
+        handles_.insert_or_assign(step.buffer, std::move(*shared));
+        return {};
+    }
+    Outcome run(const GrantStep& step) {
+        return Outcome::of(clients_[step.owner].grant_peer_access(clients_[step.accessor].service()));
+    }
+    Outcome run(const CopyStep& step) {
+        std::string problem;
+        const Handle* from = handle(step.from, problem);
+        const Handle* to = from ? handle(step.to, problem) : nullptr;
+        const std::optional<StreamId> on = stream(step.device, step.stream);
+        if (from == nullptr || to == nullptr || !on) {
+            return Outcome::trouble(problem.empty() ? "stream '" + step.stream + "' was not created" : problem);
+        }
+        return Outcome::of(clients_[step.device].copy(*from, *to, *on));
+    }
+    Outcome run(const RecordStep& step) {
+        const std::optional<StreamId> on = stream(step.device, step.stream);
+        if (!on) {
+            return Outcome::trouble("stream '" + step.stream + "' was not created");
+        }
+        Result<Event> recorded = clients_[step.device].record_event(*on);
+        if (!recorded) {
+            return Outcome{recorded.error(), std::nullopt, {}};
+        }
+        events_.insert_or_assign(step.event, *recorded);
+        return {};
+    }
+    Outcome run(const WaitStep& step) {
+        const std::optional<StreamId> on = stream(step.device, step.stream);
+        const auto event = events_.find(step.event);
+        if (!on || event == events_.end()) {
+            return Outcome::trouble("event '" + step.event + "' was not recorded");
+        }
+        return Outcome::of(clients_[step.device].wait_event(*on, event->second));
+    }
+    Outcome run(const SyncStep& step) {
+        if (!step.device) {
+            return Outcome::of(runtime_->sync_all());
+        }
+        std::vector<Handle> named;
+        for (const std::string& name : step.buffers) {
+            std::string problem;
+            const Handle* found = handle(name, problem);
+            if (found == nullptr) {
+                return Outcome::trouble(problem);
+            }
+            named.push_back(*found);
+        }
+        Client& client = clients_[*step.device];
+        return Outcome::of(named.empty() ? client.sync() : client.sync(named));
+    }
+    Outcome run(const ReadStep& step) {
+        std::string problem;
+        const Handle* source = handle(step.buffer, problem);
+        if (source == nullptr) {
+            return Outcome::trouble(problem);
+        }
+        Client& client = clients_[step.device];
+        Result<std::vector<std::byte>> bytes =
+            step.strided ? client.read_strided(*source, step.strided->shape, step.strided->strides,
+                                               step.strided->elem_size_bytes)
+                         : client.read(*source);
+        if (!bytes) {
+            return Outcome{bytes.error(), std::nullopt, {}};
+        }
+        return Outcome{std::nullopt, std::move(*bytes), {}};
+    }
+    Outcome run(const FreeStep& step) {
+        handles_.erase(step.buffer);
+        return {};
+    }
+    Outcome run(const BeginCaptureStep& step) {
+        const std::optional<StreamId> on = stream(step.device, step.stream);
+        return on ? Outcome::of(clients_[step.device].begin_capture(*on))
+                  : Outcome::trouble("stream '" + step.stream + "' was not created");
+    }
+    Outcome run(const EndCaptureStep& step) {
+        const std::optional<StreamId> on = stream(step.device, step.stream);
+        if (!on) {
+            return Outcome::trouble("stream '" + step.stream + "' was not created");
+        }
+        Result<CaptureGraph> graph = clients_[step.device].end_capture(*on);
+        if (!graph) {
+            return Outcome{graph.error(), std::nullopt, {}};
+        }
+        graphs_.insert_or_assign(step.graph, std::move(*graph));
+        return {};
+    }
+    Outcome run(const ReplayStep& step) {
+        const std::optional<StreamId> on = stream(step.device, step.stream);
+        const auto graph = graphs_.find(step.graph);
+        if (!on || graph == graphs_.end()) {
+            return Outcome::trouble("graph '" + step.graph + "' was not captured");
+        }
+        return Outcome::of(clients_[step.device].replay(graph->second, *on));
+    }
+    Outcome run(const InjectStep& step) { return inject(step); }
+
+    const Scenario& scenario_;
+    std::shared_ptr<sim::SimRuntime> runtime_;
+    std::vector<Client> clients_;
+    std::map<std::string, Handle> handles_;
+    std::map<std::pair<std::uint32_t, std::string>, StreamId> streams_;
+    std::map<std::string, Event> events_;
+    std::map<std::string, CaptureGraph> graphs_;
+};
+
+std::string describe_outcome(const Outcome& outcome) {
+    if (!outcome.problem.empty()) {
+        return "problem: " + outcome.problem;
+    }
+    if (outcome.error) {
+        return std::string(to_string(outcome.error->kind())) + ": " + outcome.error->message();
+    }
+    return outcome.bytes ? "ok: " + hex_dump(*outcome.bytes) : "ok";
+}
+
+/// Why `outcome` is not what `step` expects, or empty.
+std::string judge(const Step& step, const Outcome& outcome) {
+    if (!outcome.problem.empty()) {
+        return outcome.problem;
+    }
+    if (step.fails) {
+        if (!outcome.error) {
+            return "expected the step to fail, but it succeeded";
+        }
+        return mismatch(*outcome.error, *step.fails);
+    }
+    if (outcome.error) {
+        return "expected the step to succeed, got:\n" + outcome.error->report();
+    }
+    const auto* read = std::get_if<ReadStep>(&step.action);
+    if (read && read->expect && outcome.bytes) {
+        const std::vector<std::byte> expected = read->expect->materialize(outcome.bytes->size());
+        if (expected != *outcome.bytes) {
+            return "expected " + read->expect->describe() + ", read " + hex_dump(*outcome.bytes);
+        }
+    }
+    return {};
+}
+
+std::string race_mismatch(RaceExpectation expected, const std::vector<sim::RaceReport>& races) {
+    if (expected == RaceExpectation::Reported && races.empty()) {
+        return "expected a race to be reported, but none was";
+    }
+    if (expected == RaceExpectation::None && !races.empty()) {
+        return "expected no race, but one was reported: " + races.front().first + " / " +
+               races.front().second + " on " + to_string(races.front().bytes);
+    }
+    return {};
+}
+
+sim::SimOptions sim_options(const Scenario& scenario, const RunOptions& options) {
+    sim::SimOptions sim;
+    sim.devices = scenario.devices;
+    sim.seed = effective_seed(scenario, options);
+    sim.capacity_bytes = scenario.capacity_bytes.value_or(default_capacity_bytes);
+    sim.grant_all_peers = scenario.grant_all_peers;
+    sim.record_trace = options.record_trace;
+    return sim;
+}
+
+/// Runs every step; stops at the first that differs from the file.
+void run_steps(const Scenario& scenario, ScenarioRunner& runner, ScenarioResult& result) {
+    for (const Step& step : scenario.steps) {
+        const Outcome outcome = runner.execute(step.action);
+        ++result.steps_run;
+        result.outcomes.push_back(step.mark.describe() + " " + std::string(step_kind(step.action)) +
+                                  ": " + describe_outcome(outcome));
+        const std::string problem = judge(step, outcome);
+        if (!problem.empty()) {
+            result.failure = step.mark.describe() + ": " + std::string(step_kind(step.action)) +
+                             " step: " + problem;
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options) {
+    const auto started = std::chrono::steady_clock::now();
+    ScenarioResult result;
+    result.path = scenario.path;
+    result.name = scenario.name;
+    result.seed = effective_seed(scenario, options);
+    auto created = sim::SimRuntime::create(sim_options(scenario, options));
+    if (!created) {
+        result.failure = scenario.path + ": the simulator could not start:\n" + created.error().report();
+        return result;
+    }
+    std::shared_ptr<sim::SimRuntime> runtime = *created;
+    {
+        ScenarioRunner runner(scenario, runtime);
+        for (const GrantStep& grant : scenario.grants) {
+            (void)runner.execute(grant);
+        }
+        for (const InjectStep& fault : scenario.faults) {
+            if (Outcome injected = runner.inject(fault); injected.error || !injected.problem.empty()) {
+                result.failure = scenario.path + ": a fault could not be injected: " + describe_outcome(injected);
+            }
+        }
+        if (result.failure.empty()) {
+            run_steps(scenario, runner, result);
+        }
+        (void)runtime->sync_all();
+        if (options.snapshot) {
+            result.devices = runtime->inspect();
+        }
+    }
+    if (result.failure.empty()) {
+        result.failure = race_mismatch(scenario.races, runtime->races());
+        if (!result.failure.empty()) {
+            result.failure = scenario.path + ": " + result.failure;
+        }
+    }
+    result.passed = result.failure.empty();
+    result.races = runtime->races();
+    result.trace = runtime->trace();
+    result.scheduler_steps = runtime->steps();
+    result.trace_hash = runtime->trace_hash();
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+}  // namespace tandem::tool

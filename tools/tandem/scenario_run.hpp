@@ -1,0 +1,48 @@
+#pragma once
+
+// Running a validated scenario on the simulator and comparing every step with what the file
+// expects of it.
+
+#include "scenario.hpp"
+
+#include "tandem/sim/runtime.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tandem::tool {
+
+struct RunOptions {
+    /// Overrides the file's seed when set.
+    std::optional<std::uint64_t> seed;
+    bool record_trace = false;
+    /// Keep a snapshot of every device after the last step (for `tandem inspect`).
+    bool snapshot = false;
+};
+
+struct ScenarioResult {
+    std::string path;
+    std::string name;
+    bool passed = false;
+    /// The first step that did not do what the file expects, with its file:line:column.
+    std::string failure;
+    std::uint64_t seed = 1;
+    std::size_t steps_run = 0;
+    std::uint64_t scheduler_steps = 0;
+    std::uint64_t trace_hash = 0;
+    double seconds = 0;
+    std::vector<sim::RaceReport> races;
+    std::vector<sim::TraceRecord> trace;
+    std::vector<sim::DeviceSnapshot> devices;
+    /// Each step's outcome as one line ("ok", or the error kind and message), for inspect.
+    std::vector<std::string> outcomes;
+};
+
+/// The seed a run uses: the override, else the file's, else 1.
+std::uint64_t effective_seed(const Scenario& scenario, const RunOptions& options);
+
+ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options);
+
+}  // namespace tandem::tool
