@@ -131,20 +131,29 @@ std::string SimDevice::describe_address(std::uint64_t address) const {
 }
 
 void SimDevice::fill_garbage(const AllocationInfo& info) {
-    // Bytes never written read as noise derived from the seed and the allocation, so a program
-    // that reads them does not pass by luck, and the same seed gives the same noise.
-    // Derived from the device's own allocation count, not the process-wide memory id, so that a
-    // run replays the same noise whatever else the process did before.
-    std::uint64_t state = engine_.options.seed ^ (std::uint64_t{index_} << 56) ^
-                          (++allocations_made_ * 0x9e3779b97f4a7c15ULL);
+    // Bytes never written read as noise derived from the seed, so a program that reads them does
+    // not pass by luck, and the same seed gives the same noise. The noise comes from a block made
+    // once per device, copied in at an offset drawn from the device's allocation count (not the
+    // process-wide memory id), which costs a memcpy rather than a generator per word.
+    constexpr std::size_t noise_words = 8192;
+    if (noise_.empty()) {
+        std::uint64_t state = engine_.options.seed ^ (std::uint64_t{index_} << 56);
+        noise_.resize(noise_words);
+        for (std::uint64_t& word : noise_) {
+            word = splitmix(state);
+        }
+    }
+    std::uint64_t draw = engine_.options.seed ^ (++allocations_made_ * 0x9e3779b97f4a7c15ULL);
+    const auto* noise = reinterpret_cast<const std::byte*>(noise_.data());
     std::byte* host = storage_.host(info.address);
     std::uint64_t offset = 0;
-    for (; offset + 8 <= info.size_bytes; offset += 8) {
-        const std::uint64_t noise = splitmix(state);
-        std::memcpy(host + offset, &noise, 8);
+    while (offset < info.size_bytes) {
+        const std::uint64_t start = splitmix(draw) % (noise_words * 8 / 2);
+        const std::uint64_t length = std::min<std::uint64_t>(info.size_bytes - offset,
+                                                             noise_words * 8 - start);
+        std::memcpy(host + offset, noise + start, length);
+        offset += length;
     }
-    const std::uint64_t noise = splitmix(state);
-    std::memcpy(host + offset, &noise, info.size_bytes - offset);
 }
 
 Result<StreamId> SimDevice::create_stream() {

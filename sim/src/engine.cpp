@@ -19,6 +19,17 @@ SimDevice* Engine::device_of(ServiceId service) const {
     return devices[service.device_index].get();
 }
 
+bool Engine::other_work_waiting(const Operation& operation) const {
+    for (const auto& device : devices) {
+        for (const SimStream& stream : device->streams()) {
+            if (!stream.queue.empty() && stream.global_index != operation.stream_global) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 void Engine::mix_trace(std::uint64_t value) {
     trace_hash = (trace_hash ^ value) * 0x100000001b3ULL;
 }

@@ -145,6 +145,8 @@ private:
         std::uint64_t launches = 0;
     };
     std::vector<KernelFaultState> kernel_faults_;
+    /// Seeded noise that fresh allocations are filled from (see fill_garbage).
+    std::vector<std::uint64_t> noise_;
     std::uint64_t allocation_fault_countdown_ = 0;
     std::uint64_t allocations_made_ = 0;
     std::optional<std::uint64_t> loss_countdown_;
@@ -180,6 +182,8 @@ public:
     std::vector<std::shared_ptr<Operation>> unresolved;
 
     [[nodiscard]] SimDevice* device_of(ServiceId service) const;
+    /// Whether any stream other than `operation`'s has work queued.
+    [[nodiscard]] bool other_work_waiting(const Operation& operation) const;
     void mix_trace(std::uint64_t value);
     void record(const Operation& operation, TraceRecord::Phase phase, std::string outcome = {});
     std::vector<TraceRecord> trace;

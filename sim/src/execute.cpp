@@ -19,7 +19,10 @@ public:
         : engine_(engine), device_(device), operation_(operation) {}
 
     void yield() override {
-        if (!threaded() && Fiber::current() != nullptr) {
+        // A stop only matters when other work could run in it; alone, the scheduler would pick
+        // this kernel again, so the two context switches are skipped. The decision depends only
+        // on the schedule so far, so runs stay reproducible.
+        if (!threaded() && Fiber::current() != nullptr && engine_.other_work_waiting(operation_)) {
             Fiber::yield();
         }
     }

@@ -100,6 +100,7 @@ void host_axpy_plain_thread_order(benchmark::State& state) {
 }
 
 BENCHMARK(sim_axpy_checked)
+    ->Arg(1)
     ->Arg(axpy_threads)
     ->Arg(axpy_elements)
     ->Unit(benchmark::kMillisecond)

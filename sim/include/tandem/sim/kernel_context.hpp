@@ -185,11 +185,15 @@ public:
 
 private:
     const BoundResource& resource(std::size_t index) const {
-        if (index >= resources_.size()) {
-            raise("'" + kernel_ + "' uses resource " + std::to_string(index) + " but the launch binds " +
-                  std::to_string(resources_.size()));
+        if (index >= resources_.size()) [[unlikely]] {
+            missing_resource(index);
         }
         return resources_[index];
+    }
+    /// Kept out of line so that building the report does not weigh on every view's creation.
+    [[noreturn]] [[gnu::noinline]] void missing_resource(std::size_t index) const {
+        raise("'" + kernel_ + "' uses resource " + std::to_string(index) +
+              " but the launch binds " + std::to_string(resources_.size()));
     }
 
     std::string kernel_;
