@@ -13,6 +13,7 @@
 
 #include "tandem/core/kernels/catalog.hpp"
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -60,7 +61,9 @@ void sim_axpy_checked(benchmark::State& state) {
     }
     for (auto _ : state) {
         Status launched = client.launch(
-            kernels::Axpy::name, LaunchConfig::linear(threads, axpy_block_threads),
+            kernels::Axpy::name,
+            LaunchConfig::linear(threads, static_cast<std::uint32_t>(
+                                              std::min<std::uint64_t>(threads, axpy_block_threads))),
             {LaunchArgument{*x, AccessMode::Read, std::nullopt},
              LaunchArgument{*y, AccessMode::ReadWrite, std::nullopt}},
             KernelArgs().f64(axpy_alpha));
