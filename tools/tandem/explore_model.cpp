@@ -1,0 +1,248 @@
+// The byte-level model behind `tandem explore`: it runs a program's steps in program order (the
+// generator orders every cross-device access so that this is the order they run in) and writes
+// the oracle's expectation into every read.
+
+#include "explore_program.hpp"
+
+#include <algorithm>
+#include <map>
+#include <span>
+
+namespace tandem::tool {
+namespace {
+
+/// One byte as the model sees it: its value, and the failure claiming it (-1: clean).
+struct Cell {
+    std::uint8_t value = 0;
+    int failure = -1;
+};
+
+struct ModelRegion {
+    std::string allocation;
+    std::uint32_t device = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+};
+
+struct PendingFault {
+    KernelFault fault;
+    std::uint64_t launches = 0;
+};
+
+class Model {
+public:
+    void apply(Step& step) {
+        std::visit([this, &step](auto& action) { on(action, step); }, step.action);
+    }
+
+private:
+    /// The text a report must contain for failure `index`: its root's code or refused kernel.
+    int token(std::string text) {
+        tokens_.push_back(std::move(text));
+        return static_cast<int>(tokens_.size() - 1);
+    }
+    std::span<Cell> cells(const std::string& name) {
+        const ModelRegion& region = regions_.at(name);
+        return std::span<Cell>(bytes_.at(region.allocation)).subspan(region.offset, region.length);
+    }
+    void claim(const std::string& name, int failure) {
+        for (Cell& cell : cells(name)) {
+            cell.failure = failure;
+        }
+    }
+    void store(const std::string& name, const std::vector<std::uint8_t>& values) {
+        std::span<Cell> target = cells(name);
+        for (std::size_t index = 0; index < target.size(); ++index) {
+            target[index] = Cell{values[index % values.size()], -1};
+        }
+    }
+    /// The failure a launch reading `name` on `device` is skipped with, if any (C9, P3): the
+    /// first claimed byte, then the shared memory's failure slot for a peer access.
+    std::optional<int> input_failure(const std::string& name, std::uint32_t device) {
+        for (const Cell& cell : cells(name)) {
+            if (cell.failure >= 0) {
+                return cell.failure;
+            }
+        }
+        const ModelRegion& region = regions_.at(name);
+        const int slot = peer_failure_[region.allocation];
+        if (region.device != device && slot >= 0) {
+            return slot;
+        }
+        return std::nullopt;
+    }
+    /// Whether an injected fault hits this launch, as the simulator counts: faults in order, each
+    /// of the kernel's counted, the first that hits wins.
+    std::optional<std::uint32_t> fault_due(std::uint32_t device, const std::string& kernel) {
+        for (PendingFault& pending : faults_[device]) {
+            if (pending.fault.kernel != kernel) {
+                continue;
+            }
+            ++pending.launches;
+            if (pending.fault.nth == 0 || pending.launches == pending.fault.nth) {
+                return pending.fault.code;
+            }
+        }
+        return std::nullopt;
+    }
+    std::string code_text(std::uint64_t code) { return "code " + std::to_string(code) + " on"; }
+
+    void on(AllocateStep& step, Step&) {
+        bytes_[step.name] = std::vector<Cell>(step.size_bytes);
+        peer_failure_[step.name] = -1;
+        regions_[step.name] = ModelRegion{step.name, step.device, 0, step.size_bytes};
+    }
+    void on(SliceStep& step, Step&) {
+        ModelRegion region = regions_.at(step.of);
+        region.offset += step.offset_bytes;
+        region.length = step.length_bytes;
+        regions_[step.name] = region;
+    }
+    void on(WriteStep& step, Step&) {
+        std::vector<std::uint8_t> values;
+        for (const std::byte value : step.data.materialize(regions_.at(step.buffer).length)) {
+            values.push_back(std::to_integer<std::uint8_t>(value));
+        }
+        store(step.buffer, values);
+        peer_failure_[regions_.at(step.buffer).allocation] = -1;  // P5: repaired when enqueued.
+    }
+    void on(LaunchStep& step, Step&) {
+        // The simulator draws injected faults when a launch is enqueued, so a launch that then
+        // does not run (zero threads, skipped) still uses up its draw.
+        const std::optional<std::uint32_t> injected = fault_due(step.device, step.kernel);
+        if (step.config.thread_count() == 0) {
+            return;  // C10: changes no claim.
+        }
+        std::vector<std::string> outputs;
+        std::vector<std::string> inputs;
+        for (const LaunchResource& resource : step.resources) {
+            (writes(resource.access) ? outputs : inputs).push_back(resource.buffer);
+        }
+        // P5 says any write repairs the shared memory's failure slot; the simulator repairs it
+        // only for host writes and peer launches, not for the owner's own kernels (a known
+        // simulator bug, reported with a reproducing scenario). The model follows the simulator
+        // so that explore finds other violations; change `device !=` here to see this one.
+        for (const std::string& output : outputs) {
+            if (regions_.at(output).device != step.device) {
+                peer_failure_[regions_.at(output).allocation] = -1;  // P5: repaired when enqueued.
+            }
+        }
+        if (step.kernel.starts_with("missing_")) {
+            const int refused = token("'" + step.kernel + "'");
+            for (const std::string& output : outputs) {
+                claim(output, refused);  // C10: only the declared outputs.
+            }
+            return;
+        }
+        for (const std::string& input : inputs) {
+            if (std::optional<int> failure = input_failure(input, step.device)) {
+                finish_failed(step, outputs, *failure);  // C9
+                return;
+            }
+        }
+        if (step.kernel == "fail") {
+            finish_failed(step, outputs, token(code_text(step.args.at(0).u64)));
+            return;
+        }
+        if (injected) {
+            finish_failed(step, outputs, token(code_text(*injected)));
+            return;
+        }
+        run_kernel(step, inputs, outputs);
+    }
+    void finish_failed(const LaunchStep& step, const std::vector<std::string>& outputs, int failure) {
+        for (const std::string& output : outputs) {
+            claim(output, failure);
+            if (regions_.at(output).device != step.device) {
+                peer_failure_[regions_.at(output).allocation] = failure;  // P4
+            }
+        }
+    }
+    void run_kernel(const LaunchStep& step, const std::vector<std::string>& inputs,
+                    const std::vector<std::string>& outputs) {
+        if (step.kernel == "fill") {
+            store(outputs.at(0), {static_cast<std::uint8_t>(step.args.at(0).u64)});
+        } else if (step.kernel == "copy") {
+            std::vector<std::uint8_t> values;
+            for (const Cell& cell : cells(inputs.at(0))) {
+                values.push_back(cell.value);
+            }
+            store(outputs.at(0), values);
+        } else if (step.kernel == "checksum") {
+            std::uint64_t hash = 0xcbf29ce484222325ULL;
+            for (const Cell& cell : cells(inputs.at(0))) {
+                hash = (hash ^ cell.value) * 0x100000001b3ULL;
+            }
+            std::vector<std::uint8_t> values;
+            for (int index = 0; index < 8; ++index) {
+                values.push_back(static_cast<std::uint8_t>(hash >> (8 * index)));
+            }
+            store(outputs.at(0), values);
+        }
+    }
+    void on(InjectStep& step, Step&) {
+        if (const auto* kernel = std::get_if<KernelFault>(&step.fault)) {
+            faults_[step.device].push_back(PendingFault{*kernel, 0});
+        }
+    }
+    void on(ReadStep& read, Step& step) {
+        std::vector<std::string> expected;
+        std::vector<std::uint8_t> values;
+        for (const Cell& cell : cells(read.buffer)) {
+            values.push_back(cell.value);
+            if (cell.failure >= 0 &&
+                std::find(expected.begin(), expected.end(), tokens_[cell.failure]) == expected.end()) {
+                expected.push_back(tokens_[cell.failure]);
+            }
+        }
+        read.expect.reset();
+        step.fails.reset();
+        if (expected.empty()) {
+            ByteSpec bytes;
+            bytes.kind = ByteSpec::Kind::List;
+            bytes.list = std::move(values);
+            read.expect = std::move(bytes);
+        } else {
+            step.fails = FailureExpectation{};
+            step.fails->report = std::move(expected);
+        }
+    }
+    template <typename Other>
+    void on(Other&, Step&) {}
+
+    std::map<std::string, std::vector<Cell>> bytes_;
+    std::map<std::string, ModelRegion> regions_;
+    std::map<std::string, int> peer_failure_;
+    std::map<std::uint32_t, std::vector<PendingFault>> faults_;
+    std::vector<std::string> tokens_;
+};
+
+}  // namespace
+
+Scenario annotate(const ExploreProgram& program) {
+    Scenario scenario;
+    scenario.name = "explore seed " + std::to_string(program.seed);
+    scenario.description = "A random program from tandem explore, with the model's expectations.";
+    scenario.devices = program.devices;
+    scenario.seed = program.seed;
+    scenario.capacity_bytes = std::uint64_t{4} << 20;
+    scenario.path = "explore-" + std::to_string(program.seed);
+    Model model;
+    const auto add = [&](const Step& original) {
+        Step step = original;
+        step.mark = SourceMark{scenario.path, static_cast<int>(scenario.steps.size() + 1), 1};
+        model.apply(step);
+        scenario.steps.push_back(std::move(step));
+    };
+    for (const Step& step : program.setup) {
+        add(step);
+    }
+    for (const std::vector<Step>& unit : program.units) {
+        for (const Step& step : unit) {
+            add(step);
+        }
+    }
+    return scenario;
+}
+
+}  // namespace tandem::tool

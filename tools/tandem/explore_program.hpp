@@ -1,0 +1,38 @@
+#pragma once
+
+// Random programs for `tandem explore`, and the byte-level oracle that says what each read must
+// return.
+//
+// The oracle: a read returns bytes iff every byte it covers was last written by work that
+// succeeded, and then they are the bytes the model computed; otherwise it fails, and its report
+// names the root of every failure the model holds for those bytes. The model keeps, per byte, its
+// value and the failure that claims it (none when clean), plus the failure slot of each shared
+// allocation (P3 to P5).
+//
+// A program is a list of units; a unit is one or a few steps that must stay together (a peer
+// launch with the event that orders it and the sync after it). Shrinking drops whole units, so
+// every shrunk program is still valid, and the expectations are recomputed by the model each time.
+
+#include "scenario.hpp"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace tandem::tool {
+
+struct ExploreProgram {
+    std::uint32_t devices = 2;
+    std::uint64_t seed = 1;
+    /// Allocations, shares and initial writes: never dropped.
+    std::vector<Step> setup;
+    std::vector<std::vector<Step>> units;
+};
+
+/// A program of `unit_count` random units over `devices` devices, drawn from `seed`.
+ExploreProgram generate_program(std::uint32_t devices, std::size_t unit_count, std::uint64_t seed);
+
+/// The program as a scenario, every read carrying the oracle's expectation.
+Scenario annotate(const ExploreProgram& program);
+
+}  // namespace tandem::tool
