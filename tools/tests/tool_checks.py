@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Checks of the tandem tool that need more than an exit code: malformed input is reported with
+file:line:column and runs nothing, --json is valid JSON, and --trace writes well-formed Chrome
+trace event JSON (every event has its phase, timestamp, process and thread; begins and ends pair
+up per thread, in timestamp order)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def run(tool, *args):
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=300)
+
+
+def fail(message):
+    print("FAILED: " + message)
+    sys.exit(1)
+
+
+MALFORMED = {
+    "unknown_key.yaml": ("name: x\ndevices: {count: 1}\nsteps:\n"
+                         "  - allocate: {name: a, device: 0, size: 64, colour: red}\n", 4, "unknown key 'colour'"),
+    "wrong_type.yaml": ("name: x\ndevices: {count: 1}\nsteps:\n"
+                        "  - allocate: {name: a, device: 0, size: lots}\n", 4, "unsigned integer"),
+    "unknown_buffer.yaml": ("name: x\ndevices: {count: 1}\nsteps:\n"
+                            "  - allocate: {name: a, device: 0, size: 64}\n"
+                            "  - read: {buffer: b}\n", 5, "not 'b'"),
+    "bad_slice.yaml": ("name: x\ndevices: {count: 1}\nsteps:\n"
+                       "  - allocate: {name: a, device: 0, size: 64}\n"
+                       "  - slice: {name: s, of: a, offset: 32, length: 64}\n", 5, "fit in 'a'"),
+    "bad_device.yaml": ("name: x\ndevices: {count: 2}\nsteps:\n"
+                        "  - allocate: {name: a, device: 2, size: 64}\n", 4, "device index below 2"),
+    "syntax.yaml": ("name: x\ndevices: {count: 1\nsteps: []\n", None, ""),
+}
+
+
+def check_malformed(tool):
+    with tempfile.TemporaryDirectory() as folder:
+        for name, (text, line, needle) in MALFORMED.items():
+            path = os.path.join(folder, name)
+            with open(path, "w") as file:
+                file.write(text)
+            result = run(tool, "run", path)
+            if result.returncode != 2:
+                fail(f"{name}: exit {result.returncode}, expected 2\n{result.stdout}{result.stderr}")
+            match = re.search(re.escape(path) + r":(\d+):(\d+): ", result.stderr)
+            if not match:
+                fail(f"{name}: no file:line:column in: {result.stderr}")
+            if line is not None and int(match.group(1)) != line:
+                fail(f"{name}: reported line {match.group(1)}, expected {line}: {result.stderr}")
+            if needle not in result.stderr:
+                fail(f"{name}: '{needle}' missing from: {result.stderr}")
+            if "PASS" in result.stdout or "FAIL" in result.stdout:
+                fail(f"{name}: something ran: {result.stdout}")
+        for args in (["run", "--backend", "cuda", folder], ["run", os.path.join(folder, "missing.yaml")],
+                     ["run", "--no-such-flag", folder]):
+            result = run(tool, *args)
+            if result.returncode != 2:
+                fail(f"{args}: exit {result.returncode}, expected 2")
+    print("malformed input: ok")
+
+
+def check_trace(tool, scenarios):
+    with tempfile.TemporaryDirectory() as folder:
+        trace_path = os.path.join(folder, "trace.json")
+        result = run(tool, "run", "--json", "--trace", trace_path, scenarios)
+        if result.returncode != 0:
+            fail(f"run --trace exited {result.returncode}: {result.stdout}{result.stderr}")
+        summary = json.loads(result.stdout)
+        if summary["failed"] != 0 or summary["total"] < 25:
+            fail(f"unexpected summary: {summary['total']} total, {summary['failed']} failed")
+        with open(trace_path) as file:
+            trace = json.load(file)
+    events = trace["traceEvents"]
+    if not events:
+        fail("the trace has no events")
+    open_spans = {}
+    last_ts = {}
+    begins = 0
+    for event in events:
+        for key in ("ph", "ts", "pid", "tid", "name"):
+            if key not in event:
+                fail(f"event without '{key}': {event}")
+        thread = (event["pid"], event["tid"])
+        if event["ph"] in ("B", "E"):
+            if event["ts"] < last_ts.get(thread, 0):
+                fail(f"timestamps go back on {thread}: {event}")
+            last_ts[thread] = event["ts"]
+        if event["ph"] == "B":
+            open_spans.setdefault(thread, []).append(event["name"])
+            begins += 1
+        elif event["ph"] == "E":
+            stack = open_spans.get(thread)
+            if not stack:
+                fail(f"an end without its begin: {event}")
+            if stack.pop() != event["name"]:
+                fail(f"an end that closes another begin: {event}")
+    for thread, stack in open_spans.items():
+        if stack:
+            fail(f"begins without their end on {thread}: {stack}")
+    if begins == 0:
+        fail("the trace has no operations")
+    if not any(event["ph"] == "i" for event in events):
+        fail("the trace shows no failure or skip")
+    print(f"trace: ok ({len(events)} events, {begins} operations)")
+
+
+def main():
+    tool, scenarios = sys.argv[1], sys.argv[2]
+    check_malformed(tool)
+    check_trace(tool, scenarios)
+
+
+if __name__ == "__main__":
+    main()
