@@ -67,7 +67,7 @@ std::optional<std::vector<Scenario>> parse_all(const std::vector<std::string>& f
 }
 
 void print_human(const ScenarioResult& result, bool verbose) {
-    std::printf("%s  %-40s seed %-6llu %4zu steps %7llu sched %7.1f ms\n",
+    std::printf("%-6s %-40s %8llu %6zu %10llu %9.1f\n",
                 result.passed ? "PASS" : "FAIL", std::filesystem::path(result.path).filename().c_str(),
                 static_cast<unsigned long long>(result.seed), result.steps_run,
                 static_cast<unsigned long long>(result.scheduler_steps), result.seconds * 1000);
@@ -128,6 +128,10 @@ int run_scenarios(const RunFlags& flags) {
     const bool progress = !flags.json && ::isatty(STDOUT_FILENO) == 1;
     RunOptions options{flags.seed, !flags.trace.empty(), false};
     std::vector<ScenarioResult> results;
+    if (!flags.json) {
+        std::printf("%-6s %-40s %8s %6s %10s %9s\n", "result", "scenario", "seed", "steps",
+                    "scheduler", "ms");
+    }
     for (std::size_t index = 0; index < scenarios->size(); ++index) {
         const Scenario& scenario = (*scenarios)[index];
         if (progress) {
