@@ -353,6 +353,9 @@ Status SimDevice::copy(const KernelResource& source, const BufferBinding& target
         operation->inputs.push_back(Target{index_, from.claim_key(), std::nullopt});
     }
     operation->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
+    if (target.peer()) {
+        target.peer()->repair();  // P5
+    }
     operation->copy_source = source;
     operation->held = {from, target};
     return enqueue(stream_id, std::move(operation));
@@ -383,8 +386,9 @@ Status SimDevice::launch(LaunchRequest request) {
             operation->inputs.push_back(target);
         }
         if (writes(resource.access())) {
-            if (target.peer) {
-                target.peer->repair();  // P5: work writing the memory was enqueued.
+            if (binding.peer()) {
+                // P5: work writing shared memory was enqueued, on its owner or on a peer.
+                binding.peer()->repair();
             }
             operation->outputs.push_back(target);
         }

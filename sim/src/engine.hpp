@@ -152,10 +152,15 @@ private:
     std::optional<std::uint64_t> loss_countdown_;
 };
 
-class Engine {
+class Engine final : public DeviceDirectory {
 public:
     explicit Engine(SimOptions options);
-    ~Engine();
+    ~Engine() override;
+
+    // DeviceDirectory
+    [[nodiscard]] ClaimStore& claims_of(std::uint32_t device) const override;
+    [[nodiscard]] std::optional<Error> lost(std::uint32_t device) const override;
+    [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
 
     SimOptions options;
     std::uint64_t runtime_id;

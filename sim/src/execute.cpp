@@ -5,7 +5,6 @@
 #include "tandem/sim/kernel_registry.hpp"
 
 #include <cstring>
-#include <map>
 
 namespace tandem::sim {
 namespace {
@@ -65,15 +64,6 @@ private:
     Operation& operation_;
 };
 
-/// Outputs grouped by the device that owns them.
-std::map<std::uint32_t, std::vector<ClaimKey>> by_device(const std::vector<Target>& targets) {
-    std::map<std::uint32_t, std::vector<ClaimKey>> grouped;
-    for (const Target& target : targets) {
-        grouped[target.device].push_back(target.key);
-    }
-    return grouped;
-}
-
 std::string where(const Operation& operation) {
     return "'" + operation.label + "' (device " + std::to_string(operation.device) + ", stream " +
            std::to_string(operation.stream_local + 1) + ", #" + std::to_string(operation.sequence) + ")";
@@ -84,80 +74,6 @@ std::string where(const Operation& operation) {
 // ---------------------------------------------------------------- claims of an outcome
 
 namespace {
-
-/// The first input whose bytes are claimed, whose owner is lost, or whose shared memory carries
-/// a failure; in declared order.
-std::optional<Cause> first_claimed_input(Engine& engine, const Operation& operation) {
-    for (const Target& input : operation.inputs) {
-        SimDevice& owner = *engine.devices[input.device];
-        if (std::optional<Error> lost = owner.lost()) {
-            return Cause{input.device, std::nullopt, *lost, input.key};  // D1
-        }
-        const ClaimKey key[] = {input.key};
-        if (auto claimed = owner.claims().first_claimed(key)) {
-            return Cause{input.device, claimed->second, std::nullopt, input.key};
-        }
-        if (input.peer) {
-            if (std::optional<Error> failure = input.peer->failure()) {
-                return Cause{input.device, std::nullopt, *failure, input.key};  // P3
-            }
-        }
-    }
-    return std::nullopt;
-}
-
-/// The error a device other than the cause's sees: the owner's full report when it is a claim.
-Error cause_error(Engine& engine, const Cause& cause) {
-    if (cause.failure) {
-        return engine.devices[cause.device]->claims().report(*cause.failure, cause.needed);
-    }
-    return *cause.error;
-}
-
-/// C9: the operation did not run because of `cause`; its outputs take that failure.
-void claim_skipped(Engine& engine, const Operation& operation, const Cause& cause) {
-    const ServiceId cause_device = engine.devices[cause.device]->service();
-    for (auto& [device, keys] : by_device(operation.outputs)) {
-        ClaimStore& store = engine.devices[device]->claims();
-        SkipRecord record{operation.label, cause_device, cause.needed, keys};
-        if (cause.failure && cause.device == device && store.failure_alive(*cause.failure)) {
-            store.add_skip(*cause.failure, std::move(record));
-            for (const ClaimKey& key : keys) {
-                store.claim(key, *cause.failure);
-            }
-            continue;
-        }
-        // Another device's failure crosses over as a new failure here, carrying the owner's
-        // report (root and chain) as its root, and the hop as its first skip record.
-        FailureId failure = store.fail(keys, cause_error(engine, cause));
-        if (store.failure_alive(failure)) {
-            store.add_skip(failure, std::move(record));
-        }
-    }
-    for (const Target& output : operation.outputs) {
-        if (output.peer) {
-            output.peer->fail(cause_error(engine, cause));  // P4
-        }
-    }
-}
-
-/// C8: the operation failed with `error`; one new failure per device claims its outputs there.
-void claim_failed(Engine& engine, const Operation& operation, const Error& error) {
-    for (auto& [device, keys] : by_device(operation.outputs)) {
-        (void)engine.devices[device]->claims().fail(keys, error);
-    }
-    for (const Target& output : operation.outputs) {
-        if (output.peer) {
-            output.peer->fail(error);  // P4
-        }
-    }
-}
-
-void release_outputs(Engine& engine, const Operation& operation) {
-    for (const Target& output : operation.outputs) {
-        engine.devices[output.device]->claims().release(output.key);  // C3
-    }
-}
 
 void remove_unresolved(Engine& engine, const Operation& operation) {
     std::erase_if(engine.unresolved,
@@ -171,7 +87,7 @@ void fail_dependents(Engine& engine, Operation& operation) {
     operation.dependents.clear();
     remove_unresolved(engine, operation);
     for (const std::shared_ptr<Operation>& dependent : dependents) {
-        std::optional<Cause> cause = first_claimed_input(engine, *dependent);
+        std::optional<Cause> cause = first_claimed_input(engine, dependent->inputs);
         if (!cause) {
             continue;
         }
@@ -181,7 +97,7 @@ void fail_dependents(Engine& engine, Operation& operation) {
             }
             continue;
         }
-        claim_skipped(engine, *dependent, *cause);
+        claim_skipped(engine, dependent->label, dependent->outputs, *cause);
         dependent->succeeded = false;
         engine.mix_trace(0xc13);
         fail_dependents(engine, *dependent);
@@ -361,7 +277,7 @@ void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<O
             finish(device, stream, operation);
             return;
         case Operation::Kind::Copy:
-            if (std::optional<Cause> cause = first_claimed_input(*this, op)) {
+            if (std::optional<Cause> cause = first_claimed_input(*this, op.inputs)) {
                 op.doom = cause;
             } else {
                 link_producers(*this, operation);
@@ -388,7 +304,7 @@ void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<O
             finish(device, stream, operation);
             return;
         }
-        if (std::optional<Cause> cause = first_claimed_input(*this, op)) {
+        if (std::optional<Cause> cause = first_claimed_input(*this, op.inputs)) {
             op.doom = cause;
             finish(device, stream, operation);
             return;
@@ -448,23 +364,23 @@ void Engine::finish(SimDevice& device, SimStream& stream, const std::shared_ptr<
     if (op.touches_nothing) {
         failed = false;
     } else if (op.doom) {
-        claim_skipped(*this, op, *op.doom);
+        claim_skipped(*this, op.label, op.outputs, *op.doom);
         outcome = "skipped: " + cause_error(*this, *op.doom).message();
     } else if (op.fault) {
         device.lose(*op.fault);  // D1: a sticky fault loses the device.
-        claim_failed(*this, op, *device.lost());
+        claim_failed(*this, op.outputs, *device.lost());
         outcome = "lost: " + *op.fault;
     } else if (op.failure_code) {
         Error error = Error::kernel_failed(
             KernelFailedDetails{op.label, device.service(), stream.id, *op.failure_code});
-        claim_failed(*this, op, error);
+        claim_failed(*this, op.outputs, error);
         outcome = "failed: " + error.message();
     } else if (op.error) {
-        claim_failed(*this, op, *op.error);
+        claim_failed(*this, op.outputs, *op.error);
         outcome = "failed: " + op.error->message();
     } else {
         failed = false;
-        release_outputs(*this, op);
+        release_outputs(*this, op.outputs);
         if (op.kind != Operation::Kind::Record && op.kind != Operation::Kind::Wait) {
             record_accesses(*this, op);
         }

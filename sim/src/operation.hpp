@@ -5,6 +5,7 @@
 #include "fiber.hpp"
 #include "tandem/sim/kernel_context.hpp"
 
+#include "tandem/core/outcome.hpp"
 #include "tandem/core/server.hpp"
 
 #include <atomic>
@@ -29,23 +30,8 @@ inline void merge_into(VectorClock& into, const VectorClock& from) {
     }
 }
 
-/// Bytes an operation reads or writes: a key of its owner device, and the shared memory it was
-/// reached through when the owner is another device.
-struct Target {
-    std::uint32_t device = 0;
-    ClaimKey key;
-    std::optional<PeerMemory> peer;
-};
-
-/// Why an operation's outputs are claimed without it running: a failure found on an input.
-struct Cause {
-    /// The device whose graph holds `failure`, when the input was claimed there.
-    std::uint32_t device = 0;
-    std::optional<FailureId> failure;
-    /// The error, when the cause is not a claim (a lost owner, a failed peer write).
-    std::optional<Error> error;
-    ClaimKey needed;
-};
+using tandem::Cause;
+using tandem::Target;
 
 struct Operation {
     enum class Kind : std::uint8_t { Write, Copy, Launch, Record, Wait, Replay };

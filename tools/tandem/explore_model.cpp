@@ -118,14 +118,8 @@ private:
         for (const LaunchResource& resource : step.resources) {
             (writes(resource.access) ? outputs : inputs).push_back(resource.buffer);
         }
-        // P5 says any write repairs the shared memory's failure slot; the simulator repairs it
-        // only for host writes and peer launches, not for the owner's own kernels (a known
-        // simulator bug, reported with a reproducing scenario). The model follows the simulator
-        // so that explore finds other violations; change `device !=` here to see this one.
         for (const std::string& output : outputs) {
-            if (regions_.at(output).device != step.device) {
-                peer_failure_[regions_.at(output).allocation] = -1;  // P5: repaired when enqueued.
-            }
+            peer_failure_[regions_.at(output).allocation] = -1;  // P5: repaired when enqueued.
         }
         if (step.kernel.starts_with("missing_")) {
             const int refused = token("'" + step.kernel + "'");

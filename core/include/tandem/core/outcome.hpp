@@ -1,0 +1,61 @@
+#pragma once
+
+// The claims an operation's outcome leaves, across the devices its bytes live on. Every backend
+// decides outcomes its own way (a scheduler step on sim, a status word on cuda); what an outcome
+// does to claims is the same everywhere, and lives here.
+
+#include "tandem/core/claim_store.hpp"
+#include "tandem/core/peer_memory.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace tandem {
+
+/// Bytes an operation reads or writes: a key of its owner device, and the shared memory it was
+/// reached through when the owner is not the device running the operation.
+struct Target {
+    std::uint32_t device = 0;
+    ClaimKey key;
+    std::optional<PeerMemory> peer;
+};
+
+/// Why an operation's outputs are claimed without it running: a failure found on an input.
+struct Cause {
+    /// The device whose graph holds `failure`, when the input was claimed there.
+    std::uint32_t device = 0;
+    std::optional<FailureId> failure;
+    /// The error, when the cause is not a claim (a lost owner, a failed peer write).
+    std::optional<Error> error;
+    ClaimKey needed;
+};
+
+/// The devices of one runtime, as outcomes need them.
+class DeviceDirectory {
+public:
+    virtual ~DeviceDirectory() = default;
+    [[nodiscard]] virtual ClaimStore& claims_of(std::uint32_t device) const = 0;
+    [[nodiscard]] virtual std::optional<Error> lost(std::uint32_t device) const = 0;
+    [[nodiscard]] virtual ServiceId service_of(std::uint32_t device) const = 0;
+};
+
+/// The first input whose bytes are claimed, whose owner is lost (D1), or whose shared memory
+/// carries a failure (P3); in declared order.
+std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
+                                         std::span<const Target> inputs);
+/// The error a device other than the cause's sees: the owner's full report for a claim.
+Error cause_error(const DeviceDirectory& devices, const Cause& cause);
+/// C9: the operation `label` did not run because of `cause`; its outputs take that failure,
+/// with a skip record (a cross-device hop becomes a new failure carrying the owner's report).
+void claim_skipped(const DeviceDirectory& devices, std::string_view label,
+                   std::span<const Target> outputs, const Cause& cause);
+/// C8: the operation failed with `error`; one new failure per device claims its outputs (P4 for
+/// shared memory: the peer memory is marked too).
+void claim_failed(const DeviceDirectory& devices, std::span<const Target> outputs,
+                  const Error& error);
+/// C3: the operation landed; its outputs' claims are released.
+void release_outputs(const DeviceDirectory& devices, std::span<const Target> outputs);
+
+}  // namespace tandem
