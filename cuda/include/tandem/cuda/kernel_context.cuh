@@ -1,0 +1,163 @@
+#pragma once
+
+// What a kernel sees on the GPU: thread indices, scalar arguments, `fail(code)` and views that
+// are raw pointers. The same catalog functors the simulator checks run here unchecked, at the
+// speed of hand-written CUDA. Atomics are system-scope, so a handoff through memory of another
+// GPU is ordered as the design requires (rule P6).
+
+#include "tandem/cuda/launch_params.hpp"
+
+#include <cuda/atomic>
+
+#include <cstdint>
+
+namespace tandem::cuda {
+
+template <typename T>
+class CudaView {
+public:
+    __device__ CudaView(T* pointer, std::uint64_t count) : pointer_(pointer), count_(count) {}
+
+    __device__ std::uint64_t size() const { return count_; }
+    __device__ T load(std::uint64_t index) const { return pointer_[index]; }
+    __device__ void store(std::uint64_t index, T value) const { pointer_[index] = value; }
+    __device__ T atomic_load_acquire(std::uint64_t index) const {
+        return ::cuda::atomic_ref<T, ::cuda::thread_scope_system>(pointer_[index])
+            .load(::cuda::memory_order_acquire);
+    }
+    __device__ void atomic_store_release(std::uint64_t index, T value) const {
+        ::cuda::atomic_ref<T, ::cuda::thread_scope_system>(pointer_[index])
+            .store(value, ::cuda::memory_order_release);
+    }
+    __device__ T atomic_fetch_add(std::uint64_t index, T value) const {
+        return ::cuda::atomic_ref<T, ::cuda::thread_scope_system>(pointer_[index]).fetch_add(value);
+    }
+
+private:
+    T* pointer_;
+    std::uint64_t count_;
+};
+
+/// A tensor-map resource addressed in tiles. The tiles move with plain loads and stores; the
+/// descriptor is the same the simulator checks.
+template <typename T>
+class CudaTiledView {
+public:
+    __device__ explicit CudaTiledView(const DeviceResource& resource)
+        : bytes_(resource.pointer), map_(resource.tensor_map) {}
+
+    __device__ std::uint64_t tile_count() const {
+        std::uint64_t tiles = 1;
+        for (std::uint32_t dim = 0; dim < map_.rank; ++dim) {
+            tiles *= (map_.dims[dim] + map_.box[dim] - 1) / map_.box[dim];
+        }
+        return tiles;
+    }
+    __device__ void copy_tile_to(std::uint64_t tile, const CudaTiledView& target) const {
+        std::uint64_t origin[5] = {};
+        for (std::uint32_t dim = 0; dim < map_.rank; ++dim) {
+            const std::uint64_t tiles = (map_.dims[dim] + map_.box[dim] - 1) / map_.box[dim];
+            origin[dim] = (tile % tiles) * map_.box[dim];
+            tile /= tiles;
+        }
+        std::uint64_t offset[5] = {};
+        while (true) {
+            bool inside = true;
+            std::uint64_t from = 0;
+            std::uint64_t to = 0;
+            for (std::uint32_t dim = 0; dim < map_.rank; ++dim) {
+                const std::uint64_t coord = origin[dim] + offset[dim];
+                inside = inside && coord < map_.dims[dim];
+                from += dim == 0 ? coord * map_.elem_size_bytes : coord * map_.strides_bytes[dim - 1];
+                to += dim == 0 ? coord * target.map_.elem_size_bytes
+                               : coord * target.map_.strides_bytes[dim - 1];
+            }
+            if (inside) {
+                for (std::uint32_t byte = 0; byte < map_.elem_size_bytes; ++byte) {
+                    target.bytes_[to + byte] = bytes_[from + byte];
+                }
+            }
+            std::uint32_t dim = 0;
+            while (dim < map_.rank && ++offset[dim] == map_.box[dim]) {
+                offset[dim++] = 0;
+            }
+            if (dim == map_.rank) {
+                return;
+            }
+        }
+    }
+
+private:
+    std::uint8_t* bytes_;
+    DeviceTensorMap map_;
+};
+
+class CudaKernelContext {
+public:
+    __device__ explicit CudaKernelContext(const LaunchParams& params) : params_(params) {}
+
+    __device__ std::uint64_t thread_index() const {
+        const std::uint64_t block = blockIdx.x + std::uint64_t{gridDim.x} *
+                                                     (blockIdx.y + std::uint64_t{gridDim.y} * blockIdx.z);
+        const std::uint64_t within = threadIdx.x + std::uint64_t{blockDim.x} *
+                                                       (threadIdx.y + std::uint64_t{blockDim.y} * threadIdx.z);
+        return block * (std::uint64_t{blockDim.x} * blockDim.y * blockDim.z) + within;
+    }
+    __device__ std::uint64_t thread_count() const {
+        return std::uint64_t{gridDim.x} * gridDim.y * gridDim.z * blockDim.x * blockDim.y *
+               blockDim.z;
+    }
+    template <typename T>
+    __device__ CudaView<T> buffer(std::size_t index) const {
+        const DeviceResource& resource = params_.resources[index];
+        return CudaView<T>(reinterpret_cast<T*>(resource.pointer), resource.size_bytes / sizeof(T));
+    }
+    template <typename T>
+    __device__ CudaTiledView<T> tensor_map(std::size_t index) const {
+        return CudaTiledView<T>(params_.resources[index]);
+    }
+    __device__ std::uint64_t u64(std::size_t index) const { return params_.args[index]; }
+    __device__ double f64(std::size_t index) const {
+        return __longlong_as_double(static_cast<long long>(params_.args[index]));
+    }
+
+    /// Reports failure `code`; the first code a launch reports is kept.
+    __device__ void fail(std::uint32_t code) const { claim_status(code); }
+
+    template <typename T>
+    __device__ void wait_until_equal(const CudaView<T>& view, std::uint64_t index, T value) const {
+        while (view.atomic_load_acquire(index) != value) {
+            __nanosleep(100);
+        }
+    }
+
+    /// Sets the status word to `code` unless this launch already set it.
+    __device__ void claim_status(std::uint32_t code) const {
+        const unsigned long long mine =
+            (static_cast<unsigned long long>(params_.launch_id) << 32) | code;
+        unsigned long long seen = *params_.status;
+        while ((seen >> 32) != params_.launch_id) {
+            const unsigned long long before = atomicCAS(params_.status, seen, mine);
+            if (before == seen) {
+                return;
+            }
+            seen = before;
+        }
+    }
+    /// Whether a producer of an input failed or was skipped: this launch must not compute.
+    __device__ bool producer_failed() const {
+        for (std::uint32_t index = 0; index < params_.producer_count; ++index) {
+            const ProducerStatus& producer = params_.producers[index];
+            const unsigned long long word = *static_cast<const volatile unsigned long long*>(producer.word);
+            if ((word >> 32) == producer.launch_id) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+private:
+    const LaunchParams& params_;
+};
+
+}  // namespace tandem::cuda

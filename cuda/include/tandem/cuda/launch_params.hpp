@@ -1,0 +1,55 @@
+#pragma once
+
+// What a launch passes to its kernel on the GPU, as one by-value kernel parameter: the bound
+// resources as raw pointers, the scalar arguments, the launch's status word and the status words
+// of the launches that produced its inputs (rule C13, checked on the device).
+//
+// A status word is 64 bits: the launch id in the high half and a code in the low half. A launch
+// never clears its word; it owns it only while the high half holds its id, so slots are reused
+// without a memset on the launch path. Plain C++ so host code builds it without nvcc.
+
+#include "tandem/core/kernel.hpp"
+
+#include <cstdint>
+
+namespace tandem::cuda {
+
+/// Resources a launch can bind.
+inline constexpr std::uint32_t max_launch_resources = 8;
+/// Producers' status words a launch checks on the device before it computes.
+inline constexpr std::uint32_t max_checked_producers = 8;
+/// The code a launch writes when it did not run because a producer failed.
+inline constexpr std::uint32_t skipped_code = 0xffffffffu;
+
+struct DeviceTensorMap {
+    std::uint32_t rank = 0;
+    std::uint32_t elem_size_bytes = 0;
+    std::uint64_t dims[5] = {};
+    std::uint64_t strides_bytes[4] = {};
+    std::uint32_t box[5] = {};
+};
+
+struct DeviceResource {
+    std::uint8_t* pointer = nullptr;
+    std::uint64_t size_bytes = 0;
+    DeviceTensorMap tensor_map;
+};
+
+struct ProducerStatus {
+    const unsigned long long* word = nullptr;
+    std::uint32_t launch_id = 0;
+};
+
+struct LaunchParams {
+    DeviceResource resources[max_launch_resources];
+    std::uint32_t resource_count = 0;
+    std::uint64_t args[KernelArgs::max_words] = {};
+    unsigned long long* status = nullptr;
+    std::uint32_t launch_id = 0;
+    /// A fault injected for this launch: the kernel reports it without computing.
+    std::uint32_t injected_code = 0;
+    ProducerStatus producers[max_checked_producers];
+    std::uint32_t producer_count = 0;
+};
+
+}  // namespace tandem::cuda

@@ -1,0 +1,66 @@
+#pragma once
+
+// The CUDA backend: the same Server contract as the simulator, on real NVIDIA GPUs.
+//
+// Memory comes from the core pools over regions reserved with cudaMalloc, so an allocation after
+// warm-up is a pool operation, not a driver call. Work goes straight to CUDA streams; every
+// launch carries a status word the kernel sets when it fails (or did not run because a producer
+// of its inputs failed), and the server resolves status words in enqueue order when the host
+// synchronises, applying the same claims the simulator applies (rules C8, C9, C13).
+
+#include "tandem/core/client.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tandem::cuda {
+
+struct CudaOptions {
+    /// How many GPUs to use, the first visible ones; 0 means all visible.
+    std::uint32_t devices = 0;
+    std::uint64_t seed = 1;
+    PoolOptions pools{.slice_max_bytes = 1 << 20, .page_size_bytes = 8 << 20};
+    /// Bytes each device's pools may reserve; 0 means the device's free memory at start.
+    std::uint64_t capacity_bytes = 0;
+};
+
+/// What `tandem doctor` prints about the GPUs of this machine.
+struct GpuReport {
+    /// Empty when the CUDA runtime answered; otherwise why there is no usable GPU.
+    std::string problem;
+    int driver_version = 0;
+    int runtime_version = 0;
+    std::vector<std::string> names;
+    /// `peer[a][b]`: whether GPU a can access GPU b's memory.
+    std::vector<std::vector<bool>> peer;
+};
+
+/// Asks the driver which GPUs there are. Never fails: problems are described in the report.
+GpuReport probe_gpus();
+
+class CudaEngine;
+
+class CudaRuntime {
+public:
+    /// A runtime over the first `options.devices` visible GPUs. Errors: no driver or no GPU
+    /// (`DeviceLost` naming the CUDA error), fewer GPUs than asked for (`InvalidArgument`).
+    static Result<std::shared_ptr<CudaRuntime>> create(CudaOptions options = {});
+    ~CudaRuntime();
+    CudaRuntime(const CudaRuntime&) = delete;
+    CudaRuntime& operator=(const CudaRuntime&) = delete;
+
+    [[nodiscard]] std::size_t device_count() const;
+    [[nodiscard]] Client client(std::size_t index) const;
+    [[nodiscard]] std::uint64_t runtime_id() const;
+    Status sync_all();
+    /// No claim, no failure and no live allocation on any device (after `sync_all`).
+    [[nodiscard]] bool drained() const;
+
+private:
+    explicit CudaRuntime(std::unique_ptr<CudaEngine> engine);
+    std::unique_ptr<CudaEngine> engine_;
+};
+
+}  // namespace tandem::cuda

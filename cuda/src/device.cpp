@@ -1,0 +1,698 @@
+// CudaDevice: the Server of one GPU. Work goes straight to CUDA streams; what the host knows at
+// enqueue (a refusal, a claimed input) is recorded with the work, and everything is resolved in
+// enqueue order when the host synchronises.
+
+#include "engine.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tandem::cuda {
+
+CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
+                       std::uint64_t capacity_bytes)
+    : engine_(engine),
+      index_(index),
+      ordinal_(ordinal),
+      service_{engine.runtime_id, index},
+      storage_(ordinal, capacity_bytes),
+      order_(ordinal, [this](StreamId id) {
+          for (const CudaStream& each : streams_) {
+              if (each.id == id) {
+                  return each.handle;
+              }
+          }
+          return streams_.front().handle;
+      }),
+      memory_(storage_, order_, engine.options.pools),
+      claims_(service_),
+      status_host_(status_slots, 0) {
+    DeviceGuard guard(ordinal_);
+    streams_.reserve(max_streams);
+    cudaStream_t handle = nullptr;
+    cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
+    streams_.push_back(CudaStream{StreamId{1}, handle, {}});
+    cudaMalloc(reinterpret_cast<void**>(&status_device_), status_slots * sizeof(unsigned long long));
+    cudaMemset(status_device_, 0, status_slots * sizeof(unsigned long long));
+    memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
+}
+
+CudaDevice::~CudaDevice() {
+    DeviceGuard guard(ordinal_);
+    cudaDeviceSynchronize();
+    cudaFree(status_device_);
+    for (CudaStream& each : streams_) {
+        cudaStreamDestroy(each.handle);
+    }
+}
+
+Result<CudaStream*> CudaDevice::stream(StreamId id) {
+    for (CudaStream& candidate : streams_) {
+        if (candidate.id == id) {
+            return &candidate;
+        }
+    }
+    return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
+}
+
+Status CudaDevice::refuse_if_lost() const {
+    if (lost_) {
+        return *lost_;
+    }
+    return {};
+}
+
+std::optional<Error> CudaDevice::lost() const {
+    std::lock_guard lock(engine_.mutex);
+    return lost_;
+}
+
+void CudaDevice::lose(const std::string& reason) {
+    if (!lost_) {
+        lost_ = Error::device_lost(service_, reason);
+    }
+}
+
+void CudaDevice::synchronize() {
+    if (lost_) {
+        return;
+    }
+    DeviceGuard guard(ordinal_);
+    const cudaError_t status = cudaDeviceSynchronize();
+    if (status != cudaSuccess) {
+        if (sticky(status)) {
+            lose(cuda_error_text(status));  // D1: a sticky error loses the device.
+        } else {
+            cudaGetLastError();
+        }
+    }
+}
+
+void CudaDevice::fetch_status() {
+    if (lost_) {
+        return;
+    }
+    DeviceGuard guard(ordinal_);
+    cudaMemcpy(status_host_.data(), status_device_, status_slots * sizeof(unsigned long long),
+               cudaMemcpyDeviceToHost);
+}
+
+std::optional<std::uint32_t> CudaDevice::kernel_fault_due(const std::string& kernel) {
+    for (KernelFaultState& state : kernel_faults_) {
+        if (state.fault.kernel == kernel &&
+            (state.fault.nth == 0 || ++state.launches == state.fault.nth)) {
+            return state.fault.code;
+        }
+    }
+    return std::nullopt;
+}
+
+void CudaDevice::push(const std::shared_ptr<PendingOp>& op, CudaStream& target) {
+    if (target.capture) {
+        op->captured = true;
+        target.capture->work.push_back(op);
+    }
+    engine_.pending.push_back(op);
+}
+
+Result<StreamId> CudaDevice::create_stream() {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (streams_.size() >= max_streams) {
+        return Error::invalid_argument("a device has at most " + std::to_string(max_streams) +
+                                       " streams");
+    }
+    DeviceGuard guard(ordinal_);
+    cudaStream_t handle = nullptr;
+    cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
+    const StreamId id{streams_.back().id.value + 1};
+    streams_.push_back(CudaStream{id, handle, {}});
+    return id;
+}
+
+Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (Result<CudaStream*> found = stream(stream_id); !found) {
+        return found.error();
+    }
+    if (allocation_fault_countdown_ > 0 && --allocation_fault_countdown_ == 0) {
+        const MemoryUsage usage = memory_.usage();
+        return Error::out_of_memory("injected allocation failure",
+                                    OutOfMemoryDetails{size_bytes, usage.free_bytes,
+                                                       usage.reserved_bytes,
+                                                       usage.largest_free_block_bytes});
+    }
+    auto allocated = memory_.allocate(size_bytes, stream_id);
+    if (!allocated) {
+        return allocated.error();
+    }
+    return Handle(std::move(allocated->first), service_, stream_id, size_bytes);
+}
+
+Result<std::uint8_t*> CudaDevice::device_pointer(const BufferBinding& binding) const {
+    const std::optional<AllocationInfo> info = memory_.find(binding.memory_id());
+    if (!info) {
+        return Error::invalid_argument(to_string(binding.memory_id()) + " is not live");
+    }
+    return reinterpret_cast<std::uint8_t*>(info->address + binding.offset_start());
+}
+
+Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte> bytes,
+                         StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    if (target.service() != service_) {
+        return Error::wrong_service(service_, target.service());
+    }
+    Result<CudaStream*> found = stream(stream_id);
+    Result<std::uint8_t*> pointer = device_pointer(target);
+    if (!found || !pointer) {
+        return !found ? found.error() : pointer.error();
+    }
+    auto op = std::make_shared<PendingOp>();
+    op->kind = PendingOp::Kind::Write;
+    op->label = "host write";
+    op->device = index_;
+    op->stream = stream_id;
+    op->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
+    op->held.push_back(target);
+    if (target.peer()) {
+        target.peer()->repair();  // P5
+    }
+    DeviceGuard guard(ordinal_);
+    // From pageable memory the call returns once the bytes are staged, so `bytes` may go.
+    const cudaError_t status = cudaMemcpyAsync(*pointer, bytes.data(), bytes.size(),
+                                               cudaMemcpyHostToDevice, (*found)->handle);
+    if (status != cudaSuccess) {
+        op->known_failure = Error::torn_down("host write failed: " + cuda_error_text(status));
+    }
+    push(op, **found);
+    return {};
+}
+
+Result<std::vector<std::byte>> CudaDevice::read(const BufferBinding& source) {
+    std::lock_guard lock(engine_.mutex);
+    if (source.service() != service_) {
+        return Error::wrong_service(service_, source.service());
+    }
+    (void)engine_.resolve_all();
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    const ClaimKey keys[] = {source.claim_key()};
+    if (Status readable = claims_.check(keys); !readable) {
+        return readable.error();
+    }
+    Result<std::uint8_t*> pointer = device_pointer(source);
+    if (!pointer) {
+        return pointer.error();
+    }
+    std::vector<std::byte> bytes(source.size_in_use());
+    DeviceGuard guard(ordinal_);
+    const cudaError_t status = cudaMemcpy(bytes.data(), *pointer, bytes.size(), cudaMemcpyDeviceToHost);
+    if (status != cudaSuccess) {
+        if (sticky(status)) {
+            lose(cuda_error_text(status));
+        }
+        return Error::torn_down("device to host copy failed: " + cuda_error_text(status));
+    }
+    return bytes;
+}
+
+Result<std::vector<std::byte>> CudaDevice::read_strided(const CopyDescriptor& source) {
+    std::lock_guard lock(engine_.mutex);
+    const BufferBinding& binding = source.binding();
+    if (binding.service() != service_) {
+        return Error::wrong_service(service_, binding.service());
+    }
+    (void)engine_.resolve_all();
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    std::vector<ClaimKey> keys;
+    const std::vector<std::uint64_t> offsets = source.element_offsets();
+    for (std::uint64_t offset : offsets) {
+        keys.push_back(ClaimKey{binding.memory_id(), {offset, offset + source.elem_size_bytes()}});
+    }
+    if (Status readable = claims_.check(keys); !readable) {
+        return readable.error();
+    }
+    const std::optional<AllocationInfo> info = memory_.find(binding.memory_id());
+    std::vector<std::byte> whole(binding.size());
+    DeviceGuard guard(ordinal_);
+    if (cudaMemcpy(whole.data(), reinterpret_cast<void*>(info->address), whole.size(),
+                   cudaMemcpyDeviceToHost) != cudaSuccess) {
+        return Error::torn_down("device to host copy failed");
+    }
+    std::vector<std::byte> bytes;
+    for (std::uint64_t offset : offsets) {
+        bytes.insert(bytes.end(), whole.begin() + static_cast<std::ptrdiff_t>(offset),
+                     whole.begin() + static_cast<std::ptrdiff_t>(offset + source.elem_size_bytes()));
+    }
+    return bytes;
+}
+
+Status CudaDevice::copy(const KernelResource& source, const BufferBinding& target,
+                        StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    if (target.service() != service_) {
+        return Error::wrong_service(service_, target.service());
+    }
+    Result<CudaStream*> found = stream(stream_id);
+    Result<std::uint8_t*> to = device_pointer(target);
+    if (!found || !to) {
+        return !found ? found.error() : to.error();
+    }
+    auto op = std::make_shared<PendingOp>();
+    op->kind = PendingOp::Kind::Copy;
+    op->device = index_;
+    op->stream = stream_id;
+    const BufferBinding& from = source.buffer_binding();
+    const void* from_pointer = nullptr;
+    int from_ordinal = ordinal_;
+    if (const PeerBinding* peer = source.peer_binding()) {
+        CudaDevice* owner = engine_.device_of(peer->memory().owner_service());
+        if (owner == nullptr) {
+            return Error::peer_unreachable(service_, peer->memory().owner_service(),
+                                           "the owner is not a device of this runtime");
+        }
+        op->label = "peer copy from device " + std::to_string(owner->index_);
+        op->inputs.push_back(Target{owner->index_, from.claim_key(), peer->memory()});
+        from_pointer = reinterpret_cast<const void*>(peer->address());
+        from_ordinal = owner->ordinal_;
+    } else {
+        if (from.service() != service_) {
+            return Error::wrong_service(service_, from.service());
+        }
+        Result<std::uint8_t*> pointer = device_pointer(from);
+        if (!pointer) {
+            return pointer.error();
+        }
+        op->label = "copy";
+        op->inputs.push_back(Target{index_, from.claim_key(), std::nullopt});
+        from_pointer = *pointer;
+    }
+    op->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
+    op->held = {from, target};
+    if (target.peer()) {
+        target.peer()->repair();  // P5
+    }
+    op->producers = engine_.producers_of(op->inputs);
+    if (std::optional<Cause> cause = first_claimed_input(engine_, op->inputs)) {
+        op->known_skip = cause;  // C9: the copy does not run.
+    } else {
+        DeviceGuard guard(ordinal_);
+        const cudaError_t status =
+            from_ordinal == ordinal_
+                ? cudaMemcpyAsync(*to, from_pointer, target.size_in_use(), cudaMemcpyDeviceToDevice,
+                                  (*found)->handle)
+                : cudaMemcpyPeerAsync(*to, ordinal_, from_pointer, from_ordinal,
+                                      target.size_in_use(), (*found)->handle);
+        if (status != cudaSuccess) {
+            op->known_failure = Error::torn_down("copy failed: " + cuda_error_text(status));
+        }
+    }
+    push(op, **found);
+    return {};
+}
+
+Result<std::vector<Target>> CudaDevice::targets(const LaunchRequest& request,
+                                                std::vector<Target>& inputs) {
+    std::vector<Target> outputs;
+    for (const KernelResource& resource : request.resources) {
+        const BufferBinding& binding = resource.buffer_binding();
+        Target target{index_, binding.claim_key(), std::nullopt};
+        if (const PeerBinding* peer = resource.peer_binding()) {
+            CudaDevice* owner = engine_.device_of(peer->memory().owner_service());
+            if (owner == nullptr) {
+                return Error::peer_unreachable(service_, peer->memory().owner_service(),
+                                               "the owner is not a device of this runtime");
+            }
+            target = Target{owner->index_, binding.claim_key(), peer->memory()};
+        } else if (binding.service() != service_) {
+            return Error::wrong_service(service_, binding.service());  // P1
+        }
+        if (reads(resource.access())) {
+            inputs.push_back(target);
+        }
+        if (writes(resource.access())) {
+            if (binding.peer()) {
+                binding.peer()->repair();  // P5
+            }
+            outputs.push_back(target);
+        }
+    }
+    return outputs;
+}
+
+Status CudaDevice::launch(LaunchRequest request) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    Result<CudaStream*> found = stream(request.stream);
+    if (!found) {
+        return found.error();
+    }
+    if ((*found)->capture) {
+        (*found)->capture->launches.push_back(request);
+    }
+    return enqueue_launch(std::move(request), true, nullptr);
+}
+
+Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, PendingOp* replay) {
+    CudaStream* target_stream = *stream(request.stream);
+    if (request.resources.size() > max_launch_resources) {
+        return Error::invalid_argument("a launch binds at most " +
+                                       std::to_string(max_launch_resources) + " resources");
+    }
+    if (engine_.pending.size() >= status_slots / 2) {
+        (void)engine_.resolve_all();  // Keep status words from wrapping onto unresolved work.
+    }
+    auto op = std::make_shared<PendingOp>();
+    op->kind = PendingOp::Kind::Launch;
+    op->label = request.kernel;
+    op->device = index_;
+    op->stream = request.stream;
+    Result<std::vector<Target>> outputs = targets(request, op->inputs);
+    if (!outputs) {
+        return outputs.error();
+    }
+    op->outputs = std::move(*outputs);
+    for (const KernelResource& resource : request.resources) {
+        op->held.push_back(resource.buffer_binding());
+    }
+    const Launcher launcher = find_launcher(request.kernel);
+    if (launcher != nullptr && request.config.thread_count() == 0) {
+        return {};  // C10: a launch with zero threads changes no claim.
+    }
+    if (replay == nullptr) {
+        op->slot = next_slot_++ % status_slots;
+        op->launch_id = next_launch_id_++;
+    } else {
+        op->slot = replay->slot;
+        op->launch_id = replay->launch_id;
+        op->inputs.clear();  // C14: a replay does not check inputs.
+        check_inputs = false;
+    }
+    if (launcher == nullptr) {
+        op->inputs.clear();
+        op->known_failure = Error::launch_refused(request.kernel, "no kernel of that name is registered");
+    } else if (request.config.block.count() > max_block_threads) {
+        op->inputs.clear();
+        op->known_failure = Error::launch_refused(
+            request.kernel, "a block of " + std::to_string(request.config.block.count()) +
+                                " threads is over the limit of " + std::to_string(max_block_threads));
+    } else if (std::optional<Cause> cause =
+                   check_inputs ? first_claimed_input(engine_, op->inputs) : std::nullopt) {
+        op->known_skip = cause;  // C9
+    }
+    if (check_inputs) {
+        op->producers = engine_.producers_of(op->inputs);
+    }
+    if (!op->known_failure && !op->known_skip) {
+        LaunchParams params;
+        params.resource_count = static_cast<std::uint32_t>(request.resources.size());
+        for (std::size_t index = 0; index < request.resources.size(); ++index) {
+            const KernelResource& resource = request.resources[index];
+            DeviceResource& bound = params.resources[index];
+            bound.size_bytes = resource.buffer_binding().size_in_use();
+            if (const PeerBinding* peer = resource.peer_binding()) {
+                bound.pointer = reinterpret_cast<std::uint8_t*>(peer->address());
+            } else {
+                bound.pointer = *device_pointer(resource.buffer_binding());
+            }
+            if (const auto* map = std::get_if<TensorMapBinding>(&resource.binding())) {
+                const TensorMapDescriptor& descriptor = map->descriptor();
+                bound.tensor_map.rank = static_cast<std::uint32_t>(descriptor.dims.size());
+                bound.tensor_map.elem_size_bytes = descriptor.elem_size_bytes;
+                for (std::size_t dim = 0; dim < descriptor.dims.size(); ++dim) {
+                    bound.tensor_map.dims[dim] = descriptor.dims[dim];
+                    bound.tensor_map.box[dim] = descriptor.box[dim];
+                }
+                for (std::size_t dim = 0; dim < descriptor.strides_bytes.size(); ++dim) {
+                    bound.tensor_map.strides_bytes[dim] = descriptor.strides_bytes[dim];
+                }
+            }
+        }
+        for (std::size_t word = 0; word < request.args.count(); ++word) {
+            params.args[word] = request.args.u64_at(word);
+        }
+        params.status = status_device_ + op->slot;
+        params.launch_id = op->launch_id;
+        params.injected_code = kernel_fault_due(request.kernel).value_or(0);
+        if (replay != nullptr) {
+            // Launches of one replay share its word: after a failed one, the rest do not run.
+            params.producers[params.producer_count++] = ProducerStatus{params.status, op->launch_id};
+        }
+        for (const auto& producer : op->producers) {
+            // Producers on this device are checked on the GPU before the launch computes; the
+            // host checks the others when it resolves (C13).
+            if (producer->kind == PendingOp::Kind::Launch && producer->device == index_ &&
+                params.producer_count < max_checked_producers) {
+                params.producers[params.producer_count++] =
+                    ProducerStatus{status_device_ + producer->slot, producer->launch_id};
+            }
+        }
+        DeviceGuard guard(ordinal_);
+        const auto status = static_cast<cudaError_t>(
+            launcher(request.config, target_stream->handle, params));
+        if (status != cudaSuccess) {
+            if (sticky(status)) {
+                lose(cuda_error_text(status));
+            }
+            op->known_failure = Error::launch_refused(request.kernel, cuda_error_text(status));
+        }
+    }
+    if (replay != nullptr) {
+        replay->held.insert(replay->held.end(), op->held.begin(), op->held.end());
+        return {};
+    }
+    push(op, *target_stream);
+    return {};
+}
+
+Result<Event> CudaDevice::record_event(StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    Result<CudaStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    DeviceGuard guard(ordinal_);
+    cudaEvent_t event = nullptr;
+    cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    cudaEventRecord(event, (*found)->handle);
+    const std::uint64_t id = engine_.next_event++;
+    engine_.events[id] = CudaEngine::EventState{event, index_};
+    return Event{service_, stream_id, id};
+}
+
+Status CudaDevice::wait_event(StreamId stream_id, const Event& event) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    CudaDevice* owner = engine_.device_of(event.device);
+    auto found_event = engine_.events.find(event.sequence);
+    if (owner == nullptr || found_event == engine_.events.end()) {
+        return Error::invalid_argument("the event does not belong to this runtime");
+    }
+    if (owner->lost_) {
+        return Error::device_lost(event.device, "cannot wait on an event of a lost device")
+            .caused_by(*owner->lost_);
+    }
+    Result<CudaStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    DeviceGuard guard(ordinal_);
+    cudaStreamWaitEvent((*found)->handle, found_event->second.event, 0);
+    return {};
+}
+
+Status CudaDevice::sync() {
+    std::lock_guard lock(engine_.mutex);
+    (void)engine_.resolve_all();
+    memory_.sweep();
+    return refuse_if_lost();
+}
+
+Status CudaDevice::check(std::span<const ClaimKey> keys) const {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    return claims_.check(keys);
+}
+
+Result<PeerMemory> CudaDevice::share(const BufferBinding& binding) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    const std::optional<AllocationInfo> info = memory_.find(binding.memory_id());
+    if (!info) {
+        return Error::invalid_argument(to_string(binding.memory_id()) + " is not live");
+    }
+    return PeerMemory(binding.memory(), info->address, service_, weak_from_this());
+}
+
+Status CudaDevice::grant_peer_access(ServiceId accessor) {
+    std::lock_guard lock(engine_.mutex);
+    CudaDevice* peer = engine_.device_of(accessor);
+    if (peer == nullptr) {
+        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
+    }
+    if (peer == this) {
+        return {};
+    }
+    int can_access = 0;
+    cudaDeviceCanAccessPeer(&can_access, peer->ordinal_, ordinal_);
+    if (can_access == 0) {
+        return Error::peer_unreachable(accessor, service_,
+                                       "the GPUs cannot access each other's memory");
+    }
+    DeviceGuard guard(peer->ordinal_);
+    const cudaError_t status = cudaDeviceEnablePeerAccess(ordinal_, 0);
+    if (status != cudaSuccess && status != cudaErrorPeerAccessAlreadyEnabled) {
+        return Error::peer_unreachable(accessor, service_, cuda_error_text(status));
+    }
+    cudaGetLastError();
+    granted_.insert(accessor);
+    return {};
+}
+
+bool CudaDevice::peer_access_granted(ServiceId accessor) const {
+    std::lock_guard lock(engine_.mutex);
+    return accessor == service_ || granted_.contains(accessor);
+}
+
+void CudaDevice::claim_from_peer(const ClaimKey& key, const Error& error) {
+    std::lock_guard lock(engine_.mutex);
+    const ClaimKey keys[] = {key};
+    (void)claims_.fail(keys, error);
+}
+
+Status CudaDevice::begin_capture(StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    Result<CudaStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    if ((*found)->capture) {
+        return Error::invalid_argument(to_string(stream_id) + " is already capturing");
+    }
+    (*found)->capture.emplace();
+    return {};
+}
+
+Result<CaptureGraph> CudaDevice::end_capture(StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    Result<CudaStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    if (!(*found)->capture) {
+        return Error::invalid_argument(to_string(stream_id) + " is not capturing");
+    }
+    CudaStream::Capture window = std::move(*(*found)->capture);
+    (*found)->capture.reset();
+    (void)engine_.resolve_all();
+    std::vector<ClaimKey> write_set;
+    std::optional<std::string> doomed;
+    for (const auto& op : window.work) {
+        if (op->failed && !doomed) {
+            doomed = "'" + op->label + "' failed or was skipped";  // C14: dooms the window.
+        }
+        for (const Target& output : op->outputs) {
+            if (std::find(write_set.begin(), write_set.end(), output.key) == write_set.end()) {
+                write_set.push_back(output.key);
+            }
+        }
+    }
+    if (doomed) {
+        Error refusal = Error::launch_refused("capture", "the recording window was doomed: " + *doomed);
+        (void)claims_.fail(write_set, refusal);
+        return refusal;
+    }
+    return CaptureGraph(service_, std::move(window.launches), std::move(write_set));
+}
+
+Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    Result<CudaStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    auto op = std::make_shared<PendingOp>();
+    op->kind = PendingOp::Kind::Replay;
+    op->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
+    op->device = index_;
+    op->stream = stream_id;
+    op->slot = next_slot_++ % status_slots;
+    op->launch_id = next_launch_id_++;
+    for (const ClaimKey& key : graph.write_set()) {
+        op->outputs.push_back(Target{index_, key, std::nullopt});
+    }
+    for (LaunchRequest launch : graph.launches()) {
+        launch.stream = stream_id;
+        if (Status queued = enqueue_launch(std::move(launch), false, op.get()); !queued) {
+            return queued;
+        }
+    }
+    push(op, **found);
+    return {};
+}
+
+MemoryUsage CudaDevice::memory_usage() const {
+    std::lock_guard lock(engine_.mutex);
+    return memory_.usage();
+}
+
+Status CudaDevice::inject(const Fault& fault) {
+    std::lock_guard lock(engine_.mutex);
+    if (const auto* kernel = std::get_if<KernelFault>(&fault)) {
+        if (kernel->probability != 1.0) {
+            return Error::invalid_argument("the cuda backend injects kernel faults by count only");
+        }
+        kernel_faults_.push_back(KernelFaultState{*kernel, 0});
+    } else if (const auto* allocation = std::get_if<AllocationFault>(&fault)) {
+        if (allocation->nth == 0) {
+            return Error::invalid_argument("allocation faults count from 1");
+        }
+        allocation_fault_countdown_ = allocation->nth;
+    } else if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
+        if (loss->after_operations != 0) {
+            return Error::invalid_argument("the cuda backend loses a device at once only");
+        }
+        (void)engine_.resolve_all();
+        lose("injected device loss (simulated)");
+    } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
+        Result<CudaStream*> found = stream(delay->stream);
+        if (!found) {
+            return found.error();
+        }
+        DeviceGuard guard(ordinal_);
+        // One scheduler step of the simulator is taken as one microsecond on the GPU.
+        (void)launch_delay((*found)->handle, delay->steps);
+    }
+    return {};
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,219 @@
+// The CUDA engine: storage, stream order, and the resolution of outcomes the GPUs reported.
+
+#include "engine.hpp"
+
+#include <random>
+
+namespace tandem::cuda {
+
+std::string cuda_error_text(cudaError_t error) {
+    return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
+}
+
+bool sticky(cudaError_t error) {
+    switch (error) {
+        case cudaErrorIllegalAddress:
+        case cudaErrorLaunchFailure:
+        case cudaErrorHardwareStackError:
+        case cudaErrorIllegalInstruction:
+        case cudaErrorMisalignedAddress:
+        case cudaErrorInvalidAddressSpace:
+        case cudaErrorInvalidPc:
+        case cudaErrorAssert:
+        case cudaErrorLaunchTimeout:
+        case cudaErrorECCUncorrectable:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// ---------------------------------------------------------------- CudaStorage
+
+CudaStorage::CudaStorage(int ordinal, std::uint64_t capacity_bytes)
+    : ordinal_(ordinal), capacity_bytes_(capacity_bytes) {}
+
+Result<StorageRegion> CudaStorage::reserve(std::uint64_t size_bytes) {
+    if (size_bytes > capacity_bytes_ - reserved_bytes_) {
+        return Error::out_of_memory("device pools are at their capacity",
+                                    OutOfMemoryDetails{size_bytes, capacity_bytes_ - reserved_bytes_,
+                                                       reserved_bytes_, largest_reservable_bytes()});
+    }
+    DeviceGuard guard(ordinal_);
+    void* pointer = nullptr;
+    const cudaError_t status = cudaMalloc(&pointer, size_bytes);
+    if (status != cudaSuccess) {
+        cudaGetLastError();  // Out of memory is not sticky: clear it.
+        std::size_t free_bytes = 0;
+        std::size_t total_bytes = 0;
+        cudaMemGetInfo(&free_bytes, &total_bytes);
+        return Error::out_of_memory("cudaMalloc of " + std::to_string(size_bytes) +
+                                        " bytes failed: " + cuda_error_text(status),
+                                    OutOfMemoryDetails{size_bytes, free_bytes, reserved_bytes_, free_bytes});
+    }
+    const auto address = reinterpret_cast<std::uint64_t>(pointer);
+    regions_.emplace(address, size_bytes);
+    reserved_bytes_ += size_bytes;
+    return StorageRegion{address, size_bytes};
+}
+
+void CudaStorage::release(StorageRegion region) {
+    auto found = regions_.find(region.address);
+    if (found == regions_.end()) {
+        return;
+    }
+    DeviceGuard guard(ordinal_);
+    cudaFree(reinterpret_cast<void*>(region.address));
+    reserved_bytes_ -= found->second;
+    regions_.erase(found);
+}
+
+std::uint64_t CudaStorage::largest_reservable_bytes() const {
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    {
+        DeviceGuard guard(ordinal_);
+        cudaMemGetInfo(&free_bytes, &total_bytes);
+    }
+    return std::min<std::uint64_t>(free_bytes, capacity_bytes_ - reserved_bytes_);
+}
+
+// ---------------------------------------------------------------- CudaStreamOrder
+
+CudaStreamOrder::~CudaStreamOrder() {
+    for (const auto& [token, event] : events_) {
+        cudaEventDestroy(event);
+    }
+}
+
+EventToken CudaStreamOrder::record(StreamId stream) {
+    DeviceGuard guard(ordinal_);
+    cudaEvent_t event = nullptr;
+    cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    cudaEventRecord(event, stream_of_(stream));
+    const EventToken token{next_++};
+    events_.emplace(token.value, event);
+    return token;
+}
+
+bool CudaStreamOrder::completed(EventToken token) const {
+    auto found = events_.find(token.value);
+    return found == events_.end() || cudaEventQuery(found->second) == cudaSuccess;
+}
+
+void CudaStreamOrder::wait(StreamId waiter, EventToken token) {
+    auto found = events_.find(token.value);
+    if (found != events_.end()) {
+        cudaStreamWaitEvent(stream_of_(waiter), found->second, 0);
+    }
+}
+
+// ---------------------------------------------------------------- CudaEngine
+
+CudaEngine::CudaEngine(CudaOptions cuda_options)
+    : options(cuda_options),
+      runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)) {}
+
+CudaEngine::~CudaEngine() {
+    (void)resolve_all();
+    for (const auto& [id, state] : events) {
+        cudaEventDestroy(state.event);
+    }
+}
+
+ClaimStore& CudaEngine::claims_of(std::uint32_t device) const { return devices[device]->claims(); }
+
+std::optional<Error> CudaEngine::lost(std::uint32_t device) const {
+    return devices[device]->lost_locked();
+}
+
+ServiceId CudaEngine::service_of(std::uint32_t device) const { return devices[device]->service(); }
+
+CudaDevice* CudaEngine::device_of(ServiceId service) const {
+    if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {
+        return nullptr;
+    }
+    return devices[service.device_index].get();
+}
+
+std::vector<std::shared_ptr<PendingOp>> CudaEngine::producers_of(
+    const std::vector<Target>& inputs) const {
+    std::vector<std::shared_ptr<PendingOp>> producers;
+    for (const auto& op : pending) {
+        bool reads_it = false;
+        for (const Target& input : inputs) {
+            for (const Target& output : op->outputs) {
+                reads_it = reads_it || (input.device == output.device &&
+                                        overlap(input.key, output.key) != Overlap::Disjoint);
+            }
+        }
+        if (reads_it) {
+            producers.push_back(op);
+        }
+    }
+    return producers;
+}
+
+Status CudaEngine::resolve_all() {
+    for (const auto& device : devices) {
+        device->synchronize();
+        device->fetch_status();
+    }
+    // Enqueue order: a producer is resolved before any consumer of its outputs.
+    while (!pending.empty()) {
+        std::shared_ptr<PendingOp> op = std::move(pending.front());
+        pending.pop_front();
+        resolve(*op);
+    }
+    return {};
+}
+
+void CudaEngine::resolve(PendingOp& op) {
+    CudaDevice& device = *devices[op.device];
+    std::optional<Error> failure;
+    bool skipped = false;
+    if (std::optional<Error> gone = device.lost_locked()) {
+        failure = *gone;
+    } else if (op.known_failure) {
+        failure = op.known_failure;
+    } else if (op.known_skip) {
+        claim_skipped(*this, op.label, op.outputs, *op.known_skip);
+        op.failed = true;
+        op.resolved = true;
+        op.held.clear();
+        return;
+    } else if (op.kind == PendingOp::Kind::Launch || op.kind == PendingOp::Kind::Replay) {
+        const unsigned long long word = device.status_word(op.slot);
+        if ((word >> 32) == op.launch_id) {
+            const auto code = static_cast<std::uint32_t>(word & 0xffffffffu);
+            if (code == skipped_code) {
+                skipped = true;
+            } else {
+                failure = Error::kernel_failed(
+                    KernelFailedDetails{op.label, device.service(), op.stream, code});
+            }
+        }
+    }
+    // C13: work that read outputs of failed work before the host knew is treated as skipped.
+    for (const auto& producer : op.producers) {
+        skipped = skipped || producer->failed;
+    }
+    if (failure) {
+        claim_failed(*this, op.outputs, *failure);
+        op.failed = true;
+    } else if (skipped) {
+        if (std::optional<Cause> cause = first_claimed_input(*this, op.inputs)) {
+            claim_skipped(*this, op.label, op.outputs, *cause);
+            op.failed = true;
+        } else {
+            release_outputs(*this, op.outputs);
+        }
+    } else {
+        release_outputs(*this, op.outputs);
+    }
+    op.resolved = true;
+    op.producers.clear();
+    op.held.clear();
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,230 @@
+#pragma once
+
+// The CUDA backend's internals: devices (each a `Server`) and the engine that keeps the work
+// whose outcome the host does not know yet.
+
+#include "launcher.hpp"
+
+#include "tandem/core/claim_store.hpp"
+#include "tandem/core/memory_manager.hpp"
+#include "tandem/core/outcome.hpp"
+#include "tandem/core/server.hpp"
+#include "tandem/cuda/runtime.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+namespace tandem::cuda {
+
+class CudaEngine;
+
+/// Makes `ordinal` the calling thread's current device for a scope.
+class DeviceGuard {
+public:
+    explicit DeviceGuard(int ordinal) {
+        cudaGetDevice(&previous_);
+        cudaSetDevice(ordinal);
+    }
+    ~DeviceGuard() { cudaSetDevice(previous_); }
+    DeviceGuard(const DeviceGuard&) = delete;
+    DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+private:
+    int previous_ = 0;
+};
+
+/// Regions of device memory from cudaMalloc, which the core pools carve.
+class CudaStorage final : public Storage {
+public:
+    CudaStorage(int ordinal, std::uint64_t capacity_bytes);
+    Result<StorageRegion> reserve(std::uint64_t size_bytes) override;
+    void release(StorageRegion region) override;
+    [[nodiscard]] std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
+    [[nodiscard]] std::uint64_t reserved_bytes() const override { return reserved_bytes_; }
+    [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
+
+private:
+    int ordinal_;
+    std::uint64_t capacity_bytes_;
+    std::uint64_t reserved_bytes_ = 0;
+    std::unordered_map<std::uint64_t, std::uint64_t> regions_;
+};
+
+/// Stream order through CUDA events: pools reuse a block on another stream only after it waits
+/// for the release event.
+class CudaStreamOrder final : public StreamOrder {
+public:
+    CudaStreamOrder(int ordinal, std::function<cudaStream_t(StreamId)> stream_of)
+        : ordinal_(ordinal), stream_of_(std::move(stream_of)) {}
+    ~CudaStreamOrder() override;
+    EventToken record(StreamId stream) override;
+    [[nodiscard]] bool completed(EventToken event) const override;
+    void wait(StreamId waiter, EventToken event) override;
+
+private:
+    int ordinal_;
+    std::function<cudaStream_t(StreamId)> stream_of_;
+    std::uint64_t next_ = 1;
+    std::unordered_map<std::uint64_t, cudaEvent_t> events_;
+};
+
+/// Work enqueued on a GPU whose outcome the host has not resolved yet.
+struct PendingOp {
+    enum class Kind : std::uint8_t { Write, Copy, Launch, Replay };
+    Kind kind;
+    std::string label;
+    std::uint32_t device = 0;
+    StreamId stream;
+    std::vector<Target> inputs;
+    std::vector<Target> outputs;
+    /// Keeps every bound allocation reserved until the outcome is resolved.
+    std::vector<BufferBinding> held;
+    /// Launches: the status word and the id that owns it.
+    std::uint64_t slot = 0;
+    std::uint32_t launch_id = 0;
+    /// Pending work whose outputs this work read (C13).
+    std::vector<std::shared_ptr<PendingOp>> producers;
+    /// An outcome the host knew when it enqueued the work: a refusal (C10) or a claimed input (C9).
+    std::optional<Error> known_failure;
+    std::optional<Cause> known_skip;
+    bool captured = false;
+    bool resolved = false;
+    bool failed = false;
+};
+
+struct CudaStream {
+    StreamId id;
+    cudaStream_t handle = nullptr;
+    struct Capture {
+        std::vector<LaunchRequest> launches;
+        std::vector<ClaimKey> write_set;
+        std::vector<std::shared_ptr<PendingOp>> work;
+    };
+    std::optional<Capture> capture;
+};
+
+class CudaDevice final : public Server, public std::enable_shared_from_this<CudaDevice> {
+public:
+    /// Status words per device: launches unresolved at once before the host resolves them.
+    static constexpr std::uint64_t status_slots = 1 << 16;
+    static constexpr std::size_t max_streams = 64;
+
+    CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes);
+    ~CudaDevice() override;
+
+    [[nodiscard]] ServiceId service() const override { return service_; }
+    void claim_from_peer(const ClaimKey& key, const Error& error) override;
+
+    Result<StreamId> create_stream() override;
+    Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream) override;
+    Status write(const BufferBinding& target, std::span<const std::byte> bytes,
+                 StreamId stream) override;
+    Result<std::vector<std::byte>> read(const BufferBinding& source) override;
+    Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source) override;
+    Status copy(const KernelResource& source, const BufferBinding& target, StreamId stream) override;
+    Status launch(LaunchRequest request) override;
+    Result<Event> record_event(StreamId stream) override;
+    Status wait_event(StreamId stream, const Event& event) override;
+    Status sync() override;
+    [[nodiscard]] Status check(std::span<const ClaimKey> keys) const override;
+    Result<PeerMemory> share(const BufferBinding& binding) override;
+    Status grant_peer_access(ServiceId accessor) override;
+    [[nodiscard]] bool peer_access_granted(ServiceId accessor) const override;
+    Status begin_capture(StreamId stream) override;
+    Result<CaptureGraph> end_capture(StreamId stream) override;
+    Status replay(const CaptureGraph& graph, StreamId stream) override;
+    [[nodiscard]] MemoryUsage memory_usage() const override;
+    Status inject(const Fault& fault) override;
+    [[nodiscard]] std::optional<Error> lost() const override;
+
+    [[nodiscard]] int ordinal() const { return ordinal_; }
+    [[nodiscard]] ClaimStore& claims() { return claims_; }
+    [[nodiscard]] MemoryManager& memory() { return memory_; }
+    [[nodiscard]] std::size_t live_allocations() const { return memory_.live_count(); }
+    /// Waits for every stream; a sticky CUDA error loses the device (D1).
+    void synchronize();
+    /// Copies the status words to the host (after `synchronize`).
+    void fetch_status();
+    [[nodiscard]] unsigned long long status_word(std::uint64_t slot) const {
+        return status_host_[slot];
+    }
+    void lose(const std::string& reason);
+    [[nodiscard]] std::optional<Error> lost_locked() const { return lost_; }
+
+private:
+    Result<CudaStream*> stream(StreamId id);
+    Status refuse_if_lost() const;
+    Result<std::uint8_t*> device_pointer(const BufferBinding& binding) const;
+    /// Enqueues `request`; a replay passes its own op, whose status word every launch shares.
+    Status enqueue_launch(LaunchRequest request, bool check_inputs, PendingOp* replay);
+    Result<std::vector<Target>> targets(const LaunchRequest& request, std::vector<Target>& inputs);
+    void push(const std::shared_ptr<PendingOp>& op, CudaStream& stream);
+    std::optional<std::uint32_t> kernel_fault_due(const std::string& kernel);
+
+    CudaEngine& engine_;
+    std::uint32_t index_;
+    int ordinal_;
+    ServiceId service_;
+    std::vector<CudaStream> streams_;
+    CudaStorage storage_;
+    CudaStreamOrder order_;
+    MemoryManager memory_;
+    ClaimStore claims_;
+    unsigned long long* status_device_ = nullptr;
+    std::vector<unsigned long long> status_host_;
+    std::uint64_t next_slot_ = 0;
+    std::uint32_t next_launch_id_ = 1;
+    std::set<ServiceId> granted_;
+    std::optional<Error> lost_;
+
+    struct KernelFaultState {
+        KernelFault fault;
+        std::uint64_t launches = 0;
+    };
+    std::vector<KernelFaultState> kernel_faults_;
+    std::uint64_t allocation_fault_countdown_ = 0;
+};
+
+class CudaEngine final : public DeviceDirectory {
+public:
+    explicit CudaEngine(CudaOptions options);
+    ~CudaEngine() override;
+
+    [[nodiscard]] ClaimStore& claims_of(std::uint32_t device) const override;
+    [[nodiscard]] std::optional<Error> lost(std::uint32_t device) const override;
+    [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
+
+    [[nodiscard]] CudaDevice* device_of(ServiceId service) const;
+    /// Pending work whose outputs `inputs` read.
+    [[nodiscard]] std::vector<std::shared_ptr<PendingOp>> producers_of(
+        const std::vector<Target>& inputs) const;
+    /// Waits for every device and resolves every pending outcome, in enqueue order.
+    Status resolve_all();
+
+    CudaOptions options;
+    std::uint64_t runtime_id;
+    std::vector<std::shared_ptr<CudaDevice>> devices;
+    std::recursive_mutex mutex;
+    std::deque<std::shared_ptr<PendingOp>> pending;
+    struct EventState {
+        cudaEvent_t event = nullptr;
+        std::uint32_t device = 0;
+    };
+    std::unordered_map<std::uint64_t, EventState> events;
+    std::uint64_t next_event = 1;
+
+private:
+    void resolve(PendingOp& op);
+};
+
+/// The message of a CUDA error.
+std::string cuda_error_text(cudaError_t error);
+/// Whether a CUDA error is sticky: the context is unusable and the device must be restarted.
+bool sticky(cudaError_t error);
+
+}  // namespace tandem::cuda

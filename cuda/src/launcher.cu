@@ -1,0 +1,72 @@
+#include "launcher.hpp"
+
+#include "tandem/core/kernels/catalog.hpp"
+#include "tandem/cuda/kernel_context.cuh"
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <utility>
+
+namespace tandem::cuda {
+namespace {
+
+/// Every launch checks, before it computes, that no producer of its inputs failed (C13 on the
+/// device): a consumer of failed work never computes on garbage.
+template <typename Kernel>
+__global__ void run_launch(LaunchParams params) {
+    CudaKernelContext context(params);
+    if (params.injected_code != 0 || context.producer_failed()) {
+        if (context.thread_index() == 0) {
+            context.claim_status(params.injected_code != 0 ? params.injected_code : skipped_code);
+        }
+        return;
+    }
+    Kernel{}(context);
+}
+
+template <typename Kernel>
+int launch(const LaunchConfig& config, void* stream, const LaunchParams& params) {
+    const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
+    const dim3 block(config.block.x, config.block.y, config.block.z);
+    run_launch<Kernel><<<grid, block, 0, static_cast<cudaStream_t>(stream)>>>(params);
+    return static_cast<int>(cudaGetLastError());
+}
+
+template <typename Kernel>
+constexpr std::pair<std::string_view, Launcher> entry() {
+    return {Kernel::name, &launch<Kernel>};
+}
+
+constexpr std::array catalog{
+    entry<kernels::Empty>(),          entry<kernels::Fill>(),
+    entry<kernels::Copy>(),           entry<kernels::Add>(),
+    entry<kernels::Axpy>(),           entry<kernels::ReduceSum>(),
+    entry<kernels::Checksum>(),       entry<kernels::FailWithCode>(),
+    entry<kernels::HandoffProduce>(), entry<kernels::HandoffConsume>(),
+    entry<kernels::TiledCopy>(),
+};
+
+__global__ void spin(std::uint64_t microseconds) {
+    for (std::uint64_t waited = 0; waited < microseconds; ++waited) {
+        __nanosleep(1000);
+    }
+}
+
+}  // namespace
+
+Launcher find_launcher(std::string_view name) {
+    for (const auto& [kernel, launcher] : catalog) {
+        if (kernel == name) {
+            return launcher;
+        }
+    }
+    return nullptr;
+}
+
+int launch_delay(void* stream, std::uint64_t microseconds) {
+    spin<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(microseconds);
+    return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,104 @@
+#include "tandem/cuda/runtime.hpp"
+
+#include "engine.hpp"
+
+namespace tandem::cuda {
+
+GpuReport probe_gpus() {
+    GpuReport report;
+    cudaRuntimeGetVersion(&report.runtime_version);
+    if (cudaDriverGetVersion(&report.driver_version) != cudaSuccess || report.driver_version == 0) {
+        report.problem = "no NVIDIA driver is loaded";
+        return report;
+    }
+    if (report.driver_version < report.runtime_version) {
+        report.problem = "the driver supports CUDA " + std::to_string(report.driver_version) +
+                         ", older than this build's runtime " +
+                         std::to_string(report.runtime_version);
+        return report;
+    }
+    int count = 0;
+    // With no driver or no GPU this fails (cudaErrorInsufficientDriver, cudaErrorNoDevice):
+    // every error here means there is no usable GPU.
+    if (const cudaError_t status = cudaGetDeviceCount(&count); status != cudaSuccess || count == 0) {
+        report.problem = status != cudaSuccess ? cuda_error_text(status) : "no GPU is visible";
+        cudaGetLastError();
+        return report;
+    }
+    report.peer.assign(static_cast<std::size_t>(count), std::vector<bool>(static_cast<std::size_t>(count)));
+    for (int device = 0; device < count; ++device) {
+        cudaDeviceProp properties{};
+        cudaGetDeviceProperties(&properties, device);
+        report.names.emplace_back(properties.name);
+        for (int peer = 0; peer < count; ++peer) {
+            int can = device == peer ? 1 : 0;
+            if (device != peer) {
+                cudaDeviceCanAccessPeer(&can, device, peer);
+            }
+            report.peer[static_cast<std::size_t>(device)][static_cast<std::size_t>(peer)] = can != 0;
+        }
+    }
+    return report;
+}
+
+Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
+    const GpuReport report = probe_gpus();
+    if (!report.problem.empty()) {
+        return Error::device_lost(ServiceId{}, "no usable GPU: " + report.problem);
+    }
+    const auto visible = static_cast<std::uint32_t>(report.names.size());
+    const std::uint32_t wanted = options.devices == 0 ? visible : options.devices;
+    if (wanted > visible) {
+        return Error::invalid_argument(std::to_string(wanted) + " GPUs asked for, " +
+                                       std::to_string(visible) + " visible");
+    }
+    auto engine = std::make_unique<CudaEngine>(options);
+    for (std::uint32_t index = 0; index < wanted; ++index) {
+        const int ordinal = static_cast<int>(index);
+        std::uint64_t capacity = options.capacity_bytes;
+        if (capacity == 0) {
+            DeviceGuard guard(ordinal);
+            std::size_t free_bytes = 0;
+            std::size_t total_bytes = 0;
+            cudaMemGetInfo(&free_bytes, &total_bytes);
+            capacity = free_bytes;
+        }
+        engine->devices.push_back(std::make_shared<CudaDevice>(*engine, index, ordinal, capacity));
+    }
+    return std::shared_ptr<CudaRuntime>(new CudaRuntime(std::move(engine)));
+}
+
+CudaRuntime::CudaRuntime(std::unique_ptr<CudaEngine> engine) : engine_(std::move(engine)) {}
+
+CudaRuntime::~CudaRuntime() {
+    std::lock_guard lock(engine_->mutex);
+    (void)engine_->resolve_all();
+}
+
+std::size_t CudaRuntime::device_count() const { return engine_->devices.size(); }
+
+Client CudaRuntime::client(std::size_t index) const { return Client(engine_->devices.at(index)); }
+
+std::uint64_t CudaRuntime::runtime_id() const { return engine_->runtime_id; }
+
+Status CudaRuntime::sync_all() {
+    std::lock_guard lock(engine_->mutex);
+    Status resolved = engine_->resolve_all();
+    for (const auto& device : engine_->devices) {
+        device->memory().sweep();
+    }
+    return resolved;
+}
+
+bool CudaRuntime::drained() const {
+    std::lock_guard lock(engine_->mutex);
+    for (const auto& device : engine_->devices) {
+        device->memory().sweep();
+        if (device->live_allocations() != 0 || !device->claims().drained()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace tandem::cuda

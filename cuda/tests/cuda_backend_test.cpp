@@ -1,0 +1,242 @@
+// The failure rules on real GPUs. Without a GPU every test skips, naming the reason.
+
+#include "tandem/cuda/runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace tandem::cuda {
+namespace {
+
+LaunchArgument in(const Handle& handle) { return {handle, AccessMode::Read, std::nullopt}; }
+LaunchArgument out(const Handle& handle) { return {handle, AccessMode::Write, std::nullopt}; }
+LaunchArgument inout(const Handle& handle) { return {handle, AccessMode::ReadWrite, std::nullopt}; }
+
+class CudaBackend : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto created = CudaRuntime::create();
+        if (!created) {
+            GTEST_SKIP() << "skipped: " << created.error().message();
+        }
+        runtime = *created;
+    }
+    void need_two() {
+        if (runtime->device_count() < 2) {
+            GTEST_SKIP() << "skipped: this test needs two GPUs, " << runtime->device_count()
+                         << " visible";
+        }
+    }
+    Handle allocate(Client& client, std::uint64_t size) {
+        auto handle = client.allocate(size);
+        EXPECT_TRUE(handle) << handle.error().report();
+        return *handle;
+    }
+    static const UnwrittenDetails* unwritten(const Error& error) {
+        return error.details_as<UnwrittenDetails>();
+    }
+    std::shared_ptr<CudaRuntime> runtime;
+};
+
+TEST_F(CudaBackend, a_fill_kernel_writes_bytes_the_host_reads_back) {
+    Client client = runtime->client(0);
+    Handle buffer = allocate(client, 1 << 20);
+    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(1 << 20), {out(buffer)}, KernelArgs().u64(0xab)));
+    auto bytes = client.read(buffer);
+    ASSERT_TRUE(bytes) << bytes.error().report();
+    EXPECT_TRUE(std::all_of(bytes->begin(), bytes->end(), [](std::byte b) { return b == std::byte{0xab}; }));
+}
+
+TEST_F(CudaBackend, axpy_computes_on_the_gpu) {
+    Client client = runtime->client(0);
+    Handle x = allocate(client, 4 * 1024);
+    Handle y = allocate(client, 4 * 1024);
+    std::vector<float> twos(1024, 2.0f);
+    std::vector<float> ones(1024, 1.0f);
+    ASSERT_TRUE(client.write(x, std::as_bytes(std::span(twos))));
+    ASSERT_TRUE(client.write(y, std::as_bytes(std::span(ones))));
+    ASSERT_TRUE(client.launch("axpy", LaunchConfig::linear(1024), {in(x), inout(y)}, KernelArgs().f64(3.0)));
+    auto bytes = client.read(y);
+    ASSERT_TRUE(bytes) << bytes.error().report();
+    std::vector<float> result(1024);
+    std::memcpy(result.data(), bytes->data(), bytes->size());
+    EXPECT_EQ(result, std::vector<float>(1024, 7.0f));
+}
+
+TEST_F(CudaBackend, a_failed_kernel_claims_its_outputs_and_a_consumer_does_not_compute) {
+    Client client = runtime->client(0);
+    Handle a = allocate(client, 256);
+    Handle b = allocate(client, 256);
+    Handle c = allocate(client, 8);
+    ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(1), {out(a)}, KernelArgs().u64(42)));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(256), {in(a), out(b)}));
+    ASSERT_TRUE(client.launch("checksum", LaunchConfig::linear(1), {in(b), out(c)}));
+    auto read = client.read(c);
+    ASSERT_FALSE(read);
+    const UnwrittenDetails* details = unwritten(read.error());
+    ASSERT_NE(details, nullptr) << read.error().report();
+    ASSERT_EQ(details->chain.size(), 2u) << read.error().report();
+    EXPECT_EQ(details->chain[0].kernel, "checksum");
+    EXPECT_EQ(details->chain[1].kernel, "copy");
+    const auto* root = details->root->details_as<KernelFailedDetails>();
+    ASSERT_NE(root, nullptr);
+    EXPECT_EQ(root->code, 42u);
+}
+
+TEST_F(CudaBackend, a_refused_launch_claims_only_its_outputs) {
+    Client client = runtime->client(0);
+    Handle input = allocate(client, 64);
+    Handle output = allocate(client, 64);
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64)));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{1, 1, 1}, Dim3{2048, 1, 1}}, {in(input), out(output)}));
+    EXPECT_TRUE(client.read(input));
+    auto read = client.read(output);
+    ASSERT_FALSE(read);
+    EXPECT_EQ(unwritten(read.error())->root->kind(), ErrorKind::LaunchRefused);
+}
+
+TEST_F(CudaBackend, an_injected_kernel_fault_fails_the_nth_launch) {
+    Client client = runtime->client(0);
+    ASSERT_TRUE(client.inject(KernelFault{"fill", 2, 1.0, 13}));
+    Handle a = allocate(client, 64);
+    Handle b = allocate(client, 64);
+    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(a)}, KernelArgs().u64(1)));
+    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(b)}, KernelArgs().u64(1)));
+    EXPECT_TRUE(client.read(a));
+    auto read = client.read(b);
+    ASSERT_FALSE(read);
+    EXPECT_EQ(unwritten(read.error())->root->details_as<KernelFailedDetails>()->code, 13u);
+}
+
+TEST_F(CudaBackend, a_capture_replays_and_a_failed_replay_claims_its_write_set) {
+    Client client = runtime->client(0);
+    Handle input = allocate(client, 64);
+    Handle output = allocate(client, 64);
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64, std::byte{3})));
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(input), out(output)}));
+    auto graph = client.end_capture(stream);
+    ASSERT_TRUE(graph) << graph.error().report();
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64, std::byte{4})));
+    ASSERT_TRUE(client.replay(*graph, stream));
+    auto read = client.read(output);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(read->front(), std::byte{4});
+    ASSERT_TRUE(client.inject(KernelFault{"copy", 1, 1.0, 9}));
+    ASSERT_TRUE(client.replay(*graph, stream));
+    EXPECT_FALSE(client.read(output));
+}
+
+TEST_F(CudaBackend, a_handle_of_another_device_is_refused) {
+    need_two();
+    Client zero = runtime->client(0);
+    Client one = runtime->client(1);
+    Handle theirs = allocate(one, 64);
+    Status write = zero.write(theirs, std::vector<std::byte>(64));
+    ASSERT_FALSE(write);
+    EXPECT_EQ(write.error().kind(), ErrorKind::WrongService);
+}
+
+TEST_F(CudaBackend, a_peer_kernel_reads_shared_memory_and_is_skipped_when_the_owner_failed) {
+    need_two();
+    Client owner = runtime->client(0);
+    Client peer = runtime->client(1);
+    ASSERT_TRUE(owner.grant_peer_access(peer.service()));
+    Handle shared = *owner.share_with_peers(allocate(owner, 4096));
+    Handle local = allocate(peer, 4096);
+    ASSERT_TRUE(owner.launch("fill", LaunchConfig::linear(4096), {out(shared)}, KernelArgs().u64(9)));
+    ASSERT_TRUE(owner.sync());
+    ASSERT_TRUE(peer.launch("copy", LaunchConfig::linear(4096), {in(shared), out(local)}));
+    auto read = peer.read(local);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(read->front(), std::byte{9});
+
+    ASSERT_TRUE(owner.launch("fail", LaunchConfig::linear(1), {out(shared)}, KernelArgs().u64(31)));
+    ASSERT_TRUE(owner.sync());
+    ASSERT_TRUE(peer.launch("copy", LaunchConfig::linear(4096), {in(shared), out(local)}));
+    read = peer.read(local);
+    ASSERT_FALSE(read);
+    const UnwrittenDetails* details = unwritten(read.error());
+    ASSERT_NE(details, nullptr);
+    EXPECT_EQ(details->chain.at(0).device, owner.service());
+    EXPECT_EQ(unwritten(*details->root)->root->details_as<KernelFailedDetails>()->code, 31u);
+}
+
+TEST_F(CudaBackend, a_peer_write_failure_claims_the_owner_bytes) {
+    need_two();
+    Client owner = runtime->client(0);
+    Client peer = runtime->client(1);
+    ASSERT_TRUE(owner.grant_peer_access(peer.service()));
+    Handle shared = *owner.share_with_peers(allocate(owner, 64));
+    ASSERT_TRUE(owner.write(shared, std::vector<std::byte>(64)));
+    ASSERT_TRUE(owner.sync());
+    ASSERT_TRUE(peer.launch("fail", LaunchConfig::linear(1), {out(shared)}, KernelArgs().u64(12)));
+    ASSERT_TRUE(peer.sync());
+    auto read = owner.read(shared);
+    ASSERT_FALSE(read);
+    const auto* root = unwritten(read.error())->root->details_as<KernelFailedDetails>();
+    ASSERT_NE(root, nullptr) << read.error().report();
+    EXPECT_EQ(root->device, peer.service());
+}
+
+TEST_F(CudaBackend, the_handoff_completes_across_two_gpus) {
+    need_two();
+    Client producer = runtime->client(0);
+    Client consumer = runtime->client(1);
+    ASSERT_TRUE(consumer.grant_peer_access(producer.service()));
+    Handle data = *consumer.share_with_peers(allocate(consumer, 4096));
+    Handle flag = *consumer.share_with_peers(allocate(consumer, 4));
+    Handle source = allocate(producer, 4096);
+    Handle result = allocate(consumer, 4096);
+    ASSERT_TRUE(consumer.write(flag, std::vector<std::byte>(4)));
+    ASSERT_TRUE(producer.write(source, std::vector<std::byte>(4096, std::byte{0x5a})));
+    ASSERT_TRUE(runtime->sync_all());
+    ASSERT_TRUE(consumer.launch("handoff_consume", LaunchConfig::linear(256), {in(flag), in(data), out(result)}));
+    ASSERT_TRUE(producer.launch("handoff_produce", LaunchConfig::linear(1), {in(source), out(data), inout(flag)}));
+    auto read = consumer.read(result);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(*read, std::vector<std::byte>(4096, std::byte{0x5a}));
+}
+
+TEST_F(CudaBackend, an_injected_device_loss_fails_later_work_and_peers_skip_its_memory) {
+    need_two();
+    Client owner = runtime->client(0);
+    Client peer = runtime->client(1);
+    ASSERT_TRUE(owner.grant_peer_access(peer.service()));
+    Handle shared = *owner.share_with_peers(allocate(owner, 64));
+    ASSERT_TRUE(owner.write(shared, std::vector<std::byte>(64)));
+    ASSERT_TRUE(owner.sync());
+    ASSERT_TRUE(owner.inject(DeviceLossFault{0}));
+    EXPECT_EQ(owner.allocate(64).error().kind(), ErrorKind::DeviceLost);
+    Handle local = allocate(peer, 64);
+    ASSERT_TRUE(peer.launch("copy", LaunchConfig::linear(64), {in(shared), out(local)}));
+    auto read = peer.read(local);
+    ASSERT_FALSE(read);
+    EXPECT_EQ(unwritten(read.error())->root->kind(), ErrorKind::DeviceLost);
+}
+
+TEST_F(CudaBackend, out_of_memory_carries_its_figures) {
+    Client client = runtime->client(0);
+    auto huge = client.allocate(std::uint64_t{1} << 50);
+    ASSERT_FALSE(huge);
+    EXPECT_EQ(huge.error().kind(), ErrorKind::OutOfMemory);
+    EXPECT_NE(huge.error().details_as<OutOfMemoryDetails>(), nullptr);
+    EXPECT_TRUE(client.allocate(1 << 20));
+}
+
+TEST_F(CudaBackend, dropping_every_handle_drains) {
+    {
+        Client client = runtime->client(0);
+        Handle a = allocate(client, 64);
+        ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(1), {out(a)}, KernelArgs().u64(1)));
+        ASSERT_TRUE(client.sync());
+    }
+    ASSERT_TRUE(runtime->sync_all());
+    EXPECT_TRUE(runtime->drained());
+}
+
+}  // namespace
+}  // namespace tandem::cuda
