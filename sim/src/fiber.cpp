@@ -3,9 +3,17 @@
 #include <cassert>
 #include <cstdint>
 
+// GCC says __SANITIZE_ADDRESS__; clang says __has_feature(address_sanitizer).
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/common_interface_defs.h>
 #define TANDEM_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TANDEM_ASAN_FIBERS 1
+#endif
+#endif
+#if TANDEM_ASAN_FIBERS
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
 #endif
 
 namespace tandem::sim {
@@ -41,6 +49,11 @@ Fiber::Fiber(std::function<void()> body) : body_(std::move(body)) {
 }
 
 Fiber::~Fiber() {
+#if TANDEM_ASAN_FIBERS
+    // A fiber destroyed before it finished leaves its frames' redzones poisoned; the next fiber
+    // on this stack must not trip over them.
+    ASAN_UNPOISON_MEMORY_REGION(stack_.get(), stack_bytes);
+#endif
     auto& pool = stack_pool();
     if (pool.size() < max_pooled_stacks) {
         pool.push_back(std::move(stack_));
@@ -67,11 +80,11 @@ void Fiber::resume() {
     assert(!finished_ && running == nullptr && "resume from the scheduler, once per stop");
     running = this;
 #if TANDEM_ASAN_FIBERS
-    __sanitizer_start_switch_fiber(&fake_stack_, stack_.get(), stack_bytes);
+    __sanitizer_start_switch_fiber(&caller_fake_stack_, stack_.get(), stack_bytes);
 #endif
     swapcontext(&caller_, &context_);
 #if TANDEM_ASAN_FIBERS
-    __sanitizer_finish_switch_fiber(fake_stack_, nullptr, nullptr);
+    __sanitizer_finish_switch_fiber(caller_fake_stack_, nullptr, nullptr);
 #endif
     running = nullptr;
 }
@@ -81,12 +94,12 @@ void Fiber::yield() {
     assert(self != nullptr && "yield from inside a fiber");
     running = nullptr;
 #if TANDEM_ASAN_FIBERS
-    __sanitizer_start_switch_fiber(&self->fake_stack_, self->caller_stack_bottom_,
+    __sanitizer_start_switch_fiber(&self->fiber_fake_stack_, self->caller_stack_bottom_,
                                    self->caller_stack_size_);
 #endif
     swapcontext(&self->context_, &self->caller_);
 #if TANDEM_ASAN_FIBERS
-    __sanitizer_finish_switch_fiber(self->fake_stack_, &self->caller_stack_bottom_,
+    __sanitizer_finish_switch_fiber(self->fiber_fake_stack_, &self->caller_stack_bottom_,
                                     &self->caller_stack_size_);
 #endif
     running = self;

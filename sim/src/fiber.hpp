@@ -42,9 +42,13 @@ private:
     ucontext_t caller_{};
     std::unique_ptr<std::byte[]> stack_;
     bool finished_ = false;
+    // AddressSanitizer's view of the two stacks (unused without it). The scheduler's and the
+    // fiber's fake stacks (for stack-use-after-return) are saved in separate slots: a switch
+    // saves the side it leaves and restores the side it enters.
     const void* caller_stack_bottom_ = nullptr;
     std::size_t caller_stack_size_ = 0;
-    void* fake_stack_ = nullptr;
+    void* caller_fake_stack_ = nullptr;
+    void* fiber_fake_stack_ = nullptr;
 };
 
 }  // namespace tandem::sim

@@ -33,7 +33,7 @@ struct SimOptions {
     SchedulerMode mode = SchedulerMode::Deterministic;
     /// The size of each device's segment (sparse until pools take regions).
     std::uint64_t capacity_bytes = std::uint64_t{1} << 30;
-    PoolOptions pools;
+    PoolOptions pools{};
     /// Whether kernels on a device may touch peer memory without an explicit grant.
     bool grant_all_peers = false;
     /// Whether to keep a record of every operation's begin and end (for traces and tests).
