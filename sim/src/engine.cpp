@@ -192,15 +192,16 @@ Status Engine::run_until(const std::function<bool()>& done) {
 }
 
 void Engine::start_workers() {
+    // One worker per stream, started once: streams created later on any device get theirs
+    // here. Counting per device matters, since a new stream of device 0 comes before device 1's
+    // streams in any flat enumeration.
     std::lock_guard lock(mutex);
-    std::size_t existing = workers_.size();
-    std::size_t index = 0;
+    workers_per_device_.resize(devices.size(), 0);
     for (const auto& device : devices) {
-        for (std::size_t stream = 0; stream < device->streams().size(); ++stream, ++index) {
-            if (index >= existing) {
-                workers_.emplace_back(&Engine::worker, this, device->index(),
-                                      static_cast<std::uint32_t>(stream));
-            }
+        std::size_t& started = workers_per_device_[device->index()];
+        for (; started < device->streams().size(); ++started) {
+            workers_.emplace_back(&Engine::worker, this, device->index(),
+                                  static_cast<std::uint32_t>(started));
         }
     }
 }

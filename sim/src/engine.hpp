@@ -213,6 +213,8 @@ private:
     void worker(std::uint32_t device, std::uint32_t stream_local);
 
     std::vector<std::thread> workers_;
+    /// Streams of each device that have a worker (threads mode).
+    std::vector<std::size_t> workers_per_device_;
     bool stopping_ = false;
     friend class SimDevice;
 };

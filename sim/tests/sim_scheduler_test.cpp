@@ -143,5 +143,99 @@ TEST(SimThreads, the_handoff_completes_with_real_concurrency) {
     EXPECT_EQ(*read, std::vector<std::byte>(256, std::byte{0x33}));
 }
 
+/// The value a ring program fills buffer (round, device, stream) with.
+std::byte ring_value(int round, std::uint32_t device, std::size_t stream) {
+    return static_cast<std::byte>(round * 16 + static_cast<int>(device) * 4 + static_cast<int>(stream) + 1);
+}
+
+TEST(SimThreads, three_devices_with_three_streams_each_pass_buffers_along_a_ring_by_events) {
+    // Every stream of every device writes shared memory while the next device's streams copy
+    // what the previous round's events ordered: nine workers run at once, and under a thread
+    // sanitizer every access to scheduling state is checked.
+    constexpr std::uint32_t devices = 3;
+    constexpr std::size_t streams_per_device = 3;
+    constexpr std::uint64_t size_bytes = 1 << 14;
+    auto runtime = make_runtime(
+        SimOptions{.devices = devices, .mode = SchedulerMode::Threads, .grant_all_peers = true});
+    std::vector<Client> clients;
+    std::vector<std::vector<StreamId>> streams(devices);
+    for (std::uint32_t device = 0; device < devices; ++device) {
+        clients.push_back(runtime->client(device));
+        streams[device].push_back(clients[device].default_stream());
+        while (streams[device].size() < streams_per_device) {
+            streams[device].push_back(*clients[device].create_stream());
+        }
+    }
+    for (int round = 0; round < 4; ++round) {
+        std::vector<Handle> copies;
+        std::vector<std::byte> expected;
+        for (std::uint32_t device = 0; device < devices; ++device) {
+            Client& owner = clients[device];
+            const std::uint32_t next = (device + 1) % devices;
+            for (std::size_t stream = 0; stream < streams_per_device; ++stream) {
+                Handle source = *owner.share_with_peers(allocate(owner, size_bytes));
+                ASSERT_TRUE(owner.launch("fill", LaunchConfig::linear(size_bytes, 256), {out(source)},
+                                         KernelArgs().u64(std::to_integer<std::uint64_t>(
+                                             ring_value(round, device, stream))),
+                                         streams[device][stream]));
+                auto event = owner.record_event(streams[device][stream]);
+                ASSERT_TRUE(event) << event.error().report();
+                ASSERT_TRUE(clients[next].wait_event(streams[next][stream], *event));
+                Handle copy = allocate(clients[next], size_bytes);
+                ASSERT_TRUE(clients[next].copy(source, copy, streams[next][stream]));
+                copies.push_back(copy);
+                expected.push_back(ring_value(round, device, stream));
+            }
+        }
+        ASSERT_TRUE(runtime->sync_all());
+        for (std::size_t index = 0; index < copies.size(); ++index) {
+            const std::uint32_t reader = (static_cast<std::uint32_t>(index / streams_per_device) + 1) % devices;
+            auto read = clients[reader].read(copies[index]);
+            ASSERT_TRUE(read) << read.error().report();
+            EXPECT_EQ(*read, std::vector<std::byte>(size_bytes, expected[index])) << "round " << round;
+        }
+    }
+    EXPECT_TRUE(runtime->races().empty());
+}
+
+TEST(SimThreads, a_failure_on_one_stream_reaches_a_peer_consumer_and_spares_an_unrelated_chain) {
+    auto runtime = make_runtime(
+        SimOptions{.devices = 3, .mode = SchedulerMode::Threads, .grant_all_peers = true});
+    Client zero = runtime->client(0);
+    Client one = runtime->client(1);
+    Client two = runtime->client(2);
+    const StreamId zero_side = *zero.create_stream();
+    const StreamId one_side = *one.create_stream();
+    const StreamId two_side = *two.create_stream();
+    Handle failed = *zero.share_with_peers(allocate(zero, 4096));
+    Handle consumed = allocate(one, 4096);
+    Handle unrelated = allocate(two, 4096);
+    Handle unrelated_copy = allocate(two, 4096);
+    ASSERT_TRUE(zero.launch("fail", LaunchConfig::linear(64, 8), {out(failed)}, KernelArgs().u64(9), zero_side));
+    auto event = zero.record_event(zero_side);
+    ASSERT_TRUE(one.wait_event(one_side, *event));
+    ASSERT_TRUE(one.launch("copy", LaunchConfig::linear(4096, 256), {in(failed), out(consumed)}, KernelArgs(), one_side));
+    ASSERT_TRUE(two.launch("fill", LaunchConfig::linear(4096, 256), {out(unrelated)}, KernelArgs().u64(6), two_side));
+    ASSERT_TRUE(two.launch("copy", LaunchConfig::linear(4096, 256), {in(unrelated), out(unrelated_copy)}, KernelArgs(), two_side));
+    ASSERT_TRUE(runtime->sync_all());
+
+    auto read = one.read(consumed);
+    ASSERT_FALSE(read);
+    const UnwrittenDetails* details = unwritten(read.error());
+    ASSERT_NE(details, nullptr) << read.error().report();
+    // The skipped copy names the owner's report, whose root is the kernel that failed (P3).
+    const Error* cause = details->root.get();
+    while (const UnwrittenDetails* hop = unwritten(*cause)) {
+        cause = hop->root.get();
+    }
+    const auto* root = cause->details_as<KernelFailedDetails>();
+    ASSERT_NE(root, nullptr) << read.error().report();
+    EXPECT_EQ(root->code, 9u);
+    EXPECT_EQ(root->device, zero.service());
+    auto clean = two.read(unrelated_copy);  // C11: a chain that shares nothing is unaffected.
+    ASSERT_TRUE(clean) << clean.error().report();
+    EXPECT_EQ(*clean, std::vector<std::byte>(4096, std::byte{6}));
+}
+
 }  // namespace
 }  // namespace tandem::sim
