@@ -44,7 +44,7 @@ GpuReport probe_gpus() {
 Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
     const GpuReport report = probe_gpus();
     if (!report.problem.empty()) {
-        return Error::device_lost(ServiceId{}, "no usable GPU: " + report.problem);
+        return Error(ErrorKind::DeviceLost, "no usable GPU: " + report.problem);
     }
     const auto visible = static_cast<std::uint32_t>(report.names.size());
     const std::uint32_t wanted = options.devices == 0 ? visible : options.devices;

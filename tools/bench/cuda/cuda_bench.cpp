@@ -1,0 +1,220 @@
+// tandem on GPUs against plain CUDA, side by side in one run:
+//   pool allocate+free      against cudaMallocAsync/cudaFreeAsync and cudaMalloc/cudaFree
+//   a launch through tandem against a raw launch of the same (empty) kernel
+//   a kernel reading peer memory through a PeerBinding against the same kernel on the raw pointer
+//   a tandem peer copy      against cudaMemcpyPeerAsync
+// tools/bench/run-cuda prints the medians and the ratios the CUDA issue sets goals for.
+
+#include "raw_kernels.hpp"
+
+#include "tandem/cuda/runtime.hpp"
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+namespace tandem::bench {
+namespace {
+
+constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+constexpr std::uint64_t peer_bytes = 256 * mib;
+constexpr std::uint32_t copy_blocks = 132 * 8;
+constexpr std::uint32_t copy_threads = 256;
+/// Launches per timed batch; one sync per batch, as a program that launches many kernels does.
+constexpr int launches_per_batch = 1000;
+
+std::shared_ptr<cuda::CudaRuntime> runtime(benchmark::State& state, std::uint32_t devices) {
+    static std::shared_ptr<cuda::CudaRuntime> shared;
+    if (!shared) {
+        auto created = cuda::CudaRuntime::create();
+        if (!created) {
+            state.SkipWithError(created.error().message().c_str());
+            return nullptr;
+        }
+        shared = *created;
+    }
+    if (shared->device_count() < devices) {
+        state.SkipWithError("needs two GPUs");
+        return nullptr;
+    }
+    return shared;
+}
+
+void tandem_allocate_free(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    Client client = rt->client(0);
+    const auto bytes = static_cast<std::uint64_t>(state.range(0));
+    for (auto _ : state) {
+        auto handle = client.allocate(bytes);
+        benchmark::DoNotOptimize(handle);
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+
+void cuda_malloc_async_free(benchmark::State& state) {
+    cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreate(&stream);
+    const auto bytes = static_cast<std::size_t>(state.range(0));
+    for (auto _ : state) {
+        void* pointer = nullptr;
+        cudaMallocAsync(&pointer, bytes, stream);
+        cudaFreeAsync(pointer, stream);
+    }
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
+    state.SetItemsProcessed(state.iterations());
+}
+
+void cuda_malloc_free(benchmark::State& state) {
+    cudaSetDevice(0);
+    const auto bytes = static_cast<std::size_t>(state.range(0));
+    for (auto _ : state) {
+        void* pointer = nullptr;
+        cudaMalloc(&pointer, bytes);
+        cudaFree(pointer);
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+
+void tandem_launch_empty(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    Client client = rt->client(0);
+    for (auto _ : state) {
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            (void)client.launch("empty", LaunchConfig::linear(1, 1), {});
+        }
+        (void)client.sync();
+    }
+    state.SetItemsProcessed(state.iterations() * launches_per_batch);
+}
+
+void raw_launch_empty(benchmark::State& state) {
+    cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    for (auto _ : state) {
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            launch_raw_empty(stream);
+        }
+        cudaStreamSynchronize(stream);
+    }
+    cudaStreamDestroy(stream);
+    state.SetItemsProcessed(state.iterations() * launches_per_batch);
+}
+
+struct PeerSetup {
+    Handle shared;
+    Handle local;
+};
+
+std::optional<PeerSetup> peer_setup(benchmark::State& state, cuda::CudaRuntime& rt) {
+    Client owner = rt.client(0);
+    Client peer = rt.client(1);
+    if (!owner.grant_peer_access(peer.service())) {
+        state.SkipWithError("peer access refused");
+        return std::nullopt;
+    }
+    auto allocated = owner.allocate(peer_bytes);
+    auto local = peer.allocate(peer_bytes);
+    if (!allocated || !local) {
+        state.SkipWithError("allocation failed");
+        return std::nullopt;
+    }
+    auto shared = owner.share_with_peers(*allocated);
+    (void)owner.launch("fill", LaunchConfig{Dim3{copy_blocks, 1, 1}, Dim3{copy_threads, 1, 1}},
+                       {LaunchArgument{*shared, AccessMode::Write, std::nullopt}}, KernelArgs().u64(1));
+    (void)owner.sync();
+    return PeerSetup{*shared, *local};
+}
+
+void tandem_peer_read_kernel(benchmark::State& state) {
+    auto rt = runtime(state, 2);
+    std::optional<PeerSetup> setup = rt ? peer_setup(state, *rt) : std::nullopt;
+    if (!setup) {
+        return;
+    }
+    Client peer = rt->client(1);
+    for (auto _ : state) {
+        (void)peer.launch("copy", LaunchConfig{Dim3{copy_blocks, 1, 1}, Dim3{copy_threads, 1, 1}},
+                          {LaunchArgument{setup->shared, AccessMode::Read, std::nullopt},
+                           LaunchArgument{setup->local, AccessMode::Write, std::nullopt}});
+        (void)peer.sync();
+    }
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(peer_bytes));
+}
+
+void raw_peer_read_kernel(benchmark::State& state) {
+    auto rt = runtime(state, 2);
+    std::optional<PeerSetup> setup = rt ? peer_setup(state, *rt) : std::nullopt;
+    if (!setup) {
+        return;
+    }
+    auto* from = reinterpret_cast<const std::uint8_t*>(setup->shared.peer()->address());
+    auto* to = reinterpret_cast<std::uint8_t*>(
+        PeerBinding::make(setup->local.with_peer(*rt->client(1).share_with_peers(setup->local)->peer()).binding())->address());
+    cudaSetDevice(1);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    for (auto _ : state) {
+        launch_raw_copy(stream, to, from, peer_bytes, copy_blocks, copy_threads);
+        cudaStreamSynchronize(stream);
+    }
+    cudaStreamDestroy(stream);
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(peer_bytes));
+}
+
+void tandem_peer_copy(benchmark::State& state) {
+    auto rt = runtime(state, 2);
+    std::optional<PeerSetup> setup = rt ? peer_setup(state, *rt) : std::nullopt;
+    if (!setup) {
+        return;
+    }
+    Client peer = rt->client(1);
+    for (auto _ : state) {
+        (void)peer.copy(setup->shared, setup->local);
+        (void)peer.sync();
+    }
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(peer_bytes));
+}
+
+void raw_peer_copy(benchmark::State& state) {
+    auto rt = runtime(state, 2);
+    std::optional<PeerSetup> setup = rt ? peer_setup(state, *rt) : std::nullopt;
+    if (!setup) {
+        return;
+    }
+    void* from = reinterpret_cast<void*>(setup->shared.peer()->address());
+    void* to = reinterpret_cast<void*>(rt->client(1).share_with_peers(setup->local)->peer()->address());
+    cudaSetDevice(1);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    for (auto _ : state) {
+        cudaMemcpyPeerAsync(to, 1, from, 0, peer_bytes, stream);
+        cudaStreamSynchronize(stream);
+    }
+    cudaStreamDestroy(stream);
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(peer_bytes));
+}
+
+BENCHMARK(tandem_allocate_free)->Arg(1 << 20)->UseRealTime();
+BENCHMARK(cuda_malloc_async_free)->Arg(1 << 20)->UseRealTime();
+BENCHMARK(cuda_malloc_free)->Arg(1 << 20)->UseRealTime();
+BENCHMARK(tandem_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(raw_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(tandem_peer_read_kernel)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(raw_peer_read_kernel)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(tandem_peer_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(raw_peer_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tandem::bench
+
+BENCHMARK_MAIN();

@@ -1,0 +1,31 @@
+#include "raw_kernels.hpp"
+
+#include "tandem/core/kernels/catalog.hpp"
+#include "tandem/cuda/kernel_context.cuh"
+
+#include <cuda_runtime.h>
+
+namespace tandem::bench {
+namespace {
+
+__global__ void raw_empty() {}
+
+__global__ void raw_copy(cuda::LaunchParams params) {
+    cuda::CudaKernelContext context(params);
+    kernels::Copy{}(context);
+}
+
+}  // namespace
+
+void launch_raw_empty(void* stream) { raw_empty<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(); }
+
+void launch_raw_copy(void* stream, std::uint8_t* to, const std::uint8_t* from, std::uint64_t bytes,
+                     std::uint32_t blocks, std::uint32_t threads) {
+    cuda::LaunchParams params;
+    params.resource_count = 2;
+    params.resources[0] = cuda::DeviceResource{const_cast<std::uint8_t*>(from), bytes, {}};
+    params.resources[1] = cuda::DeviceResource{to, bytes, {}};
+    raw_copy<<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(params);
+}
+
+}  // namespace tandem::bench
