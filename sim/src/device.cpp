@@ -181,6 +181,11 @@ Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id)
     if (Result<SimStream*> found = stream(stream_id); !found) {
         return found.error();
     }
+    if (size_bytes == 0 || size_bytes > MemoryManager::max_allocation_bytes) {
+        // Refused as the manager refuses it, before an injected fault counts it: a call that
+        // is wrong gets InvalidArgument, and nothing changes.
+        return memory_.allocate(size_bytes, stream_id).error();
+    }
     if (allocation_fault_countdown_ > 0 && --allocation_fault_countdown_ == 0) {
         const MemoryUsage usage = memory_.usage();
         return Error::out_of_memory("injected allocation failure of " +
@@ -576,7 +581,8 @@ MemoryUsage SimDevice::memory_usage() const {
 Status SimDevice::inject(const Fault& fault) {
     std::lock_guard lock(engine_.mutex);
     if (const auto* kernel = std::get_if<KernelFault>(&fault)) {
-        if (kernel->probability < 0.0 || kernel->probability > 1.0) {
+        // Written so that NaN is refused too: every comparison with it is false.
+        if (!(kernel->probability >= 0.0 && kernel->probability <= 1.0)) {
             return Error::invalid_argument("a fault probability lies in [0, 1]");
         }
         kernel_faults_.push_back(KernelFaultState{*kernel, 0});
@@ -595,6 +601,14 @@ Status SimDevice::inject(const Fault& fault) {
         Result<SimStream*> found = stream(delay->stream);
         if (!found) {
             return found.error();
+        }
+        // Bounded, since a sync waits out every step: a hostile delay would hang it.
+        if (delay->steps > StreamDelay::max_steps ||
+            (*found)->delay_steps + delay->steps > StreamDelay::max_steps) {
+            return Error::invalid_argument("a stream is held back at most " +
+                                           std::to_string(StreamDelay::max_steps) +
+                                           " steps in all; asked for " +
+                                           std::to_string(delay->steps) + " more");
         }
         (*found)->delay_steps += delay->steps;
     }

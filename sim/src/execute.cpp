@@ -190,6 +190,9 @@ std::optional<Error> refusal(const LaunchRequest& request) {
         return Error::launch_refused(request.kernel, "no kernel of that name is registered");
     }
     const std::uint64_t block = request.config.block.count();
+    if (block == 0) {
+        return Error::launch_refused(request.kernel, "a block of zero threads");
+    }
     if (block > max_block_threads) {
         return Error::launch_refused(request.kernel, "a block of " + std::to_string(block) +
                                                          " threads is over the limit of " +
@@ -293,7 +296,8 @@ void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<O
     std::vector<const LaunchRequest*> launches;
     if (op.kind == Operation::Kind::Launch) {
         const LaunchRequest& request = *op.launch;
-        if (request.config.thread_count() == 0 && find_kernel(request.kernel) != nullptr) {
+        // An empty grid is a launch of nothing; blocks of no threads are refused below.
+        if (request.config.grid.count() == 0 && find_kernel(request.kernel) != nullptr) {
             op.touches_nothing = true;  // C10: a launch with zero threads changes no claim.
             finish(device, stream, operation);
             return;

@@ -79,6 +79,18 @@ TEST_F(SimMemory, zero_and_absurd_allocations_are_invalid) {
     EXPECT_EQ(client.allocate((std::uint64_t{1} << 62) + 1).error().kind(), ErrorKind::InvalidArgument);
 }
 
+// Found by the client-calls fuzzer: an armed fault turned a zero-byte request into
+// OutOfMemory and was used up by it.
+TEST_F(SimMemory, a_wrong_allocation_is_invalid_even_with_a_fault_armed_and_leaves_the_fault_armed) {
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    ASSERT_TRUE(client.inject(AllocationFault{1}));
+    EXPECT_EQ(client.allocate(0).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.allocate(UINT64_MAX).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::OutOfMemory);
+    EXPECT_TRUE(client.allocate(64));
+}
+
 TEST_F(SimMemory, an_injected_allocation_failure_hits_the_nth_allocation_only) {
     auto runtime = make_runtime();
     Client client = runtime->client(0);

@@ -2,6 +2,8 @@
 
 #include "sim_test_support.hpp"
 
+#include <cmath>
+
 namespace tandem::sim {
 namespace {
 
@@ -78,6 +80,34 @@ TEST_F(SimRules, a_launch_with_zero_threads_changes_no_claim) {
     ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}}, {in(stale), out(clean)}));
     EXPECT_TRUE(read_error(stale));
     EXPECT_FALSE(read_error(clean));
+}
+
+// Found by the client-calls fuzzer: linear(n, 0) divided by zero.
+TEST_F(SimRules, a_launch_of_blocks_without_threads_is_refused_and_claims_its_outputs) {
+    Handle output = allocate(client, 64);
+    fill(output, 1);
+    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64, 0), {out(output)}, KernelArgs().u64(2)));
+    auto error = read_error(output);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(unwritten(*error)->root->kind(), ErrorKind::LaunchRefused) << error->report();
+    EXPECT_EQ(LaunchConfig::linear(UINT64_MAX, 256).grid.x, static_cast<std::uint32_t>(UINT64_MAX / 256 + 1));
+}
+
+// Found by the client-calls fuzzer: a NaN probability was accepted.
+TEST_F(SimRules, a_fault_probability_outside_zero_to_one_or_nan_is_invalid) {
+    for (double probability : {-0.5, 1.5, std::nan("")}) {
+        EXPECT_EQ(client.inject(KernelFault{"fill", 0, probability, 1}).error().kind(),
+                  ErrorKind::InvalidArgument);
+    }
+    EXPECT_TRUE(client.inject(KernelFault{"fill", 0, 0.0, 1}));
+}
+
+// Found by the client-calls fuzzer: a delay of 2^64 - 1 steps hung the next sync.
+TEST_F(SimRules, a_stream_delay_past_its_bound_is_invalid) {
+    const StreamId side = *client.create_stream();
+    EXPECT_EQ(client.inject(StreamDelay{side, UINT64_MAX}).error().kind(), ErrorKind::InvalidArgument);
+    ASSERT_TRUE(client.inject(StreamDelay{side, StreamDelay::max_steps}));
+    EXPECT_EQ(client.inject(StreamDelay{side, 1}).error().kind(), ErrorKind::InvalidArgument);
 }
 
 TEST_F(SimRules, writing_a_stale_buffer_again_repairs_it) {

@@ -33,6 +33,10 @@ struct DeviceLossFault {
 
 /// Work on `stream` is held back for `steps` scheduler steps (sim) before it may run.
 struct StreamDelay {
+    /// The longest a stream may be held back, in all: a sync waits out every step of a delay,
+    /// so an unbounded one would hang it.
+    static constexpr std::uint64_t max_steps = 1'000'000;
+
     StreamId stream;
     std::uint64_t steps = 0;
 };

@@ -50,11 +50,18 @@ struct LaunchConfig {
     [[nodiscard]] constexpr std::uint64_t thread_count() const {
         return grid.count() * block.count();
     }
-    /// A one-dimensional launch of at least `threads` threads in blocks of `block_size`.
+    /// A one-dimensional launch of at least `threads` threads in blocks of `block_size`. A block
+    /// size of zero for some threads gives one empty block, which a launch refuses.
     static constexpr LaunchConfig linear(std::uint64_t threads, std::uint32_t block_size = 256) {
-        const std::uint64_t blocks = (threads + block_size - 1) / block_size;
-        return LaunchConfig{Dim3{static_cast<std::uint32_t>(blocks), 1, 1},
-                            Dim3{threads == 0 ? 0u : block_size, 1, 1}};
+        if (threads == 0) {
+            return LaunchConfig{Dim3{0, 1, 1}, Dim3{0, 1, 1}};
+        }
+        if (block_size == 0) {
+            return LaunchConfig{Dim3{1, 1, 1}, Dim3{0, 1, 1}};
+        }
+        // Rounded up without `threads + block_size - 1`, which wraps near 2^64.
+        const std::uint64_t blocks = threads / block_size + (threads % block_size != 0 ? 1 : 0);
+        return LaunchConfig{Dim3{static_cast<std::uint32_t>(blocks), 1, 1}, Dim3{block_size, 1, 1}};
     }
 };
 
