@@ -3,7 +3,12 @@
 
 TANDEM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TANDEM_PACKAGES=(g++ cmake ninja-build ccache libgtest-dev libgmock-dev librapidcheck-dev
-                 libboost-dev libcli11-dev libyaml-cpp-dev libbenchmark-dev)
+                 libboost-dev libcli11-dev libyaml-cpp-dev libbenchmark-dev clang)
+
+# ccache shares its cache between clones of the repository: paths are hashed relative to the
+# root, and the build folder's path is left out of the hash.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$TANDEM_ROOT}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 
 tandem_log() { printf '== %s\n' "$*" >&2; }
 

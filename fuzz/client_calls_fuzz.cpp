@@ -1,0 +1,629 @@
+// Fuzz target: random sequences of client calls with hostile offsets, services and sizes, on a
+// two-device simulator and a one-device runtime whose handles are foreign to it.
+//
+// The oracle: a call the caller got wrong is refused with the kind the contract names for it
+// (`InvalidArgument` for offsets, sizes, streams and faults; `WrongService` for a handle of
+// another device or runtime that was never shared; `PeerUnreachable` for shared memory of another
+// runtime; `OutOfMemory` for more than a device holds; `DeviceLost` first on a lost device), and
+// a call that is right either succeeds or fails with a kind that work can fail with at run time.
+// No input may crash, hang, or trip AddressSanitizer or UndefinedBehaviorSanitizer.
+
+#include "tandem/sim/runtime.hpp"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace tandem;
+
+/// Calls per input, handles and events kept: bounds that keep one input well under a second.
+constexpr std::size_t max_calls = 48;
+constexpr std::size_t max_handles = 24;
+constexpr std::size_t max_events = 16;
+/// Bytes a write or launch may touch; larger handles are only given wrong sizes.
+constexpr std::uint64_t max_touched_bytes = 64 * 1024;
+constexpr std::uint64_t device_capacity_bytes = 8 << 20;
+
+[[noreturn]] void violated(const std::string& what) {
+    std::fprintf(stderr, "oracle violated: %s\n", what.c_str());
+    std::abort();
+}
+
+std::string outcome(const Error* error) {
+    return error == nullptr ? std::string("success") : error->report();
+}
+
+/// The call was refused with exactly `kind`.
+template <typename R>
+void expect_refused(const R& result, ErrorKind kind, const char* call) {
+    if (result) {
+        violated(std::string(call) + ": expected " + std::string(to_string(kind)) + ", got success");
+    }
+    if (result.error().kind() != kind) {
+        violated(std::string(call) + ": expected " + std::string(to_string(kind)) + ", got " +
+                 result.error().report());
+    }
+}
+
+/// The call succeeded, or failed with one of `allowed`.
+template <typename R>
+void expect_ok_or(const R& result, std::initializer_list<ErrorKind> allowed, const char* call) {
+    if (result) {
+        return;
+    }
+    for (ErrorKind kind : allowed) {
+        if (result.error().kind() == kind) {
+            return;
+        }
+    }
+    violated(std::string(call) + ": unexpected " + outcome(&result.error()));
+}
+
+/// What a read or sync of bytes may fail with at run time.
+constexpr std::initializer_list<ErrorKind> read_failures = {
+    ErrorKind::Unwritten, ErrorKind::Several, ErrorKind::DeviceLost, ErrorKind::TornDown};
+
+struct Slot {
+    Handle handle;
+    std::size_t client = 0;  // Index into Harness::clients.
+};
+
+struct EventSlot {
+    Event event;
+    std::size_t client = 0;
+};
+
+/// Values a hostile caller passes for offsets, lengths and sizes.
+std::uint64_t hostile_u64(FuzzedDataProvider& data, std::uint64_t near) {
+    switch (data.ConsumeIntegralInRange<int>(0, 9)) {
+        case 0: return 0;
+        case 1: return 1;
+        case 2: return near;
+        case 3: return near + 1;
+        case 4: return near == 0 ? 0 : near - 1;
+        case 5: return (std::uint64_t{1} << 62) + 1;
+        case 6: return std::numeric_limits<std::uint64_t>::max();
+        case 7: return std::numeric_limits<std::uint64_t>::max() - near;
+        case 8: return data.ConsumeIntegral<std::uint64_t>();
+        default: return data.ConsumeIntegralInRange<std::uint64_t>(0, 4096);
+    }
+}
+
+class Harness {
+public:
+    explicit Harness(FuzzedDataProvider& data) : data_(data) {
+        const std::uint64_t seed = data_.ConsumeIntegral<std::uint64_t>();
+        main_ = create({.devices = 2, .seed = seed, .capacity_bytes = device_capacity_bytes});
+        foreign_ = create({.devices = 1, .seed = seed + 1, .capacity_bytes = device_capacity_bytes});
+        clients_ = {main_->client(0), main_->client(1), foreign_->client(0)};
+        streams_.resize(clients_.size());
+        for (std::size_t index = 0; index < clients_.size(); ++index) {
+            streams_[index].push_back(clients_[index].default_stream());
+        }
+    }
+
+    void run() {
+        for (std::size_t call = 0; call < max_calls && data_.remaining_bytes() > 0; ++call) {
+            step();
+        }
+        expect_ok_or(main_->sync_all(), {ErrorKind::TornDown}, "sync_all");
+        expect_ok_or(foreign_->sync_all(), {ErrorKind::TornDown}, "sync_all");
+    }
+
+private:
+    static std::shared_ptr<sim::SimRuntime> create(sim::SimOptions options) {
+        auto runtime = sim::SimRuntime::create(options);
+        if (!runtime) {
+            violated("cannot create a runtime: " + runtime.error().report());
+        }
+        return *runtime;
+    }
+
+    void step() {
+        switch (data_.ConsumeIntegralInRange<int>(0, 15)) {
+            case 0: allocate(); break;
+            case 1: add_offset(true); break;
+            case 2: add_offset(false); break;
+            case 3: slice(); break;
+            case 4: write(); break;
+            case 5: read(); break;
+            case 6: copy(); break;
+            case 7: launch(); break;
+            case 8: share(); break;
+            case 9: record_event(); break;
+            case 10: wait_event(); break;
+            case 11: inject(); break;
+            case 12: sync(); break;
+            case 13: drop_or_stream(); break;
+            case 14: grant(); break;
+            default: read_strided(); break;
+        }
+    }
+
+    std::size_t pick_client() { return data_.ConsumeIntegralInRange<std::size_t>(0, 2); }
+    Client& client(std::size_t index) { return clients_[index]; }
+    bool lost(std::size_t index) { return clients_[index].server().lost().has_value(); }
+    bool same_runtime(std::size_t a, std::size_t b) const { return (a < 2) == (b < 2); }
+
+    Slot* pick_slot() {
+        if (slots_.empty()) {
+            return nullptr;
+        }
+        return &slots_[data_.ConsumeIntegralInRange<std::size_t>(0, slots_.size() - 1)];
+    }
+
+    StreamId pick_stream(std::size_t index) {
+        const auto& streams = streams_[index];
+        if (data_.ConsumeIntegralInRange<int>(0, 15) == 0) {
+            return StreamId{data_.ConsumeIntegral<std::uint32_t>()};  // Maybe no stream at all.
+        }
+        return streams[data_.ConsumeIntegralInRange<std::size_t>(0, streams.size() - 1)];
+    }
+
+    bool valid_stream(std::size_t index, StreamId stream) const {
+        for (const StreamId& each : streams_[index]) {
+            if (each == stream) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    void keep(Handle handle, std::size_t owner) {
+        if (slots_.size() < max_handles) {
+            slots_.push_back(Slot{std::move(handle), owner});
+        }
+    }
+
+    /// How the client at `user` may bind `slot` as a launch or copy source: the error kind a
+    /// refusal names, or nothing when it binds.
+    std::optional<ErrorKind> binding_refusal(std::size_t user, const Slot& slot) {
+        if (slot.handle.service() == client(user).service()) {
+            return std::nullopt;
+        }
+        if (!slot.handle.peer()) {
+            return ErrorKind::WrongService;  // P1: never shared, so never bound elsewhere.
+        }
+        return std::nullopt;
+    }
+
+    /// The refusal a device gives bound shared memory: of another runtime it cannot reach.
+    bool foreign_peer(std::size_t user, const Slot& slot) const {
+        return slot.handle.service() != clients_[user].service() && slot.handle.peer() &&
+               !same_runtime(user, slot.client);
+    }
+
+    void allocate() {
+        const std::size_t index = pick_client();
+        const std::uint64_t size = hostile_u64(data_, device_capacity_bytes);
+        const StreamId stream = pick_stream(index);
+        Result<Handle> handle = client(index).allocate(size, stream);
+        if (lost(index)) {
+            expect_refused(handle, ErrorKind::DeviceLost, "allocate on a lost device");
+        } else if (!valid_stream(index, stream)) {
+            expect_refused(handle, ErrorKind::InvalidArgument, "allocate on no stream");
+        } else if (size == 0 || size > (std::uint64_t{1} << 62)) {
+            expect_refused(handle, ErrorKind::InvalidArgument, "allocate of a hostile size");
+        } else if (size > device_capacity_bytes) {
+            expect_refused(handle, ErrorKind::OutOfMemory, "allocate past the capacity");
+            const auto* details = handle.error().details_as<OutOfMemoryDetails>();
+            if (details == nullptr || details->requested_bytes != size) {
+                violated("OutOfMemory without the bytes requested: " + handle.error().report());
+            }
+        } else {
+            expect_ok_or(handle, {ErrorKind::OutOfMemory}, "allocate");
+        }
+        if (handle) {
+            if (handle->size() != size || handle->size_in_use() != size ||
+                handle->service() != client(index).service()) {
+                violated("allocate gave " + handle->describe());
+            }
+            keep(std::move(*handle), index);
+        }
+    }
+
+    void add_offset(bool at_start) {
+        Slot* slot = pick_slot();
+        if (slot == nullptr) {
+            return;
+        }
+        const Handle& handle = slot->handle;
+        const std::uint64_t bytes = hostile_u64(data_, handle.size_in_use());
+        Result<Handle> moved = at_start ? handle.add_offset_start(bytes) : handle.add_offset_end(bytes);
+        if (bytes > handle.size_in_use()) {
+            expect_refused(moved, ErrorKind::InvalidArgument, "add_offset past the size");
+            return;
+        }
+        if (!moved) {
+            violated("add_offset within the size refused: " + moved.error().report());
+        }
+        const std::uint64_t start = handle.offset_start() + (at_start ? bytes : 0);
+        const std::uint64_t end = handle.offset_end() + (at_start ? 0 : bytes);
+        if (moved->offset_start() != start || moved->offset_end() != end ||
+            moved->size_in_use() != handle.size_in_use() - bytes || moved->size() != handle.size()) {
+            violated("add_offset gave " + moved->describe() + " from " + handle.describe());
+        }
+        keep(std::move(*moved), slot->client);
+    }
+
+    void slice() {
+        Slot* slot = pick_slot();
+        if (slot == nullptr) {
+            return;
+        }
+        const Handle& handle = slot->handle;
+        const std::uint64_t offset = hostile_u64(data_, handle.size_in_use());
+        const std::uint64_t length = hostile_u64(data_, handle.size_in_use() - std::min(offset, handle.size_in_use()));
+        Result<Handle> sliced = handle.slice(offset, length);
+        if (offset > handle.size_in_use() || length > handle.size_in_use() - offset) {
+            expect_refused(sliced, ErrorKind::InvalidArgument, "slice past the range");
+            return;
+        }
+        if (!sliced) {
+            violated("slice within the range refused: " + sliced.error().report());
+        }
+        if (sliced->range().begin != handle.range().begin + offset ||
+            sliced->size_in_use() != length || sliced->size() != handle.size()) {
+            violated("slice gave " + sliced->describe() + " from " + handle.describe());
+        }
+        keep(std::move(*sliced), slot->client);
+    }
+
+    void write() {
+        Slot* slot = pick_slot();
+        if (slot == nullptr) {
+            return;
+        }
+        const std::size_t index = pick_client();
+        const std::uint64_t in_use = slot->handle.size_in_use();
+        std::uint64_t size = data_.ConsumeIntegralInRange<std::uint64_t>(0, 256);
+        if (data_.ConsumeBool() && in_use <= max_touched_bytes) {
+            size = in_use;
+        }
+        const std::vector<std::byte> bytes(size, std::byte{0x5a});
+        Status written = client(index).write(slot->handle, bytes);
+        if (slot->handle.service() != client(index).service()) {
+            expect_refused(written, ErrorKind::WrongService, "write through another device");
+        } else if (size != in_use) {
+            expect_refused(written, ErrorKind::InvalidArgument, "write of the wrong size");
+        } else if (lost(index)) {
+            expect_refused(written, ErrorKind::DeviceLost, "write on a lost device");
+        } else if (!written) {
+            violated("write refused: " + written.error().report());
+        }
+    }
+
+    void read() {
+        Slot* slot = pick_slot();
+        if (slot == nullptr) {
+            return;
+        }
+        const std::size_t index = pick_client();
+        auto bytes = client(index).read(slot->handle);
+        if (slot->handle.service() != client(index).service()) {
+            expect_refused(bytes, ErrorKind::WrongService, "read through another device");
+            return;
+        }
+        expect_ok_or(bytes, read_failures, "read");
+        if (bytes && bytes->size() != slot->handle.size_in_use()) {
+            violated("read returned " + std::to_string(bytes->size()) + " bytes of " +
+                     slot->handle.describe());
+        }
+    }
+
+    void copy() {
+        Slot* source = pick_slot();
+        Slot* target = pick_slot();
+        if (source == nullptr) {
+            return;
+        }
+        const std::size_t index = pick_client();
+        Status copied = client(index).copy(source->handle, target->handle);
+        if (target->handle.service() != client(index).service()) {
+            expect_refused(copied, ErrorKind::WrongService, "copy into another device");
+        } else if (source->handle.size_in_use() != target->handle.size_in_use()) {
+            expect_refused(copied, ErrorKind::InvalidArgument, "copy between sizes");
+        } else if (std::optional<ErrorKind> refusal = binding_refusal(index, *source)) {
+            expect_refused(copied, *refusal, "copy from unshared memory of another device");
+        } else if (lost(index)) {
+            expect_refused(copied, ErrorKind::DeviceLost, "copy on a lost device");
+        } else if (foreign_peer(index, *source)) {
+            expect_refused(copied, ErrorKind::PeerUnreachable, "copy from another runtime");
+        } else if (!copied) {
+            violated("copy refused: " + copied.error().report());
+        }
+    }
+
+    LaunchConfig hostile_config() {
+        if (data_.ConsumeBool()) {
+            const auto threads = data_.ConsumeIntegralInRange<std::uint64_t>(0, 4096);
+            const auto block = data_.ConsumeIntegralInRange<std::uint32_t>(0, 2048);
+            return LaunchConfig::linear(threads, block);
+        }
+        // Hostile dimensions, kept to a few thousand threads in all so an input stays fast.
+        auto dim = [this] {
+            return Dim3{data_.ConsumeIntegralInRange<std::uint32_t>(0, 16),
+                        data_.ConsumeIntegralInRange<std::uint32_t>(0, 4),
+                        data_.ConsumeIntegralInRange<std::uint32_t>(0, 2)};
+        };
+        LaunchConfig config{dim(), dim()};
+        if (data_.ConsumeIntegralInRange<int>(0, 7) == 0) {
+            config.block.x = data_.ConsumeIntegral<std::uint32_t>();  // Refused: over the limit.
+            config.grid = Dim3{1, 1, 1};
+            config.block.y = config.block.z = 1;
+            if (config.block.x <= max_block_threads) {
+                config.block.x += static_cast<std::uint32_t>(max_block_threads);
+            }
+        }
+        return config;
+    }
+
+    void launch() {
+        static const char* const kernels[] = {"fill", "copy", "fail", "checksum", "add", "no such kernel"};
+        const std::size_t index = pick_client();
+        const std::string kernel = kernels[data_.ConsumeIntegralInRange<std::size_t>(0, 5)];
+        const LaunchConfig config = hostile_config();
+        std::vector<LaunchArgument> arguments;
+        std::optional<ErrorKind> refusal;
+        bool foreign = false;
+        const std::size_t count = data_.ConsumeIntegralInRange<std::size_t>(0, 3);
+        for (std::size_t n = 0; n < count && !slots_.empty(); ++n) {
+            Slot* slot = pick_slot();
+            const auto access = static_cast<AccessMode>(data_.ConsumeIntegralInRange<int>(0, 2));
+            arguments.push_back(LaunchArgument{slot->handle, access, std::nullopt});
+            if (!refusal) {
+                refusal = binding_refusal(index, *slot);
+            }
+            foreign = foreign || foreign_peer(index, *slot);
+        }
+        const StreamId stream = pick_stream(index);
+        Status launched = client(index).launch(kernel, config, std::move(arguments),
+                                               KernelArgs().u64(data_.ConsumeIntegral<std::uint8_t>()),
+                                               stream);
+        if (refusal) {
+            expect_refused(launched, *refusal, "launch with unshared memory of another device");
+        } else if (lost(index)) {
+            expect_refused(launched, ErrorKind::DeviceLost, "launch on a lost device");
+        } else if (foreign) {
+            expect_refused(launched, ErrorKind::PeerUnreachable, "launch with another runtime's memory");
+        } else if (!valid_stream(index, stream)) {
+            expect_refused(launched, ErrorKind::InvalidArgument, "launch on no stream");
+        } else if (!launched) {
+            violated("launch refused at once: " + launched.error().report());
+        }
+    }
+
+    void share() {
+        Slot* slot = pick_slot();
+        if (slot == nullptr) {
+            return;
+        }
+        const std::size_t index = pick_client();
+        Result<Handle> shared = client(index).share_with_peers(slot->handle);
+        if (slot->handle.service() != client(index).service()) {
+            expect_refused(shared, ErrorKind::WrongService, "share through another device");
+        } else if (slot->handle.peer()) {
+            expect_ok_or(shared, {}, "share again");
+        } else if (lost(index)) {
+            expect_refused(shared, ErrorKind::DeviceLost, "share on a lost device");
+        } else if (!shared) {
+            violated("share refused: " + shared.error().report());
+        }
+        if (shared) {
+            if (!shared->peer() || shared->range() != slot->handle.range()) {
+                violated("share gave " + shared->describe());
+            }
+            slot->handle = *shared;
+        }
+    }
+
+    void record_event() {
+        const std::size_t index = pick_client();
+        const StreamId stream = pick_stream(index);
+        Result<Event> event = client(index).record_event(stream);
+        if (lost(index)) {
+            expect_refused(event, ErrorKind::DeviceLost, "record on a lost device");
+        } else if (!valid_stream(index, stream)) {
+            expect_refused(event, ErrorKind::InvalidArgument, "record on no stream");
+        } else if (!event) {
+            violated("record refused: " + event.error().report());
+        }
+        if (event && events_.size() < max_events) {
+            events_.push_back(EventSlot{*event, index});
+        }
+    }
+
+    void wait_event() {
+        if (events_.empty()) {
+            return;
+        }
+        const EventSlot& event = events_[data_.ConsumeIntegralInRange<std::size_t>(0, events_.size() - 1)];
+        const std::size_t index = pick_client();
+        const StreamId stream = pick_stream(index);
+        Status waited = client(index).wait_event(stream, event.event);
+        if (lost(index)) {
+            expect_refused(waited, ErrorKind::DeviceLost, "wait on a lost device");
+        } else if (!same_runtime(index, event.client)) {
+            expect_refused(waited, ErrorKind::InvalidArgument, "wait on another runtime's event");
+        } else if (lost(event.client)) {
+            expect_refused(waited, ErrorKind::DeviceLost, "wait on a lost device's event");
+        } else if (!valid_stream(index, stream)) {
+            expect_refused(waited, ErrorKind::InvalidArgument, "wait on no stream");
+        } else if (!waited) {
+            violated("wait refused: " + waited.error().report());
+        }
+    }
+
+    void inject() {
+        const std::size_t index = pick_client();
+        switch (data_.ConsumeIntegralInRange<int>(0, 3)) {
+            case 0: {
+                static const double probabilities[] = {0.0, 0.5, 1.0, -0.5, 1.5, std::nan(""),
+                                                       std::numeric_limits<double>::infinity()};
+                const double probability = probabilities[data_.ConsumeIntegralInRange<std::size_t>(0, 6)];
+                Status injected = client(index).inject(
+                    KernelFault{data_.ConsumeBool() ? "fill" : "copy",
+                                data_.ConsumeIntegralInRange<std::uint64_t>(0, 3), probability,
+                                data_.ConsumeIntegral<std::uint32_t>()});
+                if (!(probability >= 0.0 && probability <= 1.0)) {
+                    expect_refused(injected, ErrorKind::InvalidArgument, "a fault probability outside [0, 1]");
+                } else {
+                    expect_ok_or(injected, {ErrorKind::DeviceLost}, "inject a kernel fault");
+                }
+                return;
+            }
+            case 1: {
+                const std::uint64_t nth = data_.ConsumeIntegralInRange<std::uint64_t>(0, 3);
+                Status injected = client(index).inject(AllocationFault{nth});
+                if (nth == 0) {
+                    expect_refused(injected, ErrorKind::InvalidArgument, "an allocation fault at 0");
+                } else {
+                    expect_ok_or(injected, {ErrorKind::DeviceLost}, "inject an allocation fault");
+                }
+                return;
+            }
+            case 2: {
+                // Device loss is rare: most inputs should keep both devices working.
+                if (data_.ConsumeIntegralInRange<int>(0, 3) == 0) {
+                    Status injected = client(index).inject(
+                        DeviceLossFault{data_.ConsumeIntegralInRange<std::uint64_t>(0, 8)});
+                    expect_ok_or(injected, {ErrorKind::DeviceLost}, "inject a device loss");
+                }
+                return;
+            }
+            default: {
+                const StreamId stream = pick_stream(index);
+                const std::uint64_t steps = hostile_u64(data_, 64);
+                Status injected = client(index).inject(StreamDelay{stream, steps});
+                if (!valid_stream(index, stream) || steps > StreamDelay::max_steps) {
+                    expect_refused(injected, ErrorKind::InvalidArgument, "a delay on no stream or too long");
+                } else {
+                    // Refused too when the delays of the stream add up past the bound.
+                    expect_ok_or(injected, {ErrorKind::InvalidArgument}, "inject a delay");
+                }
+                return;
+            }
+        }
+    }
+
+    void sync() {
+        const std::size_t index = pick_client();
+        if (data_.ConsumeBool()) {
+            expect_ok_or(client(index).sync(), {ErrorKind::DeviceLost, ErrorKind::TornDown}, "sync");
+            return;
+        }
+        std::vector<Handle> handles;
+        bool wrong = false;
+        for (std::size_t n = data_.ConsumeIntegralInRange<std::size_t>(0, 3); n > 0 && !slots_.empty(); --n) {
+            handles.push_back(pick_slot()->handle);
+            wrong = wrong || handles.back().service() != client(index).service();
+        }
+        Status synced = client(index).sync(handles);
+        if (wrong) {
+            expect_refused(synced, ErrorKind::WrongService, "sync on another device's handles");
+        } else {
+            expect_ok_or(synced, read_failures, "sync on handles");
+        }
+    }
+
+    void drop_or_stream() {
+        if (data_.ConsumeBool() && !slots_.empty()) {
+            slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(
+                                              data_.ConsumeIntegralInRange<std::size_t>(0, slots_.size() - 1)));
+            return;
+        }
+        const std::size_t index = pick_client();
+        Result<StreamId> stream = client(index).create_stream();
+        if (lost(index)) {
+            expect_refused(stream, ErrorKind::DeviceLost, "create a stream on a lost device");
+        } else {
+            expect_ok_or(stream, {ErrorKind::InvalidArgument}, "create a stream");
+        }
+        if (stream) {
+            streams_[index].push_back(*stream);
+        }
+    }
+
+    void grant() {
+        const std::size_t index = pick_client();
+        const std::size_t accessor = pick_client();
+        ServiceId service = client(accessor).service();
+        if (data_.ConsumeIntegralInRange<int>(0, 3) == 0) {
+            service.device_index = data_.ConsumeIntegral<std::uint32_t>();
+        }
+        Status granted = client(index).grant_peer_access(service);
+        const bool reachable = same_runtime(index, accessor) &&
+                               service.device_index < (index < 2 ? 2u : 1u);
+        if (!reachable) {
+            expect_refused(granted, ErrorKind::PeerUnreachable, "grant to no device of this runtime");
+        } else {
+            expect_ok_or(granted, {ErrorKind::DeviceLost}, "grant");
+        }
+    }
+
+    void read_strided() {
+        Slot* slot = pick_slot();
+        if (slot == nullptr) {
+            return;
+        }
+        const std::size_t index = pick_client();
+        const std::size_t rank = data_.ConsumeIntegralInRange<std::size_t>(0, 5);
+        std::vector<std::uint64_t> shape;
+        std::vector<std::uint64_t> strides;
+        for (std::size_t dim = 0; dim < rank; ++dim) {
+            shape.push_back(hostile_u64(data_, 8));
+            strides.push_back(hostile_u64(data_, 4));
+        }
+        if (data_.ConsumeIntegralInRange<int>(0, 7) == 0 && !strides.empty()) {
+            strides.pop_back();
+        }
+        const std::uint64_t elem = hostile_u64(data_, 4);
+        auto bytes = client(index).read_strided(slot->handle, shape, strides, elem);
+        if (slot->handle.service() != client(index).service()) {
+            expect_refused(bytes, ErrorKind::WrongService, "strided read through another device");
+            return;
+        }
+        if (shape.empty() || shape.size() != strides.size() || elem == 0) {
+            expect_refused(bytes, ErrorKind::InvalidArgument, "a malformed strided view");
+            return;
+        }
+        std::vector<ErrorKind> allowed(read_failures);
+        allowed.push_back(ErrorKind::InvalidArgument);  // A view past the handle's bytes.
+        if (!bytes && std::find(allowed.begin(), allowed.end(), bytes.error().kind()) == allowed.end()) {
+            violated("strided read: unexpected " + bytes.error().report());
+        }
+        if (bytes) {
+            std::uint64_t count = elem;
+            for (std::uint64_t extent : shape) {
+                count *= extent;
+            }
+            if (bytes->size() != count) {
+                violated("strided read returned " + std::to_string(bytes->size()) + " bytes");
+            }
+        }
+    }
+
+    FuzzedDataProvider& data_;
+    std::shared_ptr<sim::SimRuntime> main_;
+    std::shared_ptr<sim::SimRuntime> foreign_;
+    std::vector<Client> clients_;
+    std::vector<std::vector<StreamId>> streams_;
+    std::vector<Slot> slots_;
+    std::vector<EventSlot> events_;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
+    FuzzedDataProvider data(bytes, size);
+    Harness(data).run();
+    return 0;
+}
