@@ -16,14 +16,6 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       ordinal_(ordinal),
       service_{engine.runtime_id, index},
       storage_(ordinal, capacity_bytes),
-      order_(ordinal, [this](StreamId id) {
-          for (const CudaStream& each : streams_) {
-              if (each.id == id) {
-                  return each.handle;
-              }
-          }
-          return streams_.front().handle;
-      }),
       memory_(storage_, order_, engine.options.pools),
       claims_(service_),
       status_host_(status_slots, 0) {
@@ -89,12 +81,27 @@ void CudaDevice::synchronize() {
 }
 
 void CudaDevice::fetch_status() {
-    if (lost_) {
+    // Only the slots handed out since the last fetch can hold news: copy that span (two pieces
+    // when it wraps), which for a sync after a few launches is a few bytes, not the whole ring.
+    const std::uint64_t from = unfetched_from_;
+    const std::uint64_t to = next_slot_;
+    unfetched_from_ = to;
+    if (lost_ || from == to) {
         return;
     }
     DeviceGuard guard(ordinal_);
-    cudaMemcpy(status_host_.data(), status_device_, status_slots * sizeof(unsigned long long),
-               cudaMemcpyDeviceToHost);
+    const auto fetch = [this](std::uint64_t first, std::uint64_t last) {
+        cudaMemcpy(status_host_.data() + first, status_device_ + first,
+                   (last - first) * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+    };
+    const std::uint64_t first = from % status_slots;
+    const std::uint64_t count = std::min<std::uint64_t>(to - from, status_slots);
+    if (first + count <= status_slots) {
+        fetch(first, first + count);
+    } else {
+        fetch(first, status_slots);
+        fetch(0, first + count - status_slots);
+    }
 }
 
 std::optional<std::uint32_t> CudaDevice::kernel_fault_due(const std::string& kernel) {
@@ -112,7 +119,7 @@ void CudaDevice::push(const std::shared_ptr<PendingOp>& op, CudaStream& target) 
         op->captured = true;
         target.capture->work.push_back(op);
     }
-    engine_.pending.push_back(op);
+    engine_.add_pending(op);
 }
 
 Result<StreamId> CudaDevice::create_stream() {
@@ -422,6 +429,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
     }
     if (!op->known_failure && !op->known_skip) {
         LaunchParams params;
+        std::uint32_t maps = 0;
         params.resource_count = static_cast<std::uint32_t>(request.resources.size());
         for (std::size_t index = 0; index < request.resources.size(); ++index) {
             const KernelResource& resource = request.resources[index];
@@ -433,15 +441,22 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
                 bound.pointer = *device_pointer(resource.buffer_binding());
             }
             if (const auto* map = std::get_if<TensorMapBinding>(&resource.binding())) {
+                if (maps == max_launch_tensor_maps) {
+                    return Error::invalid_argument("a launch binds at most " +
+                                                   std::to_string(max_launch_tensor_maps) +
+                                                   " tensor maps");
+                }
+                bound.tensor_map = maps;
+                DeviceTensorMap& encoded = params.tensor_maps[maps++];
                 const TensorMapDescriptor& descriptor = map->descriptor();
-                bound.tensor_map.rank = static_cast<std::uint32_t>(descriptor.dims.size());
-                bound.tensor_map.elem_size_bytes = descriptor.elem_size_bytes;
+                encoded.rank = static_cast<std::uint32_t>(descriptor.dims.size());
+                encoded.elem_size_bytes = descriptor.elem_size_bytes;
                 for (std::size_t dim = 0; dim < descriptor.dims.size(); ++dim) {
-                    bound.tensor_map.dims[dim] = descriptor.dims[dim];
-                    bound.tensor_map.box[dim] = descriptor.box[dim];
+                    encoded.dims[dim] = descriptor.dims[dim];
+                    encoded.box[dim] = descriptor.box[dim];
                 }
                 for (std::size_t dim = 0; dim < descriptor.strides_bytes.size(); ++dim) {
-                    bound.tensor_map.strides_bytes[dim] = descriptor.strides_bytes[dim];
+                    encoded.strides_bytes[dim] = descriptor.strides_bytes[dim];
                 }
             }
         }

@@ -2,6 +2,7 @@
 
 #include "engine.hpp"
 
+#include <algorithm>
 #include <random>
 
 namespace tandem::cuda {
@@ -78,36 +79,6 @@ std::uint64_t CudaStorage::largest_reservable_bytes() const {
     return std::min<std::uint64_t>(free_bytes, capacity_bytes_ - reserved_bytes_);
 }
 
-// ---------------------------------------------------------------- CudaStreamOrder
-
-CudaStreamOrder::~CudaStreamOrder() {
-    for (const auto& [token, event] : events_) {
-        cudaEventDestroy(event);
-    }
-}
-
-EventToken CudaStreamOrder::record(StreamId stream) {
-    DeviceGuard guard(ordinal_);
-    cudaEvent_t event = nullptr;
-    cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-    cudaEventRecord(event, stream_of_(stream));
-    const EventToken token{next_++};
-    events_.emplace(token.value, event);
-    return token;
-}
-
-bool CudaStreamOrder::completed(EventToken token) const {
-    auto found = events_.find(token.value);
-    return found == events_.end() || cudaEventQuery(found->second) == cudaSuccess;
-}
-
-void CudaStreamOrder::wait(StreamId waiter, EventToken token) {
-    auto found = events_.find(token.value);
-    if (found != events_.end()) {
-        cudaStreamWaitEvent(stream_of_(waiter), found->second, 0);
-    }
-}
-
 // ---------------------------------------------------------------- CudaEngine
 
 CudaEngine::CudaEngine(CudaOptions cuda_options)
@@ -136,19 +107,32 @@ CudaDevice* CudaEngine::device_of(ServiceId service) const {
     return devices[service.device_index].get();
 }
 
+void CudaEngine::add_pending(const std::shared_ptr<PendingOp>& op) {
+    pending.push_back(op);
+    for (const Target& output : op->outputs) {
+        std::vector<std::shared_ptr<PendingOp>>& writers = pending_writers[output.key.memory];
+        if (writers.empty() || writers.back() != op) {
+            writers.push_back(op);
+        }
+    }
+}
+
 std::vector<std::shared_ptr<PendingOp>> CudaEngine::producers_of(
     const std::vector<Target>& inputs) const {
     std::vector<std::shared_ptr<PendingOp>> producers;
-    for (const auto& op : pending) {
-        bool reads_it = false;
-        for (const Target& input : inputs) {
-            for (const Target& output : op->outputs) {
-                reads_it = reads_it || (input.device == output.device &&
-                                        overlap(input.key, output.key) != Overlap::Disjoint);
-            }
+    for (const Target& input : inputs) {
+        auto writers = pending_writers.find(input.key.memory);
+        if (writers == pending_writers.end()) {
+            continue;
         }
-        if (reads_it) {
-            producers.push_back(op);
+        for (const auto& op : writers->second) {
+            for (const Target& output : op->outputs) {
+                if (input.device == output.device &&
+                    overlap(input.key, output.key) != Overlap::Disjoint &&
+                    std::find(producers.begin(), producers.end(), op) == producers.end()) {
+                    producers.push_back(op);
+                }
+            }
         }
     }
     return producers;
@@ -165,6 +149,7 @@ Status CudaEngine::resolve_all() {
         pending.pop_front();
         resolve(*op);
     }
+    pending_writers.clear();
     return {};
 }
 

@@ -26,15 +26,22 @@ class CudaEngine;
 /// Makes `ordinal` the calling thread's current device for a scope.
 class DeviceGuard {
 public:
-    explicit DeviceGuard(int ordinal) {
+    explicit DeviceGuard(int ordinal) : ordinal_(ordinal) {
         cudaGetDevice(&previous_);
-        cudaSetDevice(ordinal);
+        if (previous_ != ordinal_) {
+            cudaSetDevice(ordinal_);
+        }
     }
-    ~DeviceGuard() { cudaSetDevice(previous_); }
+    ~DeviceGuard() {
+        if (previous_ != ordinal_) {
+            cudaSetDevice(previous_);
+        }
+    }
     DeviceGuard(const DeviceGuard&) = delete;
     DeviceGuard& operator=(const DeviceGuard&) = delete;
 
 private:
+    int ordinal_;
     int previous_ = 0;
 };
 
@@ -55,22 +62,18 @@ private:
     std::unordered_map<std::uint64_t, std::uint64_t> regions_;
 };
 
-/// Stream order through CUDA events: pools reuse a block on another stream only after it waits
-/// for the release event.
-class CudaStreamOrder final : public StreamOrder {
+/// Stream order for the pools. Every operation holds bindings of the memory it uses until the
+/// host has synchronised and resolved its outcome, so when the last reference to an allocation
+/// goes, no GPU work that used it is still running: its release has always completed, on every
+/// stream, and recording CUDA events for it would only cost time on the allocation path.
+class ResolvedStreamOrder final : public StreamOrder {
 public:
-    CudaStreamOrder(int ordinal, std::function<cudaStream_t(StreamId)> stream_of)
-        : ordinal_(ordinal), stream_of_(std::move(stream_of)) {}
-    ~CudaStreamOrder() override;
-    EventToken record(StreamId stream) override;
-    [[nodiscard]] bool completed(EventToken event) const override;
-    void wait(StreamId waiter, EventToken event) override;
+    EventToken record(StreamId) override { return EventToken{++next_}; }
+    [[nodiscard]] bool completed(EventToken) const override { return true; }
+    void wait(StreamId, EventToken) override {}
 
 private:
-    int ordinal_;
-    std::function<cudaStream_t(StreamId)> stream_of_;
-    std::uint64_t next_ = 1;
-    std::unordered_map<std::uint64_t, cudaEvent_t> events_;
+    std::uint64_t next_ = 0;
 };
 
 /// Work enqueued on a GPU whose outcome the host has not resolved yet.
@@ -148,8 +151,10 @@ public:
     [[nodiscard]] std::size_t live_allocations() const { return memory_.live_count(); }
     /// Waits for every stream; a sticky CUDA error loses the device (D1).
     void synchronize();
-    /// Copies the status words to the host (after `synchronize`).
+    /// Copies the status words of unresolved launches to the host (after `synchronize`).
     void fetch_status();
+    /// The status slots handed out since the last fetch.
+    std::uint64_t unfetched_from_ = 0;
     [[nodiscard]] unsigned long long status_word(std::uint64_t slot) const {
         return status_host_[slot];
     }
@@ -172,7 +177,7 @@ private:
     ServiceId service_;
     std::vector<CudaStream> streams_;
     CudaStorage storage_;
-    CudaStreamOrder order_;
+    ResolvedStreamOrder order_;
     MemoryManager memory_;
     ClaimStore claims_;
     unsigned long long* status_device_ = nullptr;
@@ -211,6 +216,10 @@ public:
     std::vector<std::shared_ptr<CudaDevice>> devices;
     std::recursive_mutex mutex;
     std::deque<std::shared_ptr<PendingOp>> pending;
+    /// The pending work writing each allocation, so a launch finds its producers without
+    /// scanning everything pending.
+    std::unordered_map<MemoryId, std::vector<std::shared_ptr<PendingOp>>> pending_writers;
+    void add_pending(const std::shared_ptr<PendingOp>& op);
     struct EventState {
         cudaEvent_t event = nullptr;
         std::uint32_t device = 0;

@@ -130,6 +130,46 @@ TEST_F(CudaBackend, a_capture_replays_and_a_failed_replay_claims_its_write_set) 
     EXPECT_FALSE(client.read(output));
 }
 
+TEST_F(CudaBackend, a_tiled_copy_moves_a_tensor_through_tensor_maps) {
+    Client client = runtime->client(0);
+    const TensorMapDescriptor descriptor{{20, 6}, {96}, {8, 4}, 4};
+    Handle source = allocate(client, 96 * 6);
+    Handle target = allocate(client, 96 * 6);
+    std::vector<std::uint32_t> values(24 * 6);
+    for (std::uint32_t i = 0; i < values.size(); ++i) {
+        values[i] = i;
+    }
+    ASSERT_TRUE(client.write(source, std::as_bytes(std::span(values))));
+    ASSERT_TRUE(client.write(target, std::vector<std::byte>(96 * 6)));
+    ASSERT_TRUE(client.launch("tiled_copy", LaunchConfig::linear(4, 2),
+                              {LaunchArgument{source, AccessMode::Read, descriptor},
+                               LaunchArgument{target, AccessMode::Write, descriptor}}));
+    auto read = client.read(target);
+    ASSERT_TRUE(read) << read.error().report();
+    std::vector<std::uint32_t> copied(24 * 6);
+    std::memcpy(copied.data(), read->data(), read->size());
+    for (std::uint32_t row = 0; row < 6; ++row) {
+        for (std::uint32_t column = 0; column < 24; ++column) {
+            EXPECT_EQ(copied[row * 24 + column], column < 20 ? values[row * 24 + column] : 0u);
+        }
+    }
+}
+
+TEST_F(CudaBackend, a_strided_read_returns_the_view_in_order) {
+    Client client = runtime->client(0);
+    Handle matrix = allocate(client, 16 * 4);
+    std::vector<std::uint32_t> values(16);
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        values[i] = i;
+    }
+    ASSERT_TRUE(client.write(matrix, std::as_bytes(std::span(values))));
+    auto column = client.read_strided(matrix, {4}, {4}, 4);
+    ASSERT_TRUE(column) << column.error().report();
+    std::vector<std::uint32_t> got(4);
+    std::memcpy(got.data(), column->data(), column->size());
+    EXPECT_EQ(got, (std::vector<std::uint32_t>{0, 4, 8, 12}));
+}
+
 TEST_F(CudaBackend, a_handle_of_another_device_is_refused) {
     need_two();
     Client zero = runtime->client(0);

@@ -43,8 +43,8 @@ private:
 template <typename T>
 class CudaTiledView {
 public:
-    __device__ explicit CudaTiledView(const DeviceResource& resource)
-        : bytes_(resource.pointer), map_(resource.tensor_map) {}
+    __device__ CudaTiledView(const DeviceResource& resource, const DeviceTensorMap& map)
+        : bytes_(resource.pointer), map_(map) {}
 
     __device__ std::uint64_t tile_count() const {
         std::uint64_t tiles = 1;
@@ -114,7 +114,8 @@ public:
     }
     template <typename T>
     __device__ CudaTiledView<T> tensor_map(std::size_t index) const {
-        return CudaTiledView<T>(params_.resources[index]);
+        const DeviceResource& resource = params_.resources[index];
+        return CudaTiledView<T>(resource, params_.tensor_maps[resource.tensor_map]);
     }
     __device__ std::uint64_t u64(std::size_t index) const { return params_.args[index]; }
     __device__ double f64(std::size_t index) const {

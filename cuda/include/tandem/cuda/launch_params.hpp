@@ -18,6 +18,9 @@ namespace tandem::cuda {
 inline constexpr std::uint32_t max_launch_resources = 8;
 /// Producers' status words a launch checks on the device before it computes.
 inline constexpr std::uint32_t max_checked_producers = 8;
+/// Tensor maps a launch can bind. Kept apart from the resources so that the parameter block a
+/// launch copies stays small: its size is part of every launch's cost.
+inline constexpr std::uint32_t max_launch_tensor_maps = 2;
 /// The code a launch writes when it did not run because a producer failed.
 inline constexpr std::uint32_t skipped_code = 0xffffffffu;
 
@@ -32,7 +35,8 @@ struct DeviceTensorMap {
 struct DeviceResource {
     std::uint8_t* pointer = nullptr;
     std::uint64_t size_bytes = 0;
-    DeviceTensorMap tensor_map;
+    /// Index into `LaunchParams::tensor_maps` when the resource is a tensor map.
+    std::uint32_t tensor_map = 0;
 };
 
 struct ProducerStatus {
@@ -43,6 +47,7 @@ struct ProducerStatus {
 struct LaunchParams {
     DeviceResource resources[max_launch_resources];
     std::uint32_t resource_count = 0;
+    DeviceTensorMap tensor_maps[max_launch_tensor_maps];
     std::uint64_t args[KernelArgs::max_words] = {};
     unsigned long long* status = nullptr;
     std::uint32_t launch_id = 0;
