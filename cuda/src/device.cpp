@@ -580,12 +580,19 @@ Status CudaDevice::grant_peer_access(ServiceId accessor) {
         return Error::peer_unreachable(accessor, service_,
                                        "the GPUs cannot access each other's memory");
     }
-    DeviceGuard guard(peer->ordinal_);
-    const cudaError_t status = cudaDeviceEnablePeerAccess(ordinal_, 0);
-    if (status != cudaSuccess && status != cudaErrorPeerAccessAlreadyEnabled) {
-        return Error::peer_unreachable(accessor, service_, cuda_error_text(status));
+    // Peer access belongs to the CUDA context, which outlives runtimes: enable each pair once
+    // per process, so no call is made that the driver answers with an error.
+    static std::mutex enabled_mutex;
+    static std::set<std::pair<int, int>> enabled;
+    std::lock_guard enabled_lock(enabled_mutex);
+    if (!enabled.contains({peer->ordinal_, ordinal_})) {
+        DeviceGuard guard(peer->ordinal_);
+        const cudaError_t status = cudaDeviceEnablePeerAccess(ordinal_, 0);
+        if (status != cudaSuccess && status != cudaErrorPeerAccessAlreadyEnabled) {
+            return Error::peer_unreachable(accessor, service_, cuda_error_text(status));
+        }
+        enabled.insert({peer->ordinal_, ordinal_});
     }
-    cudaGetLastError();
     granted_.insert(accessor);
     return {};
 }

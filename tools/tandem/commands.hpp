@@ -15,6 +15,8 @@ using Run = std::function<int()>;
 Run add_selfcheck(CLI::App& app);
 /// `tandem clean`: removes segments of simulator runtimes whose process is gone.
 Run add_clean(CLI::App& app);
+/// `tandem bench`: runs the benchmarks built next to the tool and prints the ratios.
+Run add_bench(CLI::App& app);
 /// `tandem run PATH...`: runs scenario files on a backend and reports each.
 Run add_run(CLI::App& app);
 /// `tandem replay FILE`: reruns one scenario, printing every step's outcome.

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
         {"explore", tandem::tool::add_explore(app)},
         {"doctor", tandem::tool::add_doctor(app)},
         {"inspect", tandem::tool::add_inspect(app)},
+        {"bench", tandem::tool::add_bench(app)},
     };
     try {
         app.parse(argc, argv);

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Draws docs/cuda_bench.svg from a tandem_cuda_bench JSON report: each tandem figure beside the
+plain-CUDA figure it is compared with, as throughput relative to plain CUDA. No third-party
+packages: the SVG is written by hand."""
+import json
+import sys
+
+PAIRS = [
+    ("allocate+free 1 MiB vs cudaMallocAsync", "tandem_allocate_free/1048576/real_time",
+     "cuda_malloc_async_free/1048576/real_time"),
+    ("allocate+free 1 MiB vs cudaMalloc", "tandem_allocate_free/1048576/real_time",
+     "cuda_malloc_free/1048576/real_time"),
+    ("empty launch vs raw launch", "tandem_launch_empty/real_time", "raw_launch_empty/real_time"),
+    ("peer-reading kernel vs raw pointer", "tandem_peer_read_kernel/real_time",
+     "raw_peer_read_kernel/real_time"),
+    ("peer copy vs cudaMemcpyPeerAsync", "tandem_peer_copy/real_time", "raw_peer_copy/real_time"),
+]
+
+
+def main(report_path, svg_path):
+    with open(report_path) as report:
+        runs = json.load(report)["benchmarks"]
+    medians = {run["run_name"]: run["real_time"] for run in runs
+               if run.get("aggregate_name") == "median"}
+    rows = []
+    for title, tandem, plain in PAIRS:
+        if tandem in medians and plain in medians:
+            rows.append((title, medians[plain] / medians[tandem]))
+    width, bar_height, left = 760, 34, 300
+    scale = (width - left - 80) / max(max(speed for _, speed in rows), 1.0)
+    height = 60 + bar_height * len(rows)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             'font-family="sans-serif" font-size="13">',
+             '<text x="10" y="20" font-weight="bold">tandem speed relative to plain CUDA '
+             '(higher is faster; 1.0 = equal)</text>']
+    one = left + scale
+    for index, (title, speed) in enumerate(rows):
+        y = 40 + index * bar_height
+        parts.append(f'<text x="10" y="{y + 18}">{title}</text>')
+        parts.append(f'<rect x="{left}" y="{y + 4}" width="{speed * scale:.1f}" height="20" '
+                     f'fill="{"#4a8" if speed >= 0.95 else "#d84"}"/>')
+        parts.append(f'<text x="{left + speed * scale + 6:.1f}" y="{y + 18}">{speed:.2f}x</text>')
+    parts.append(f'<line x1="{one:.1f}" y1="30" x2="{one:.1f}" y2="{height - 10}" '
+                 'stroke="#333" stroke-dasharray="4 3"/>')
+    parts.append('</svg>')
+    with open(svg_path, "w") as svg:
+        svg.write("\n".join(parts) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
