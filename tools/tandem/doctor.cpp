@@ -3,6 +3,10 @@
 // scenario itself rather than attaching to another process).
 
 #include "commands.hpp"
+
+#if TANDEM_TOOL_HAS_CUDA
+#include "tandem/cuda/runtime.hpp"
+#endif
 #include "scenario_run.hpp"
 
 #include <cstdio>
@@ -33,8 +37,38 @@ void print_peer_matrix(sim::SimRuntime& runtime) {
     std::printf("  (grants are explicit: Client::grant_peer_access, or grant_all_peers)\n");
 }
 
+/// The GPUs the CUDA backend would use, or why there are none. Returns whether GPUs are usable.
+void print_gpus() {
+#if TANDEM_TOOL_HAS_CUDA
+    const cuda::GpuReport report = cuda::probe_gpus();
+    std::printf("backends: sim yes, cuda yes (driver %d, runtime %d)\n", report.driver_version,
+                report.runtime_version);
+    if (!report.problem.empty()) {
+        std::printf("cuda: no usable GPU: %s\n", report.problem.c_str());
+        return;
+    }
+    for (std::size_t gpu = 0; gpu < report.names.size(); ++gpu) {
+        std::printf("  gpu %zu: %s\n", gpu, report.names[gpu].c_str());
+    }
+    std::printf("peer access the driver allows (row: accessor, column: owner):\n       ");
+    for (std::size_t owner = 0; owner < report.names.size(); ++owner) {
+        std::printf(" gpu%-2zu", owner);
+    }
+    std::printf("\n");
+    for (std::size_t accessor = 0; accessor < report.names.size(); ++accessor) {
+        std::printf("  gpu%-2zu", accessor);
+        for (std::size_t owner = 0; owner < report.names.size(); ++owner) {
+            std::printf(" %-5s", accessor == owner ? "self" : report.peer[accessor][owner] ? "yes" : "no");
+        }
+        std::printf("\n");
+    }
+#else
+    std::printf("backends: sim yes, cuda no (no CUDA compiler where this tool was built)\n");
+#endif
+}
+
 int doctor(const DoctorFlags& flags) {
-    std::printf("backends: sim yes, cuda no (not built into this tool)\n");
+    print_gpus();
     sim::SimOptions options;
     options.devices = flags.devices;
     options.capacity_bytes = std::uint64_t{64} << 20;
