@@ -1,0 +1,331 @@
+#pragma once
+
+// A model-based program over the client API of any backend: the commands, the byte model they
+// are checked against, and the oracle they assert. Each backend's suite creates its runtime,
+// runs `rc::state::check` with these commands, and checks that everything drains.
+//
+// Oracle: a read returns bytes iff every byte it returns was last written by work that succeeded;
+// otherwise it fails naming why. The model keeps, per byte of every buffer, the code of the
+// failure that claims it (0 when clean) and the value it holds (-1 when never written). A read
+// must fail exactly when some byte is claimed, name exactly the root codes of those claims, and
+// otherwise return the model's values. Cross-device work is ordered with events both ways, so
+// program order is the order of effect.
+
+#include "tandem/core/client.hpp"
+
+#include <rapidcheck.h>
+#include <rapidcheck/state.h>
+
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace tandem::model {
+
+
+struct ModelBuffer {
+    std::uint32_t device = 0;
+    bool shared = false;
+    std::vector<std::uint64_t> claim;  // Failure code per byte; 0 when clean.
+    std::vector<int> value;            // Byte value; -1 when never written.
+};
+
+struct ClientModel {
+    std::uint32_t devices = 2;
+    std::vector<std::optional<ModelBuffer>> buffers;
+    std::uint64_t next_code = 100;
+    /// Per device, the code the next copy that runs there fails with (an injected fault).
+    std::vector<std::uint64_t> pending_copy_fault = std::vector<std::uint64_t>(3, 0);
+};
+
+/// The system under test: one client per device of any backend, and the program's handles.
+struct ClientSut {
+    std::vector<Client> clients;
+    std::vector<std::optional<Handle>> handles;
+    Client client(std::uint32_t device) const { return clients.at(device); }
+};
+
+using Command = rc::state::Command<ClientModel, ClientSut>;
+
+inline std::vector<std::size_t> live_buffers(const ClientModel& model) {
+    std::vector<std::size_t> live;
+    for (std::size_t index = 0; index < model.buffers.size(); ++index) {
+        if (model.buffers[index]) {
+            live.push_back(index);
+        }
+    }
+    return live;
+}
+
+struct Range {
+    std::size_t buffer = 0;
+    std::uint64_t begin = 0;
+    std::uint64_t length = 0;
+};
+
+inline std::ostream& operator<<(std::ostream& out, const Range& range) {
+    return out << "#" << range.buffer << "[" << range.begin << "+" << range.length << "]";
+}
+
+inline Range pick_range(const ClientModel& model) {
+    const std::vector<std::size_t> live = live_buffers(model);
+    RC_PRE(!live.empty());
+    const std::size_t buffer = *rc::gen::elementOf(live);
+    const std::uint64_t size = model.buffers[buffer]->claim.size();
+    const std::uint64_t begin = *rc::gen::inRange<std::uint64_t>(0, size);
+    const std::uint64_t length = *rc::gen::inRange<std::uint64_t>(1, size - begin + 1);
+    return Range{buffer, begin, length};
+}
+
+inline bool valid(const ClientModel& model, const Range& range) {
+    return range.buffer < model.buffers.size() && model.buffers[range.buffer] &&
+           range.begin + range.length <= model.buffers[range.buffer]->claim.size();
+}
+
+inline Handle slice(const ClientSut& sut, const Range& range) {
+    Result<Handle> sliced = sut.handles[range.buffer]->slice(range.begin, range.length);
+    RC_ASSERT(sliced.ok());
+    return *sliced;
+}
+
+/// Every root code an error names, walking nested reports down to their roots.
+inline void root_codes(const Error& error, std::set<std::uint64_t>& codes) {
+    if (const auto* several = error.details_as<SeveralDetails>()) {
+        for (const Error& each : several->errors) {
+            root_codes(each, codes);
+        }
+    } else if (const auto* unwritten = error.details_as<UnwrittenDetails>()) {
+        root_codes(*unwritten->root, codes);
+    } else if (const auto* failed = error.details_as<KernelFailedDetails>()) {
+        codes.insert(failed->code);
+    } else {
+        codes.insert(0);  // A root the model never makes.
+    }
+}
+
+/// Orders `from`'s work before `to`'s later work.
+inline void order(const ClientSut& sut, std::uint32_t from, std::uint32_t to) {
+    if (from == to) {
+        return;
+    }
+    Client source = sut.client(from);
+    Result<Event> event = source.record_event(source.default_stream());
+    RC_ASSERT(event.ok());
+    Client target = sut.client(to);
+    RC_ASSERT(target.wait_event(target.default_stream(), *event).ok());
+}
+
+struct Allocate : Command {
+    std::uint32_t device;
+    std::uint64_t size;
+    explicit Allocate(const ClientModel& model)
+        : device(*rc::gen::inRange<std::uint32_t>(0, model.devices)),
+          size(*rc::gen::inRange<std::uint64_t>(1, 48)) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(bool(device < model.devices && model.buffers.size() < 24));
+    }
+    void apply(ClientModel& model) const override {
+        model.buffers.push_back(ModelBuffer{device, false, std::vector<std::uint64_t>(size, 0),
+                                            std::vector<int>(size, -1)});
+    }
+    void run(const ClientModel&, ClientSut& sut) const override {
+        Result<Handle> handle = sut.client(device).allocate(size);
+        RC_ASSERT(handle.ok());
+        sut.handles.push_back(*handle);
+    }
+    void show(std::ostream& out) const override {
+        out << "allocate " << size << " bytes on device " << device;
+    }
+};
+
+struct Write : Command {
+    Range range;
+    std::uint8_t value;
+    bool through_kernel;
+    explicit Write(const ClientModel& model)
+        : range(pick_range(model)), value(*rc::gen::arbitrary<std::uint8_t>()),
+          through_kernel(*rc::gen::arbitrary<bool>()) {}
+    void checkPreconditions(const ClientModel& model) const override { RC_PRE(valid(model, range)); }
+    void apply(ClientModel& model) const override {
+        ModelBuffer& buffer = *model.buffers[range.buffer];
+        for (std::uint64_t at = range.begin; at < range.begin + range.length; ++at) {
+            buffer.claim[at] = 0;
+            buffer.value[at] = value;
+        }
+    }
+    void run(const ClientModel& model, ClientSut& sut) const override {
+        Client client = sut.client(model.buffers[range.buffer]->device);
+        Handle target = slice(sut, range);
+        if (through_kernel) {
+            RC_ASSERT(client.launch("fill", LaunchConfig::linear(range.length, 16),
+                                    {LaunchArgument{target, AccessMode::Write, std::nullopt}},
+                                    KernelArgs().u64(value)).ok());
+        } else {
+            RC_ASSERT(client.write(target, std::vector<std::byte>(range.length, std::byte{value})).ok());
+        }
+    }
+    void show(std::ostream& out) const override {
+        out << (through_kernel ? "fill " : "write ") << range << " with " << int(value);
+    }
+};
+
+struct Fail : Command {
+    Range range;
+    explicit Fail(const ClientModel& model) : range(pick_range(model)) {}
+    void checkPreconditions(const ClientModel& model) const override { RC_PRE(valid(model, range)); }
+    void apply(ClientModel& model) const override {
+        ModelBuffer& buffer = *model.buffers[range.buffer];
+        const std::uint64_t code = model.next_code++;
+        for (std::uint64_t at = range.begin; at < range.begin + range.length; ++at) {
+            buffer.claim[at] = code;
+        }
+    }
+    void run(const ClientModel& model, ClientSut& sut) const override {
+        Client client = sut.client(model.buffers[range.buffer]->device);
+        RC_ASSERT(client.launch("fail", LaunchConfig::linear(1),
+                                {LaunchArgument{slice(sut, range), AccessMode::Write, std::nullopt}},
+                                KernelArgs().u64(model.next_code)).ok());
+    }
+    void show(std::ostream& out) const override { out << "kernel failing over " << range; }
+};
+
+struct InjectCopyFault : Command {
+    std::uint32_t device;
+    explicit InjectCopyFault(const ClientModel& model)
+        : device(*rc::gen::inRange<std::uint32_t>(0, model.devices)) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(bool(device < model.devices && model.pending_copy_fault[device] == 0));
+    }
+    void apply(ClientModel& model) const override {
+        model.pending_copy_fault[device] = model.next_code++;
+    }
+    void run(const ClientModel& model, ClientSut& sut) const override {
+        RC_ASSERT(sut.client(device)
+                      .inject(KernelFault{"copy", 1, 1.0,
+                                          static_cast<std::uint32_t>(model.next_code)})
+                      .ok());
+    }
+    void show(std::ostream& out) const override { out << "the next copy on device " << device << " fails"; }
+};
+
+struct Share : Command {
+    std::size_t buffer;
+    explicit Share(const ClientModel& model) : buffer(pick_range(model).buffer) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(bool(buffer < model.buffers.size() && model.buffers[buffer] && !model.buffers[buffer]->shared));
+    }
+    void apply(ClientModel& model) const override { model.buffers[buffer]->shared = true; }
+    void run(const ClientModel& model, ClientSut& sut) const override {
+        Result<Handle> shared = sut.client(model.buffers[buffer]->device).share_with_peers(*sut.handles[buffer]);
+        RC_ASSERT(shared.ok());
+        sut.handles[buffer] = *shared;
+    }
+    void show(std::ostream& out) const override { out << "share #" << buffer; }
+};
+
+/// A copy kernel on the target's device; a source on another device must be shared (a peer read).
+struct Copy : Command {
+    Range source;
+    Range target;
+    explicit Copy(const ClientModel& model) : source(pick_range(model)), target(pick_range(model)) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(bool(valid(model, source) && valid(model, target) && source.length == target.length));
+        RC_PRE(source.buffer != target.buffer);
+        const ModelBuffer& from = *model.buffers[source.buffer];
+        RC_PRE(bool(from.device == model.buffers[target.buffer]->device || from.shared));
+    }
+    void apply(ClientModel& model) const override {
+        const ModelBuffer from = *model.buffers[source.buffer];
+        ModelBuffer& to = *model.buffers[target.buffer];
+        // An injected fault takes the next copy enqueued on the device; a claimed input still
+        // skips that copy first (C9), with the input's failure.
+        const std::uint64_t injected = std::exchange(model.pending_copy_fault[to.device], 0);
+        std::uint64_t claimed = 0;
+        for (std::uint64_t at = 0; at < source.length && claimed == 0; ++at) {
+            claimed = from.claim[source.begin + at];
+        }
+        if (claimed == 0) {
+            claimed = injected;
+        }
+        for (std::uint64_t at = 0; at < target.length; ++at) {
+            to.claim[target.begin + at] = claimed;
+            if (claimed == 0) {
+                to.value[target.begin + at] = from.value[source.begin + at];
+            }
+        }
+    }
+    void run(const ClientModel& model, ClientSut& sut) const override {
+        const std::uint32_t from = model.buffers[source.buffer]->device;
+        const std::uint32_t to = model.buffers[target.buffer]->device;
+        order(sut, from, to);
+        RC_ASSERT(sut.client(to)
+                      .launch("copy", LaunchConfig::linear(target.length, 8),
+                              {LaunchArgument{slice(sut, source), AccessMode::Read, std::nullopt},
+                               LaunchArgument{slice(sut, target), AccessMode::Write, std::nullopt}})
+                      .ok());
+        order(sut, to, from);
+    }
+    void show(std::ostream& out) const override { out << "copy " << source << " to " << target; }
+};
+
+struct Read : Command {
+    Range range;
+    explicit Read(const ClientModel& model) : range(pick_range(model)) {}
+    void checkPreconditions(const ClientModel& model) const override { RC_PRE(valid(model, range)); }
+    void apply(ClientModel&) const override {}
+    void run(const ClientModel& model, ClientSut& sut) const override {
+        const ModelBuffer& buffer = *model.buffers[range.buffer];
+        std::set<std::uint64_t> expected;
+        for (std::uint64_t at = range.begin; at < range.begin + range.length; ++at) {
+            if (buffer.claim[at] != 0) {
+                expected.insert(buffer.claim[at]);
+            }
+        }
+        auto read = sut.client(buffer.device).read(slice(sut, range));
+        RC_ASSERT(read.ok() == expected.empty());
+        if (!read.ok()) {
+            std::set<std::uint64_t> named;
+            root_codes(read.error(), named);
+            RC_ASSERT(named == expected);
+            return;
+        }
+        for (std::uint64_t at = 0; at < range.length; ++at) {
+            const int value = buffer.value[range.begin + at];
+            if (value >= 0) {
+                RC_ASSERT(static_cast<int>((*read)[at]) == value);
+            }
+        }
+    }
+    void show(std::ostream& out) const override { out << "read " << range; }
+};
+
+struct Free : Command {
+    std::size_t buffer;
+    explicit Free(const ClientModel& model) : buffer(pick_range(model).buffer) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(bool(buffer < model.buffers.size() && model.buffers[buffer]));
+    }
+    void apply(ClientModel& model) const override { model.buffers[buffer].reset(); }
+    void run(const ClientModel&, ClientSut& sut) const override { sut.handles[buffer].reset(); }
+    void show(std::ostream& out) const override { out << "free #" << buffer; }
+};
+
+struct Sync : Command {
+    std::uint32_t device;
+    explicit Sync(const ClientModel& model) : device(*rc::gen::inRange<std::uint32_t>(0, model.devices)) {}
+    void checkPreconditions(const ClientModel& model) const override { RC_PRE(device < model.devices); }
+    void apply(ClientModel&) const override {}
+    void run(const ClientModel&, ClientSut& sut) const override {
+        RC_ASSERT(sut.client(device).sync().ok());
+    }
+    void show(std::ostream& out) const override { out << "sync device " << device; }
+};
+
+
+/// Every command of a client program, for `rc::state::check`.
+inline auto client_program() {
+    return rc::state::gen::execOneOfWithArgs<Allocate, Write, Fail, InjectCopyFault, Share, Copy,
+                                             Read, Free, Sync>();
+}
+
+}  // namespace tandem::model
