@@ -23,8 +23,12 @@ std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
             return Cause{input.device, std::nullopt, *lost, input.key};
         }
         const ClaimKey key[] = {input.key};
-        if (auto claimed = devices.claims_of(input.device).first_claimed(key)) {
-            return Cause{input.device, claimed->second, std::nullopt, input.key};
+        const ClaimStore& claims = devices.claims_of(input.device);
+        if (auto claimed = claims.first_claimed(key)) {
+            // The report is taken now: by the time the skip is applied (a later step, a later
+            // sync), the failure may have been dropped with the last allocation carrying it.
+            return Cause{input.device, claimed->second, claims.report(claimed->second, input.key),
+                         input.key};
         }
         if (input.peer) {
             if (std::optional<Error> failure = input.peer->failure()) {
@@ -36,8 +40,9 @@ std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
 }
 
 Error cause_error(const DeviceDirectory& devices, const Cause& cause) {
-    if (cause.failure) {
-        return devices.claims_of(cause.device).report(*cause.failure, cause.needed);
+    const ClaimStore& claims = devices.claims_of(cause.device);
+    if (cause.failure && claims.failure_alive(*cause.failure)) {
+        return claims.report(*cause.failure, cause.needed);
     }
     return *cause.error;
 }

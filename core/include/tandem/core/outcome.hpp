@@ -27,7 +27,8 @@ struct Cause {
     /// The device whose graph holds `failure`, when the input was claimed there.
     std::uint32_t device = 0;
     std::optional<FailureId> failure;
-    /// The error, when the cause is not a claim (a lost owner, a failed peer write).
+    /// The error: the claim's report as it was found, or what else caused it (a lost owner, a
+    /// failed peer write). Always set by `first_claimed_input`.
     std::optional<Error> error;
     ClaimKey needed;
 };
