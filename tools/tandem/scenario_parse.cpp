@@ -242,9 +242,11 @@ std::variant<Scenario, ParseError> parse_scenario_text(const std::string& text,
         scenario.path = path;
         return scenario;
     } catch (const YAML::Exception& error) {
-        // yaml-cpp's own syntax errors carry a 0-based mark too.
-        return ParseError{path + ":" + std::to_string(error.mark.line + 1) + ":" +
-                          std::to_string(error.mark.column + 1) + ": " + error.msg};
+        // yaml-cpp's own syntax errors carry a 0-based mark too; one without a mark points at
+        // the start of the file, so that every message has a position an editor can open.
+        const bool marked = !error.mark.is_null();
+        return ParseError{path + ":" + std::to_string(marked ? error.mark.line + 1 : 1) + ":" +
+                          std::to_string(marked ? error.mark.column + 1 : 1) + ": " + error.msg};
     } catch (const MalformedInput& error) {
         return ParseError{error.what()};
     }

@@ -13,7 +13,9 @@ std::string SourceMark::describe() const {
 SourceMark YamlReader::mark(const YAML::Node& node) const {
     const YAML::Mark at = node.Mark();
     if (at.is_null()) {
-        return SourceMark{file_, 0, 0};
+        // Only a node that is not in the text has no mark (the null document of an empty file);
+        // the start of the file is where a person would add what is missing.
+        return SourceMark{file_, 1, 1};
     }
     // yaml-cpp counts from 0; editors and compilers count from 1.
     return SourceMark{file_, at.line + 1, at.column + 1};
