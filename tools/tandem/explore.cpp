@@ -1,21 +1,32 @@
 // `tandem explore`: random programs with injected faults, each checked against the byte-level
 // oracle (explore_program.hpp). A violation prints the program's seed and writes the shrunk
 // program as a scenario file that `tandem run` replays exactly.
+//
+// `--minutes M` turns it into a soak: programs keep coming until M minutes have passed, and the
+// summary gives the faults injected and the peak resident memory after the first programs and at
+// the end, so a reader sees whether a long run holds on to memory it should have given back.
 
 #include "commands.hpp"
 #include "explore_program.hpp"
 #include "scenario_run.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <variant>
 
 namespace tandem::tool {
 namespace {
 
 struct ExploreFlags {
     std::uint64_t runs = 100;
+    /// A soak when positive: run until this much time has passed instead of `runs` programs.
+    double minutes = 0;
     std::uint64_t seed = 1;
     std::uint32_t devices = 2;
     std::uint64_t steps = 100;
@@ -68,27 +79,105 @@ int report_violation(const ExploreFlags& flags, const ExploreProgram& program, c
     return 1;
 }
 
+/// Faults the program carries for the simulator to inject (kernel faults, allocation faults, ...).
+std::uint64_t injected_faults(const ExploreProgram& program) {
+    std::uint64_t count = 0;
+    const auto count_in = [&count](const std::vector<Step>& steps) {
+        for (const Step& step : steps) {
+            count += std::holds_alternative<InjectStep>(step.action) ? 1 : 0;
+        }
+    };
+    count_in(program.setup);
+    for (const std::vector<Step>& unit : program.units) {
+        count_in(unit);
+    }
+    return count;
+}
+
+/// Peak resident memory of this process in KiB: VmHWM, or ru_maxrss where /proc is missing.
+std::uint64_t peak_resident_kib() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) {
+            return std::stoull(line.substr(6));
+        }
+    }
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<std::uint64_t>(usage.ru_maxrss);
+}
+
+/// Programs after which a soak takes its first memory sample: past start-up and first growth.
+constexpr std::uint64_t soak_warmup_programs = 100;
+
+struct ExploreTally {
+    std::uint64_t programs = 0;
+    std::uint64_t faults = 0;
+    std::uint64_t peak_kib_at_start = 0;
+};
+
+void print_soak(const ExploreTally& tally, double seconds) {
+    std::printf("soak: %.1f minutes (%.0f s)\n", seconds / 60, seconds);
+    std::printf("programs run:        %llu (%.0f per second)\n",
+                static_cast<unsigned long long>(tally.programs),
+                seconds > 0 ? static_cast<double>(tally.programs) / seconds : 0.0);
+    std::printf("faults injected:     %llu\n", static_cast<unsigned long long>(tally.faults));
+    std::printf("rule violations:     0\n");
+    std::printf("peak resident (KiB): %llu after %llu programs, %llu at the end\n",
+                static_cast<unsigned long long>(tally.peak_kib_at_start),
+                static_cast<unsigned long long>(std::min(tally.programs, soak_warmup_programs)),
+                static_cast<unsigned long long>(peak_resident_kib()));
+}
+
 int explore(const ExploreFlags& flags) {
     if (flags.devices == 0 || flags.devices > 16) {
         std::fprintf(stderr, "tandem: explore takes 1 to 16 devices\n");
         return 2;
     }
-    std::printf("tandem explore: %llu programs from seed %llu, %u devices, %llu steps each\n",
-                static_cast<unsigned long long>(flags.runs), static_cast<unsigned long long>(flags.seed),
-                flags.devices, static_cast<unsigned long long>(flags.steps));
+    const bool soak = flags.minutes > 0;
+    if (soak) {
+        std::printf("tandem explore: programs from seed %llu for %g minutes, %u devices, %llu steps each\n",
+                    static_cast<unsigned long long>(flags.seed), flags.minutes, flags.devices,
+                    static_cast<unsigned long long>(flags.steps));
+    } else {
+        std::printf("tandem explore: %llu programs from seed %llu, %u devices, %llu steps each\n",
+                    static_cast<unsigned long long>(flags.runs), static_cast<unsigned long long>(flags.seed),
+                    flags.devices, static_cast<unsigned long long>(flags.steps));
+    }
     std::fflush(stdout);
     const auto started = std::chrono::steady_clock::now();
-    for (std::uint64_t run = 0; run < flags.runs; ++run) {
+    const auto deadline =
+        started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double, std::ratio<60>>(flags.minutes));
+    ExploreTally tally;
+    for (std::uint64_t run = 0;; ++run) {
+        if (soak ? std::chrono::steady_clock::now() >= deadline : run >= flags.runs) {
+            break;
+        }
         const ExploreProgram program = generate_program(flags.devices, flags.steps, flags.seed + run);
         const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
         if (!result.passed) {
             return report_violation(flags, program, result);
         }
+        ++tally.programs;
+        tally.faults += injected_faults(program);
+        if (tally.programs == soak_warmup_programs) {
+            tally.peak_kib_at_start = peak_resident_kib();
+        }
+    }
+    if (tally.programs < soak_warmup_programs) {
+        tally.peak_kib_at_start = peak_resident_kib();
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    std::printf("%llu programs passed in %.2f s (%.0f programs per second)\n",
-                static_cast<unsigned long long>(flags.runs), seconds,
-                seconds > 0 ? static_cast<double>(flags.runs) / seconds : 0.0);
+    if (soak) {
+        print_soak(tally, seconds);
+        return 0;
+    }
+    std::printf("%llu programs passed in %.2f s (%.0f programs per second), %llu faults injected\n",
+                static_cast<unsigned long long>(tally.programs), seconds,
+                seconds > 0 ? static_cast<double>(tally.programs) / seconds : 0.0,
+                static_cast<unsigned long long>(tally.faults));
     return 0;
 }
 
@@ -98,7 +187,10 @@ Run add_explore(CLI::App& app) {
     auto flags = std::make_shared<ExploreFlags>();
     auto* command = app.add_subcommand(
         "explore", "Run random programs with injected faults against the byte-level oracle");
-    command->add_option("--runs", flags->runs, "How many programs")->capture_default_str();
+    auto* runs = command->add_option("--runs", flags->runs, "How many programs")->capture_default_str();
+    command->add_option("--minutes", flags->minutes, "Soak: run programs until this many minutes have passed")
+        ->check(CLI::PositiveNumber)
+        ->excludes(runs);
     command->add_option("--seed", flags->seed, "Seed of the first program (the next get seed+1, ...)")
         ->capture_default_str();
     command->add_option("--devices", flags->devices, "Devices per program")->capture_default_str();
