@@ -110,10 +110,14 @@ std::uint64_t peak_resident_kib() {
 
 /// Programs after which a soak takes its first memory sample: past start-up and first growth.
 constexpr std::uint64_t soak_warmup_programs = 100;
+/// Violations a soak shrinks and writes; later ones print their seed only, which bounds the time
+/// and files a soak spends on them.
+constexpr std::uint64_t soak_violations_shrunk_max = 10;
 
 struct ExploreTally {
     std::uint64_t programs = 0;
     std::uint64_t faults = 0;
+    std::uint64_t violations = 0;
     std::uint64_t peak_kib_at_start = 0;
 };
 
@@ -123,7 +127,7 @@ void print_soak(const ExploreTally& tally, double seconds) {
                 static_cast<unsigned long long>(tally.programs),
                 seconds > 0 ? static_cast<double>(tally.programs) / seconds : 0.0);
     std::printf("faults injected:     %llu\n", static_cast<unsigned long long>(tally.faults));
-    std::printf("rule violations:     0\n");
+    std::printf("rule violations:     %llu\n", static_cast<unsigned long long>(tally.violations));
     std::printf("peak resident (KiB): %llu after %llu programs, %llu at the end\n",
                 static_cast<unsigned long long>(tally.peak_kib_at_start),
                 static_cast<unsigned long long>(std::min(tally.programs, soak_warmup_programs)),
@@ -158,7 +162,19 @@ int explore(const ExploreFlags& flags) {
         const ExploreProgram program = generate_program(flags.devices, flags.steps, flags.seed + run);
         const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
         if (!result.passed) {
-            return report_violation(flags, program, result);
+            // A soak keeps going so that its summary still gives the figures; a run stops at the
+            // first violation.
+            if (!soak) {
+                return report_violation(flags, program, result);
+            }
+            ++tally.violations;
+            if (tally.violations <= soak_violations_shrunk_max) {
+                report_violation(flags, program, result);
+            } else {
+                std::printf("violation: program seed %llu (not shrunk)\n",
+                            static_cast<unsigned long long>(program.seed));
+            }
+            std::fflush(stdout);
         }
         ++tally.programs;
         tally.faults += injected_faults(program);
@@ -172,7 +188,7 @@ int explore(const ExploreFlags& flags) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (soak) {
         print_soak(tally, seconds);
-        return 0;
+        return tally.violations == 0 ? 0 : 1;
     }
     std::printf("%llu programs passed in %.2f s (%.0f programs per second), %llu faults injected\n",
                 static_cast<unsigned long long>(tally.programs), seconds,
