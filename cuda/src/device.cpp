@@ -105,16 +105,33 @@ void CudaDevice::fetch_status() {
 }
 
 std::optional<std::uint32_t> CudaDevice::kernel_fault_due(const std::string& kernel) {
+    // Decided when a launch is enqueued, in program order, as on the simulator.
     for (KernelFaultState& state : kernel_faults_) {
-        if (state.fault.kernel == kernel &&
-            (state.fault.nth == 0 || ++state.launches == state.fault.nth)) {
+        if (state.fault.kernel != kernel) {
+            continue;
+        }
+        ++state.launches;
+        if (state.fault.nth != 0 && state.launches != state.fault.nth) {
+            continue;
+        }
+        if (state.fault.probability >= 1.0 ||
+            std::uniform_real_distribution<double>(0.0, 1.0)(engine_.rng) < state.fault.probability) {
             return state.fault.code;
         }
     }
     return std::nullopt;
 }
 
+void CudaDevice::count_operation() {
+    if (loss_countdown_ && --*loss_countdown_ == 0) {
+        loss_countdown_.reset();
+        (void)engine_.resolve_all();
+        lose("injected device loss (simulated)");
+    }
+}
+
 void CudaDevice::push(const std::shared_ptr<PendingOp>& op, CudaStream& target) {
+    count_operation();
     if (target.capture) {
         op->captured = true;
         target.capture->work.push_back(op);
@@ -386,6 +403,10 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
     if (engine_.pending.size() >= status_slots / 2) {
         (void)engine_.resolve_all();  // Keep status words from wrapping onto unresolved work.
     }
+    const Launcher launcher = find_launcher(request.kernel);
+    if (launcher != nullptr && request.config.thread_count() == 0) {
+        return {};  // C10: a launch with zero threads changes no claim, and repairs nothing.
+    }
     auto op = std::make_shared<PendingOp>();
     op->kind = PendingOp::Kind::Launch;
     op->label = request.kernel;
@@ -398,10 +419,6 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
     op->outputs = std::move(*outputs);
     for (const KernelResource& resource : request.resources) {
         op->held.push_back(resource.buffer_binding());
-    }
-    const Launcher launcher = find_launcher(request.kernel);
-    if (launcher != nullptr && request.config.thread_count() == 0) {
-        return {};  // C10: a launch with zero threads changes no claim.
     }
     if (replay == nullptr) {
         op->slot = next_slot_++ % status_slots;
@@ -690,8 +707,8 @@ MemoryUsage CudaDevice::memory_usage() const {
 Status CudaDevice::inject(const Fault& fault) {
     std::lock_guard lock(engine_.mutex);
     if (const auto* kernel = std::get_if<KernelFault>(&fault)) {
-        if (kernel->probability != 1.0) {
-            return Error::invalid_argument("the cuda backend injects kernel faults by count only");
+        if (!(kernel->probability >= 0.0 && kernel->probability <= 1.0)) {
+            return Error::invalid_argument("a fault probability lies in [0, 1]");
         }
         kernel_faults_.push_back(KernelFaultState{*kernel, 0});
     } else if (const auto* allocation = std::get_if<AllocationFault>(&fault)) {
@@ -701,7 +718,8 @@ Status CudaDevice::inject(const Fault& fault) {
         allocation_fault_countdown_ = allocation->nth;
     } else if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
         if (loss->after_operations != 0) {
-            return Error::invalid_argument("the cuda backend loses a device at once only");
+            loss_countdown_ = loss->after_operations;
+            return {};
         }
         (void)engine_.resolve_all();
         lose("injected device loss (simulated)");

@@ -83,7 +83,8 @@ std::uint64_t CudaStorage::largest_reservable_bytes() const {
 
 CudaEngine::CudaEngine(CudaOptions cuda_options)
     : options(cuda_options),
-      runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)) {}
+      runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)),
+      rng(cuda_options.seed) {}
 
 CudaEngine::~CudaEngine() {
     (void)resolve_all();

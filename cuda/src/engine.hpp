@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <unordered_map>
 
@@ -193,6 +194,9 @@ private:
     };
     std::vector<KernelFaultState> kernel_faults_;
     std::uint64_t allocation_fault_countdown_ = 0;
+    std::optional<std::uint64_t> loss_countdown_;
+    /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
+    void count_operation();
 };
 
 class CudaEngine final : public DeviceDirectory {
@@ -215,6 +219,8 @@ public:
     std::uint64_t runtime_id;
     std::vector<std::shared_ptr<CudaDevice>> devices;
     std::recursive_mutex mutex;
+    /// Draws injected faults by probability: one seed, so a faulty run replays exactly.
+    std::mt19937_64 rng;
     std::deque<std::shared_ptr<PendingOp>> pending;
     /// The pending work writing each allocation, so a launch finds its producers without
     /// scanning everything pending.

@@ -6,6 +6,10 @@
 #include "json.hpp"
 #include "scenario_run.hpp"
 
+#if TANDEM_TOOL_HAS_CUDA
+#include "tandem/cuda/runtime.hpp"
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -67,6 +71,11 @@ std::optional<std::vector<Scenario>> parse_all(const std::vector<std::string>& f
 }
 
 void print_human(const ScenarioResult& result, bool verbose) {
+    if (result.skipped) {
+        std::printf("%-6s %-40s %s\n", "SKIP", std::filesystem::path(result.path).filename().c_str(),
+                    result.skip_reason.c_str());
+        return;
+    }
     std::printf("%-6s %-40s %8llu %6zu %10llu %9.1f\n",
                 result.passed ? "PASS" : "FAIL", std::filesystem::path(result.path).filename().c_str(),
                 static_cast<unsigned long long>(result.seed), result.steps_run,
@@ -88,17 +97,18 @@ void print_human(const ScenarioResult& result, bool verbose) {
     }
 }
 
-void print_json(const std::vector<ScenarioResult>& results) {
+void print_json(const std::vector<ScenarioResult>& results, const std::string& backend) {
     std::size_t passed = 0;
-    std::printf("{\"backend\":\"sim\",\"scenarios\":[");
+    std::printf("{\"backend\":\"%s\",\"scenarios\":[", backend.c_str());
     for (std::size_t index = 0; index < results.size(); ++index) {
         const ScenarioResult& result = results[index];
         passed += result.passed ? 1 : 0;
-        std::printf("%s\n  {\"file\":%s,\"name\":%s,\"passed\":%s,\"seed\":%llu,\"steps\":%zu,"
+        std::printf("%s\n  {\"file\":%s,\"name\":%s,\"passed\":%s,\"skipped\":%s,\"seed\":%llu,\"steps\":%zu,"
                     "\"scheduler_steps\":%llu,\"trace_hash\":\"%016llx\",\"races\":%zu,"
                     "\"seconds\":%.6f,\"failure\":%s}",
                     index ? "," : "", json_string(result.path).c_str(), json_string(result.name).c_str(),
-                    result.passed ? "true" : "false", static_cast<unsigned long long>(result.seed),
+                    result.passed ? "true" : "false", result.skipped ? "true" : "false",
+                    static_cast<unsigned long long>(result.seed),
                     result.steps_run, static_cast<unsigned long long>(result.scheduler_steps),
                     static_cast<unsigned long long>(result.trace_hash), result.races.size(),
                     result.seconds, result.passed ? "null" : json_string(result.failure).c_str());
@@ -108,11 +118,21 @@ void print_json(const std::vector<ScenarioResult>& results) {
 }
 
 int run_scenarios(const RunFlags& flags) {
+#if TANDEM_TOOL_HAS_CUDA
     if (flags.backend == "cuda") {
-        std::fprintf(stderr, "tandem: the cuda backend is not built into this tool yet (this phase "
-                             "has the simulator only); use --backend sim\n");
+        const cuda::GpuReport gpus = cuda::probe_gpus();
+        if (!gpus.problem.empty()) {
+            std::fprintf(stderr, "tandem: the cuda backend has no usable GPU: %s\n", gpus.problem.c_str());
+            return 2;
+        }
+    }
+#else
+    if (flags.backend == "cuda") {
+        std::fprintf(stderr, "tandem: the cuda backend is not built into this tool (no CUDA "
+                             "compiler where it was built); use --backend sim\n");
         return 2;
     }
+#endif
     const auto files = scenario_files(flags.paths);
     if (!files) {
         return 2;
@@ -126,7 +146,7 @@ int run_scenarios(const RunFlags& flags) {
         return 2;
     }
     const bool progress = !flags.json && ::isatty(STDOUT_FILENO) == 1;
-    RunOptions options{flags.seed, !flags.trace.empty(), false};
+    RunOptions options{flags.seed, !flags.trace.empty(), false, flags.backend};
     std::vector<ScenarioResult> results;
     if (!flags.json) {
         std::printf("%-6s %-40s %8s %6s %10s %9s\n", "result", "scenario", "seed", "steps",
@@ -147,19 +167,25 @@ int run_scenarios(const RunFlags& flags) {
             std::fflush(stdout);
         }
     }
-    const auto passed = static_cast<std::size_t>(
-        std::count_if(results.begin(), results.end(), [](const auto& result) { return result.passed; }));
+    const auto skipped = static_cast<std::size_t>(
+        std::count_if(results.begin(), results.end(), [](const auto& result) { return result.skipped; }));
+    const auto passed = static_cast<std::size_t>(std::count_if(
+        results.begin(), results.end(), [](const auto& result) { return result.passed; })) - skipped;
     if (flags.json) {
-        print_json(results);
+        print_json(results, flags.backend);
     } else {
-        std::printf("%zu scenario%s: %zu passed, %zu failed\n", results.size(),
-                    results.size() == 1 ? "" : "s", passed, results.size() - passed);
+        std::printf("%zu scenario%s: %zu passed, %zu failed", results.size(),
+                    results.size() == 1 ? "" : "s", passed, results.size() - passed - skipped);
+        if (skipped > 0) {
+            std::printf(", %zu skipped (not meant for %s)", skipped, flags.backend.c_str());
+        }
+        std::printf("\n");
     }
     if (!flags.trace.empty() && !write_chrome_trace(flags.trace, results)) {
         std::fprintf(stderr, "tandem: cannot write the trace to %s\n", flags.trace.c_str());
         return 2;
     }
-    return passed == results.size() ? 0 : 1;
+    return passed + skipped == results.size() ? 0 : 1;
 }
 
 void add_common_flags(CLI::App* command, RunFlags& flags) {

@@ -190,6 +190,10 @@ struct Scenario {
     std::vector<InjectStep> faults;
     std::vector<Step> steps;
     RaceExpectation races = RaceExpectation::Unchecked;
+    /// The backends the scenario is meant for; empty means every backend. A scenario that
+    /// checks what only the simulator can show (a race report, a deadlock report, a fault from
+    /// an ungranted access that would take a GPU process down) names `sim`.
+    std::vector<std::string> backends;
 };
 
 /// A malformed file: where, and what was expected there.

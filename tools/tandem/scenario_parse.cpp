@@ -188,7 +188,7 @@ void ScenarioParser::parse_devices(const YAML::Node& node) {
 
 void ScenarioParser::parse_top(const YAML::Node& root) {
     YamlFields fields(reader_, root, "a scenario",
-                      {"name", "description", "devices", "faults", "steps", "races"});
+                      {"name", "description", "devices", "faults", "steps", "races", "backends"});
     scenario_.name = reader_.text(fields.require("name"), "the scenario's name");
     if (fields.has("description")) {
         scenario_.description = reader_.text(fields.get("description"), "a description");
@@ -203,6 +203,15 @@ void ScenarioParser::parse_top(const YAML::Node& root) {
             reader_.fail(fields.get("races"), "expected 'none' or 'reported', not '" + races + "'");
         }
         scenario_.races = races == "none" ? RaceExpectation::None : RaceExpectation::Reported;
+    }
+    if (fields.has("backends")) {
+        scenario_.backends = reader_.list(fields.get("backends"), "backends", [&](const YAML::Node& item) {
+            std::string backend = reader_.text(item, "a backend");
+            if (backend != "sim" && backend != "cuda") {
+                reader_.fail(item, "expected 'sim' or 'cuda', not '" + backend + "'");
+            }
+            return backend;
+        });
     }
     if (fields.has("faults")) {
         scenario_.faults = reader_.list(fields.get("faults"), "faults",

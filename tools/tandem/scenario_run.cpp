@@ -4,7 +4,13 @@
 
 #include "scenario_run.hpp"
 
+#if TANDEM_TOOL_HAS_CUDA
+#include "tandem/cuda/runtime.hpp"
+#endif
+
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -90,11 +96,12 @@ std::string hex_dump(const std::vector<std::byte>& bytes) {
 
 class ScenarioRunner {
 public:
-    ScenarioRunner(const Scenario& scenario, std::shared_ptr<sim::SimRuntime> runtime)
-        : scenario_(scenario), runtime_(std::move(runtime)) {
-        for (std::size_t index = 0; index < runtime_->device_count(); ++index) {
-            clients_.push_back(runtime_->client(index));
-            streams_[{static_cast<std::uint32_t>(index), "main"}] = clients_.back().default_stream();
+    /// Runs steps through `clients` (one per device, of any backend); `sync_all` waits for all.
+    ScenarioRunner(const Scenario& scenario, std::vector<Client> clients,
+                   std::function<Status()> sync_all)
+        : scenario_(scenario), clients_(std::move(clients)), sync_all_(std::move(sync_all)) {
+        for (std::size_t index = 0; index < clients_.size(); ++index) {
+            streams_[{static_cast<std::uint32_t>(index), "main"}] = clients_[index].default_stream();
         }
     }
 
@@ -238,7 +245,7 @@ private:
     }
     Outcome run(const SyncStep& step) {
         if (!step.device) {
-            return Outcome::of(runtime_->sync_all());
+            return Outcome::of(sync_all_());
         }
         std::vector<Handle> named;
         for (const std::string& name : step.buffers) {
@@ -300,8 +307,8 @@ private:
     Outcome run(const InjectStep& step) { return inject(step); }
 
     const Scenario& scenario_;
-    std::shared_ptr<sim::SimRuntime> runtime_;
     std::vector<Client> clients_;
+    std::function<Status()> sync_all_;
     std::map<std::string, Handle> handles_;
     std::map<std::pair<std::uint32_t, std::string>, StreamId> streams_;
     std::map<std::string, Event> events_;
@@ -379,33 +386,35 @@ void run_steps(const Scenario& scenario, ScenarioRunner& runner, ScenarioResult&
     }
 }
 
-}  // namespace
+/// Grants, faults and steps through `runner`; fills `result.failure` at the first difference.
+void run_program(const Scenario& scenario, ScenarioRunner& runner, ScenarioResult& result) {
+    for (const GrantStep& grant : scenario.grants) {
+        (void)runner.execute(grant);
+    }
+    for (const InjectStep& fault : scenario.faults) {
+        if (Outcome injected = runner.inject(fault); injected.error || !injected.problem.empty()) {
+            result.failure = scenario.path + ": a fault could not be injected: " + describe_outcome(injected);
+        }
+    }
+    if (result.failure.empty()) {
+        run_steps(scenario, runner, result);
+    }
+}
 
-ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options) {
-    const auto started = std::chrono::steady_clock::now();
-    ScenarioResult result;
-    result.path = scenario.path;
-    result.name = scenario.name;
-    result.seed = effective_seed(scenario, options);
+void run_on_simulator(const Scenario& scenario, const RunOptions& options, ScenarioResult& result) {
     auto created = sim::SimRuntime::create(sim_options(scenario, options));
     if (!created) {
         result.failure = scenario.path + ": the simulator could not start:\n" + created.error().report();
-        return result;
+        return;
     }
     std::shared_ptr<sim::SimRuntime> runtime = *created;
     {
-        ScenarioRunner runner(scenario, runtime);
-        for (const GrantStep& grant : scenario.grants) {
-            (void)runner.execute(grant);
+        std::vector<Client> clients;
+        for (std::size_t index = 0; index < runtime->device_count(); ++index) {
+            clients.push_back(runtime->client(index));
         }
-        for (const InjectStep& fault : scenario.faults) {
-            if (Outcome injected = runner.inject(fault); injected.error || !injected.problem.empty()) {
-                result.failure = scenario.path + ": a fault could not be injected: " + describe_outcome(injected);
-            }
-        }
-        if (result.failure.empty()) {
-            run_steps(scenario, runner, result);
-        }
+        ScenarioRunner runner(scenario, std::move(clients), [&runtime] { return runtime->sync_all(); });
+        run_program(scenario, runner, result);
         (void)runtime->sync_all();
         if (options.snapshot) {
             result.devices = runtime->inspect();
@@ -417,11 +426,68 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
             result.failure = scenario.path + ": " + result.failure;
         }
     }
-    result.passed = result.failure.empty();
     result.races = runtime->races();
     result.trace = runtime->trace();
     result.scheduler_steps = runtime->steps();
     result.trace_hash = runtime->trace_hash();
+}
+
+void run_on_gpus(const Scenario& scenario, const RunOptions& options, ScenarioResult& result) {
+#if TANDEM_TOOL_HAS_CUDA
+    cuda::CudaOptions cuda_options;
+    cuda_options.devices = scenario.devices;
+    cuda_options.seed = effective_seed(scenario, options);
+    cuda_options.capacity_bytes = scenario.capacity_bytes.value_or(0);
+    auto created = cuda::CudaRuntime::create(cuda_options);
+    if (!created) {
+        result.failure = scenario.path + ": the cuda backend could not start: " + created.error().message();
+        return;
+    }
+    std::shared_ptr<cuda::CudaRuntime> runtime = *created;
+    std::vector<Client> clients;
+    for (std::size_t index = 0; index < runtime->device_count(); ++index) {
+        clients.push_back(runtime->client(index));
+    }
+    if (scenario.grant_all_peers) {
+        for (Client& owner : clients) {
+            for (const Client& accessor : clients) {
+                if (Status granted = owner.grant_peer_access(accessor.service()); !granted) {
+                    result.failure = scenario.path + ": " + granted.error().message();
+                    return;
+                }
+            }
+        }
+    }
+    ScenarioRunner runner(scenario, std::move(clients), [&runtime] { return runtime->sync_all(); });
+    run_program(scenario, runner, result);
+    (void)runtime->sync_all();
+#else
+    (void)options;
+    result.failure = scenario.path + ": the cuda backend is not built into this tool";
+#endif
+}
+
+}  // namespace
+
+ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options) {
+    const auto started = std::chrono::steady_clock::now();
+    ScenarioResult result;
+    result.path = scenario.path;
+    result.name = scenario.name;
+    result.seed = effective_seed(scenario, options);
+    const auto& backends = scenario.backends;
+    if (!backends.empty() && std::find(backends.begin(), backends.end(), options.backend) == backends.end()) {
+        result.skipped = true;
+        result.skip_reason = "meant for " + backends.front() + " only";
+        result.passed = true;
+        return result;
+    }
+    if (options.backend == "cuda") {
+        run_on_gpus(scenario, options, result);
+    } else {
+        run_on_simulator(scenario, options, result);
+    }
+    result.passed = result.failure.empty();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
 }

@@ -20,12 +20,17 @@ struct RunOptions {
     bool record_trace = false;
     /// Keep a snapshot of every device after the last step (for `tandem inspect`).
     bool snapshot = false;
+    /// "sim" or "cuda".
+    std::string backend = "sim";
 };
 
 struct ScenarioResult {
     std::string path;
     std::string name;
     bool passed = false;
+    /// Not run: the scenario is not meant for this backend (`skip_reason` says why).
+    bool skipped = false;
+    std::string skip_reason;
     /// The first step that did not do what the file expects, with its file:line:column.
     std::string failure;
     std::uint64_t seed = 1;
