@@ -391,8 +391,9 @@ Status SimDevice::launch(LaunchRequest request) {
             operation->inputs.push_back(target);
         }
         if (writes(resource.access())) {
-            if (binding.peer()) {
-                // P5: work writing shared memory was enqueued, on its owner or on a peer.
+            // P5: work writing shared memory was enqueued, on its owner or on a peer. An empty
+            // grid writes nothing and changes no claim (C10), so it repairs nothing either.
+            if (binding.peer() && request.config.grid.count() != 0) {
                 binding.peer()->repair();
             }
             operation->outputs.push_back(target);

@@ -104,6 +104,22 @@ TEST_F(SimPeers, a_peer_write_failure_claims_the_owner_bytes) {
     EXPECT_TRUE(owner.read(target));
 }
 
+// Found by a `tandem explore --minutes 10` soak (program seed 2901): an empty grid repaired the
+// shared allocation's failure at enqueue although it writes nothing (C10 against P5).
+TEST_F(SimPeers, a_launch_with_zero_threads_does_not_repair_a_failed_shared_allocation) {
+    Handle target = shared(64);
+    ASSERT_TRUE(owner.write(target, std::vector<std::byte>(64)));
+    ASSERT_TRUE(owner.sync());
+    ASSERT_TRUE(peer.launch("fail", LaunchConfig::linear(1), {out(target)}, KernelArgs().u64(12)));
+    ASSERT_TRUE(peer.sync());
+    ASSERT_TRUE(target.peer()->failure().has_value());
+    ASSERT_TRUE(owner.launch("fill", LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}}, {out(target)},
+                             KernelArgs().u64(3)));
+    ASSERT_TRUE(owner.sync());
+    EXPECT_TRUE(target.peer()->failure().has_value());
+    EXPECT_FALSE(owner.read(target));
+}
+
 TEST_F(SimPeers, shared_memory_is_never_reused_while_pinned) {
     std::uint64_t pinned_address = 0;
     std::optional<PeerMemory> clone;
