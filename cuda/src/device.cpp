@@ -166,7 +166,8 @@ Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id
     }
     if (allocation_fault_countdown_ > 0 && --allocation_fault_countdown_ == 0) {
         const MemoryUsage usage = memory_.usage();
-        return Error::out_of_memory("injected allocation failure",
+        return Error::out_of_memory("injected allocation failure of " + std::to_string(size_bytes) +
+                                        " bytes",
                                     OutOfMemoryDetails{size_bytes, usage.free_bytes,
                                                        usage.reserved_bytes,
                                                        usage.largest_free_block_bytes});

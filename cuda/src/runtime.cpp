@@ -2,6 +2,8 @@
 
 #include "engine.hpp"
 
+#include <algorithm>
+
 namespace tandem::cuda {
 
 GpuReport probe_gpus() {
@@ -51,6 +53,12 @@ Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
     if (wanted > visible) {
         return Error::invalid_argument(std::to_string(wanted) + " GPUs asked for, " +
                                        std::to_string(visible) + " visible");
+    }
+    // A device capped below one pool page still serves allocations: pages shrink to fit.
+    if (options.capacity_bytes != 0 && options.capacity_bytes < options.pools.page_size_bytes) {
+        options.pools.page_size_bytes = options.capacity_bytes / 256 * 256;
+        options.pools.slice_max_bytes =
+            std::min(options.pools.slice_max_bytes, options.pools.page_size_bytes);
     }
     auto engine = std::make_unique<CudaEngine>(options);
     for (std::uint32_t index = 0; index < wanted; ++index) {
