@@ -404,6 +404,9 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
     if (engine_.pending.size() >= status_slots / 2) {
         (void)engine_.resolve_all();  // Keep status words from wrapping onto unresolved work.
     }
+    // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
+    // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
+    const std::optional<std::uint32_t> injected = kernel_fault_due(request.kernel);
     const Launcher launcher = find_launcher(request.kernel);
     if (launcher != nullptr && request.config.thread_count() == 0) {
         return {};  // C10: a launch with zero threads changes no claim, and repairs nothing.
@@ -483,7 +486,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
         }
         params.status = status_device_ + op->slot;
         params.launch_id = op->launch_id;
-        params.injected_code = kernel_fault_due(request.kernel).value_or(0);
+        params.injected_code = injected.value_or(0);
         if (replay != nullptr) {
             // Launches of one replay share its word: after a failed one, the rest do not run.
             params.producers[params.producer_count++] = ProducerStatus{params.status, op->launch_id};
