@@ -1,5 +1,7 @@
 #include "sim_test_support.hpp"
 
+#include <unistd.h>
+
 namespace tandem::sim {
 namespace {
 
@@ -58,6 +60,7 @@ TEST(SimRuntime, segments_are_owner_only_and_removed_with_the_runtime) {
             struct stat status{};
             ASSERT_EQ(::stat(("/dev/shm/" + name).c_str(), &status), 0) << name;
             EXPECT_EQ(status.st_mode & 0777, 0600u);
+            EXPECT_EQ(status.st_uid, ::getuid()) << name << " is not owned by the user who made it";
             EXPECT_NE(name.find("tandem-"), std::string::npos);
         }
     }
