@@ -16,9 +16,12 @@ namespace {
 template <typename Kernel>
 __global__ void run_launch(LaunchParams params) {
     CudaKernelContext context(params);
-    if (params.injected_code != 0 || context.producer_failed()) {
+    // A failed producer comes first (C9: the launch is skipped with its input's failure), then a
+    // fault injected for this launch, as on the simulator.
+    const bool skipped = context.producer_failed();
+    if (skipped || params.injected_code != 0) {
         if (context.thread_index() == 0) {
-            context.claim_status(params.injected_code != 0 ? params.injected_code : skipped_code);
+            context.claim_status(skipped ? skipped_code : params.injected_code);
         }
         return;
     }
