@@ -1,0 +1,196 @@
+// Launches on a GPU: the resources a launch binds, what the host knows when it enqueues it (a
+// refusal, a claimed input, an injected fault), and the parameter block the kernel receives,
+// with the status words of the producers it checks before it computes (C13 on the device).
+
+#include "engine.hpp"
+
+#include <functional>
+
+namespace tandem::cuda {
+
+namespace {
+
+/// The resources and tensor maps of `request` as the kernel receives them. `local_pointer`
+/// resolves a buffer of the launching device; shared memory of a peer is bound at its address.
+Status encode_resources(const LaunchRequest& request, LaunchParams& params,
+                        const std::function<std::uint8_t*(const BufferBinding&)>& local_pointer) {
+    std::uint32_t maps = 0;
+    params.resource_count = static_cast<std::uint32_t>(request.resources.size());
+    for (std::size_t index = 0; index < request.resources.size(); ++index) {
+        const KernelResource& resource = request.resources[index];
+        DeviceResource& bound = params.resources[index];
+        bound.size_bytes = resource.buffer_binding().size_in_use();
+        if (const PeerBinding* peer = resource.peer_binding()) {
+            bound.pointer = reinterpret_cast<std::uint8_t*>(peer->address());
+        } else {
+            bound.pointer = local_pointer(resource.buffer_binding());
+        }
+        const auto* map = std::get_if<TensorMapBinding>(&resource.binding());
+        if (map == nullptr) {
+            continue;
+        }
+        if (maps == max_launch_tensor_maps) {
+            return Error::invalid_argument("a launch binds at most " +
+                                           std::to_string(max_launch_tensor_maps) + " tensor maps");
+        }
+        bound.tensor_map = maps;
+        DeviceTensorMap& encoded = params.tensor_maps[maps++];
+        const TensorMapDescriptor& descriptor = map->descriptor();
+        encoded.rank = static_cast<std::uint32_t>(descriptor.dims.size());
+        encoded.elem_size_bytes = descriptor.elem_size_bytes;
+        for (std::size_t dim = 0; dim < descriptor.dims.size(); ++dim) {
+            encoded.dims[dim] = descriptor.dims[dim];
+            encoded.box[dim] = descriptor.box[dim];
+        }
+        for (std::size_t dim = 0; dim < descriptor.strides_bytes.size(); ++dim) {
+            encoded.strides_bytes[dim] = descriptor.strides_bytes[dim];
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<std::vector<Target>> CudaDevice::targets(const LaunchRequest& request,
+                                                std::vector<Target>& inputs) {
+    std::vector<Target> outputs;
+    for (const KernelResource& resource : request.resources) {
+        const BufferBinding& binding = resource.buffer_binding();
+        Target target{index_, binding.claim_key(), std::nullopt};
+        if (const PeerBinding* peer = resource.peer_binding()) {
+            CudaDevice* owner = engine_.device_of(peer->memory().owner_service());
+            if (owner == nullptr) {
+                return Error::peer_unreachable(service_, peer->memory().owner_service(),
+                                               "the owner is not a device of this runtime");
+            }
+            target = Target{owner->index_, binding.claim_key(), peer->memory()};
+        } else if (binding.service() != service_) {
+            return Error::wrong_service(service_, binding.service());  // P1
+        }
+        if (reads(resource.access())) {
+            inputs.push_back(target);
+        }
+        if (writes(resource.access())) {
+            if (binding.peer()) {
+                binding.peer()->repair();  // P5
+            }
+            outputs.push_back(target);
+        }
+    }
+    return outputs;
+}
+
+Status CudaDevice::launch(LaunchRequest request) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    Result<CudaStream*> found = stream(request.stream);
+    if (!found) {
+        return found.error();
+    }
+    if ((*found)->capture) {
+        (*found)->capture->launches.push_back(request);
+    }
+    return enqueue_launch(std::move(request), true, nullptr);
+}
+
+Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, PendingOp* replay) {
+    CudaStream* target_stream = *stream(request.stream);
+    if (request.resources.size() > max_launch_resources) {
+        return Error::invalid_argument("a launch binds at most " +
+                                       std::to_string(max_launch_resources) + " resources");
+    }
+    if (engine_.pending.size() >= status_slots / 2) {
+        (void)engine_.resolve_all();  // Keep status words from wrapping onto unresolved work.
+    }
+    // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
+    // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
+    const std::optional<std::uint32_t> injected = kernel_fault_due(request.kernel);
+    const Launcher launcher = find_launcher(request.kernel);
+    if (launcher != nullptr && request.config.thread_count() == 0) {
+        return {};  // C10: a launch with zero threads changes no claim, and repairs nothing.
+    }
+    auto op = std::make_shared<PendingOp>();
+    op->kind = PendingOp::Kind::Launch;
+    op->label = request.kernel;
+    op->device = index_;
+    op->stream = request.stream;
+    Result<std::vector<Target>> outputs = targets(request, op->inputs);
+    if (!outputs) {
+        return outputs.error();
+    }
+    op->outputs = std::move(*outputs);
+    for (const KernelResource& resource : request.resources) {
+        op->held.push_back(resource.buffer_binding());
+    }
+    if (replay == nullptr) {
+        op->slot = next_slot_++ % status_slots;
+        op->launch_id = next_launch_id_++;
+    } else {
+        op->slot = replay->slot;
+        op->launch_id = replay->launch_id;
+        op->inputs.clear();  // C14: a replay does not check inputs.
+        check_inputs = false;
+    }
+    if (launcher == nullptr) {
+        op->inputs.clear();
+        op->known_failure = Error::launch_refused(request.kernel, "no kernel of that name is registered");
+    } else if (request.config.block.count() > max_block_threads) {
+        op->inputs.clear();
+        op->known_failure = Error::launch_refused(
+            request.kernel, "a block of " + std::to_string(request.config.block.count()) +
+                                " threads is over the limit of " + std::to_string(max_block_threads));
+    } else if (std::optional<Cause> cause =
+                   check_inputs ? first_claimed_input(engine_, op->inputs) : std::nullopt) {
+        op->known_skip = cause;  // C9
+    }
+    if (check_inputs) {
+        op->producers = engine_.producers_of(op->inputs);
+    }
+    if (!op->known_failure && !op->known_skip) {
+        LaunchParams params;
+        if (Status encoded = encode_resources(request, params, [this](const BufferBinding& binding) {
+                return *device_pointer(binding);
+            });
+            !encoded) {
+            return encoded;
+        }
+        for (std::size_t word = 0; word < request.args.count(); ++word) {
+            params.args[word] = request.args.u64_at(word);
+        }
+        params.status = status_device_ + op->slot;
+        params.launch_id = op->launch_id;
+        params.injected_code = injected.value_or(0);
+        if (replay != nullptr) {
+            // Launches of one replay share its word: after a failed one, the rest do not run.
+            params.producers[params.producer_count++] = ProducerStatus{params.status, op->launch_id};
+        }
+        for (const auto& producer : op->producers) {
+            // Producers on this device are checked on the GPU before the launch computes; the
+            // host checks the others when it resolves (C13).
+            if (producer->kind == PendingOp::Kind::Launch && producer->device == index_ &&
+                params.producer_count < max_checked_producers) {
+                params.producers[params.producer_count++] =
+                    ProducerStatus{status_device_ + producer->slot, producer->launch_id};
+            }
+        }
+        DeviceGuard guard(ordinal_);
+        const auto status = static_cast<cudaError_t>(
+            launcher(request.config, target_stream->handle, params));
+        if (status != cudaSuccess) {
+            if (sticky(status)) {
+                lose(cuda_error_text(status));
+            }
+            op->known_failure = Error::launch_refused(request.kernel, cuda_error_text(status));
+        }
+    }
+    if (replay != nullptr) {
+        replay->held.insert(replay->held.end(), op->held.begin(), op->held.end());
+        return {};
+    }
+    push(op, *target_stream);
+    return {};
+}
+
+}  // namespace tandem::cuda
