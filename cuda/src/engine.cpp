@@ -158,17 +158,25 @@ void CudaEngine::resolve(PendingOp& op) {
     CudaDevice& device = *devices[op.device];
     std::optional<Error> failure;
     bool skipped = false;
+    // C13: work that read outputs of failed work before the host knew is treated as skipped,
+    // whatever it reported itself: a producer on another GPU is only checked here, so the work
+    // may have run on bad bytes and failed (or hit an injected fault) on its own.
+    for (const auto& producer : op.producers) {
+        skipped = skipped || producer->failed;
+    }
     if (std::optional<Error> gone = device.lost_locked()) {
         failure = *gone;
+        skipped = false;
     } else if (op.known_failure) {
         failure = op.known_failure;
+        skipped = false;
     } else if (op.known_skip) {
         claim_skipped(*this, op.label, op.outputs, *op.known_skip);
         op.failed = true;
         op.resolved = true;
         op.held.clear();
         return;
-    } else if (op.kind == PendingOp::Kind::Launch || op.kind == PendingOp::Kind::Replay) {
+    } else if (!skipped && (op.kind == PendingOp::Kind::Launch || op.kind == PendingOp::Kind::Replay)) {
         const unsigned long long word = device.status_word(op.slot);
         if ((word >> 32) == op.launch_id) {
             const auto code = static_cast<std::uint32_t>(word & 0xffffffffu);
@@ -179,10 +187,6 @@ void CudaEngine::resolve(PendingOp& op) {
                     KernelFailedDetails{op.label, device.service(), op.stream, code});
             }
         }
-    }
-    // C13: work that read outputs of failed work before the host knew is treated as skipped.
-    for (const auto& producer : op.producers) {
-        skipped = skipped || producer->failed;
     }
     if (failure) {
         claim_failed(*this, op.outputs, *failure);
