@@ -333,9 +333,10 @@ Status CudaDevice::copy(const KernelResource& source, const BufferBinding& targe
         target.peer()->repair();  // P5
     }
     op->producers = engine_.producers_of(op->inputs);
-    if (std::optional<Cause> cause = first_claimed_input(engine_, op->inputs)) {
-        op->known_skip = cause;  // C9: the copy does not run.
-    } else {
+    if (op->producers.empty()) {
+        op->known_skip = first_claimed_input(engine_, op->inputs);  // C9: the copy does not run.
+    }
+    if (!op->known_skip) {
         DeviceGuard guard(ordinal_);
         const cudaError_t status =
             from_ordinal == ordinal_

@@ -141,12 +141,14 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
         op->known_failure = Error::launch_refused(
             request.kernel, "a block of " + std::to_string(request.config.block.count()) +
                                 " threads is over the limit of " + std::to_string(max_block_threads));
-    } else if (std::optional<Cause> cause =
-                   check_inputs ? first_claimed_input(engine_, op->inputs) : std::nullopt) {
-        op->known_skip = cause;  // C9
     }
     if (check_inputs) {
         op->producers = engine_.producers_of(op->inputs);
+    }
+    // C9 at enqueue, to save the launch: only when no pending work writes the inputs, so the
+    // claims seen now are final for them. The outcome itself is decided when it resolves.
+    if (!op->known_failure && check_inputs && op->producers.empty()) {
+        op->known_skip = first_claimed_input(engine_, op->inputs);
     }
     if (!op->known_failure && !op->known_skip) {
         LaunchParams params;

@@ -157,50 +157,33 @@ Status CudaEngine::resolve_all() {
 void CudaEngine::resolve(PendingOp& op) {
     CudaDevice& device = *devices[op.device];
     std::optional<Error> failure;
-    bool skipped = false;
-    // C13: work that read outputs of failed work before the host knew is treated as skipped,
-    // whatever it reported itself: a producer on another GPU is only checked here, so the work
-    // may have run on bad bytes and failed (or hit an injected fault) on its own.
-    for (const auto& producer : op.producers) {
-        skipped = skipped || producer->failed;
-    }
+    std::optional<Cause> cause;
     if (std::optional<Error> gone = device.lost_locked()) {
         failure = *gone;
-        skipped = false;
     } else if (op.known_failure) {
         failure = op.known_failure;
-        skipped = false;
-    } else if (op.known_skip) {
-        claim_skipped(*this, op.label, op.outputs, *op.known_skip);
-        op.failed = true;
-        op.resolved = true;
-        op.held.clear();
-        return;
-    } else if (!skipped && (op.kind == PendingOp::Kind::Launch || op.kind == PendingOp::Kind::Replay)) {
+    } else if (op.kind != PendingOp::Kind::Replay) {
+        // Outcomes resolve in enqueue order, so the claims on the inputs now are the claims the
+        // work would have met in program order: a claimed input means it was skipped (C9), or
+        // consumed bytes of failed work before the host knew (C13), whatever it reported itself.
+        cause = first_claimed_input(*this, op.inputs);
+    }
+    if (!failure && !cause &&
+        (op.kind == PendingOp::Kind::Launch || op.kind == PendingOp::Kind::Replay)) {
         const unsigned long long word = device.status_word(op.slot);
-        if ((word >> 32) == op.launch_id) {
-            const auto code = static_cast<std::uint32_t>(word & 0xffffffffu);
-            if (code == skipped_code) {
-                skipped = true;
-            } else {
-                failure = Error::kernel_failed(
-                    KernelFailedDetails{op.label, device.service(), op.stream, code});
-            }
+        const auto code = static_cast<std::uint32_t>(word & 0xffffffffu);
+        if ((word >> 32) == op.launch_id && code != skipped_code) {
+            failure = Error::kernel_failed(KernelFailedDetails{op.label, device.service(), op.stream, code});
         }
     }
     if (failure) {
         claim_failed(*this, op.outputs, *failure);
-        op.failed = true;
-    } else if (skipped) {
-        if (std::optional<Cause> cause = first_claimed_input(*this, op.inputs)) {
-            claim_skipped(*this, op.label, op.outputs, *cause);
-            op.failed = true;
-        } else {
-            release_outputs(*this, op.outputs);
-        }
+    } else if (cause) {
+        claim_skipped(*this, op.label, op.outputs, *cause);
     } else {
         release_outputs(*this, op.outputs);
     }
+    op.failed = failure.has_value() || cause.has_value();
     op.resolved = true;
     op.producers.clear();
     op.held.clear();

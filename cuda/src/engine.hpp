@@ -93,7 +93,8 @@ struct PendingOp {
     std::uint32_t launch_id = 0;
     /// Pending work whose outputs this work read (C13).
     std::vector<std::shared_ptr<PendingOp>> producers;
-    /// An outcome the host knew when it enqueued the work: a refusal (C10) or a claimed input (C9).
+    /// What the host knew when it enqueued the work: a refusal (C10), or a claimed input (C9)
+    /// with no pending writer, so the work was not launched. The outcome is decided on resolve.
     std::optional<Error> known_failure;
     std::optional<Cause> known_skip;
     bool captured = false;
