@@ -106,25 +106,11 @@ void CudaDevice::fetch_status() {
 
 std::optional<std::uint32_t> CudaDevice::kernel_fault_due(const std::string& kernel) {
     // Decided when a launch is enqueued, in program order, as on the simulator.
-    for (KernelFaultState& state : kernel_faults_) {
-        if (state.fault.kernel != kernel) {
-            continue;
-        }
-        ++state.launches;
-        if (state.fault.nth != 0 && state.launches != state.fault.nth) {
-            continue;
-        }
-        if (state.fault.probability >= 1.0 ||
-            std::uniform_real_distribution<double>(0.0, 1.0)(engine_.rng) < state.fault.probability) {
-            return state.fault.code;
-        }
-    }
-    return std::nullopt;
+    return faults_.kernel_fault_due(kernel, engine_.rng);
 }
 
 void CudaDevice::count_operation() {
-    if (loss_countdown_ && --*loss_countdown_ == 0) {
-        loss_countdown_.reset();
+    if (faults_.loss_due()) {
         (void)engine_.resolve_all();
         lose("injected device loss (simulated)");
     }
@@ -164,13 +150,8 @@ Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id
     if (Result<CudaStream*> found = stream(stream_id); !found) {
         return found.error();
     }
-    if (allocation_fault_countdown_ > 0 && --allocation_fault_countdown_ == 0) {
-        const MemoryUsage usage = memory_.usage();
-        return Error::out_of_memory("injected allocation failure of " + std::to_string(size_bytes) +
-                                        " bytes",
-                                    OutOfMemoryDetails{size_bytes, usage.free_bytes,
-                                                       usage.reserved_bytes,
-                                                       usage.largest_free_block_bytes});
+    if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_.usage())) {
+        return *injected;
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);
     if (!allocated) {
@@ -470,23 +451,14 @@ MemoryUsage CudaDevice::memory_usage() const {
 
 Status CudaDevice::inject(const Fault& fault) {
     std::lock_guard lock(engine_.mutex);
-    if (const auto* kernel = std::get_if<KernelFault>(&fault)) {
-        if (!(kernel->probability >= 0.0 && kernel->probability <= 1.0)) {
-            return Error::invalid_argument("a fault probability lies in [0, 1]");
+    if (Status armed = faults_.arm(fault); !armed) {
+        return armed;
+    }
+    if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
+        if (loss->after_operations == 0) {
+            (void)engine_.resolve_all();
+            lose("injected device loss (simulated)");
         }
-        kernel_faults_.push_back(KernelFaultState{*kernel, 0});
-    } else if (const auto* allocation = std::get_if<AllocationFault>(&fault)) {
-        if (allocation->nth == 0) {
-            return Error::invalid_argument("allocation faults count from 1");
-        }
-        allocation_fault_countdown_ = allocation->nth;
-    } else if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
-        if (loss->after_operations != 0) {
-            loss_countdown_ = loss->after_operations;
-            return {};
-        }
-        (void)engine_.resolve_all();
-        lose("injected device loss (simulated)");
     } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
         Result<CudaStream*> found = stream(delay->stream);
         if (!found) {

@@ -6,6 +6,7 @@
 #include "launcher.hpp"
 
 #include "tandem/core/claim_store.hpp"
+#include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/outcome.hpp"
 #include "tandem/core/server.hpp"
@@ -189,13 +190,7 @@ private:
     std::set<ServiceId> granted_;
     std::optional<Error> lost_;
 
-    struct KernelFaultState {
-        KernelFault fault;
-        std::uint64_t launches = 0;
-    };
-    std::vector<KernelFaultState> kernel_faults_;
-    std::uint64_t allocation_fault_countdown_ = 0;
-    std::optional<std::uint64_t> loss_countdown_;
+    FaultPlan faults_;
     /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
     void count_operation();
 };

@@ -81,30 +81,10 @@ std::optional<Error> SimDevice::lost() const {
     return lost_;
 }
 
-bool SimDevice::loss_due() {
-    if (loss_countdown_ && (*loss_countdown_ == 0 || --*loss_countdown_ == 0)) {
-        loss_countdown_.reset();
-        return true;
-    }
-    return false;
-}
+bool SimDevice::loss_due() { return faults_.loss_due(); }
 
 std::optional<std::uint32_t> SimDevice::kernel_fault_due(const std::string& kernel) {
-    for (KernelFaultState& state : kernel_faults_) {
-        if (state.fault.kernel != kernel) {
-            continue;
-        }
-        ++state.launches;
-        const bool this_launch = state.fault.nth == 0 || state.launches == state.fault.nth;
-        if (!this_launch) {
-            continue;
-        }
-        if (state.fault.probability >= 1.0 ||
-            std::uniform_real_distribution<double>(0.0, 1.0)(engine_.rng) < state.fault.probability) {
-            return state.fault.code;
-        }
-    }
-    return std::nullopt;
+    return faults_.kernel_fault_due(kernel, engine_.rng);
 }
 
 void SimDevice::sweep() { memory_.sweep(); }
@@ -186,13 +166,8 @@ Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id)
         // is wrong gets InvalidArgument, and nothing changes.
         return memory_.allocate(size_bytes, stream_id).error();
     }
-    if (allocation_fault_countdown_ > 0 && --allocation_fault_countdown_ == 0) {
-        const MemoryUsage usage = memory_.usage();
-        return Error::out_of_memory("injected allocation failure of " +
-                                        std::to_string(size_bytes) + " bytes",
-                                    OutOfMemoryDetails{size_bytes, usage.free_bytes,
-                                                       usage.reserved_bytes,
-                                                       usage.largest_free_block_bytes});
+    if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_.usage())) {
+        return *injected;
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);
     if (!allocated) {
@@ -581,22 +556,12 @@ MemoryUsage SimDevice::memory_usage() const {
 
 Status SimDevice::inject(const Fault& fault) {
     std::lock_guard lock(engine_.mutex);
-    if (const auto* kernel = std::get_if<KernelFault>(&fault)) {
-        // Written so that NaN is refused too: every comparison with it is false.
-        if (!(kernel->probability >= 0.0 && kernel->probability <= 1.0)) {
-            return Error::invalid_argument("a fault probability lies in [0, 1]");
-        }
-        kernel_faults_.push_back(KernelFaultState{*kernel, 0});
-    } else if (const auto* allocation = std::get_if<AllocationFault>(&fault)) {
-        if (allocation->nth == 0) {
-            return Error::invalid_argument("allocation faults count from 1");
-        }
-        allocation_fault_countdown_ = allocation->nth;
-    } else if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
+    if (Status armed = faults_.arm(fault); !armed) {
+        return armed;
+    }
+    if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
         if (loss->after_operations == 0) {
             lose("injected device loss");
-        } else {
-            loss_countdown_ = loss->after_operations;
         }
     } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
         Result<SimStream*> found = stream(delay->stream);

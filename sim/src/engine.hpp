@@ -8,6 +8,7 @@
 #include "segment_storage.hpp"
 
 #include "tandem/core/claim_store.hpp"
+#include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/server.hpp"
 #include "tandem/sim/runtime.hpp"
@@ -140,16 +141,10 @@ private:
     std::optional<Error> lost_;
     std::deque<FreedRecord> freed_;
 
-    struct KernelFaultState {
-        KernelFault fault;
-        std::uint64_t launches = 0;
-    };
-    std::vector<KernelFaultState> kernel_faults_;
+    FaultPlan faults_;
     /// Seeded noise that fresh allocations are filled from (see fill_garbage).
     std::vector<std::uint64_t> noise_;
-    std::uint64_t allocation_fault_countdown_ = 0;
     std::uint64_t allocations_made_ = 0;
-    std::optional<std::uint64_t> loss_countdown_;
 };
 
 class Engine final : public DeviceDirectory {

@@ -1,0 +1,45 @@
+#pragma once
+
+// The faults armed on one device, and when each is due. Both backends keep one: the decisions
+// (which launch fails, which allocation, after how many operations the device is lost) are
+// taken here, in program order, so a plan means the same on the simulator and on GPUs.
+
+#include "tandem/core/error.hpp"
+#include "tandem/core/fault.hpp"
+#include "tandem/core/memory_manager.hpp"
+#include "tandem/core/result.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string_view>
+#include <vector>
+
+namespace tandem {
+
+class FaultPlan {
+public:
+    /// Arms a kernel, allocation or delayed device-loss fault; `InvalidArgument` for a
+    /// probability outside [0, 1] (NaN included) or an allocation counted from 0. A loss with
+    /// no delay and a stream delay are the device's to apply at once.
+    Status arm(const Fault& fault);
+
+    /// Whether a fault hits this launch of `kernel`, and its code. Called for every launch
+    /// enqueued, in program order; probabilities draw from `rng`.
+    std::optional<std::uint32_t> kernel_fault_due(std::string_view kernel, std::mt19937_64& rng);
+    /// The injected failure of this allocation, if one is due.
+    std::optional<Error> allocation_fault_due(std::uint64_t size_bytes, const MemoryUsage& usage);
+    /// Counts one operation; true when an armed device loss is due now.
+    bool loss_due();
+
+private:
+    struct KernelFaultState {
+        KernelFault fault;
+        std::uint64_t launches = 0;
+    };
+    std::vector<KernelFaultState> kernel_faults_;
+    std::uint64_t allocation_countdown_ = 0;
+    std::optional<std::uint64_t> loss_countdown_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,64 @@
+#include "tandem/core/fault_plan.hpp"
+
+#include <string>
+
+namespace tandem {
+
+Status FaultPlan::arm(const Fault& fault) {
+    if (const auto* kernel = std::get_if<KernelFault>(&fault)) {
+        // Written so that NaN is refused too: every comparison with it is false.
+        if (!(kernel->probability >= 0.0 && kernel->probability <= 1.0)) {
+            return Error::invalid_argument("a fault probability lies in [0, 1]");
+        }
+        kernel_faults_.push_back(KernelFaultState{*kernel, 0});
+    } else if (const auto* allocation = std::get_if<AllocationFault>(&fault)) {
+        if (allocation->nth == 0) {
+            return Error::invalid_argument("allocation faults count from 1");
+        }
+        allocation_countdown_ = allocation->nth;
+    } else if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
+        if (loss->after_operations > 0) {
+            loss_countdown_ = loss->after_operations;
+        }
+    }
+    return {};
+}
+
+std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel,
+                                                         std::mt19937_64& rng) {
+    for (KernelFaultState& state : kernel_faults_) {
+        if (state.fault.kernel != kernel) {
+            continue;
+        }
+        ++state.launches;
+        if (state.fault.nth != 0 && state.launches != state.fault.nth) {
+            continue;
+        }
+        if (state.fault.probability >= 1.0 ||
+            std::uniform_real_distribution<double>(0.0, 1.0)(rng) < state.fault.probability) {
+            return state.fault.code;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<Error> FaultPlan::allocation_fault_due(std::uint64_t size_bytes,
+                                                     const MemoryUsage& usage) {
+    if (allocation_countdown_ == 0 || --allocation_countdown_ != 0) {
+        return std::nullopt;
+    }
+    return Error::out_of_memory(
+        "injected allocation failure of " + std::to_string(size_bytes) + " bytes",
+        OutOfMemoryDetails{size_bytes, usage.free_bytes, usage.reserved_bytes,
+                           usage.largest_free_block_bytes});
+}
+
+bool FaultPlan::loss_due() {
+    if (loss_countdown_ && --*loss_countdown_ == 0) {
+        loss_countdown_.reset();
+        return true;
+    }
+    return false;
+}
+
+}  // namespace tandem
