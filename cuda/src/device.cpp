@@ -168,20 +168,34 @@ Result<std::uint8_t*> CudaDevice::device_pointer(const BufferBinding& binding) c
     return reinterpret_cast<std::uint8_t*>(info->address + binding.offset_start());
 }
 
+Result<CudaDevice::WriteTarget> CudaDevice::write_target(const BufferBinding& target,
+                                                         StreamId stream_id) {
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (target.service() != service_) {
+        return Error::wrong_service(service_, target.service());  // P1
+    }
+    Result<CudaStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    Result<std::uint8_t*> pointer = device_pointer(target);
+    if (!pointer) {
+        return pointer.error();
+    }
+    return WriteTarget{*found, *pointer};
+}
+
 Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte> bytes,
                          StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
+    Result<WriteTarget> resolved = write_target(target, stream_id);
+    if (!resolved) {
+        return resolved.error();
     }
-    if (target.service() != service_) {
-        return Error::wrong_service(service_, target.service());
-    }
-    Result<CudaStream*> found = stream(stream_id);
-    Result<std::uint8_t*> pointer = device_pointer(target);
-    if (!found || !pointer) {
-        return !found ? found.error() : pointer.error();
-    }
+    CudaStream** found = &resolved->stream;
+    std::uint8_t** pointer = &resolved->pointer;
     auto op = std::make_shared<PendingOp>();
     op->kind = PendingOp::Kind::Write;
     op->label = "host write";
@@ -268,17 +282,12 @@ Result<std::vector<std::byte>> CudaDevice::read_strided(const CopyDescriptor& so
 Status CudaDevice::copy(const KernelResource& source, const BufferBinding& target,
                         StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
+    Result<WriteTarget> resolved = write_target(target, stream_id);
+    if (!resolved) {
+        return resolved.error();
     }
-    if (target.service() != service_) {
-        return Error::wrong_service(service_, target.service());
-    }
-    Result<CudaStream*> found = stream(stream_id);
-    Result<std::uint8_t*> to = device_pointer(target);
-    if (!found || !to) {
-        return !found ? found.error() : to.error();
-    }
+    CudaStream** found = &resolved->stream;
+    std::uint8_t** to = &resolved->pointer;
     auto op = std::make_shared<PendingOp>();
     op->kind = PendingOp::Kind::Copy;
     op->device = index_;

@@ -168,6 +168,13 @@ private:
     Result<CudaStream*> stream(StreamId id);
     Status refuse_if_lost() const;
     Result<std::uint8_t*> device_pointer(const BufferBinding& binding) const;
+    /// Where a write or copy into `target` on `stream` goes: checks the device is alive, the
+    /// binding is this device's (P1), the stream exists and the memory is live.
+    struct WriteTarget {
+        CudaStream* stream;
+        std::uint8_t* pointer;
+    };
+    Result<WriteTarget> write_target(const BufferBinding& target, StreamId stream);
     /// Enqueues `request`; a replay passes its own op, whose status word every launch shares.
     Status enqueue_launch(LaunchRequest request, bool check_inputs, PendingOp* replay);
     Result<std::vector<Target>> targets(const LaunchRequest& request, std::vector<Target>& inputs);
