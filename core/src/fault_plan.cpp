@@ -43,10 +43,11 @@ std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel
 }
 
 std::optional<Error> FaultPlan::allocation_fault_due(std::uint64_t size_bytes,
-                                                     const MemoryUsage& usage) {
+                                                     const MemoryManager& memory) {
     if (allocation_countdown_ == 0 || --allocation_countdown_ != 0) {
         return std::nullopt;
     }
+    const MemoryUsage usage = memory.usage();
     return Error::out_of_memory(
         "injected allocation failure of " + std::to_string(size_bytes) + " bytes",
         OutOfMemoryDetails{size_bytes, usage.free_bytes, usage.reserved_bytes,

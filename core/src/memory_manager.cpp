@@ -1,38 +1,50 @@
 #include "tandem/core/memory_manager.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cassert>
 #include <string>
 
 namespace tandem {
 
-/// Collects the ids of released allocations from whichever thread dropped them.
+/// Collects the ids of released allocations from whichever thread dropped them. The manager asks
+/// `pending()` before every allocation, so an allocation that follows no release pays one atomic
+/// load instead of a lock; `take` swaps buffers, so neither side calls the heap once both have
+/// grown to the working size.
 class MemoryManager::ReleaseQueue final : public ReleaseSink {
 public:
     void released(MemoryId memory) noexcept override {
         std::lock_guard lock(mutex_);
         try {
             ids_.push_back(memory);
+            pending_.store(true, std::memory_order_release);
         } catch (...) {
-            // Out of host memory while dropping a handle: the allocation stays reserved until
-            // the manager goes, which loses bytes but never hands out memory still in use.
+            // Out of host memory while dropping a handle: the allocation stays reserved until the
+            // manager goes, which loses bytes but never hands out memory still in use.
         }
     }
-    std::vector<MemoryId> take() {
+    [[nodiscard]] bool pending() const { return pending_.load(std::memory_order_acquire); }
+    /// Moves the released ids into `into`, which must be empty, keeping both buffers' capacity.
+    void take(std::vector<MemoryId>& into) {
+        assert(into.empty());
         std::lock_guard lock(mutex_);
-        return std::exchange(ids_, {});
+        ids_.swap(into);
+        pending_.store(false, std::memory_order_relaxed);
     }
 
 private:
     std::mutex mutex_;
     std::vector<MemoryId> ids_;
+    std::atomic<bool> pending_{false};
 };
 
 namespace {
 
 std::uint64_t round_up(std::uint64_t size_bytes, std::uint64_t alignment) {
-    // Sizes are at most 2^62 here, so the sum cannot wrap.
-    return (size_bytes + alignment - 1) / alignment * alignment;
+    // Sizes are at most 2^62 here, so the sum cannot wrap; alignments are powers of two (checked in
+    // the constructor), so a mask replaces the division.
+    return (size_bytes + alignment - 1) & ~(alignment - 1);
 }
 
 }  // namespace
@@ -45,6 +57,7 @@ MemoryManager::MemoryManager(Storage& storage, StreamOrder& order, PoolOptions o
       exclusive_(storage, order),
       released_(std::make_shared<ReleaseQueue>()) {
     assert(options_.slice_max_bytes <= options_.page_size_bytes);
+    assert(std::has_single_bit(storage_.alignment_bytes()));
 }
 
 MemoryManager::~MemoryManager() = default;
@@ -87,14 +100,14 @@ Result<std::pair<ManagedMemoryHandle, AllocationInfo>> MemoryManager::allocate(
         }
         const MemoryUsage usage = usage_locked();
         return Error::out_of_memory(
-            "cannot allocate " + std::to_string(size_bytes) + " bytes",
-            OutOfMemoryDetails{size_bytes, usage.free_bytes, usage.reserved_bytes,
-                               usage.largest_free_block_bytes})
+                   "cannot allocate " + std::to_string(size_bytes) + " bytes",
+                   OutOfMemoryDetails{size_bytes, usage.free_bytes, usage.reserved_bytes,
+                                      usage.largest_free_block_bytes})
             .caused_by(block.error());
     }
     AllocationInfo info{MemoryId::next(), block->address, size_bytes, stream};
-    live_.emplace(info.id, info);
-    by_address_.emplace(info.address, info.id);
+    live_.insert(info.id.value, info);
+    address_nodes_.emplace(by_address_, info.address, info.id);
     return std::pair{ManagedMemoryHandle::create(info.id, released_), info};
 }
 
@@ -104,30 +117,36 @@ std::size_t MemoryManager::sweep() {
 }
 
 std::size_t MemoryManager::sweep_locked() {
-    std::vector<MemoryId> released = released_->take();
-    for (MemoryId memory : released) {
-        auto found = live_.find(memory);
-        assert(found != live_.end() && "a released allocation is live until swept");
-        const AllocationInfo info = found->second;
+    if (!released_->pending()) {
+        return 0;
+    }
+    released_->take(sweeping_);
+    for (MemoryId memory : sweeping_) {
+        const AllocationInfo* found = live_.find(memory.value);
+        assert(found != nullptr && "a released allocation is live until swept");
+        const AllocationInfo info = *found;
         if (freed_listener_) {
             freed_listener_(info);
         }
         const std::uint64_t block_bytes = round_up(info.size_bytes, storage_.alignment_bytes());
-        pool_for(block_bytes).free(PoolBlock{info.address, block_bytes},
-                                   ReleaseMark{info.stream, order_.record(info.stream)});
-        by_address_.erase(info.address);
-        live_.erase(found);
+        pool_for(block_bytes)
+            .free(PoolBlock{info.address, block_bytes},
+                  ReleaseMark{info.stream, order_.record(info.stream)});
+        address_nodes_.erase(by_address_, by_address_.find(info.address));
+        live_.erase(memory.value);
     }
-    return released.size();
+    const std::size_t swept = sweeping_.size();
+    sweeping_.clear();
+    return swept;
 }
 
 std::optional<AllocationInfo> MemoryManager::find(MemoryId memory) const {
     std::lock_guard lock(mutex_);
-    auto found = live_.find(memory);
-    if (found == live_.end()) {
+    const AllocationInfo* found = live_.find(memory.value);
+    if (found == nullptr) {
         return std::nullopt;
     }
-    return found->second;
+    return *found;
 }
 
 std::optional<AllocationInfo> MemoryManager::find_address(std::uint64_t address) const {
@@ -136,7 +155,9 @@ std::optional<AllocationInfo> MemoryManager::find_address(std::uint64_t address)
     if (after == by_address_.begin()) {
         return std::nullopt;
     }
-    const AllocationInfo& info = live_.at(std::prev(after)->second);
+    const AllocationInfo* live = live_.find(std::prev(after)->second.value);
+    assert(live != nullptr && "every address entry names a live allocation");
+    const AllocationInfo& info = *live;
     if (address - info.address >= info.size_bytes) {
         return std::nullopt;
     }

@@ -56,10 +56,10 @@ std::optional<PoolBlock> SlicedPool::take_free(std::uint64_t size_bytes, StreamI
             }
             const std::uint64_t address = block->first;
             FreeBlock taken = block->second;
-            page.free.erase(block);
+            free_nodes_.erase(page.free, block);
             if (taken.size_bytes > size_bytes) {
-                page.free.emplace(address + size_bytes,
-                                  FreeBlock{taken.size_bytes - size_bytes, taken.mark});
+                free_nodes_.emplace(page.free, address + size_bytes,
+                                    FreeBlock{taken.size_bytes - size_bytes, taken.mark});
             }
             order_after(taken.mark, stream);
             page.used_bytes += size_bytes;
@@ -105,17 +105,17 @@ void SlicedPool::free(PoolBlock block, ReleaseMark mark) {
             if (auto fused = fuse_marks(previous->second.mark, freed.mark)) {
                 freed = FreeBlock{previous->second.size_bytes + freed.size_bytes, *fused};
                 address = previous->first;
-                page.free.erase(previous);
+                free_nodes_.erase(page.free, previous);
             }
         }
     }
     if (next != page.free.end() && address + freed.size_bytes == next->first) {
         if (auto fused = fuse_marks(freed.mark, next->second.mark)) {
             freed = FreeBlock{freed.size_bytes + next->second.size_bytes, *fused};
-            page.free.erase(next);
+            free_nodes_.erase(page.free, next);
         }
     }
-    page.free.emplace(address, freed);
+    free_nodes_.emplace(page.free, address, freed);
 }
 
 std::uint64_t SlicedPool::trim() {
@@ -158,9 +158,8 @@ ExclusivePool::~ExclusivePool() {
     for (const auto& [size, cached] : cache_) {
         storage_.release(cached.region);
     }
-    for (const auto& [address, region] : live_) {
-        storage_.release(region);
-    }
+    live_.for_each(
+        [this](std::uint64_t, const StorageRegion& region) { storage_.release(region); });
 }
 
 Result<PoolBlock> ExclusivePool::allocate(std::uint64_t size_bytes, StreamId stream) {
@@ -181,7 +180,7 @@ Result<PoolBlock> ExclusivePool::allocate(std::uint64_t size_bytes, StreamId str
     if (candidate != cache_.end()) {
         order_after(candidate->second.mark, stream);
         region = candidate->second.region;
-        cache_.erase(candidate);
+        cache_nodes_.erase(cache_, candidate);
     } else {
         Result<StorageRegion> reserved = storage_.reserve(size_bytes);
         if (!reserved) {
@@ -189,17 +188,18 @@ Result<PoolBlock> ExclusivePool::allocate(std::uint64_t size_bytes, StreamId str
         }
         region = *reserved;
     }
-    live_.emplace(region.address, region);
+    live_.insert(region.address, region);
     in_use_bytes_ += region.size_bytes;
     return PoolBlock{region.address, region.size_bytes};
 }
 
 void ExclusivePool::free(PoolBlock block, ReleaseMark mark) {
-    auto found = live_.find(block.address);
-    assert(found != live_.end() && "a block of this pool");
-    in_use_bytes_ -= found->second.size_bytes;
-    cache_.emplace(found->second.size_bytes, Cached{found->second, mark});
-    live_.erase(found);
+    const StorageRegion* found = live_.find(block.address);
+    assert(found != nullptr && "a block of this pool");
+    const StorageRegion region = *found;
+    cache_nodes_.emplace(cache_, region.size_bytes, Cached{region, mark});
+    live_.erase(block.address);
+    in_use_bytes_ -= region.size_bytes;
 }
 
 std::uint64_t ExclusivePool::trim() {

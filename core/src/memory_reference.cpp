@@ -14,7 +14,17 @@ MemoryId MemoryId::next() {
 // ---------------------------------------------------------------- ManagedMemoryHandle
 
 ManagedMemoryHandle ManagedMemoryHandle::create(MemoryId id, std::shared_ptr<ReleaseSink> sink) {
-    return ManagedMemoryHandle(std::make_shared<detail::MemoryControl>(id, std::move(sink)));
+    return ManagedMemoryHandle(std::make_shared<detail::MemoryControl>(id, std::move(sink)),
+                               FirstReference{});
+}
+
+ManagedMemoryHandle::ManagedMemoryHandle(std::shared_ptr<detail::MemoryControl> control,
+                                         FirstReference /*unshared*/)
+    : control_(std::move(control)) {
+    // No other thread can see a block that was just made: its counts are set, not incremented,
+    // which spares the allocation path two atomic operations.
+    control_->handles.store(1, std::memory_order_relaxed);
+    control_->holders.store(1, std::memory_order_relaxed);
 }
 
 ManagedMemoryHandle::ManagedMemoryHandle(std::shared_ptr<detail::MemoryControl> control)
@@ -131,8 +141,8 @@ WeakMemoryBinding::WeakMemoryBinding(std::shared_ptr<detail::MemoryControl> cont
 MemoryId WeakMemoryBinding::id() const { return control_->id; }
 
 std::optional<ManagedMemoryBinding> WeakMemoryBinding::upgrade() const {
-    // Take a holder only while the count is above zero: once the allocation was released its
-    // count stays at zero forever, so an upgrade can never revive it or reach a later occupant.
+    // Take a holder only while the count is above zero: once the allocation was released its count
+    // stays at zero forever, so an upgrade can never revive it or reach a later occupant.
     std::uint32_t holders = control_->holders.load(std::memory_order_acquire);
     while (holders > 0) {
         if (control_->holders.compare_exchange_weak(holders, holders + 1,

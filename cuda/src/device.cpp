@@ -150,7 +150,7 @@ Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id
     if (Result<CudaStream*> found = stream(stream_id); !found) {
         return found.error();
     }
-    if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_.usage())) {
+    if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_)) {
         return *injected;
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);

@@ -166,7 +166,7 @@ Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id)
         // is wrong gets InvalidArgument, and nothing changes.
         return memory_.allocate(size_bytes, stream_id).error();
     }
-    if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_.usage())) {
+    if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_)) {
         return *injected;
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);

@@ -1,8 +1,8 @@
 #pragma once
 
 // The faults armed on one device, and when each is due. Both backends keep one: the decisions
-// (which launch fails, which allocation, after how many operations the device is lost) are
-// taken here, in program order, so a plan means the same on the simulator and on GPUs.
+// (which launch fails, which allocation, after how many operations the device is lost) are taken
+// here, in program order, so a plan means the same on the simulator and on GPUs.
 
 #include "tandem/core/error.hpp"
 #include "tandem/core/fault.hpp"
@@ -19,16 +19,18 @@ namespace tandem {
 
 class FaultPlan {
 public:
-    /// Arms a kernel, allocation or delayed device-loss fault; `InvalidArgument` for a
-    /// probability outside [0, 1] (NaN included) or an allocation counted from 0. A loss with
-    /// no delay and a stream delay are the device's to apply at once.
+    /// Arms a kernel, allocation or delayed device-loss fault; `InvalidArgument` for a probability
+    /// outside [0, 1] (NaN included) or an allocation counted from 0. A loss with no delay and a
+    /// stream delay are the device's to apply at once.
     Status arm(const Fault& fault);
 
     /// Whether a fault hits this launch of `kernel`, and its code. Called for every launch
     /// enqueued, in program order; probabilities draw from `rng`.
     std::optional<std::uint32_t> kernel_fault_due(std::string_view kernel, std::mt19937_64& rng);
-    /// The injected failure of this allocation, if one is due.
-    std::optional<Error> allocation_fault_due(std::uint64_t size_bytes, const MemoryUsage& usage);
+    /// The injected failure of this allocation, if one is due; its figures are `memory`'s usage.
+    /// Reads the usage only when a failure is due, so that an allocation pays nothing for it.
+    std::optional<Error> allocation_fault_due(std::uint64_t size_bytes,
+                                              const MemoryManager& memory);
     /// Counts one operation; true when an armed device loss is due now.
     bool loss_due();
 

@@ -3,11 +3,13 @@
 // A device's memory: the pools, the allocations they handed out, and the sweep that returns
 // released allocations to their pool.
 //
-// An allocation is released when its last handle or binding is dropped; the control block tells
-// the manager's release queue, and the next sweep (every allocation starts with one) frees the
-// block in stream order and tells the listener, so the claim store sheds the allocation's claims
-// (rule C5) before its bytes can be handed out again.
+// An allocation is released when its last handle or binding is dropped; the control block tells the
+// manager's release queue, and the next sweep (every allocation starts with one) frees the block in
+// stream order and tells the listener, so the claim store sheds the allocation's claims (rule C5)
+// before its bytes can be handed out again.
 
+#include "tandem/core/detail/id_table.hpp"
+#include "tandem/core/detail/node_cache.hpp"
 #include "tandem/core/handle.hpp"
 #include "tandem/core/memory_pool.hpp"
 #include "tandem/core/memory_reference.hpp"
@@ -19,7 +21,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 namespace tandem {
@@ -87,8 +88,11 @@ private:
     std::shared_ptr<ReleaseQueue> released_;
     std::function<void(const AllocationInfo&)> freed_listener_;
     mutable std::mutex mutex_;
-    std::unordered_map<MemoryId, AllocationInfo> live_;
-    std::map<std::uint64_t, MemoryId> by_address_;
+    using ByAddress = std::map<std::uint64_t, MemoryId>;
+    detail::IdTable<AllocationInfo> live_;  // By memory id.
+    ByAddress by_address_;
+    detail::NodeCache<ByAddress> address_nodes_;
+    std::vector<MemoryId> sweeping_;  // The sweep's buffer, kept to keep its capacity.
 };
 
 }  // namespace tandem

@@ -2,12 +2,14 @@
 
 // Pools carve storage regions into allocations and reuse freed ones in stream order.
 //
-// `SlicedPool` serves small allocations from shared pages, so thousands of small tensors cost a
-// few storage reservations; `ExclusivePool` gives each large allocation a region of its own and
-// caches freed regions for a later request of similar size. Both reuse a block at once on the
-// stream that released it, and on another stream only after that stream waits for the release
-// event. Pools are not thread-safe; `MemoryManager` serialises them.
+// `SlicedPool` serves small allocations from shared pages, so thousands of small tensors cost a few
+// storage reservations; `ExclusivePool` gives each large allocation a region of its own and caches
+// freed regions for a later request of similar size. Both reuse a block at once on the stream that
+// released it, and on another stream only after that stream waits for the release event. Pools are
+// not thread-safe; `MemoryManager` serialises them.
 
+#include "tandem/core/detail/id_table.hpp"
+#include "tandem/core/detail/node_cache.hpp"
 #include "tandem/core/result.hpp"
 #include "tandem/core/storage.hpp"
 #include "tandem/core/stream_order.hpp"
@@ -15,7 +17,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <unordered_map>
 
 namespace tandem {
 
@@ -38,8 +39,8 @@ public:
     MemoryPool(const MemoryPool&) = delete;
     MemoryPool& operator=(const MemoryPool&) = delete;
 
-    /// A block of `size_bytes` (already rounded to the storage alignment) usable on `stream`,
-    /// or `OutOfMemory` when neither a free block nor new storage has room.
+    /// A block of `size_bytes` (already rounded to the storage alignment) usable on `stream`, or
+    /// `OutOfMemory` when neither a free block nor new storage has room.
     virtual Result<PoolBlock> allocate(std::uint64_t size_bytes, StreamId stream) = 0;
     /// Takes back a block released on `mark.stream`.
     virtual void free(PoolBlock block, ReleaseMark mark) = 0;
@@ -78,13 +79,15 @@ private:
     };
     struct Page {
         StorageRegion region;
-        std::map<std::uint64_t, FreeBlock> free;  // By address.
+        std::map<std::uint64_t, FreeBlock> free;  // By address; nodes from `free_nodes_`.
         std::uint64_t used_bytes = 0;
     };
     std::optional<PoolBlock> take_free(std::uint64_t size_bytes, StreamId stream, bool ready_only);
 
+    using FreeBlocks = std::map<std::uint64_t, FreeBlock>;
     const std::uint64_t page_size_bytes_;
     std::map<std::uint64_t, Page> pages_;  // By base address.
+    detail::NodeCache<FreeBlocks> free_nodes_;
 };
 
 /// Large allocations, each in a region of its own; freed regions are cached for reuse.
@@ -103,8 +106,10 @@ private:
         StorageRegion region;
         std::optional<ReleaseMark> mark;
     };
-    std::multimap<std::uint64_t, Cached> cache_;  // By size.
-    std::unordered_map<std::uint64_t, StorageRegion> live_;  // By address.
+    using Cache = std::multimap<std::uint64_t, Cached>;
+    Cache cache_;                          // By size.
+    detail::IdTable<StorageRegion> live_;  // By address.
+    detail::NodeCache<Cache> cache_nodes_;
     std::uint64_t in_use_bytes_ = 0;
 };
 

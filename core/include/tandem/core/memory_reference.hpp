@@ -3,11 +3,11 @@
 // The three references to an allocation.
 //
 // Every allocation has one control block: its never-reused `MemoryId`, a count of strong handles
-// and a count of holders (handles plus bindings). The block belongs to one allocation and is
-// never recycled, so a weak reference can only ever upgrade to the allocation it was made from:
-// once the holder count reaches zero it stays there, and the pool that owns the bytes learns of it
-// through its release sink. Counting costs two atomic operations per copy; references are copied
-// when work is enqueued, not per byte.
+// and a count of holders (handles plus bindings). The block belongs to one allocation and is never
+// recycled, so a weak reference can only ever upgrade to the allocation it was made from: once the
+// holder count reaches zero it stays there, and the pool that owns the bytes learns of it through
+// its release sink. Counting costs two atomic operations per copy; references are copied when work
+// is enqueued, not per byte.
 
 #include "tandem/core/ids.hpp"
 
@@ -71,13 +71,15 @@ public:
     [[nodiscard]] WeakMemoryBinding downgrade() const;
 
 private:
+    struct FirstReference {};
     explicit ManagedMemoryHandle(std::shared_ptr<detail::MemoryControl> control);
+    ManagedMemoryHandle(std::shared_ptr<detail::MemoryControl> control, FirstReference unshared);
     void reset();
     std::shared_ptr<detail::MemoryControl> control_;
 };
 
-/// Keeps an allocation reserved (its pool will not free, reuse or move it) without counting
-/// for `can_mut()`. Work that is enqueued holds bindings.
+/// Keeps an allocation reserved (its pool will not free, reuse or move it) without counting for
+/// `can_mut()`. Work that is enqueued holds bindings.
 class ManagedMemoryBinding {
 public:
     ManagedMemoryBinding(const ManagedMemoryBinding& other);
@@ -97,8 +99,8 @@ private:
     std::shared_ptr<detail::MemoryControl> control_;
 };
 
-/// Names an allocation without keeping it reserved. `upgrade()` succeeds only while some handle
-/// or binding still holds that allocation; it never resolves to a later occupant of its bytes.
+/// Names an allocation without keeping it reserved. `upgrade()` succeeds only while some handle or
+/// binding still holds that allocation; it never resolves to a later occupant of its bytes.
 class WeakMemoryBinding {
 public:
     [[nodiscard]] MemoryId id() const;
