@@ -113,6 +113,9 @@ FailureId ClaimStore::create_failure(Error error) {
 
 void ClaimStore::forget(MemoryId memory) {
     std::lock_guard lock(mutex_);
+    if (allocations_.empty()) {
+        return;  // The common case on a free: nothing is claimed anywhere, so skip the hash.
+    }
     auto found = allocations_.find(memory);
     if (found == allocations_.end()) {
         return;

@@ -107,7 +107,9 @@ Result<std::pair<ManagedMemoryHandle, AllocationInfo>> MemoryManager::allocate(
     }
     AllocationInfo info{MemoryId::next(), block->address, size_bytes, stream};
     live_.insert(info.id.value, info);
-    address_nodes_.emplace(by_address_, info.address, info.id);
+    if (options_.index_addresses) {
+        address_nodes_.emplace(by_address_, info.address, info.id);
+    }
     return std::pair{ManagedMemoryHandle::create(info.id, released_), info};
 }
 
@@ -132,7 +134,9 @@ std::size_t MemoryManager::sweep_locked() {
         pool_for(block_bytes)
             .free(PoolBlock{info.address, block_bytes},
                   ReleaseMark{info.stream, order_.record(info.stream)});
-        address_nodes_.erase(by_address_, by_address_.find(info.address));
+        if (options_.index_addresses) {
+            address_nodes_.erase(by_address_, by_address_.find(info.address));
+        }
         live_.erase(memory.value);
     }
     const std::size_t swept = sweeping_.size();

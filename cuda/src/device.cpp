@@ -17,15 +17,27 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       service_{engine.runtime_id, index},
       storage_(ordinal, capacity_bytes),
       memory_(storage_, order_, engine.options.pools),
-      claims_(service_),
-      status_host_(status_slots, 0) {
+      claims_(service_) {
     DeviceGuard guard(ordinal_);
     streams_.reserve(max_streams);
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
     streams_.push_back(CudaStream{StreamId{1}, handle, {}});
-    cudaMalloc(reinterpret_cast<void**>(&status_device_), status_slots * sizeof(unsigned long long));
-    cudaMemset(status_device_, 0, status_slots * sizeof(unsigned long long));
+    constexpr std::size_t status_bytes = status_slots * sizeof(unsigned long long);
+    // The host copy is pinned, so that fetching the words after a sync is one direct copy.
+    cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&status_device_), status_bytes);
+    if (status == cudaSuccess) {
+        status = cudaMemset(status_device_, 0, status_bytes);
+    }
+    if (status == cudaSuccess) {
+        status = cudaMallocHost(reinterpret_cast<void**>(&status_host_), status_bytes);
+    }
+    if (status != cudaSuccess) {
+        // Every operation on the device then reports this instead of running without status words.
+        lose("cannot allocate the launch status words: " + cuda_error_text(status));
+    } else {
+        std::fill_n(status_host_, status_slots, 0ULL);
+    }
     memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
 }
 
@@ -33,6 +45,7 @@ CudaDevice::~CudaDevice() {
     DeviceGuard guard(ordinal_);
     cudaDeviceSynchronize();
     cudaFree(status_device_);
+    cudaFreeHost(status_host_);
     for (CudaStream& each : streams_) {
         cudaStreamDestroy(each.handle);
     }
@@ -91,7 +104,7 @@ void CudaDevice::fetch_status() {
     }
     DeviceGuard guard(ordinal_);
     const auto fetch = [this](std::uint64_t first, std::uint64_t last) {
-        cudaMemcpy(status_host_.data() + first, status_device_ + first,
+        cudaMemcpy(status_host_ + first, status_device_ + first,
                    (last - first) * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
     };
     const std::uint64_t first = from % status_slots;

@@ -1,7 +1,9 @@
 // Capture and replay on a GPU (rule C14): a window records the launches enqueued inside it and
-// is refused when any of its work failed or was skipped; a replay runs the recorded launches
-// without checking inputs, all sharing one status word, and claims its write set on failure.
+// is refused when any of its work failed or was skipped; a window that succeeded is built into a
+// CUDA graph. A replay launches that graph without checking inputs, all its launches sharing one
+// status word, and claims its write set on failure.
 
+#include "cuda_graph.hpp"
 #include "engine.hpp"
 
 #include <algorithm>
@@ -50,7 +52,38 @@ Result<CaptureGraph> CudaDevice::end_capture(StreamId stream_id) {
         (void)claims_.fail(write_set, refusal);
         return refusal;
     }
-    return CaptureGraph(service_, std::move(window.launches), std::move(write_set));
+    Result<std::shared_ptr<void>> native = build_graph(window.launches);
+    if (!native) {
+        (void)claims_.fail(write_set, native.error());
+        return native.error();
+    }
+    CaptureGraph graph(service_, std::move(window.launches), std::move(write_set));
+    graph.set_native(std::move(*native));
+    return graph;
+}
+
+Result<std::shared_ptr<void>> CudaDevice::build_graph(
+    const std::vector<LaunchRequest>& launches) const {
+    std::vector<CudaGraph::Node> nodes;
+    nodes.reserve(launches.size());
+    for (const LaunchRequest& launch : launches) {
+        if (launch.config.thread_count() == 0) {
+            continue;  // C10: runs nothing; the window's other launches were all accepted.
+        }
+        CudaGraph::Node node{find_launcher(launch.kernel), launch.config, {}};
+        if (Status encoded = encode_params(launch, node.params); !encoded) {
+            return encoded.error();
+        }
+        nodes.push_back(node);
+    }
+    if (nodes.empty()) {
+        return std::shared_ptr<void>{};  // Nothing to launch: a replay only counts as work.
+    }
+    Result<std::shared_ptr<CudaGraph>> graph = CudaGraph::build(ordinal_, nodes);
+    if (!graph) {
+        return graph.error();
+    }
+    return std::static_pointer_cast<void>(std::move(*graph));
 }
 
 Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
@@ -72,6 +105,13 @@ Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
     for (const ClaimKey& key : graph.write_set()) {
         op->outputs.push_back(Target{index_, key, std::nullopt});
     }
+    // The graph was built on this device by `end_capture`; a graph of another device (or one the
+    // simulator recorded) replays launch by launch, and is refused there like any launch.
+    if (graph.native() != nullptr && graph.device() == service_) {
+        replay_graph(graph, *op, **found);
+        push(op, **found);
+        return {};
+    }
     for (LaunchRequest launch : graph.launches()) {
         launch.stream = stream_id;
         if (Status queued = enqueue_launch(std::move(launch), false, op.get()); !queued) {
@@ -80,6 +120,36 @@ Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
     }
     push(op, **found);
     return {};
+}
+
+void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& target) {
+    auto& native = *static_cast<CudaGraph*>(graph.native().get());
+    std::vector<std::uint32_t> injected_codes;
+    injected_codes.reserve(native.node_count());
+    for (const LaunchRequest& launch : graph.launches()) {
+        // Drawn for every launch, as when the launches are enqueued one by one.
+        const std::optional<std::uint32_t> injected = kernel_fault_due(launch.kernel);
+        if (launch.config.thread_count() == 0) {
+            continue;
+        }
+        injected_codes.push_back(injected.value_or(0));
+        for (const KernelResource& resource : launch.resources) {
+            op.held.push_back(resource.buffer_binding());
+        }
+    }
+    op.keep_alive = graph.native();
+    if (engine_.pending.size() >= status_slots / 2) {
+        (void)engine_.resolve_all();  // Keep status words from wrapping onto unresolved work.
+    }
+    DeviceGuard guard(ordinal_);
+    const cudaError_t status =
+        native.launch(target.handle, status_device_ + op.slot, op.launch_id, injected_codes);
+    if (status != cudaSuccess) {
+        if (sticky(status)) {
+            lose(cuda_error_text(status));
+        }
+        op.known_failure = Error::launch_refused(op.label, cuda_error_text(status));
+    }
 }
 
 }  // namespace tandem::cuda

@@ -80,6 +80,27 @@ Result<std::vector<Target>> CudaDevice::targets(const LaunchRequest& request,
     return outputs;
 }
 
+Status CudaDevice::encode_params(const LaunchRequest& request, LaunchParams& params) const {
+    if (Status encoded = encode_resources(request, params, [this](const BufferBinding& binding) {
+            return *device_pointer(binding);
+        });
+        !encoded) {
+        return encoded;
+    }
+    for (std::size_t word = 0; word < request.args.count(); ++word) {
+        params.args[word] = request.args.u64_at(word);
+    }
+    return {};
+}
+
+const unsigned long long* CudaDevice::readable_status_word(const PendingOp& producer) const {
+    const CudaDevice& owner = *engine_.devices[producer.device];
+    if (&owner != this && !owner.granted_.contains(service_)) {
+        return nullptr;
+    }
+    return owner.status_device_ + producer.slot;
+}
+
 Status CudaDevice::launch(LaunchRequest request) {
     std::lock_guard lock(engine_.mutex);
     if (Status alive = refuse_if_lost(); !alive) {
@@ -152,14 +173,8 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
     }
     if (!op->known_failure && !op->known_skip) {
         LaunchParams params;
-        if (Status encoded = encode_resources(request, params, [this](const BufferBinding& binding) {
-                return *device_pointer(binding);
-            });
-            !encoded) {
+        if (Status encoded = encode_params(request, params); !encoded) {
             return encoded;
-        }
-        for (std::size_t word = 0; word < request.args.count(); ++word) {
-            params.args[word] = request.args.u64_at(word);
         }
         params.status = status_device_ + op->slot;
         params.launch_id = op->launch_id;
@@ -169,12 +184,13 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
             params.producers[params.producer_count++] = ProducerStatus{params.status, op->launch_id};
         }
         for (const auto& producer : op->producers) {
-            // Producers on this device are checked on the GPU before the launch computes; the
-            // host checks the others when it resolves (C13).
-            if (producer->kind == PendingOp::Kind::Launch && producer->device == index_ &&
-                params.producer_count < max_checked_producers) {
-                params.producers[params.producer_count++] =
-                    ProducerStatus{status_device_ + producer->slot, producer->launch_id};
+            // Producers whose word this GPU can read are checked on it before the launch
+            // computes; the host checks every producer when it resolves (C13).
+            const unsigned long long* word = producer->kind == PendingOp::Kind::Launch
+                                                 ? readable_status_word(*producer)
+                                                 : nullptr;
+            if (word != nullptr && params.producer_count < max_checked_producers) {
+                params.producers[params.producer_count++] = ProducerStatus{word, producer->launch_id};
             }
         }
         DeviceGuard guard(ordinal_);

@@ -168,11 +168,17 @@ void CudaEngine::resolve(PendingOp& op) {
         // consumed bytes of failed work before the host knew (C13), whatever it reported itself.
         cause = first_claimed_input(*this, op.inputs);
     }
-    if (!failure && !cause &&
-        (op.kind == PendingOp::Kind::Launch || op.kind == PendingOp::Kind::Replay)) {
+    const bool launched = (op.kind == PendingOp::Kind::Launch ||
+                           op.kind == PendingOp::Kind::Replay) &&
+                          !op.known_failure && !op.known_skip && !device.lost_locked();
+    if (launched) {
         const unsigned long long word = device.status_word(op.slot);
         const auto code = static_cast<std::uint32_t>(word & 0xffffffffu);
-        if ((word >> 32) == op.launch_id && code != skipped_code) {
+        const bool reported = (word >> 32) == op.launch_id;
+        if (reported && code == skipped_code) {
+            // The host finds the claimed input below, through the producer resolved before.
+            device.count_skipped_on_device();
+        } else if (reported && !failure && !cause) {
             failure = Error::kernel_failed(KernelFailedDetails{op.label, device.service(), op.stream, code});
         }
     }
@@ -187,6 +193,7 @@ void CudaEngine::resolve(PendingOp& op) {
     op.resolved = true;
     op.producers.clear();
     op.held.clear();
+    op.keep_alive.reset();
 }
 
 }  // namespace tandem::cuda

@@ -89,6 +89,8 @@ struct PendingOp {
     std::vector<Target> outputs;
     /// Keeps every bound allocation reserved until the outcome is resolved.
     std::vector<BufferBinding> held;
+    /// Keeps what the work runs alive until then (the CUDA graph a replay launched).
+    std::shared_ptr<void> keep_alive;
     /// Launches: the status word and the id that owns it.
     std::uint64_t slot = 0;
     std::uint32_t launch_id = 0;
@@ -163,6 +165,9 @@ public:
     }
     void lose(const std::string& reason);
     [[nodiscard]] std::optional<Error> lost_locked() const { return lost_; }
+    /// Counts a resolved launch whose kernel found a failed producer and did not compute.
+    void count_skipped_on_device() { ++skipped_on_device_; }
+    [[nodiscard]] std::uint64_t skipped_on_device() const { return skipped_on_device_; }
 
 private:
     Result<CudaStream*> stream(StreamId id);
@@ -178,6 +183,15 @@ private:
     /// Enqueues `request`; a replay passes its own op, whose status word every launch shares.
     Status enqueue_launch(LaunchRequest request, bool check_inputs, PendingOp* replay);
     Result<std::vector<Target>> targets(const LaunchRequest& request, std::vector<Target>& inputs);
+    /// The resources and arguments of `request` as its kernel receives them.
+    Status encode_params(const LaunchRequest& request, LaunchParams& params) const;
+    /// Enqueues one launch of `graph`'s CUDA graph for the replay `op` on `stream`.
+    void replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& stream);
+    /// The CUDA graph of a capture window's launches (C14), or why the driver refused it.
+    Result<std::shared_ptr<void>> build_graph(const std::vector<LaunchRequest>& launches) const;
+    /// `producer`'s status word as this device's kernels can read it: a word on this GPU, or on
+    /// a GPU whose memory this one was granted; null otherwise (the host checks it on resolve).
+    [[nodiscard]] const unsigned long long* readable_status_word(const PendingOp& producer) const;
     void push(const std::shared_ptr<PendingOp>& op, CudaStream& stream);
     std::optional<std::uint32_t> kernel_fault_due(const std::string& kernel);
 
@@ -191,9 +205,10 @@ private:
     MemoryManager memory_;
     ClaimStore claims_;
     unsigned long long* status_device_ = nullptr;
-    std::vector<unsigned long long> status_host_;
+    unsigned long long* status_host_ = nullptr;  // Pinned; `status_slots` words.
     std::uint64_t next_slot_ = 0;
     std::uint32_t next_launch_id_ = 1;
+    std::uint64_t skipped_on_device_ = 0;
     std::set<ServiceId> granted_;
     std::optional<Error> lost_;
 

@@ -19,9 +19,9 @@ __global__ void run_launch(LaunchParams params) {
     // A failed producer comes first (C9: the launch is skipped with its input's failure), then a
     // fault injected for this launch, as on the simulator.
     const bool skipped = context.producer_failed();
-    if (skipped || params.injected_code != 0) {
+    if (skipped || context.injected_code() != 0) {
         if (context.thread_index() == 0) {
-            context.claim_status(skipped ? skipped_code : params.injected_code);
+            context.claim_status(skipped ? skipped_code : context.injected_code());
         }
         return;
     }
@@ -32,8 +32,16 @@ template <typename Kernel>
 int launch(const LaunchConfig& config, void* stream, const LaunchParams& params) {
     const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
     const dim3 block(config.block.x, config.block.y, config.block.z);
-    run_launch<Kernel><<<grid, block, 0, static_cast<cudaStream_t>(stream)>>>(params);
-    return static_cast<int>(cudaGetLastError());
+    // cudaLaunchKernel returns the launch's own error: one runtime call, where the chevron syntax
+    // makes three (push and pop of the configuration, then the launch) and a fourth to read it.
+    void* arguments[] = {const_cast<LaunchParams*>(&params)};
+    const cudaError_t status =
+        cudaLaunchKernel(reinterpret_cast<const void*>(&run_launch<Kernel>), grid, block,
+                         arguments, 0, static_cast<cudaStream_t>(stream));
+    if (status != cudaSuccess) {
+        (void)cudaGetLastError();  // Reported here: do not leave it for an unrelated call.
+    }
+    return static_cast<int>(status);
 }
 
 template <typename Kernel>

@@ -109,4 +109,9 @@ bool CudaRuntime::drained() const {
     return true;
 }
 
+std::uint64_t CudaRuntime::skipped_on_device(std::size_t index) const {
+    std::lock_guard lock(engine_->mutex);
+    return index < engine_->devices.size() ? engine_->devices[index]->skipped_on_device() : 0;
+}
+
 }  // namespace tandem::cuda

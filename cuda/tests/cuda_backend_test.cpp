@@ -23,12 +23,6 @@ protected:
         }
         runtime = *created;
     }
-    void need_two() {
-        if (runtime->device_count() < 2) {
-            GTEST_SKIP() << "skipped: this test needs two GPUs, " << runtime->device_count()
-                         << " visible";
-        }
-    }
     Handle allocate(Client& client, std::uint64_t size) {
         auto handle = client.allocate(size);
         EXPECT_TRUE(handle) << handle.error().report();
@@ -37,7 +31,28 @@ protected:
     static const UnwrittenDetails* unwritten(const Error& error) {
         return error.details_as<UnwrittenDetails>();
     }
+    /// The kernel failure at the root of `error`, through any failures skipped on the way.
+    static const KernelFailedDetails* root_kernel_failure(const Error& error) {
+        const Error* at = &error;
+        while (const UnwrittenDetails* skipped = unwritten(*at)) {
+            at = skipped->root.get();
+        }
+        return at->details_as<KernelFailedDetails>();
+    }
     std::shared_ptr<CudaRuntime> runtime;
+};
+
+/// Tests across two GPUs: skipped, naming the count, where fewer are visible. The skip is taken
+/// in SetUp, since a skip inside a helper would return from the helper, not end the test.
+class CudaTwoGpus : public CudaBackend {
+protected:
+    void SetUp() override {
+        CudaBackend::SetUp();
+        if (!IsSkipped() && runtime->device_count() < 2) {
+            GTEST_SKIP() << "skipped: this test needs two GPUs, " << runtime->device_count()
+                         << " visible";
+        }
+    }
 };
 
 TEST_F(CudaBackend, a_fill_kernel_writes_bytes_the_host_reads_back) {
@@ -83,6 +98,9 @@ TEST_F(CudaBackend, a_failed_kernel_claims_its_outputs_and_a_consumer_does_not_c
     const auto* root = details->root->details_as<KernelFailedDetails>();
     ASSERT_NE(root, nullptr);
     EXPECT_EQ(root->code, 42u);
+    // Both consumers were enqueued while their producer was pending: the GPU read the failed
+    // status word and did not compute, which the host then confirmed from the claims.
+    EXPECT_EQ(runtime->skipped_on_device(0), 2u);
 }
 
 TEST_F(CudaBackend, a_refused_launch_claims_only_its_outputs) {
@@ -130,6 +148,48 @@ TEST_F(CudaBackend, a_capture_replays_and_a_failed_replay_claims_its_write_set) 
     EXPECT_FALSE(client.read(output));
 }
 
+TEST_F(CudaBackend, a_capture_becomes_a_cuda_graph_that_replays_on_any_stream_and_fails_as_one) {
+    Client client = runtime->client(0);
+    Handle input = allocate(client, 4096);
+    Handle middle = allocate(client, 4096);
+    Handle output = allocate(client, 4096);
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(4096, std::byte{1})));
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(4096), {in(input), out(middle)}));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(4096), {in(middle), out(output)}));
+    auto graph = client.end_capture(stream);
+    ASSERT_TRUE(graph) << graph.error().report();
+    EXPECT_NE(graph->native(), nullptr) << "the window was not built into a CUDA graph";
+
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(4096, std::byte{5})));
+    ASSERT_TRUE(client.replay(*graph, stream));
+    auto read = client.read(output);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(read->back(), std::byte{5});
+
+    Result<StreamId> other = client.create_stream();
+    ASSERT_TRUE(other) << other.error().report();
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(4096, std::byte{6})));
+    ASSERT_TRUE(client.sync());
+    ASSERT_TRUE(client.replay(*graph, *other));
+    read = client.read(output);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(read->back(), std::byte{6});
+
+    // The first launch of the next replay fails: the second does not compute, and the replay
+    // claims its whole write set with that one failure.
+    ASSERT_TRUE(client.inject(KernelFault{"copy", 1, 1.0, 9}));
+    ASSERT_TRUE(client.replay(*graph, stream));
+    for (const Handle* written : {&middle, &output}) {
+        read = client.read(*written);
+        ASSERT_FALSE(read);
+        const KernelFailedDetails* root = root_kernel_failure(read.error());
+        ASSERT_NE(root, nullptr) << read.error().report();
+        EXPECT_EQ(root->code, 9u);
+    }
+}
+
 TEST_F(CudaBackend, a_tiled_copy_moves_a_tensor_through_tensor_maps) {
     Client client = runtime->client(0);
     const TensorMapDescriptor descriptor{{20, 6}, {96}, {8, 4}, 4};
@@ -170,8 +230,7 @@ TEST_F(CudaBackend, a_strided_read_returns_the_view_in_order) {
     EXPECT_EQ(got, (std::vector<std::uint32_t>{0, 4, 8, 12}));
 }
 
-TEST_F(CudaBackend, a_handle_of_another_device_is_refused) {
-    need_two();
+TEST_F(CudaTwoGpus, a_handle_of_another_device_is_refused) {
     Client zero = runtime->client(0);
     Client one = runtime->client(1);
     Handle theirs = allocate(one, 64);
@@ -180,8 +239,7 @@ TEST_F(CudaBackend, a_handle_of_another_device_is_refused) {
     EXPECT_EQ(write.error().kind(), ErrorKind::WrongService);
 }
 
-TEST_F(CudaBackend, a_peer_kernel_reads_shared_memory_and_is_skipped_when_the_owner_failed) {
-    need_two();
+TEST_F(CudaTwoGpus, a_peer_kernel_reads_shared_memory_and_is_skipped_when_the_owner_failed) {
     Client owner = runtime->client(0);
     Client peer = runtime->client(1);
     ASSERT_TRUE(owner.grant_peer_access(peer.service()));
@@ -205,8 +263,32 @@ TEST_F(CudaBackend, a_peer_kernel_reads_shared_memory_and_is_skipped_when_the_ow
     EXPECT_EQ(unwritten(*details->root)->root->details_as<KernelFailedDetails>()->code, 31u);
 }
 
-TEST_F(CudaBackend, a_peer_write_failure_claims_the_owner_bytes) {
-    need_two();
+TEST_F(CudaTwoGpus, a_consumer_on_another_gpu_reads_the_failed_producers_word_and_does_not_compute) {
+    Client owner = runtime->client(0);
+    Client peer = runtime->client(1);
+    ASSERT_TRUE(owner.grant_peer_access(peer.service()));
+    Handle shared = *owner.share_with_peers(allocate(owner, 4096));
+    Handle local = allocate(peer, 4096);
+    // No sync between the two: the producer is still pending when the consumer is enqueued, so
+    // only the status word on GPU 0 can stop the consumer on GPU 1 before it computes.
+    ASSERT_TRUE(owner.launch("fail", LaunchConfig::linear(1), {out(shared)}, KernelArgs().u64(77)));
+    Result<Event> produced = owner.record_event(owner.default_stream());
+    ASSERT_TRUE(produced) << produced.error().report();
+    ASSERT_TRUE(peer.wait_event(peer.default_stream(), *produced));
+    ASSERT_TRUE(peer.launch("copy", LaunchConfig::linear(4096), {in(shared), out(local)}));
+    auto read = peer.read(local);
+    ASSERT_FALSE(read);
+    const UnwrittenDetails* details = unwritten(read.error());
+    ASSERT_NE(details, nullptr) << read.error().report();
+    EXPECT_EQ(details->chain.at(0).kernel, "copy");
+    const KernelFailedDetails* root = root_kernel_failure(read.error());
+    ASSERT_NE(root, nullptr) << read.error().report();
+    EXPECT_EQ(root->code, 77u);
+    EXPECT_EQ(runtime->skipped_on_device(1), 1u);
+    EXPECT_EQ(runtime->skipped_on_device(0), 0u);
+}
+
+TEST_F(CudaTwoGpus, a_peer_write_failure_claims_the_owner_bytes) {
     Client owner = runtime->client(0);
     Client peer = runtime->client(1);
     ASSERT_TRUE(owner.grant_peer_access(peer.service()));
@@ -222,8 +304,7 @@ TEST_F(CudaBackend, a_peer_write_failure_claims_the_owner_bytes) {
     EXPECT_EQ(root->device, peer.service());
 }
 
-TEST_F(CudaBackend, the_handoff_completes_across_two_gpus) {
-    need_two();
+TEST_F(CudaTwoGpus, the_handoff_completes_across_two_gpus) {
     Client producer = runtime->client(0);
     Client consumer = runtime->client(1);
     ASSERT_TRUE(consumer.grant_peer_access(producer.service()));
@@ -241,8 +322,7 @@ TEST_F(CudaBackend, the_handoff_completes_across_two_gpus) {
     EXPECT_EQ(*read, std::vector<std::byte>(4096, std::byte{0x5a}));
 }
 
-TEST_F(CudaBackend, an_injected_device_loss_fails_later_work_and_peers_skip_its_memory) {
-    need_two();
+TEST_F(CudaTwoGpus, an_injected_device_loss_fails_later_work_and_peers_skip_its_memory) {
     Client owner = runtime->client(0);
     Client peer = runtime->client(1);
     ASSERT_TRUE(owner.grant_peer_access(peer.service()));

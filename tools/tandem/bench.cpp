@@ -58,6 +58,7 @@ std::map<std::string, double> run_benchmark(const std::filesystem::path& binary,
         std::filesystem::temp_directory_path() / ("tandem-bench-" + std::to_string(getpid()) + ".json");
     std::string command = "'" + binary.string() + "' --benchmark_repetitions=" +
                           std::to_string(repetitions) +
+                          " --benchmark_enable_random_interleaving=true"
                           " --benchmark_report_aggregates_only=true --benchmark_out='" +
                           report.string() + "' --benchmark_out_format=json";
     if (!filter.empty()) {

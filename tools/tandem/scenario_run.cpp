@@ -438,6 +438,15 @@ void run_on_gpus(const Scenario& scenario, const RunOptions& options, ScenarioRe
     cuda_options.devices = scenario.devices;
     cuda_options.seed = effective_seed(scenario, options);
     cuda_options.capacity_bytes = scenario.capacity_bytes.value_or(0);
+    // A machine with fewer GPUs than the scenario names cannot run it at all: that is a skip,
+    // as for a test, naming the count. No GPU or no driver is a failure, with its reason.
+    const cuda::GpuReport gpus = cuda::probe_gpus();
+    if (gpus.problem.empty() && gpus.names.size() < scenario.devices) {
+        result.skipped = true;
+        result.skip_reason = "needs " + std::to_string(scenario.devices) + " GPUs, " +
+                             std::to_string(gpus.names.size()) + " visible";
+        return;
+    }
     auto created = cuda::CudaRuntime::create(cuda_options);
     if (!created) {
         result.failure = scenario.path + ": the cuda backend could not start: " + created.error().message();

@@ -28,7 +28,8 @@ struct ScenarioResult {
     std::string path;
     std::string name;
     bool passed = false;
-    /// Not run: the scenario is not meant for this backend (`skip_reason` says why).
+    /// Not run: the scenario is not meant for this backend, or needs more GPUs than are visible
+    /// (`skip_reason` says which).
     bool skipped = false;
     std::string skip_reason;
     /// The first step that did not do what the file expects, with its file:line:column.

@@ -81,6 +81,20 @@ void cuda_malloc_free(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
 }
 
+void raw_launch_empty_with_params(benchmark::State& state) {
+    cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    for (auto _ : state) {
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            launch_raw_empty_with_params(stream);
+        }
+        cudaStreamSynchronize(stream);
+    }
+    cudaStreamDestroy(stream);
+    state.SetItemsProcessed(state.iterations() * launches_per_batch);
+}
+
 void tandem_launch_empty(benchmark::State& state) {
     auto rt = runtime(state, 1);
     if (!rt) {
@@ -209,6 +223,7 @@ BENCHMARK(cuda_malloc_async_free)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(cuda_malloc_free)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(tandem_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(raw_launch_empty_with_params)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(tandem_peer_read_kernel)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(raw_peer_read_kernel)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(tandem_peer_copy)->UseRealTime()->Unit(benchmark::kMillisecond);

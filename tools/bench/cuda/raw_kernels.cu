@@ -10,6 +10,12 @@ namespace {
 
 __global__ void raw_empty() {}
 
+__global__ void raw_empty_with_params(cuda::LaunchParams params) {
+    if (params.status == reinterpret_cast<unsigned long long*>(1)) {
+        *params.status = 0;  // Never true: keeps the parameter from being optimised away.
+    }
+}
+
 __global__ void raw_copy(cuda::LaunchParams params) {
     cuda::CudaKernelContext context(params);
     kernels::Copy{}(context);
@@ -18,6 +24,11 @@ __global__ void raw_copy(cuda::LaunchParams params) {
 }  // namespace
 
 void launch_raw_empty(void* stream) { raw_empty<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(); }
+
+void launch_raw_empty_with_params(void* stream) {
+    const cuda::LaunchParams params;
+    raw_empty_with_params<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(params);
+}
 
 void launch_raw_copy(void* stream, std::uint8_t* to, const std::uint8_t* from, std::uint64_t bytes,
                      std::uint32_t blocks, std::uint32_t threads) {

@@ -29,6 +29,10 @@ struct PoolOptions {
     /// Requests up to this size go to the sliced pool; larger ones get a region of their own.
     std::uint64_t slice_max_bytes = 256 * 1024;
     std::uint64_t page_size_bytes = 2 * 1024 * 1024;
+    /// Keeps the live allocations ordered by address, for `find_address` (the simulator's fault
+    /// reports name the allocation an address falls in). Costs a tree insert and erase per
+    /// allocation; a backend that never asks turns it off.
+    bool index_addresses = true;
 };
 
 struct MemoryUsage {
@@ -69,7 +73,8 @@ public:
     std::size_t sweep();
 
     [[nodiscard]] std::optional<AllocationInfo> find(MemoryId memory) const;
-    /// The live allocation whose bytes contain `address`.
+    /// The live allocation whose bytes contain `address`; always empty unless the options index
+    /// addresses.
     [[nodiscard]] std::optional<AllocationInfo> find_address(std::uint64_t address) const;
     [[nodiscard]] MemoryUsage usage() const;
     [[nodiscard]] std::size_t live_count() const;

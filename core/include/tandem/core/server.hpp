@@ -51,11 +51,16 @@ public:
     [[nodiscard]] ServiceId device() const { return device_; }
     [[nodiscard]] const std::vector<LaunchRequest>& launches() const { return launches_; }
     [[nodiscard]] const std::vector<ClaimKey>& write_set() const { return write_set_; }
+    /// What the backend built to replay the window (a CUDA graph on GPUs); null where it
+    /// replays the recorded launches one by one.
+    [[nodiscard]] const std::shared_ptr<void>& native() const { return native_; }
+    void set_native(std::shared_ptr<void> native) { native_ = std::move(native); }
 
 private:
     ServiceId device_;
     std::vector<LaunchRequest> launches_;
     std::vector<ClaimKey> write_set_;
+    std::shared_ptr<void> native_;
 };
 
 class Server : public PeerOwner {

@@ -94,7 +94,17 @@ private:
 
 class CudaKernelContext {
 public:
-    __device__ explicit CudaKernelContext(const LaunchParams& params) : params_(params) {}
+    __device__ explicit CudaKernelContext(const LaunchParams& params)
+        : params_(params),
+          status_(params.status),
+          launch_id_(params.launch_id),
+          injected_code_(params.injected_code) {
+        if (params.ticket != nullptr) {
+            status_ = params.ticket->status;
+            launch_id_ = params.ticket->launch_id;
+            injected_code_ = reinterpret_cast<const std::uint32_t*>(params.ticket + 1)[params.replay_index];
+        }
+    }
 
     __device__ std::uint64_t thread_index() const {
         const std::uint64_t block = blockIdx.x + std::uint64_t{gridDim.x} *
@@ -134,11 +144,10 @@ public:
 
     /// Sets the status word to `code` unless this launch already set it.
     __device__ void claim_status(std::uint32_t code) const {
-        const unsigned long long mine =
-            (static_cast<unsigned long long>(params_.launch_id) << 32) | code;
-        unsigned long long seen = *params_.status;
-        while ((seen >> 32) != params_.launch_id) {
-            const unsigned long long before = atomicCAS(params_.status, seen, mine);
+        const unsigned long long mine = (static_cast<unsigned long long>(launch_id_) << 32) | code;
+        unsigned long long seen = *status_;
+        while ((seen >> 32) != launch_id_) {
+            const unsigned long long before = atomicCAS(status_, seen, mine);
             if (before == seen) {
                 return;
             }
@@ -147,6 +156,10 @@ public:
     }
     /// Whether a producer of an input failed or was skipped: this launch must not compute.
     __device__ bool producer_failed() const {
+        if (params_.ticket != nullptr &&
+            (*static_cast<const volatile unsigned long long*>(status_) >> 32) == launch_id_) {
+            return true;  // An earlier launch of this replay failed.
+        }
         for (std::uint32_t index = 0; index < params_.producer_count; ++index) {
             const ProducerStatus& producer = params_.producers[index];
             const unsigned long long word = *static_cast<const volatile unsigned long long*>(producer.word);
@@ -157,8 +170,14 @@ public:
         return false;
     }
 
+    /// A fault injected for this launch, reported without computing; 0 for none.
+    __device__ std::uint32_t injected_code() const { return injected_code_; }
+
 private:
     const LaunchParams& params_;
+    unsigned long long* status_;
+    std::uint32_t launch_id_;
+    std::uint32_t injected_code_;
 };
 
 }  // namespace tandem::cuda

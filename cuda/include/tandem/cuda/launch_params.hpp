@@ -44,6 +44,16 @@ struct ProducerStatus {
     std::uint32_t launch_id = 0;
 };
 
+/// Where a launch replayed from a CUDA graph finds its status word, its id and the fault injected
+/// for it. A graph's parameters are fixed when it is built, so each replay writes a new ticket
+/// into the graph's ticket memory before it launches the graph. The injected codes follow the
+/// ticket, one per launch of the graph (`LaunchParams::replay_index`).
+struct ReplayTicket {
+    unsigned long long* status = nullptr;
+    std::uint32_t launch_id = 0;
+    std::uint32_t launch_count = 0;
+};
+
 struct LaunchParams {
     DeviceResource resources[max_launch_resources];
     std::uint32_t resource_count = 0;
@@ -55,6 +65,11 @@ struct LaunchParams {
     std::uint32_t injected_code = 0;
     ProducerStatus producers[max_checked_producers];
     std::uint32_t producer_count = 0;
+    /// Launches of a CUDA graph: their ticket, which replaces `status`, `launch_id` and
+    /// `injected_code`; the launches of one replay share its word, so after a failed one the
+    /// rest do not run.
+    const ReplayTicket* ticket = nullptr;
+    std::uint32_t replay_index = 0;
 };
 
 }  // namespace tandem::cuda

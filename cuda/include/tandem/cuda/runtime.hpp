@@ -21,7 +21,7 @@ struct CudaOptions {
     /// How many GPUs to use, the first visible ones; 0 means all visible.
     std::uint32_t devices = 0;
     std::uint64_t seed = 1;
-    PoolOptions pools{.slice_max_bytes = 1 << 20, .page_size_bytes = 8 << 20};
+    PoolOptions pools{.slice_max_bytes = 1 << 20, .page_size_bytes = 8 << 20, .index_addresses = false};
     /// Bytes each device's pools may reserve; 0 means the device's free memory at start.
     std::uint64_t capacity_bytes = 0;
 };
@@ -57,6 +57,10 @@ public:
     Status sync_all();
     /// No claim, no failure and no live allocation on any device (after `sync_all`).
     [[nodiscard]] bool drained() const;
+    /// Launches on device `index` that the GPU itself did not compute, resolved so far: their
+    /// kernel found a failed producer's status word before computing (C13 on the device, for
+    /// producers on the same GPU or on one whose memory this GPU was granted).
+    [[nodiscard]] std::uint64_t skipped_on_device(std::size_t index) const;
 
 private:
     explicit CudaRuntime(std::unique_ptr<CudaEngine> engine);
