@@ -29,7 +29,7 @@ public:
     struct Node {
         Launcher launcher;
         LaunchConfig config;
-        LaunchParams params;
+        TensorLaunchParams params;
     };
 
     /// Builds and instantiates the graph of `nodes` on GPU `ordinal`, through a stream capture on

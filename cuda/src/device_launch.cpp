@@ -12,7 +12,7 @@ namespace {
 
 /// The resources and tensor maps of `request` as the kernel receives them. `local_pointer`
 /// resolves a buffer of the launching device; shared memory of a peer is bound at its address.
-Status encode_resources(const LaunchRequest& request, LaunchParams& params,
+Status encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
                         const std::function<std::uint8_t*(const BufferBinding&)>& local_pointer) {
     std::uint32_t maps = 0;
     params.resource_count = static_cast<std::uint32_t>(request.resources.size());
@@ -33,7 +33,7 @@ Status encode_resources(const LaunchRequest& request, LaunchParams& params,
             return Error::invalid_argument("a launch binds at most " +
                                            std::to_string(max_launch_tensor_maps) + " tensor maps");
         }
-        bound.tensor_map = maps;
+        params.tensor_map_of[index] = static_cast<std::uint8_t>(maps);
         DeviceTensorMap& encoded = params.tensor_maps[maps++];
         const TensorMapDescriptor& descriptor = map->descriptor();
         encoded.rank = static_cast<std::uint32_t>(descriptor.dims.size());
@@ -80,7 +80,7 @@ Result<std::vector<Target>> CudaDevice::targets(const LaunchRequest& request,
     return outputs;
 }
 
-Status CudaDevice::encode_params(const LaunchRequest& request, LaunchParams& params) const {
+Status CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParams& params) const {
     if (Status encoded = encode_resources(request, params, [this](const BufferBinding& binding) {
             return *device_pointer(binding);
         });
@@ -172,7 +172,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
         op->known_skip = first_claimed_input(engine_, op->inputs);
     }
     if (!op->known_failure && !op->known_skip) {
-        LaunchParams params;
+        TensorLaunchParams params;
         if (Status encoded = encode_params(request, params); !encoded) {
             return encoded;
         }

@@ -184,7 +184,7 @@ private:
     Status enqueue_launch(LaunchRequest request, bool check_inputs, PendingOp* replay);
     Result<std::vector<Target>> targets(const LaunchRequest& request, std::vector<Target>& inputs);
     /// The resources and arguments of `request` as its kernel receives them.
-    Status encode_params(const LaunchRequest& request, LaunchParams& params) const;
+    Status encode_params(const LaunchRequest& request, TensorLaunchParams& params) const;
     /// Enqueues one launch of `graph`'s CUDA graph for the replay `op` on `stream`.
     void replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& stream);
     /// The CUDA graph of a capture window's launches (C14), or why the driver refused it.

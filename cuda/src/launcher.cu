@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <type_traits>
 #include <utility>
 
 namespace tandem::cuda {
@@ -13,8 +14,14 @@ namespace {
 
 /// Every launch checks, before it computes, that no producer of its inputs failed (C13 on the
 /// device): a consumer of failed work never computes on garbage.
+/// Kernels that read tensor maps, and so receive the larger parameter block.
 template <typename Kernel>
-__global__ void run_launch(LaunchParams params) {
+inline constexpr bool reads_tensor_maps = false;
+template <>
+inline constexpr bool reads_tensor_maps<kernels::TiledCopy> = true;
+
+template <typename Kernel, typename Params>
+__global__ void run_launch(Params params) {
     CudaKernelContext context(params);
     // A failed producer comes first (C9: the launch is skipped with its input's failure), then a
     // fault injected for this launch, as on the simulator.
@@ -29,14 +36,16 @@ __global__ void run_launch(LaunchParams params) {
 }
 
 template <typename Kernel>
-int launch(const LaunchConfig& config, void* stream, const LaunchParams& params) {
+int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& block) {
+    using Params = std::conditional_t<reads_tensor_maps<Kernel>, TensorLaunchParams, LaunchParams>;
+    const Params& params = block;
     const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
-    const dim3 block(config.block.x, config.block.y, config.block.z);
+    const dim3 threads(config.block.x, config.block.y, config.block.z);
     // cudaLaunchKernel returns the launch's own error: one runtime call, where the chevron syntax
     // makes three (push and pop of the configuration, then the launch) and a fourth to read it.
-    void* arguments[] = {const_cast<LaunchParams*>(&params)};
+    void* arguments[] = {const_cast<Params*>(&params)};
     const cudaError_t status =
-        cudaLaunchKernel(reinterpret_cast<const void*>(&run_launch<Kernel>), grid, block,
+        cudaLaunchKernel(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), grid, threads,
                          arguments, 0, static_cast<cudaStream_t>(stream));
     if (status != cudaSuccess) {
         (void)cudaGetLastError();  // Reported here: do not leave it for an unrelated call.

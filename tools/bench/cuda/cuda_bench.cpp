@@ -12,6 +12,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <memory>
 
 namespace tandem::bench {
@@ -40,6 +41,37 @@ std::shared_ptr<cuda::CudaRuntime> runtime(benchmark::State& state, std::uint32_
     }
     return shared;
 }
+
+/// Splits a batch of launches into the host time to enqueue them and the time the sync then
+/// waits, reported per launch (`enqueue_ns`, `sync_ns`): where a launch ratio comes from.
+class SplitTimer {
+public:
+    void start() { begin_ = std::chrono::steady_clock::now(); }
+    void enqueued() { enqueued_at_ = std::chrono::steady_clock::now(); }
+    void synced() {
+        const auto now = std::chrono::steady_clock::now();
+        enqueue_ += enqueued_at_ - begin_;
+        sync_ += now - enqueued_at_;
+        ++batches_;
+    }
+    void report(benchmark::State& state) const {
+        if (batches_ == 0) {
+            return;
+        }
+        const double launches = static_cast<double>(batches_) * launches_per_batch;
+        state.counters["enqueue_ns"] =
+            std::chrono::duration<double, std::nano>(enqueue_).count() / launches;
+        state.counters["sync_ns"] =
+            std::chrono::duration<double, std::nano>(sync_).count() / launches;
+    }
+
+private:
+    std::chrono::steady_clock::time_point begin_;
+    std::chrono::steady_clock::time_point enqueued_at_;
+    std::chrono::steady_clock::duration enqueue_{};
+    std::chrono::steady_clock::duration sync_{};
+    std::int64_t batches_ = 0;
+};
 
 void tandem_allocate_free(benchmark::State& state) {
     auto rt = runtime(state, 1);
@@ -101,25 +133,67 @@ void tandem_launch_empty(benchmark::State& state) {
         return;
     }
     Client client = rt->client(0);
+    SplitTimer split;
     for (auto _ : state) {
+        split.start();
         for (int launch = 0; launch < launches_per_batch; ++launch) {
             (void)client.launch("empty", LaunchConfig::linear(1, 1), {});
         }
+        split.enqueued();
         (void)client.sync();
+        split.synced();
     }
+    split.report(state);
     state.SetItemsProcessed(state.iterations() * launches_per_batch);
+}
+
+/// A launch of a kernel name that is not registered: tandem's whole host path (request,
+/// bookkeeping, resolution at the sync) without the CUDA launch. Not a goal; a breakdown.
+void tandem_launch_unregistered(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    Client client = rt->client(0);
+    SplitTimer split;
+    for (auto _ : state) {
+        split.start();
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            (void)client.launch("not-registered", LaunchConfig::linear(1, 1), {});
+        }
+        split.enqueued();
+        (void)client.sync();
+        split.synced();
+    }
+    split.report(state);
+    state.SetItemsProcessed(state.iterations() * launches_per_batch);
+}
+
+/// The runtime call each device guard makes: part of every tandem launch.
+void cuda_get_device(benchmark::State& state) {
+    cudaSetDevice(0);
+    int device = -1;
+    for (auto _ : state) {
+        cudaGetDevice(&device);
+        benchmark::DoNotOptimize(device);
+    }
 }
 
 void raw_launch_empty(benchmark::State& state) {
     cudaSetDevice(0);
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    SplitTimer split;
     for (auto _ : state) {
+        split.start();
         for (int launch = 0; launch < launches_per_batch; ++launch) {
             launch_raw_empty(stream);
         }
+        split.enqueued();
         cudaStreamSynchronize(stream);
+        split.synced();
     }
+    split.report(state);
     cudaStreamDestroy(stream);
     state.SetItemsProcessed(state.iterations() * launches_per_batch);
 }
@@ -144,7 +218,8 @@ std::optional<PeerSetup> peer_setup(benchmark::State& state, cuda::CudaRuntime& 
     }
     auto shared = owner.share_with_peers(*allocated);
     (void)owner.launch("fill", LaunchConfig{Dim3{copy_blocks, 1, 1}, Dim3{copy_threads, 1, 1}},
-                       {LaunchArgument{*shared, AccessMode::Write, std::nullopt}}, KernelArgs().u64(1));
+                       {LaunchArgument{*shared, AccessMode::Write, std::nullopt}},
+                       KernelArgs().u64(1));
     (void)owner.sync();
     return PeerSetup{*shared, *local};
 }
@@ -173,7 +248,9 @@ void raw_peer_read_kernel(benchmark::State& state) {
     }
     auto* from = reinterpret_cast<const std::uint8_t*>(setup->shared.peer()->address());
     auto* to = reinterpret_cast<std::uint8_t*>(
-        PeerBinding::make(setup->local.with_peer(*rt->client(1).share_with_peers(setup->local)->peer()).binding())->address());
+        PeerBinding::make(
+            setup->local.with_peer(*rt->client(1).share_with_peers(setup->local)->peer()).binding())
+            ->address());
     cudaSetDevice(1);
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
@@ -206,7 +283,8 @@ void raw_peer_copy(benchmark::State& state) {
         return;
     }
     void* from = reinterpret_cast<void*>(setup->shared.peer()->address());
-    void* to = reinterpret_cast<void*>(rt->client(1).share_with_peers(setup->local)->peer()->address());
+    void* to =
+        reinterpret_cast<void*>(rt->client(1).share_with_peers(setup->local)->peer()->address());
     cudaSetDevice(1);
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
@@ -224,6 +302,8 @@ BENCHMARK(cuda_malloc_free)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(tandem_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty_with_params)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(tandem_launch_unregistered)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(cuda_get_device)->UseRealTime();
 BENCHMARK(tandem_peer_read_kernel)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(raw_peer_read_kernel)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(tandem_peer_copy)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -34,8 +34,8 @@ void launch_raw_copy(void* stream, std::uint8_t* to, const std::uint8_t* from, s
                      std::uint32_t blocks, std::uint32_t threads) {
     cuda::LaunchParams params;
     params.resource_count = 2;
-    params.resources[0] = cuda::DeviceResource{const_cast<std::uint8_t*>(from), bytes, {}};
-    params.resources[1] = cuda::DeviceResource{to, bytes, {}};
+    params.resources[0] = cuda::DeviceResource{const_cast<std::uint8_t*>(from), bytes};
+    params.resources[1] = cuda::DeviceResource{to, bytes};
     raw_copy<<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(params);
 }
 

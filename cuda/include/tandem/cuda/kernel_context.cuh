@@ -92,9 +92,11 @@ private:
     DeviceTensorMap map_;
 };
 
+/// `Params` is `LaunchParams`, or `TensorLaunchParams` for kernels that read tensor maps.
+template <typename Params>
 class CudaKernelContext {
 public:
-    __device__ explicit CudaKernelContext(const LaunchParams& params)
+    __device__ explicit CudaKernelContext(const Params& params)
         : params_(params),
           status_(params.status),
           launch_id_(params.launch_id),
@@ -124,8 +126,10 @@ public:
     }
     template <typename T>
     __device__ CudaTiledView<T> tensor_map(std::size_t index) const {
+        static_assert(sizeof(Params) == sizeof(TensorLaunchParams),
+                      "this kernel reads tensor maps: list it in the launcher's ReadsTensorMaps");
         const DeviceResource& resource = params_.resources[index];
-        return CudaTiledView<T>(resource, params_.tensor_maps[resource.tensor_map]);
+        return CudaTiledView<T>(resource, params_.tensor_maps[params_.tensor_map_of[index]]);
     }
     __device__ std::uint64_t u64(std::size_t index) const { return params_.args[index]; }
     __device__ double f64(std::size_t index) const {
@@ -174,7 +178,7 @@ public:
     __device__ std::uint32_t injected_code() const { return injected_code_; }
 
 private:
-    const LaunchParams& params_;
+    const Params& params_;
     unsigned long long* status_;
     std::uint32_t launch_id_;
     std::uint32_t injected_code_;

@@ -16,10 +16,11 @@ namespace tandem::cuda {
 
 /// Resources a launch can bind.
 inline constexpr std::uint32_t max_launch_resources = 8;
-/// Producers' status words a launch checks on the device before it computes.
-inline constexpr std::uint32_t max_checked_producers = 8;
-/// Tensor maps a launch can bind. Kept apart from the resources so that the parameter block a
-/// launch copies stays small: its size is part of every launch's cost.
+/// Producers' status words a launch checks on the device before it computes; the host checks
+/// every producer when it resolves, so a launch with more pending producers stays correct and
+/// only computes before the host knows.
+inline constexpr std::uint32_t max_checked_producers = 4;
+/// Tensor maps a launch can bind.
 inline constexpr std::uint32_t max_launch_tensor_maps = 2;
 /// The code a launch writes when it did not run because a producer failed.
 inline constexpr std::uint32_t skipped_code = 0xffffffffu;
@@ -35,8 +36,6 @@ struct DeviceTensorMap {
 struct DeviceResource {
     std::uint8_t* pointer = nullptr;
     std::uint64_t size_bytes = 0;
-    /// Index into `LaunchParams::tensor_maps` when the resource is a tensor map.
-    std::uint32_t tensor_map = 0;
 };
 
 struct ProducerStatus {
@@ -54,10 +53,12 @@ struct ReplayTicket {
     std::uint32_t launch_count = 0;
 };
 
+/// What most kernels receive. The block is copied into every launch (on H200 hosts an empty
+/// kernel that takes it launched 1 to 6 percent slower than one with no parameters), so it is
+/// kept small: tensor maps, which few kernels read, live in the larger block below.
 struct LaunchParams {
     DeviceResource resources[max_launch_resources];
     std::uint32_t resource_count = 0;
-    DeviceTensorMap tensor_maps[max_launch_tensor_maps];
     std::uint64_t args[KernelArgs::max_words] = {};
     unsigned long long* status = nullptr;
     std::uint32_t launch_id = 0;
@@ -70,6 +71,14 @@ struct LaunchParams {
     /// rest do not run.
     const ReplayTicket* ticket = nullptr;
     std::uint32_t replay_index = 0;
+};
+
+/// What kernels that read tensor maps receive, and what the host fills for every launch: the
+/// launcher of any other kernel passes only the `LaunchParams` part.
+struct TensorLaunchParams : LaunchParams {
+    DeviceTensorMap tensor_maps[max_launch_tensor_maps];
+    /// For each resource that is a tensor map, its index in `tensor_maps`.
+    std::uint8_t tensor_map_of[max_launch_resources] = {};
 };
 
 }  // namespace tandem::cuda
