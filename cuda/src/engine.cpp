@@ -139,6 +139,43 @@ std::vector<std::shared_ptr<PendingOp>> CudaEngine::producers_of(
     return producers;
 }
 
+std::vector<std::shared_ptr<PendingOp>> CudaEngine::unsuperseded_producers_of(
+    const std::vector<Target>& inputs) const {
+    const auto overlaps = [](const Target& a, const Target& b) {
+        return a.device == b.device && overlap(a.key, b.key) != Overlap::Disjoint;
+    };
+    std::vector<std::shared_ptr<PendingOp>> producers;
+    for (const Target& input : inputs) {
+        auto writers = pending_writers.find(input.key.memory);
+        if (writers == pending_writers.end()) {
+            continue;
+        }
+        const std::vector<std::shared_ptr<PendingOp>>& ops = writers->second;  // Enqueue order.
+        for (std::size_t index = 0; index < ops.size(); ++index) {
+            for (const Target& output : ops[index]->outputs) {
+                if (!overlaps(input, output)) {
+                    continue;
+                }
+                // Superseded when later work writes any byte of this output that the input
+                // reads. Counting a partial overlap as superseding only ever drops a skip the
+                // device could have taken; the host still decides the outcome.
+                bool superseded = false;
+                for (std::size_t later = index + 1; later < ops.size() && !superseded; ++later) {
+                    for (const Target& rewritten : ops[later]->outputs) {
+                        superseded = superseded ||
+                                     (overlaps(rewritten, input) && overlaps(rewritten, output));
+                    }
+                }
+                if (!superseded && std::find(producers.begin(), producers.end(), ops[index]) ==
+                                       producers.end()) {
+                    producers.push_back(ops[index]);
+                }
+            }
+        }
+    }
+    return producers;
+}
+
 Status CudaEngine::resolve_all() {
     for (const auto& device : devices) {
         device->synchronize();

@@ -168,6 +168,8 @@ public:
     /// Counts a resolved launch whose kernel found a failed producer and did not compute.
     void count_skipped_on_device() { ++skipped_on_device_; }
     [[nodiscard]] std::uint64_t skipped_on_device() const { return skipped_on_device_; }
+    /// Launches whose tensor maps went to the TMA.
+    [[nodiscard]] std::uint64_t tma_launches() const { return tma_launches_; }
 
 private:
     Result<CudaStream*> stream(StreamId id);
@@ -209,6 +211,7 @@ private:
     std::uint64_t next_slot_ = 0;
     std::uint32_t next_launch_id_ = 1;
     std::uint64_t skipped_on_device_ = 0;
+    std::uint64_t tma_launches_ = 0;
     std::set<ServiceId> granted_;
     std::optional<Error> lost_;
 
@@ -229,6 +232,12 @@ public:
     [[nodiscard]] CudaDevice* device_of(ServiceId service) const;
     /// Pending work whose outputs `inputs` read.
     [[nodiscard]] std::vector<std::shared_ptr<PendingOp>> producers_of(
+        const std::vector<Target>& inputs) const;
+    /// The producers of `inputs` whose failure a GPU may act on before the host knows: those none
+    /// of whose bytes the consumer reads were written again by later pending work. A later write
+    /// repairs the bytes of a failed producer (C3), so for a superseded producer only the host,
+    /// when it resolves, can tell whether the consumer's input ends up claimed.
+    [[nodiscard]] std::vector<std::shared_ptr<PendingOp>> unsuperseded_producers_of(
         const std::vector<Target>& inputs) const;
     /// Waits for every device and resolves every pending outcome, in enqueue order.
     Status resolve_all();

@@ -103,6 +103,21 @@ TEST_F(CudaBackend, a_failed_kernel_claims_its_outputs_and_a_consumer_does_not_c
     EXPECT_EQ(runtime->skipped_on_device(0), 2u);
 }
 
+TEST_F(CudaBackend, a_write_after_a_failed_kernel_repairs_the_bytes_for_a_pending_consumer) {
+    // Found by the CUDA property suite: the consumer is enqueued while the failed kernel is still
+    // pending, but a host write replaced its bytes in between, so the consumer must compute.
+    Client client = runtime->client(0);
+    Handle a = allocate(client, 1);
+    Handle b = allocate(client, 1);
+    ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(1), {out(a)}, KernelArgs().u64(3)));
+    ASSERT_TRUE(client.write(a, std::vector<std::byte>{std::byte{1}}));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(1, 8), {in(a), out(b)}));
+    auto read = client.read(b);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(read->front(), std::byte{1});
+    EXPECT_EQ(runtime->skipped_on_device(0), 0u);
+}
+
 TEST_F(CudaBackend, a_refused_launch_claims_only_its_outputs) {
     Client client = runtime->client(0);
     Handle input = allocate(client, 64);
@@ -190,29 +205,50 @@ TEST_F(CudaBackend, a_capture_becomes_a_cuda_graph_that_replays_on_any_stream_an
     }
 }
 
-TEST_F(CudaBackend, a_tiled_copy_moves_a_tensor_through_tensor_maps) {
-    Client client = runtime->client(0);
-    const TensorMapDescriptor descriptor{{20, 6}, {96}, {8, 4}, 4};
-    Handle source = allocate(client, 96 * 6);
-    Handle target = allocate(client, 96 * 6);
-    std::vector<std::uint32_t> values(24 * 6);
+/// Copies a 20x6 tensor of u32 with rows 96 bytes apart through tensor maps with boxes of
+/// `box_columns` x 4, and checks every element of the target: copied inside the tensor,
+/// untouched padding outside.
+void expect_tiled_copy(Client& client, std::uint32_t box_columns) {
+    const std::uint64_t row_bytes = 96;
+    const std::uint64_t row_words = row_bytes / 4;
+    const TensorMapDescriptor descriptor{{20, 6}, {row_bytes}, {box_columns, 4}, 4};
+    auto source = client.allocate(row_bytes * 6);
+    auto target = client.allocate(row_bytes * 6);
+    ASSERT_TRUE(source && target);
+    std::vector<std::uint32_t> values(row_words * 6);
     for (std::uint32_t i = 0; i < values.size(); ++i) {
         values[i] = i;
     }
-    ASSERT_TRUE(client.write(source, std::as_bytes(std::span(values))));
-    ASSERT_TRUE(client.write(target, std::vector<std::byte>(96 * 6)));
-    ASSERT_TRUE(client.launch("tiled_copy", LaunchConfig::linear(4, 2),
-                              {LaunchArgument{source, AccessMode::Read, descriptor},
-                               LaunchArgument{target, AccessMode::Write, descriptor}}));
-    auto read = client.read(target);
+    ASSERT_TRUE(client.write(*source, std::as_bytes(std::span(values))));
+    ASSERT_TRUE(client.write(*target, std::vector<std::byte>(row_bytes * 6)));
+    Status launched = client.launch("tiled_copy", LaunchConfig::linear(4, 2),
+                                    {LaunchArgument{*source, AccessMode::Read, descriptor},
+                                     LaunchArgument{*target, AccessMode::Write, descriptor}});
+    ASSERT_TRUE(launched) << launched.error().report();
+    auto read = client.read(*target);
     ASSERT_TRUE(read) << read.error().report();
-    std::vector<std::uint32_t> copied(24 * 6);
+    std::vector<std::uint32_t> copied(row_words * 6);
     std::memcpy(copied.data(), read->data(), read->size());
-    for (std::uint32_t row = 0; row < 6; ++row) {
-        for (std::uint32_t column = 0; column < 24; ++column) {
-            EXPECT_EQ(copied[row * 24 + column], column < 20 ? values[row * 24 + column] : 0u);
+    for (std::uint64_t row = 0; row < 6; ++row) {
+        for (std::uint64_t column = 0; column < row_words; ++column) {
+            const std::uint64_t at = row * row_words + column;
+            EXPECT_EQ(copied[at], column < 20 ? values[at] : 0u) << "row " << row << " column " << column;
         }
     }
+}
+
+TEST_F(CudaBackend, a_tiled_copy_moves_a_tensor_through_the_tma) {
+    Client client = runtime->client(0);
+    const std::uint64_t before = runtime->tma_launches(0);
+    expect_tiled_copy(client, 8);  // Box rows of 32 bytes: the TMA takes the maps.
+    EXPECT_EQ(runtime->tma_launches(0), before + 1);
+}
+
+TEST_F(CudaBackend, a_tiled_copy_the_tma_cannot_take_moves_by_elements_with_the_same_result) {
+    Client client = runtime->client(0);
+    const std::uint64_t before = runtime->tma_launches(0);
+    expect_tiled_copy(client, 5);  // Box rows of 20 bytes, not a multiple of 16: no TMA.
+    EXPECT_EQ(runtime->tma_launches(0), before);
 }
 
 TEST_F(CudaBackend, a_strided_read_returns_the_view_in_order) {
