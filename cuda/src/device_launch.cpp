@@ -3,6 +3,7 @@
 // with the status words of the producers it checks before it computes (C13 on the device).
 
 #include "engine.hpp"
+#include "tensor_map_encode.hpp"
 
 #include <functional>
 
@@ -49,6 +50,39 @@ Status encode_resources(const LaunchRequest& request, TensorLaunchParams& params
     return {};
 }
 
+bool same_shape(const TensorMapDescriptor& a, const TensorMapDescriptor& b) {
+    return a.dims == b.dims && a.box == b.box && a.elem_size_bytes == b.elem_size_bytes;
+}
+
+/// Sends the launch's tensor maps to the TMA when every one is local memory the TMA can take,
+/// all have one shape (so a tile loaded from one fits any other), and a tile per thread fits the
+/// block's shared memory. Otherwise `tma_slot_bytes` stays zero and tiles move with plain loads
+/// and stores, with the same result.
+void encode_tma(const LaunchRequest& request, TensorLaunchParams& params) {
+    const TensorMapDescriptor* shape = nullptr;
+    for (std::size_t index = 0; index < request.resources.size(); ++index) {
+        const KernelResource& resource = request.resources[index];
+        const auto* map = std::get_if<TensorMapBinding>(&resource.binding());
+        if (map == nullptr) {
+            continue;
+        }
+        if (resource.peer_binding() != nullptr ||
+            (shape != nullptr && !same_shape(*shape, map->descriptor())) ||
+            !encode_for_tma(map->descriptor(), params.resources[index].pointer,
+                            params.tma[params.tensor_map_of[index]])) {
+            return;
+        }
+        shape = &map->descriptor();
+    }
+    if (shape == nullptr) {
+        return;
+    }
+    const std::uint64_t slot_bytes = tma_slot_bytes(*shape);
+    if ((slot_bytes + tma_barrier_bytes) * request.config.block.count() <= tma_shared_bytes_max) {
+        params.tma_slot_bytes = static_cast<std::uint32_t>(slot_bytes);
+    }
+}
+
 }  // namespace
 
 Result<std::vector<Target>> CudaDevice::targets(const LaunchRequest& request,
@@ -90,6 +124,7 @@ Status CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParam
     for (std::size_t word = 0; word < request.args.count(); ++word) {
         params.args[word] = request.args.u64_at(word);
     }
+    encode_tma(request, params);
     return {};
 }
 
@@ -183,7 +218,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
             // Launches of one replay share its word: after a failed one, the rest do not run.
             params.producers[params.producer_count++] = ProducerStatus{params.status, op->launch_id};
         }
-        for (const auto& producer : op->producers) {
+        for (const auto& producer : engine_.unsuperseded_producers_of(op->inputs)) {
             // Producers whose word this GPU can read are checked on it before the launch
             // computes; the host checks every producer when it resolves (C13).
             const unsigned long long* word = producer->kind == PendingOp::Kind::Launch
@@ -196,6 +231,9 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
         DeviceGuard guard(ordinal_);
         const auto status = static_cast<cudaError_t>(
             launcher(request.config, target_stream->handle, params));
+        if (status == cudaSuccess && params.tma_slot_bytes != 0) {
+            ++tma_launches_;
+        }
         if (status != cudaSuccess) {
             if (sticky(status)) {
                 lose(cuda_error_text(status));

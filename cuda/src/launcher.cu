@@ -20,8 +20,10 @@ inline constexpr bool reads_tensor_maps = false;
 template <>
 inline constexpr bool reads_tensor_maps<kernels::TiledCopy> = true;
 
+// `__grid_constant__`: the tensor maps in the block are read by the TMA where they are, in the
+// kernel's parameter space, which needs the parameter const and never copied.
 template <typename Kernel, typename Params>
-__global__ void run_launch(Params params) {
+__global__ void run_launch(const __grid_constant__ Params params) {
     CudaKernelContext context(params);
     // A failed producer comes first (C9: the launch is skipped with its input's failure), then a
     // fault injected for this launch, as on the simulator.
@@ -43,10 +45,15 @@ int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& b
     const dim3 threads(config.block.x, config.block.y, config.block.z);
     // cudaLaunchKernel returns the launch's own error: one runtime call, where the chevron syntax
     // makes three (push and pop of the configuration, then the launch) and a fourth to read it.
+    // A TMA launch stages one tile per thread in dynamic shared memory, then its barriers.
+    const std::size_t shared_bytes =
+        reads_tensor_maps<Kernel> && block.tma_slot_bytes != 0
+            ? std::size_t{block.tma_slot_bytes + tma_barrier_bytes} * config.block.count()
+            : 0;
     void* arguments[] = {const_cast<Params*>(&params)};
     const cudaError_t status =
         cudaLaunchKernel(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), grid, threads,
-                         arguments, 0, static_cast<cudaStream_t>(stream));
+                         arguments, shared_bytes, static_cast<cudaStream_t>(stream));
     if (status != cudaSuccess) {
         (void)cudaGetLastError();  // Reported here: do not leave it for an unrelated call.
     }

@@ -38,13 +38,143 @@ private:
     std::uint64_t count_;
 };
 
-/// A tensor-map resource addressed in tiles. The tiles move with plain loads and stores; the
-/// descriptor is the same the simulator checks.
+/// Moves tiles with the tensor memory accelerator: each thread loads its tile into its own slot
+/// of dynamic shared memory (waiting on its own barrier), then stores it through the target's
+/// map. One thread, one tile at a time: the same per-thread loop the simulator runs.
+namespace tma {
+
+__device__ inline std::uint32_t shared_address(const void* pointer) {
+    return static_cast<std::uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
+__device__ inline void load(const EncodedTensorMap* map, std::uint32_t rank, const std::int32_t* c,
+                            std::uint32_t slot, std::uint32_t barrier) {
+    const auto descriptor = reinterpret_cast<std::uint64_t>(map);
+    switch (rank) {
+        case 1:
+            asm volatile(
+                "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                " [%0], [%1, {%2}], [%3];" ::"r"(slot), "l"(descriptor), "r"(c[0]), "r"(barrier)
+                : "memory");
+            break;
+        case 2:
+            asm volatile(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                " [%0], [%1, {%2, %3}], [%4];" ::"r"(slot), "l"(descriptor), "r"(c[0]), "r"(c[1]),
+                "r"(barrier)
+                : "memory");
+            break;
+        case 3:
+            asm volatile(
+                "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(slot), "l"(descriptor), "r"(c[0]),
+                "r"(c[1]), "r"(c[2]), "r"(barrier)
+                : "memory");
+            break;
+        case 4:
+            asm volatile(
+                "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(slot), "l"(descriptor), "r"(c[0]),
+                "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(barrier)
+                : "memory");
+            break;
+        default:
+            asm volatile(
+                "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(slot), "l"(descriptor),
+                "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "r"(barrier)
+                : "memory");
+            break;
+    }
+}
+
+__device__ inline void store(const EncodedTensorMap* map, std::uint32_t rank,
+                             const std::int32_t* c, std::uint32_t slot) {
+    const auto descriptor = reinterpret_cast<std::uint64_t>(map);
+    switch (rank) {
+        case 1:
+            asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];" ::
+                             "l"(descriptor), "r"(slot), "r"(c[0])
+                         : "memory");
+            break;
+        case 2:
+            asm volatile(
+                "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                    descriptor),
+                "r"(slot), "r"(c[0]), "r"(c[1])
+                : "memory");
+            break;
+        case 3:
+            asm volatile(
+                "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::
+                    "l"(descriptor),
+                "r"(slot), "r"(c[0]), "r"(c[1]), "r"(c[2])
+                : "memory");
+            break;
+        case 4:
+            asm volatile(
+                "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], "
+                "[%1];" ::"l"(descriptor),
+                "r"(slot), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
+                : "memory");
+            break;
+        default:
+            asm volatile(
+                "cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], "
+                "[%1];" ::"l"(descriptor),
+                "r"(slot), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
+                : "memory");
+            break;
+    }
+}
+
+/// Copies the tile at `coords` from `from` to `to` through this thread's slot.
+__device__ inline void copy_tile(const EncodedTensorMap* from, const EncodedTensorMap* to,
+                                 std::uint32_t rank, const std::int32_t* coords,
+                                 std::uint32_t slot_bytes, std::uint32_t tile_bytes) {
+    extern __shared__ __align__(128) unsigned char staging[];
+    const std::uint32_t thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const std::uint32_t threads = blockDim.x * blockDim.y * blockDim.z;
+    const std::uint32_t slot = shared_address(staging + std::size_t{thread} * slot_bytes);
+    const std::uint32_t barrier = shared_address(staging + std::size_t{threads} * slot_bytes +
+                                                 std::size_t{thread} * tma_barrier_bytes);
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(barrier) : "memory");
+    // The barrier was written by this thread; the TMA unit completes it: make the write visible
+    // to the asynchronous proxy first.
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
+                 "r"(tile_bytes)
+                 : "memory");
+    load(from, rank, coords, slot, barrier);
+    std::uint32_t done = 0;
+    while (done == 0) {
+        asm volatile(
+            "{\n .reg .pred complete;\n"
+            " mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], 0;\n"
+            " selp.u32 %0, 1, 0, complete;\n}"
+            : "=r"(done)
+            : "r"(barrier)
+            : "memory");
+    }
+    asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(barrier) : "memory");
+    store(to, rank, coords, slot);
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    // The slot is reused for the next tile and the launch's outcome follows its last store:
+    // wait until the store has written global memory.
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+}  // namespace tma
+
+/// A tensor-map resource addressed in tiles, with the same descriptor the simulator checks. When
+/// the host encoded the launch's maps for the TMA, tiles move through it; otherwise with plain
+/// loads and stores.
 template <typename T>
 class CudaTiledView {
 public:
-    __device__ CudaTiledView(const DeviceResource& resource, const DeviceTensorMap& map)
-        : bytes_(resource.pointer), map_(map) {}
+    __device__ CudaTiledView(const DeviceResource& resource, const DeviceTensorMap& map,
+                             const EncodedTensorMap* tma, std::uint32_t tma_slot_bytes)
+        : bytes_(resource.pointer), map_(map), tma_(tma), tma_slot_bytes_(tma_slot_bytes) {}
 
     __device__ std::uint64_t tile_count() const {
         std::uint64_t tiles = 1;
@@ -60,6 +190,23 @@ public:
             origin[dim] = (tile % tiles) * map_.box[dim];
             tile /= tiles;
         }
+        if (tma_ != nullptr && target.tma_ != nullptr) {
+            // The host encoded both maps with one shape and coordinates below 2^31.
+            std::int32_t coords[5] = {};
+            std::uint32_t tile_bytes = map_.elem_size_bytes;
+            for (std::uint32_t dim = 0; dim < map_.rank; ++dim) {
+                coords[dim] = static_cast<std::int32_t>(origin[dim]);
+                tile_bytes *= map_.box[dim];
+            }
+            tma::copy_tile(tma_, target.tma_, map_.rank, coords, tma_slot_bytes_, tile_bytes);
+            return;
+        }
+        copy_tile_by_elements(origin, target);
+    }
+
+private:
+    __device__ void copy_tile_by_elements(const std::uint64_t* origin,
+                                          const CudaTiledView& target) const {
         std::uint64_t offset[5] = {};
         while (true) {
             bool inside = true;
@@ -87,9 +234,10 @@ public:
         }
     }
 
-private:
     std::uint8_t* bytes_;
     DeviceTensorMap map_;
+    const EncodedTensorMap* tma_;
+    std::uint32_t tma_slot_bytes_;
 };
 
 /// `Params` is `LaunchParams`, or `TensorLaunchParams` for kernels that read tensor maps.
@@ -129,7 +277,10 @@ public:
         static_assert(sizeof(Params) == sizeof(TensorLaunchParams),
                       "this kernel reads tensor maps: list it in the launcher's ReadsTensorMaps");
         const DeviceResource& resource = params_.resources[index];
-        return CudaTiledView<T>(resource, params_.tensor_maps[params_.tensor_map_of[index]]);
+        const std::uint8_t map = params_.tensor_map_of[index];
+        return CudaTiledView<T>(resource, params_.tensor_maps[map],
+                                params_.tma_slot_bytes != 0 ? &params_.tma[map] : nullptr,
+                                params_.tma_slot_bytes);
     }
     __device__ std::uint64_t u64(std::size_t index) const { return params_.args[index]; }
     __device__ double f64(std::size_t index) const {

@@ -22,6 +22,10 @@ inline constexpr std::uint32_t max_launch_resources = 8;
 inline constexpr std::uint32_t max_checked_producers = 4;
 /// Tensor maps a launch can bind.
 inline constexpr std::uint32_t max_launch_tensor_maps = 2;
+/// Shared memory a TMA launch may stage its tiles in: the default dynamic limit of a block.
+inline constexpr std::uint32_t tma_shared_bytes_max = 48 * 1024;
+/// The barrier each thread of a TMA launch waits on, after the block's tile slots.
+inline constexpr std::uint32_t tma_barrier_bytes = 8;
 /// The code a launch writes when it did not run because a producer failed.
 inline constexpr std::uint32_t skipped_code = 0xffffffffu;
 
@@ -73,12 +77,23 @@ struct LaunchParams {
     std::uint32_t replay_index = 0;
 };
 
+/// A tensor map encoded for the GPU's tensor memory accelerator (the driver's `CUtensorMap`,
+/// opaque here so that host code builds the block without CUDA headers).
+struct alignas(128) EncodedTensorMap {
+    std::uint64_t opaque[16];  // Left unset until encoded: it is never read unless encoded.
+};
+
 /// What kernels that read tensor maps receive, and what the host fills for every launch: the
 /// launcher of any other kernel passes only the `LaunchParams` part.
 struct TensorLaunchParams : LaunchParams {
     DeviceTensorMap tensor_maps[max_launch_tensor_maps];
     /// For each resource that is a tensor map, its index in `tensor_maps`.
     std::uint8_t tensor_map_of[max_launch_resources] = {};
+    /// Bytes of dynamic shared memory each thread stages one tile in, when the launch's tensor
+    /// maps went to the TMA: all of them encoded (`tma`), with the same shape. Zero otherwise,
+    /// and tiles move with plain loads and stores.
+    std::uint32_t tma_slot_bytes = 0;
+    EncodedTensorMap tma[max_launch_tensor_maps];
 };
 
 }  // namespace tandem::cuda

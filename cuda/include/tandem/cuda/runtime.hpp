@@ -61,6 +61,9 @@ public:
     /// kernel found a failed producer's status word before computing (C13 on the device, for
     /// producers on the same GPU or on one whose memory this GPU was granted).
     [[nodiscard]] std::uint64_t skipped_on_device(std::size_t index) const;
+    /// Launches on device `index` whose tensor maps were encoded for the GPU's tensor memory
+    /// accelerator and moved by it (the others move tiles with plain loads and stores).
+    [[nodiscard]] std::uint64_t tma_launches(std::size_t index) const;
 
 private:
     explicit CudaRuntime(std::unique_ptr<CudaEngine> engine);
