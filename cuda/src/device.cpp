@@ -19,6 +19,9 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       memory_(storage_, order_, engine.options.pools),
       claims_(service_) {
     DeviceGuard guard(ordinal_);
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal_);
+    tma_capable_ = major >= 9;
     streams_.reserve(max_streams);
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);

@@ -124,7 +124,9 @@ Status CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParam
     for (std::size_t word = 0; word < request.args.count(); ++word) {
         params.args[word] = request.args.u64_at(word);
     }
-    encode_tma(request, params);
+    if (tma_capable_) {
+        encode_tma(request, params);
+    }
     return {};
 }
 

@@ -212,6 +212,8 @@ private:
     std::uint32_t next_launch_id_ = 1;
     std::uint64_t skipped_on_device_ = 0;
     std::uint64_t tma_launches_ = 0;
+    /// Compute capability 9.0 or later: the GPU has a tensor memory accelerator.
+    bool tma_capable_ = false;
     std::set<ServiceId> granted_;
     std::optional<Error> lost_;
 

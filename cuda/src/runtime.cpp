@@ -1,6 +1,7 @@
 #include "tandem/cuda/runtime.hpp"
 
 #include "engine.hpp"
+#include "tensor_map_encode.hpp"
 
 #include <algorithm>
 
@@ -27,11 +28,13 @@ GpuReport probe_gpus() {
         cudaGetLastError();
         return report;
     }
+    report.tma_encoder = tma_encoder_available();
     report.peer.assign(static_cast<std::size_t>(count), std::vector<bool>(static_cast<std::size_t>(count)));
     for (int device = 0; device < count; ++device) {
         cudaDeviceProp properties{};
         cudaGetDeviceProperties(&properties, device);
         report.names.emplace_back(properties.name);
+        report.compute_capabilities.emplace_back(properties.major, properties.minor);
         for (int peer = 0; peer < count; ++peer) {
             int can = device == peer ? 1 : 0;
             if (device != peer) {

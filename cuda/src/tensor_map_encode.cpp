@@ -75,6 +75,8 @@ bool qualifies(const TensorMapDescriptor& descriptor, const std::uint8_t* pointe
 
 }  // namespace
 
+bool tma_encoder_available() { return encoder() != nullptr; }
+
 bool encode_for_tma(const TensorMapDescriptor& descriptor, const std::uint8_t* pointer,
                     EncodedTensorMap& encoded) {
     CUtensorMapDataType type{};

@@ -21,6 +21,9 @@ namespace tandem::cuda {
 bool encode_for_tma(const TensorMapDescriptor& descriptor, const std::uint8_t* pointer,
                     EncodedTensorMap& encoded);
 
+/// Whether the driver provides `cuTensorMapEncodeTiled`.
+bool tma_encoder_available();
+
 /// The bytes of one box of `descriptor`, rounded up to the 128-byte alignment a TMA copy into
 /// shared memory needs.
 std::uint32_t tma_slot_bytes(const TensorMapDescriptor& descriptor);

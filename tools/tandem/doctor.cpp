@@ -48,7 +48,10 @@ void print_gpus() {
         return;
     }
     for (std::size_t gpu = 0; gpu < report.names.size(); ++gpu) {
-        std::printf("  gpu %zu: %s\n", gpu, report.names[gpu].c_str());
+        const auto [major, minor] = report.compute_capabilities[gpu];
+        const bool tma = report.tma_encoder && major >= 9;
+        std::printf("  gpu %zu: %s, compute capability %d.%d, tensor memory accelerator %s\n", gpu,
+                    report.names[gpu].c_str(), major, minor, tma ? "used for tiled copies" : "not used");
     }
     std::printf("peer access the driver allows (row: accessor, column: owner):\n       ");
     for (std::size_t owner = 0; owner < report.names.size(); ++owner) {

@@ -43,6 +43,11 @@ private:
 /// map. One thread, one tile at a time: the same per-thread loop the simulator runs.
 namespace tma {
 
+// Bulk tensor copies and transaction barriers exist from compute capability 9.0; a build for an
+// older GPU compiles without them and every tile moves by elements.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+inline constexpr bool available = true;
+
 __device__ inline std::uint32_t shared_address(const void* pointer) {
     return static_cast<std::uint32_t>(__cvta_generic_to_shared(pointer));
 }
@@ -164,6 +169,12 @@ __device__ inline void copy_tile(const EncodedTensorMap* from, const EncodedTens
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
+#else
+inline constexpr bool available = false;
+__device__ inline void copy_tile(const EncodedTensorMap*, const EncodedTensorMap*, std::uint32_t,
+                                 const std::int32_t*, std::uint32_t, std::uint32_t) {}
+#endif
+
 }  // namespace tma
 
 /// A tensor-map resource addressed in tiles, with the same descriptor the simulator checks. When
@@ -190,7 +201,7 @@ public:
             origin[dim] = (tile % tiles) * map_.box[dim];
             tile /= tiles;
         }
-        if (tma_ != nullptr && target.tma_ != nullptr) {
+        if (tma::available && tma_ != nullptr && target.tma_ != nullptr) {
             // The host encoded both maps with one shape and coordinates below 2^31.
             std::int32_t coords[5] = {};
             std::uint32_t tile_bytes = map_.elem_size_bytes;

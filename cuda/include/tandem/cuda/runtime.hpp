@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tandem::cuda {
@@ -33,6 +34,11 @@ struct GpuReport {
     int driver_version = 0;
     int runtime_version = 0;
     std::vector<std::string> names;
+    /// Each GPU's compute capability (major, minor).
+    std::vector<std::pair<int, int>> compute_capabilities;
+    /// Whether the driver provides the tensor-map encoder; GPUs of compute capability 9.0 or
+    /// later then move tiles through their tensor memory accelerator.
+    bool tma_encoder = false;
     /// `peer[a][b]`: whether GPU a can access GPU b's memory.
     std::vector<std::vector<bool>> peer;
 };
