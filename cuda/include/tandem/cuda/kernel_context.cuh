@@ -133,36 +133,62 @@ __device__ inline void store(const EncodedTensorMap* map, std::uint32_t rank,
     }
 }
 
+/// A thread's place in a TMA launch's dynamic shared memory: its tile slot, then, after every
+/// slot of the block, its barrier and the parity of the barrier's next phase.
+struct Staging {
+    std::uint32_t slot;
+    std::uint32_t barrier;
+    std::uint32_t* phase;
+};
+
+__device__ inline Staging staging_of(std::uint32_t thread, std::uint32_t slot_bytes) {
+    extern __shared__ __align__(128) unsigned char staging[];
+    const std::uint32_t threads = blockDim.x * blockDim.y * blockDim.z;
+    unsigned char* barrier =
+        staging + std::size_t{threads} * slot_bytes + std::size_t{thread} * tma_barrier_bytes;
+    return Staging{shared_address(staging + std::size_t{thread} * slot_bytes),
+                   shared_address(barrier), reinterpret_cast<std::uint32_t*>(barrier + 8)};
+}
+
+/// Sets up every thread's barrier, once per block, before any thread copies: one thread
+/// initialises them all and the block waits for it. Called by every thread of the block.
+__device__ inline void init_barriers(std::uint32_t slot_bytes) {
+    const std::uint32_t threads = blockDim.x * blockDim.y * blockDim.z;
+    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+        for (std::uint32_t thread = 0; thread < threads; ++thread) {
+            const Staging place = staging_of(thread, slot_bytes);
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(place.barrier) : "memory");
+            *place.phase = 0;
+        }
+        // The TMA unit completes the barriers: make their initialisation visible to it.
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+    __syncthreads();
+}
+
 /// Copies the tile at `coords` from `from` to `to` through this thread's slot.
 __device__ inline void copy_tile(const EncodedTensorMap* from, const EncodedTensorMap* to,
                                  std::uint32_t rank, const std::int32_t* coords,
                                  std::uint32_t slot_bytes, std::uint32_t tile_bytes) {
-    extern __shared__ __align__(128) unsigned char staging[];
     const std::uint32_t thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    const std::uint32_t threads = blockDim.x * blockDim.y * blockDim.z;
-    const std::uint32_t slot = shared_address(staging + std::size_t{thread} * slot_bytes);
-    const std::uint32_t barrier = shared_address(staging + std::size_t{threads} * slot_bytes +
-                                                 std::size_t{thread} * tma_barrier_bytes);
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(barrier) : "memory");
-    // The barrier was written by this thread; the TMA unit completes it: make the write visible
-    // to the asynchronous proxy first.
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
+    const Staging place = staging_of(thread, slot_bytes);
+    const std::uint32_t phase = *place.phase;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(place.barrier),
                  "r"(tile_bytes)
                  : "memory");
-    load(from, rank, coords, slot, barrier);
+    load(from, rank, coords, place.slot, place.barrier);
     std::uint32_t done = 0;
     while (done == 0) {
         asm volatile(
             "{\n .reg .pred complete;\n"
-            " mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], 0;\n"
+            " mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
             " selp.u32 %0, 1, 0, complete;\n}"
             : "=r"(done)
-            : "r"(barrier)
+            : "r"(place.barrier), "r"(phase)
             : "memory");
     }
-    asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(barrier) : "memory");
-    store(to, rank, coords, slot);
+    *place.phase = phase ^ 1;
+    store(to, rank, coords, place.slot);
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     // The slot is reused for the next tile and the launch's outcome follows its last store:
     // wait until the store has written global memory.
@@ -171,6 +197,7 @@ __device__ inline void copy_tile(const EncodedTensorMap* from, const EncodedTens
 
 #else
 inline constexpr bool available = false;
+__device__ inline void init_barriers(std::uint32_t) {}
 __device__ inline void copy_tile(const EncodedTensorMap*, const EncodedTensorMap*, std::uint32_t,
                                  const std::int32_t*, std::uint32_t, std::uint32_t) {}
 #endif
@@ -264,6 +291,13 @@ public:
             status_ = params.ticket->status;
             launch_id_ = params.ticket->launch_id;
             injected_code_ = reinterpret_cast<const std::uint32_t*>(params.ticket + 1)[params.replay_index];
+        }
+        if constexpr (sizeof(Params) == sizeof(TensorLaunchParams)) {
+            // Every thread of every block constructs the context first thing, so the block-wide
+            // wait inside is reached by all of them; `tma_slot_bytes` is the same for all.
+            if (params.tma_slot_bytes != 0) {
+                tma::init_barriers(params.tma_slot_bytes);
+            }
         }
     }
 

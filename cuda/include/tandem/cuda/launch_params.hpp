@@ -24,8 +24,9 @@ inline constexpr std::uint32_t max_checked_producers = 4;
 inline constexpr std::uint32_t max_launch_tensor_maps = 2;
 /// Shared memory a TMA launch may stage its tiles in: the default dynamic limit of a block.
 inline constexpr std::uint32_t tma_shared_bytes_max = 48 * 1024;
-/// The barrier each thread of a TMA launch waits on, after the block's tile slots.
-inline constexpr std::uint32_t tma_barrier_bytes = 8;
+/// Per thread of a TMA launch, after the block's tile slots: the barrier it waits on and the
+/// parity of that barrier's next phase.
+inline constexpr std::uint32_t tma_barrier_bytes = 16;
 /// The code a launch writes when it did not run because a producer failed.
 inline constexpr std::uint32_t skipped_code = 0xffffffffu;
 
