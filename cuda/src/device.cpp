@@ -223,9 +223,12 @@ Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte>
         target.peer()->repair();  // P5
     }
     DeviceGuard guard(ordinal_);
-    // From pageable memory the call returns once the bytes are staged, so `bytes` may go.
-    const cudaError_t status = cudaMemcpyAsync(*pointer, bytes.data(), bytes.size(),
-                                               cudaMemcpyHostToDevice, (*found)->handle);
+    // From pageable memory the call returns once the bytes are staged, so `bytes` may go. A
+    // write of no bytes (into an empty view) has nothing to copy and no source pointer.
+    const cudaError_t status =
+        bytes.empty() ? cudaSuccess
+                      : cudaMemcpyAsync(*pointer, bytes.data(), bytes.size(),
+                                        cudaMemcpyHostToDevice, (*found)->handle);
     if (status != cudaSuccess) {
         op->known_failure = Error::torn_down("host write failed: " + cuda_error_text(status));
     }
@@ -342,7 +345,7 @@ Status CudaDevice::copy(const KernelResource& source, const BufferBinding& targe
     if (op->producers.empty()) {
         op->known_skip = first_claimed_input(engine_, op->inputs);  // C9: the copy does not run.
     }
-    if (!op->known_skip) {
+    if (!op->known_skip && target.size_in_use() != 0) {
         DeviceGuard guard(ordinal_);
         const cudaError_t status =
             from_ordinal == ordinal_

@@ -231,14 +231,18 @@ void copy_bytes(Engine& engine, SimDevice& device, const Operation& operation) {
         from = device.storage().host(device.memory().find(source.memory_id())->address +
                                      source.offset_start());
     }
-    std::memmove(to, from, target.size_in_use());
+    if (target.size_in_use() != 0) {  // An empty binding may have no host bytes behind it.
+        std::memmove(to, from, target.size_in_use());
+    }
 }
 
 void write_bytes(SimDevice& device, const Operation& operation) {
     const BufferBinding& target = operation.held[0];
     const std::uint64_t address =
         device.memory().find(target.memory_id())->address + target.offset_start();
-    std::memcpy(device.storage().host(address), operation.bytes.data(), operation.bytes.size());
+    if (!operation.bytes.empty()) {  // A write of no bytes has no source to copy from.
+        std::memcpy(device.storage().host(address), operation.bytes.data(), operation.bytes.size());
+    }
 }
 
 }  // namespace

@@ -18,6 +18,21 @@ TEST(SimRuntime, a_fill_kernel_writes_bytes_the_host_reads_back) {
     EXPECT_TRUE(std::all_of(bytes->begin(), bytes->end(), [](std::byte b) { return b == std::byte{0xab}; }));
 }
 
+TEST(SimRuntime, a_write_of_no_bytes_into_an_empty_view_changes_nothing) {
+    // Found by the client-calls fuzzer: the write copied from the null data of an empty span.
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    Handle buffer = allocate(client, 8);
+    ASSERT_TRUE(client.write(buffer, bytes_of(std::vector<std::uint8_t>(8, 5))));
+    Result<Handle> empty = buffer.add_offset_start(8);
+    ASSERT_TRUE(empty) << empty.error().report();
+    ASSERT_EQ(empty->size_in_use(), 0u);
+    ASSERT_TRUE(client.write(*empty, std::span<const std::byte>{}));
+    auto bytes = client.read(buffer);
+    ASSERT_TRUE(bytes) << bytes.error().report();
+    EXPECT_EQ(values_of<std::uint8_t>(*bytes), std::vector<std::uint8_t>(8, 5));
+}
+
 TEST(SimRuntime, axpy_computes_on_the_simulator) {
     auto runtime = make_runtime();
     Client client = runtime->client(0);
