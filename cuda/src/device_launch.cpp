@@ -220,7 +220,12 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
             // Launches of one replay share its word: after a failed one, the rest do not run.
             params.producers[params.producer_count++] = ProducerStatus{params.status, op->launch_id};
         }
-        for (const auto& producer : engine_.unsuperseded_producers_of(op->inputs)) {
+        // Only pending producers can be checked on the device: with none, skip the second walk
+        // over the pending writers.
+        const std::vector<std::shared_ptr<PendingOp>> checkable =
+            op->producers.empty() ? std::vector<std::shared_ptr<PendingOp>>{}
+                                  : engine_.unsuperseded_producers_of(op->inputs);
+        for (const auto& producer : checkable) {
             // Producers whose word this GPU can read are checked on it before the launch
             // computes; the host checks every producer when it resolves (C13).
             const unsigned long long* word = producer->kind == PendingOp::Kind::Launch

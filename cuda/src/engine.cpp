@@ -195,7 +195,8 @@ void CudaEngine::resolve(PendingOp& op) {
     CudaDevice& device = *devices[op.device];
     std::optional<Error> failure;
     std::optional<Cause> cause;
-    if (std::optional<Error> gone = device.lost_locked()) {
+    const std::optional<Error> gone = device.lost_locked();
+    if (gone) {
         failure = *gone;
     } else if (op.known_failure) {
         failure = op.known_failure;
@@ -207,7 +208,7 @@ void CudaEngine::resolve(PendingOp& op) {
     }
     const bool launched = (op.kind == PendingOp::Kind::Launch ||
                            op.kind == PendingOp::Kind::Replay) &&
-                          !op.known_failure && !op.known_skip && !device.lost_locked();
+                          !gone && !op.known_failure && !op.known_skip;
     if (launched) {
         const unsigned long long word = device.status_word(op.slot);
         const auto code = static_cast<std::uint32_t>(word & 0xffffffffu);

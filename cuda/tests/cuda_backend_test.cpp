@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace tandem::cuda {
 namespace {
@@ -52,6 +53,21 @@ protected:
             GTEST_SKIP() << "skipped: this test needs two GPUs, " << runtime->device_count()
                          << " visible";
         }
+    }
+    /// `size` bytes of GPU 0 shared with GPU 1, after GPU 0 granted GPU 1 access; empty, with
+    /// the failure reported, when either step is refused.
+    std::optional<Handle> share_from_gpu0(std::uint64_t size) {
+        Client owner = runtime->client(0);
+        if (Status granted = owner.grant_peer_access(runtime->client(1).service()); !granted) {
+            ADD_FAILURE() << granted.error().report();
+            return std::nullopt;
+        }
+        Result<Handle> shared = owner.share_with_peers(allocate(owner, size));
+        if (!shared) {
+            ADD_FAILURE() << shared.error().report();
+            return std::nullopt;
+        }
+        return *shared;
     }
 };
 
@@ -278,8 +294,9 @@ TEST_F(CudaTwoGpus, a_handle_of_another_device_is_refused) {
 TEST_F(CudaTwoGpus, a_peer_kernel_reads_shared_memory_and_is_skipped_when_the_owner_failed) {
     Client owner = runtime->client(0);
     Client peer = runtime->client(1);
-    ASSERT_TRUE(owner.grant_peer_access(peer.service()));
-    Handle shared = *owner.share_with_peers(allocate(owner, 4096));
+    std::optional<Handle> shared_memory = share_from_gpu0(4096);
+    ASSERT_TRUE(shared_memory);
+    Handle shared = *shared_memory;
     Handle local = allocate(peer, 4096);
     ASSERT_TRUE(owner.launch("fill", LaunchConfig::linear(4096), {out(shared)}, KernelArgs().u64(9)));
     ASSERT_TRUE(owner.sync());
@@ -302,8 +319,9 @@ TEST_F(CudaTwoGpus, a_peer_kernel_reads_shared_memory_and_is_skipped_when_the_ow
 TEST_F(CudaTwoGpus, a_consumer_on_another_gpu_reads_the_failed_producers_word_and_does_not_compute) {
     Client owner = runtime->client(0);
     Client peer = runtime->client(1);
-    ASSERT_TRUE(owner.grant_peer_access(peer.service()));
-    Handle shared = *owner.share_with_peers(allocate(owner, 4096));
+    std::optional<Handle> shared_memory = share_from_gpu0(4096);
+    ASSERT_TRUE(shared_memory);
+    Handle shared = *shared_memory;
     Handle local = allocate(peer, 4096);
     // No sync between the two: the producer is still pending when the consumer is enqueued, so
     // only the status word on GPU 0 can stop the consumer on GPU 1 before it computes.
@@ -327,8 +345,9 @@ TEST_F(CudaTwoGpus, a_consumer_on_another_gpu_reads_the_failed_producers_word_an
 TEST_F(CudaTwoGpus, a_peer_write_failure_claims_the_owner_bytes) {
     Client owner = runtime->client(0);
     Client peer = runtime->client(1);
-    ASSERT_TRUE(owner.grant_peer_access(peer.service()));
-    Handle shared = *owner.share_with_peers(allocate(owner, 64));
+    std::optional<Handle> shared_memory = share_from_gpu0(64);
+    ASSERT_TRUE(shared_memory);
+    Handle shared = *shared_memory;
     ASSERT_TRUE(owner.write(shared, std::vector<std::byte>(64)));
     ASSERT_TRUE(owner.sync());
     ASSERT_TRUE(peer.launch("fail", LaunchConfig::linear(1), {out(shared)}, KernelArgs().u64(12)));
@@ -361,8 +380,9 @@ TEST_F(CudaTwoGpus, the_handoff_completes_across_two_gpus) {
 TEST_F(CudaTwoGpus, an_injected_device_loss_fails_later_work_and_peers_skip_its_memory) {
     Client owner = runtime->client(0);
     Client peer = runtime->client(1);
-    ASSERT_TRUE(owner.grant_peer_access(peer.service()));
-    Handle shared = *owner.share_with_peers(allocate(owner, 64));
+    std::optional<Handle> shared_memory = share_from_gpu0(64);
+    ASSERT_TRUE(shared_memory);
+    Handle shared = *shared_memory;
     ASSERT_TRUE(owner.write(shared, std::vector<std::byte>(64)));
     ASSERT_TRUE(owner.sync());
     ASSERT_TRUE(owner.inject(DeviceLossFault{0}));

@@ -113,21 +113,8 @@ void cuda_malloc_free(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
 }
 
-void raw_launch_empty_with_params(benchmark::State& state) {
-    cudaSetDevice(0);
-    cudaStream_t stream = nullptr;
-    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    for (auto _ : state) {
-        for (int launch = 0; launch < launches_per_batch; ++launch) {
-            launch_raw_empty_with_params(stream);
-        }
-        cudaStreamSynchronize(stream);
-    }
-    cudaStreamDestroy(stream);
-    state.SetItemsProcessed(state.iterations() * launches_per_batch);
-}
-
-void tandem_launch_empty(benchmark::State& state) {
+/// Batches of launches of `kernel` through tandem, each batch then synchronised.
+void tandem_launch_batches(benchmark::State& state, const char* kernel) {
     auto rt = runtime(state, 1);
     if (!rt) {
         return;
@@ -137,7 +124,7 @@ void tandem_launch_empty(benchmark::State& state) {
     for (auto _ : state) {
         split.start();
         for (int launch = 0; launch < launches_per_batch; ++launch) {
-            (void)client.launch("empty", LaunchConfig::linear(1, 1), {});
+            (void)client.launch(kernel, LaunchConfig::linear(1, 1), {});
         }
         split.enqueued();
         (void)client.sync();
@@ -146,27 +133,13 @@ void tandem_launch_empty(benchmark::State& state) {
     split.report(state);
     state.SetItemsProcessed(state.iterations() * launches_per_batch);
 }
+
+void tandem_launch_empty(benchmark::State& state) { tandem_launch_batches(state, "empty"); }
 
 /// A launch of a kernel name that is not registered: tandem's whole host path (request,
 /// bookkeeping, resolution at the sync) without the CUDA launch. Not a goal; a breakdown.
 void tandem_launch_unregistered(benchmark::State& state) {
-    auto rt = runtime(state, 1);
-    if (!rt) {
-        return;
-    }
-    Client client = rt->client(0);
-    SplitTimer split;
-    for (auto _ : state) {
-        split.start();
-        for (int launch = 0; launch < launches_per_batch; ++launch) {
-            (void)client.launch("not-registered", LaunchConfig::linear(1, 1), {});
-        }
-        split.enqueued();
-        (void)client.sync();
-        split.synced();
-    }
-    split.report(state);
-    state.SetItemsProcessed(state.iterations() * launches_per_batch);
+    tandem_launch_batches(state, "not-registered");
 }
 
 /// The runtime call each device guard makes: part of every tandem launch.
@@ -179,7 +152,9 @@ void cuda_get_device(benchmark::State& state) {
     }
 }
 
-void raw_launch_empty(benchmark::State& state) {
+/// Batches of raw launches made by `launch_on` on a stream of its own, each batch then
+/// synchronised.
+void raw_launch_batches(benchmark::State& state, void (*launch_on)(void* stream)) {
     cudaSetDevice(0);
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
@@ -187,7 +162,7 @@ void raw_launch_empty(benchmark::State& state) {
     for (auto _ : state) {
         split.start();
         for (int launch = 0; launch < launches_per_batch; ++launch) {
-            launch_raw_empty(stream);
+            launch_on(stream);
         }
         split.enqueued();
         cudaStreamSynchronize(stream);
@@ -196,6 +171,12 @@ void raw_launch_empty(benchmark::State& state) {
     split.report(state);
     cudaStreamDestroy(stream);
     state.SetItemsProcessed(state.iterations() * launches_per_batch);
+}
+
+void raw_launch_empty(benchmark::State& state) { raw_launch_batches(state, launch_raw_empty); }
+
+void raw_launch_empty_with_params(benchmark::State& state) {
+    raw_launch_batches(state, launch_raw_empty_with_params);
 }
 
 struct PeerSetup {
