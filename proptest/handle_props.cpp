@@ -43,7 +43,7 @@ std::vector<Handle> fresh_parents() {
     const auto count = *rc::gen::inRange<std::size_t>(1, 3);
     for (std::size_t index = 0; index < count; ++index) {
         const auto size = *rc::gen::inRange<std::uint64_t>(0, 40);
-        parents.emplace_back(ManagedMemoryHandle::create(MemoryId::next(), nullptr), device0,
+        parents.emplace_back(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0,
                              stream0, size);
     }
     return parents;
@@ -79,7 +79,7 @@ RC_GTEST_PROP(HandleProperties, claim_keys_are_equal_exactly_for_the_same_alloca
 
 RC_GTEST_PROP(HandleProperties, any_offsets_give_a_valid_handle_or_invalid_argument, ()) {
     const auto size = *rc::gen::arbitrary<std::uint64_t>();
-    Handle handle(ManagedMemoryHandle::create(MemoryId::next(), nullptr), device0, stream0, size);
+    Handle handle(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0, stream0, size);
     // Offsets drawn from the whole 64-bit range, biased towards the edges where arithmetic wraps.
     const auto offset = rc::gen::oneOf(rc::gen::arbitrary<std::uint64_t>(),
                                        rc::gen::inRange<std::uint64_t>(0, 64),

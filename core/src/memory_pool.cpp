@@ -69,12 +69,16 @@ std::optional<PoolBlock> SlicedPool::take_free(std::uint64_t size_bytes, StreamI
     return std::nullopt;
 }
 
-Result<PoolBlock> SlicedPool::allocate(std::uint64_t size_bytes, StreamId stream) {
+std::optional<PoolBlock> SlicedPool::reuse(std::uint64_t size_bytes, StreamId stream) {
     assert(size_bytes > 0 && size_bytes <= page_size_bytes_);
     if (auto block = take_free(size_bytes, stream, true)) {
-        return *block;
+        return block;
     }
-    if (auto block = take_free(size_bytes, stream, false)) {
+    return take_free(size_bytes, stream, false);
+}
+
+Result<PoolBlock> SlicedPool::allocate(std::uint64_t size_bytes, StreamId stream) {
+    if (std::optional<PoolBlock> block = reuse(size_bytes, stream)) {
         return *block;
     }
     Result<StorageRegion> region = storage_.reserve(page_size_bytes_);
@@ -162,7 +166,7 @@ ExclusivePool::~ExclusivePool() {
         [this](std::uint64_t, const StorageRegion& region) { storage_.release(region); });
 }
 
-Result<PoolBlock> ExclusivePool::allocate(std::uint64_t size_bytes, StreamId stream) {
+std::optional<PoolBlock> ExclusivePool::reuse(std::uint64_t size_bytes, StreamId stream) {
     // A cached region serves a request of at least half its size, which bounds the waste.
     const std::uint64_t largest_fit = size_bytes > UINT64_MAX / 2 ? UINT64_MAX : size_bytes * 2;
     auto candidate = cache_.end();
@@ -176,18 +180,27 @@ Result<PoolBlock> ExclusivePool::allocate(std::uint64_t size_bytes, StreamId str
             candidate = cached;
         }
     }
-    StorageRegion region;
-    if (candidate != cache_.end()) {
-        order_after(candidate->second.mark, stream);
-        region = candidate->second.region;
-        cache_nodes_.erase(cache_, candidate);
-    } else {
-        Result<StorageRegion> reserved = storage_.reserve(size_bytes);
-        if (!reserved) {
-            return reserved.error();
-        }
-        region = *reserved;
+    if (candidate == cache_.end()) {
+        return std::nullopt;
     }
+    order_after(candidate->second.mark, stream);
+    const StorageRegion region = candidate->second.region;
+    cache_nodes_.erase(cache_, candidate);
+    return hand_out(region);
+}
+
+Result<PoolBlock> ExclusivePool::allocate(std::uint64_t size_bytes, StreamId stream) {
+    if (std::optional<PoolBlock> block = reuse(size_bytes, stream)) {
+        return *block;
+    }
+    Result<StorageRegion> reserved = storage_.reserve(size_bytes);
+    if (!reserved) {
+        return reserved.error();
+    }
+    return hand_out(*reserved);
+}
+
+PoolBlock ExclusivePool::hand_out(const StorageRegion& region) {
     live_.insert(region.address, region);
     in_use_bytes_ += region.size_bytes;
     return PoolBlock{region.address, region.size_bytes};

@@ -9,7 +9,7 @@ constexpr ServiceId device0{7, 0};
 constexpr StreamId stream0{1};
 
 Handle fresh_handle(std::uint64_t size_bytes) {
-    return Handle(ManagedMemoryHandle::create(MemoryId::next(), nullptr), device0, stream0,
+    return Handle(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0, stream0,
                   size_bytes);
 }
 
@@ -140,15 +140,15 @@ TEST(ReleaseSink, hears_once_when_the_last_reference_goes) {
     struct Counter : ReleaseSink {
         int calls = 0;
         MemoryId last;
-        void released(MemoryId memory) noexcept override {
+        void released(std::shared_ptr<detail::MemoryControl>& control) noexcept override {
             ++calls;
-            last = memory;
+            last = control->allocation.id;
         }
     };
     auto sink = std::make_shared<Counter>();
     MemoryId id = MemoryId::next();
     {
-        Handle handle(ManagedMemoryHandle::create(id, sink), device0, stream0, 8);
+        Handle handle(ManagedMemoryHandle::create(AllocationInfo{.id = id}, sink), device0, stream0, 8);
         BufferBinding binding = handle.binding();
         { Handle gone = std::move(handle); }
         EXPECT_EQ(sink->calls, 0);

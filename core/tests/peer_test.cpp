@@ -9,7 +9,7 @@ namespace {
 constexpr ServiceId owner{9, 0};
 
 Handle fresh_handle(std::uint64_t size_bytes) {
-    return Handle(ManagedMemoryHandle::create(MemoryId::next(), nullptr), owner, StreamId{1},
+    return Handle(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), owner, StreamId{1},
                   size_bytes);
 }
 

@@ -176,12 +176,9 @@ Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id
     return Handle(std::move(allocated->first), service_, stream_id, size_bytes);
 }
 
-Result<std::uint8_t*> CudaDevice::device_pointer(const BufferBinding& binding) const {
-    const std::optional<AllocationInfo> info = memory_.find(binding.memory_id());
-    if (!info) {
-        return Error::invalid_argument(to_string(binding.memory_id()) + " is not live");
-    }
-    return reinterpret_cast<std::uint8_t*>(info->address + binding.offset_start());
+std::uint8_t* CudaDevice::device_pointer(const BufferBinding& binding) const {
+    assert(binding.service() == service_ && "a binding of this device");
+    return reinterpret_cast<std::uint8_t*>(binding.start_address());
 }
 
 Result<CudaDevice::WriteTarget> CudaDevice::write_target(const BufferBinding& target,
@@ -196,11 +193,7 @@ Result<CudaDevice::WriteTarget> CudaDevice::write_target(const BufferBinding& ta
     if (!found) {
         return found.error();
     }
-    Result<std::uint8_t*> pointer = device_pointer(target);
-    if (!pointer) {
-        return pointer.error();
-    }
-    return WriteTarget{*found, *pointer};
+    return WriteTarget{*found, device_pointer(target)};
 }
 
 Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte> bytes,
@@ -249,13 +242,10 @@ Result<std::vector<std::byte>> CudaDevice::read(const BufferBinding& source) {
     if (Status readable = claims_.check(keys); !readable) {
         return readable.error();
     }
-    Result<std::uint8_t*> pointer = device_pointer(source);
-    if (!pointer) {
-        return pointer.error();
-    }
+    std::uint8_t* pointer = device_pointer(source);
     std::vector<std::byte> bytes(source.size_in_use());
     DeviceGuard guard(ordinal_);
-    const cudaError_t status = cudaMemcpy(bytes.data(), *pointer, bytes.size(), cudaMemcpyDeviceToHost);
+    const cudaError_t status = cudaMemcpy(bytes.data(), pointer, bytes.size(), cudaMemcpyDeviceToHost);
     if (status != cudaSuccess) {
         if (sticky(status)) {
             lose(cuda_error_text(status));
@@ -283,10 +273,10 @@ Result<std::vector<std::byte>> CudaDevice::read_strided(const CopyDescriptor& so
     if (Status readable = claims_.check(keys); !readable) {
         return readable.error();
     }
-    const std::optional<AllocationInfo> info = memory_.find(binding.memory_id());
     std::vector<std::byte> whole(binding.size());
     DeviceGuard guard(ordinal_);
-    if (cudaMemcpy(whole.data(), reinterpret_cast<void*>(info->address), whole.size(),
+    if (cudaMemcpy(whole.data(), reinterpret_cast<void*>(binding.memory().allocation().address),
+                   whole.size(),
                    cudaMemcpyDeviceToHost) != cudaSuccess) {
         return Error::torn_down("device to host copy failed");
     }
@@ -328,13 +318,9 @@ Status CudaDevice::copy(const KernelResource& source, const BufferBinding& targe
         if (from.service() != service_) {
             return Error::wrong_service(service_, from.service());
         }
-        Result<std::uint8_t*> pointer = device_pointer(from);
-        if (!pointer) {
-            return pointer.error();
-        }
         op->label = "copy";
         op->inputs.push_back(Target{index_, from.claim_key(), std::nullopt});
-        from_pointer = *pointer;
+        from_pointer = device_pointer(from);
     }
     op->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
     op->held = {from, target};
@@ -422,11 +408,11 @@ Result<PeerMemory> CudaDevice::share(const BufferBinding& binding) {
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
     }
-    const std::optional<AllocationInfo> info = memory_.find(binding.memory_id());
-    if (!info) {
-        return Error::invalid_argument(to_string(binding.memory_id()) + " is not live");
+    if (binding.service() != service_) {
+        return Error::wrong_service(service_, binding.service());
     }
-    return PeerMemory(binding.memory(), info->address, service_, weak_from_this());
+    return PeerMemory(binding.memory(), binding.memory().allocation().address, service_,
+                      weak_from_this());
 }
 
 Status CudaDevice::grant_peer_access(ServiceId accessor) {

@@ -116,7 +116,7 @@ Result<std::vector<Target>> CudaDevice::targets(const LaunchRequest& request,
 
 Status CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParams& params) const {
     if (Status encoded = encode_resources(request, params, [this](const BufferBinding& binding) {
-            return *device_pointer(binding);
+            return device_pointer(binding);
         });
         !encoded) {
         return encoded;

@@ -64,20 +64,6 @@ private:
     std::unordered_map<std::uint64_t, std::uint64_t> regions_;
 };
 
-/// Stream order for the pools. Every operation holds bindings of the memory it uses until the
-/// host has synchronised and resolved its outcome, so when the last reference to an allocation
-/// goes, no GPU work that used it is still running: its release has always completed, on every
-/// stream, and recording CUDA events for it would only cost time on the allocation path.
-class ResolvedStreamOrder final : public StreamOrder {
-public:
-    EventToken record(StreamId) override { return EventToken{++next_}; }
-    [[nodiscard]] bool completed(EventToken) const override { return true; }
-    void wait(StreamId, EventToken) override {}
-
-private:
-    std::uint64_t next_ = 0;
-};
-
 /// Work enqueued on a GPU whose outcome the host has not resolved yet.
 struct PendingOp {
     enum class Kind : std::uint8_t { Write, Copy, Launch, Replay };
@@ -174,7 +160,9 @@ public:
 private:
     Result<CudaStream*> stream(StreamId id);
     Status refuse_if_lost() const;
-    Result<std::uint8_t*> device_pointer(const BufferBinding& binding) const;
+    /// Where the first byte of `binding`'s range is. The binding must be of this device (callers
+    /// check the service first); it keeps its allocation live, so its address is current.
+    [[nodiscard]] std::uint8_t* device_pointer(const BufferBinding& binding) const;
     /// Where a write or copy into `target` on `stream` goes: checks the device is alive, the
     /// binding is this device's (P1), the stream exists and the memory is live.
     struct WriteTarget {
@@ -203,7 +191,7 @@ private:
     ServiceId service_;
     std::vector<CudaStream> streams_;
     CudaStorage storage_;
-    ResolvedStreamOrder order_;
+    CompletedStreamOrder order_;  // Work holds its memory until resolved.
     MemoryManager memory_;
     ClaimStore claims_;
     unsigned long long* status_device_ = nullptr;

@@ -280,10 +280,10 @@ Result<std::vector<std::byte>> SimDevice::read_ranges(const BufferBinding& sourc
     if (Status readable = claims_.check(keys); !readable) {
         return readable.error();
     }
-    const std::optional<AllocationInfo> info = memory_.find(source.memory_id());
+    const std::uint64_t address = source.memory().allocation().address;
     std::vector<std::byte> bytes;
     for (const ByteRange& range : ranges) {
-        const std::byte* host = storage_.host(info->address + range.begin);
+        const std::byte* host = storage_.host(address + range.begin);
         bytes.insert(bytes.end(), host, host + range.size_bytes());
     }
     return bytes;
@@ -463,12 +463,8 @@ Result<PeerMemory> SimDevice::share(const BufferBinding& binding) {
     if (binding.service() != service_) {
         return Error::wrong_service(service_, binding.service());
     }
-    const std::optional<AllocationInfo> info = memory_.find(binding.memory_id());
-    if (!info) {
-        return Error::invalid_argument(to_string(binding.memory_id()) + " is not live on " +
-                                       to_string(service_));
-    }
-    return PeerMemory(binding.memory(), info->address, service_, weak_from_this());
+    return PeerMemory(binding.memory(), binding.memory().allocation().address, service_,
+                      weak_from_this());
 }
 
 Status SimDevice::grant_peer_access(ServiceId accessor) {

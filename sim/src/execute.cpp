@@ -168,11 +168,7 @@ Result<std::vector<BoundResource>> bind_resources(Engine& engine, SimDevice& dev
             entry.owner_device = owner->index();
             entry.granted = owner->peer_access_granted(device.service());
         } else {
-            const std::optional<AllocationInfo> info = device.memory().find(binding.memory_id());
-            if (!info) {
-                return Error::invalid_argument(to_string(binding.memory_id()) + " is not live");
-            }
-            entry.address = info->address + binding.offset_start();
+            entry.address = binding.start_address();
             entry.host = device.storage().host(entry.address);
             entry.owner_device = device.index();
         }
@@ -221,15 +217,12 @@ void run_kernel(Operation& operation, SimKernelContext& context, const LaunchReq
 void copy_bytes(Engine& engine, SimDevice& device, const Operation& operation) {
     const BufferBinding& target = operation.held[1];
     const BufferBinding& source = operation.held[0];
-    const std::uint64_t target_address =
-        device.memory().find(target.memory_id())->address + target.offset_start();
-    std::byte* to = device.storage().host(target_address);
+    std::byte* to = device.storage().host(target.start_address());
     const std::byte* from = nullptr;
     if (const PeerBinding* peer = operation.copy_source->peer_binding()) {
         from = engine.device_of(peer->memory().owner_service())->storage().host(peer->address());
     } else {
-        from = device.storage().host(device.memory().find(source.memory_id())->address +
-                                     source.offset_start());
+        from = device.storage().host(source.start_address());
     }
     if (target.size_in_use() != 0) {  // An empty binding may have no host bytes behind it.
         std::memmove(to, from, target.size_in_use());
@@ -238,10 +231,8 @@ void copy_bytes(Engine& engine, SimDevice& device, const Operation& operation) {
 
 void write_bytes(SimDevice& device, const Operation& operation) {
     const BufferBinding& target = operation.held[0];
-    const std::uint64_t address =
-        device.memory().find(target.memory_id())->address + target.offset_start();
     if (!operation.bytes.empty()) {  // A write of no bytes has no source to copy from.
-        std::memcpy(device.storage().host(address), operation.bytes.data(), operation.bytes.size());
+        std::memcpy(device.storage().host(target.start_address()), operation.bytes.data(), operation.bytes.size());
     }
 }
 

@@ -108,6 +108,11 @@ public:
     /// tensors carved from one allocation share a memory id and nothing else.
     [[nodiscard]] ClaimKey claim_key() const { return ClaimKey{memory_id(), range()}; }
 
+    /// The address of the first byte of `range()` on the device that owns the allocation.
+    [[nodiscard]] std::uint64_t start_address() const {
+        return memory_.allocation().address + extent_.offset_start();
+    }
+
     [[nodiscard]] WeakBufferBinding downgrade() const;
 
 private:

@@ -7,8 +7,14 @@
 // manager's release queue, and the next sweep (every allocation starts with one) frees the block in
 // stream order and tells the listener, so the claim store sheds the allocation's claims (rule C5)
 // before its bytes can be handed out again.
+//
+// A swept block is first parked: the next request for the same block size on the same stream takes
+// it back without a pool search, since a stream may reuse what it released at once. Programs that
+// allocate and free a working set of tensors in a loop stay on that path. A parked block goes back
+// to its pool when the cache is full, and whenever a request finds no free block in the pools,
+// before any new storage is reserved: a program never reserves storage that its released blocks
+// could have served.
 
-#include "tandem/core/detail/id_table.hpp"
 #include "tandem/core/detail/node_cache.hpp"
 #include "tandem/core/handle.hpp"
 #include "tandem/core/memory_pool.hpp"
@@ -43,14 +49,6 @@ struct MemoryUsage {
     std::uint64_t largest_free_block_bytes = 0;
 };
 
-/// A live allocation: where it is and on which stream it was made.
-struct AllocationInfo {
-    MemoryId id;
-    std::uint64_t address = 0;
-    std::uint64_t size_bytes = 0;
-    StreamId stream;
-};
-
 class MemoryManager {
 public:
     /// Requests over this many bytes are refused as absurd, before any arithmetic on them.
@@ -72,17 +70,30 @@ public:
     /// Frees every released allocation; returns how many were freed.
     std::size_t sweep();
 
-    [[nodiscard]] std::optional<AllocationInfo> find(MemoryId memory) const;
     /// The live allocation whose bytes contain `address`; always empty unless the options index
-    /// addresses.
+    /// addresses. (A live allocation by id needs no look-up: its references carry it.)
     [[nodiscard]] std::optional<AllocationInfo> find_address(std::uint64_t address) const;
     [[nodiscard]] MemoryUsage usage() const;
     [[nodiscard]] std::size_t live_count() const;
 
+    /// How many swept blocks wait, at most, for a request of their size on their stream.
+    static constexpr std::size_t max_parked = 16;
+
 private:
     class ReleaseQueue;
+    /// A swept block held back from its pool for the stream that released it.
+    struct Parked {
+        StreamId stream;
+        PoolBlock block;
+        EventToken released;
+    };
     MemoryPool& pool_for(std::uint64_t size_bytes);
     std::size_t sweep_locked();
+    void park(const AllocationInfo& info, std::uint64_t block_bytes);
+    std::optional<PoolBlock> unpark(std::uint64_t block_bytes, StreamId stream);
+    void return_parked(std::size_t index);
+    void return_all_parked();
+    Result<PoolBlock> take_block(std::uint64_t block_bytes, StreamId stream);
     [[nodiscard]] MemoryUsage usage_locked() const;
 
     Storage& storage_;
@@ -93,11 +104,12 @@ private:
     std::shared_ptr<ReleaseQueue> released_;
     std::function<void(const AllocationInfo&)> freed_listener_;
     mutable std::mutex mutex_;
-    using ByAddress = std::map<std::uint64_t, MemoryId>;
-    detail::IdTable<AllocationInfo> live_;  // By memory id.
+    using ByAddress = std::map<std::uint64_t, AllocationInfo>;
+    std::size_t live_count_ = 0;
     ByAddress by_address_;
     detail::NodeCache<ByAddress> address_nodes_;
-    std::vector<MemoryId> sweeping_;  // The sweep's buffer, kept to keep its capacity.
+    std::vector<Parked> parked_;  // Oldest first.
+    std::uint64_t parked_bytes_ = 0;
 };
 
 }  // namespace tandem

@@ -42,6 +42,8 @@ public:
     /// A block of `size_bytes` (already rounded to the storage alignment) usable on `stream`, or
     /// `OutOfMemory` when neither a free block nor new storage has room.
     virtual Result<PoolBlock> allocate(std::uint64_t size_bytes, StreamId stream) = 0;
+    /// As `allocate`, but only from blocks already freed: empty where that would need new storage.
+    virtual std::optional<PoolBlock> reuse(std::uint64_t size_bytes, StreamId stream) = 0;
     /// Takes back a block released on `mark.stream`.
     virtual void free(PoolBlock block, ReleaseMark mark) = 0;
     /// Gives unused storage back; returns the bytes given back.
@@ -68,6 +70,7 @@ public:
     ~SlicedPool() override;
 
     Result<PoolBlock> allocate(std::uint64_t size_bytes, StreamId stream) override;
+    std::optional<PoolBlock> reuse(std::uint64_t size_bytes, StreamId stream) override;
     void free(PoolBlock block, ReleaseMark mark) override;
     std::uint64_t trim() override;
     [[nodiscard]] PoolUsage usage() const override;
@@ -97,11 +100,13 @@ public:
     ~ExclusivePool() override;
 
     Result<PoolBlock> allocate(std::uint64_t size_bytes, StreamId stream) override;
+    std::optional<PoolBlock> reuse(std::uint64_t size_bytes, StreamId stream) override;
     void free(PoolBlock block, ReleaseMark mark) override;
     std::uint64_t trim() override;
     [[nodiscard]] PoolUsage usage() const override;
 
 private:
+    PoolBlock hand_out(const StorageRegion& region);
     struct Cached {
         StorageRegion region;
         std::optional<ReleaseMark> mark;

@@ -34,6 +34,19 @@ public:
     virtual void wait(StreamId waiter, EventToken event) = 0;
 };
 
+/// A stream order for a backend whose work holds bindings of the memory it uses until the host has
+/// resolved its outcome: when the last reference to an allocation goes, no work that used it is
+/// still running, so its release has completed on every stream and no event is needed.
+class CompletedStreamOrder final : public StreamOrder {
+public:
+    EventToken record(StreamId /*stream*/) override { return EventToken{++next_event_}; }
+    [[nodiscard]] bool completed(EventToken /*event*/) const override { return true; }
+    void wait(StreamId /*waiter*/, EventToken /*event*/) override {}
+
+private:
+    std::uint64_t next_event_ = 0;  // The memory manager serialises calls.
+};
+
 /// A stream order whose events complete only when told: lets tests hold a release in flight.
 class ManualStreamOrder final : public StreamOrder {
 public:
