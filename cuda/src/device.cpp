@@ -166,6 +166,11 @@ Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id
     if (Result<CudaStream*> found = stream(stream_id); !found) {
         return found.error();
     }
+    if (size_bytes == 0 || size_bytes > MemoryManager::max_allocation_bytes) {
+        // Refused as the manager refuses it, before an injected fault counts it, as on the
+        // simulator: a call that is wrong gets InvalidArgument, and nothing changes.
+        return memory_.allocate(size_bytes, stream_id).error();
+    }
     if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_)) {
         return *injected;
     }

@@ -403,6 +403,17 @@ TEST_F(CudaBackend, out_of_memory_carries_its_figures) {
     EXPECT_TRUE(client.allocate(1 << 20));
 }
 
+// The simulator's fuzzer finding, on the GPU's device: an armed fault must not turn a wrong request
+// into OutOfMemory, nor be used up by it.
+TEST_F(CudaBackend, a_wrong_allocation_is_invalid_even_with_a_fault_armed_and_leaves_the_fault_armed) {
+    Client client = runtime->client(0);
+    ASSERT_TRUE(client.inject(AllocationFault{1}));
+    EXPECT_EQ(client.allocate(0).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.allocate(UINT64_MAX).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::OutOfMemory);
+    EXPECT_TRUE(client.allocate(64));
+}
+
 TEST_F(CudaBackend, dropping_every_handle_drains) {
     {
         Client client = runtime->client(0);

@@ -11,6 +11,8 @@ PAIRS = [
     ("allocate+free 1 MiB vs cudaMalloc", "tandem_allocate_free/1048576/real_time",
      "cuda_malloc_free/1048576/real_time"),
     ("empty launch vs raw launch", "tandem_launch_empty/real_time", "raw_launch_empty/real_time"),
+    ("launch with two bindings vs raw launch", "tandem_launch_bound_copy/real_time",
+     "raw_launch_bound_copy/real_time"),
     ("peer-reading kernel vs raw pointer", "tandem_peer_read_kernel/real_time",
      "raw_peer_read_kernel/real_time"),
     ("peer copy vs cudaMemcpyPeerAsync", "tandem_peer_copy/real_time", "raw_peer_copy/real_time"),

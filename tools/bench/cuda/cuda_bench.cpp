@@ -24,6 +24,9 @@ constexpr std::uint32_t copy_blocks = 132 * 8;
 constexpr std::uint32_t copy_threads = 256;
 /// Launches per timed batch; one sync per batch, as a program that launches many kernels does.
 constexpr int launches_per_batch = 1000;
+/// The buffers and block of the bound-launch comparison: small, so the launch path dominates.
+constexpr std::uint64_t bound_bytes = 4096;
+constexpr std::uint32_t bound_threads = 32;
 
 std::shared_ptr<cuda::CudaRuntime> runtime(benchmark::State& state, std::uint32_t devices) {
     static std::shared_ptr<cuda::CudaRuntime> shared;
@@ -113,8 +116,10 @@ void cuda_malloc_free(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
 }
 
-/// Batches of launches of `kernel` through tandem, each batch then synchronised.
-void tandem_launch_batches(benchmark::State& state, const char* kernel) {
+/// Batches of launches of `kernel` through tandem on `arguments`, each batch then synchronised.
+void tandem_launch_batches(benchmark::State& state, const char* kernel,
+                           const std::vector<LaunchArgument>& arguments = {},
+                           LaunchConfig config = LaunchConfig::linear(1, 1)) {
     auto rt = runtime(state, 1);
     if (!rt) {
         return;
@@ -124,7 +129,7 @@ void tandem_launch_batches(benchmark::State& state, const char* kernel) {
     for (auto _ : state) {
         split.start();
         for (int launch = 0; launch < launches_per_batch; ++launch) {
-            (void)client.launch(kernel, LaunchConfig::linear(1, 1), {});
+            (void)client.launch(kernel, config, arguments);
         }
         split.enqueued();
         (void)client.sync();
@@ -135,6 +140,26 @@ void tandem_launch_batches(benchmark::State& state, const char* kernel) {
 }
 
 void tandem_launch_empty(benchmark::State& state) { tandem_launch_batches(state, "empty"); }
+
+/// The catalog's copy kernel on two bound buffers of `bound_bytes`: binding resolution, claims on
+/// the input and output, the pending writer and the status word, per launch.
+void tandem_launch_bound_copy(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    Client client = rt->client(0);
+    auto from = client.allocate(bound_bytes);
+    auto to = client.allocate(bound_bytes);
+    if (!from || !to) {
+        state.SkipWithError("allocation failed");
+        return;
+    }
+    tandem_launch_batches(state, "copy",
+                          {LaunchArgument{*from, AccessMode::Read, std::nullopt},
+                           LaunchArgument{*to, AccessMode::Write, std::nullopt}},
+                          LaunchConfig::linear(bound_threads, bound_threads));
+}
 
 /// A launch of a kernel name that is not registered: tandem's whole host path (request,
 /// bookkeeping, resolution at the sync) without the CUDA launch. Not a goal; a breakdown.
@@ -154,7 +179,8 @@ void cuda_get_device(benchmark::State& state) {
 
 /// Batches of raw launches made by `launch_on` on a stream of its own, each batch then
 /// synchronised.
-void raw_launch_batches(benchmark::State& state, void (*launch_on)(void* stream)) {
+template <typename LaunchOn>
+void raw_launch_batches(benchmark::State& state, LaunchOn launch_on) {
     cudaSetDevice(0);
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
@@ -174,6 +200,23 @@ void raw_launch_batches(benchmark::State& state, void (*launch_on)(void* stream)
 }
 
 void raw_launch_empty(benchmark::State& state) { raw_launch_batches(state, launch_raw_empty); }
+
+/// The same copy kernel on two buffers from cudaMalloc, launched raw.
+void raw_launch_bound_copy(benchmark::State& state) {
+    cudaSetDevice(0);
+    void* from = nullptr;
+    void* to = nullptr;
+    if (cudaMalloc(&from, bound_bytes) != cudaSuccess || cudaMalloc(&to, bound_bytes) != cudaSuccess) {
+        state.SkipWithError("cudaMalloc failed");
+        return;
+    }
+    raw_launch_batches(state, [from, to](void* stream) {
+        launch_raw_copy(stream, static_cast<std::uint8_t*>(to), static_cast<const std::uint8_t*>(from),
+                        bound_bytes, 1, bound_threads);
+    });
+    cudaFree(from);
+    cudaFree(to);
+}
 
 void raw_launch_empty_with_params(benchmark::State& state) {
     raw_launch_batches(state, launch_raw_empty_with_params);
@@ -282,6 +325,8 @@ BENCHMARK(cuda_malloc_async_free)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(cuda_malloc_free)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(tandem_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(tandem_launch_bound_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(raw_launch_bound_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty_with_params)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(tandem_launch_unregistered)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(cuda_get_device)->UseRealTime();
