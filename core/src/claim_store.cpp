@@ -56,6 +56,7 @@ void ClaimStore::recount(MemoryId memory, const TouchedFailures& touched, Failur
     }
     if (found != allocations_.end() && found->second.empty()) {
         allocations_.erase(found);
+        claimed_allocations_.store(allocations_.size(), std::memory_order_release);
     }
 }
 
@@ -65,6 +66,7 @@ void ClaimStore::claim_locked(const ClaimKey& key, FailureId failure) {
         return;
     }
     AllocationClaims& claims = allocations_[key.memory];
+    claimed_allocations_.store(allocations_.size(), std::memory_order_release);
     const bool carried_before = claims.carries(failure);
     TouchedFailures touched = claims.claim(key.range, failure);
     if (!carried_before) {
@@ -112,10 +114,13 @@ FailureId ClaimStore::create_failure(Error error) {
 }
 
 void ClaimStore::forget(MemoryId memory) {
-    std::lock_guard lock(mutex_);
-    if (allocations_.empty()) {
-        return;  // The common case on a free: nothing is claimed anywhere, so skip the hash.
+    // The common case on a free: nothing is claimed anywhere, so skip the lock and the hash. No
+    // claim on `memory` can appear meanwhile: no work holds a released allocation, and the release
+    // was ordered after every claim made while work held it.
+    if (claimed_allocations_.load(std::memory_order_acquire) == 0) {
+        return;
     }
+    std::lock_guard lock(mutex_);
     auto found = allocations_.find(memory);
     if (found == allocations_.end()) {
         return;
@@ -125,6 +130,7 @@ void ClaimStore::forget(MemoryId memory) {
         touched.push_back_unique(claim.failure);
     }
     allocations_.erase(found);
+    claimed_allocations_.store(allocations_.size(), std::memory_order_release);
     recount(memory, touched, FailureId{});
 }
 

@@ -25,8 +25,8 @@ constexpr std::uint32_t copy_threads = 256;
 /// Launches per timed batch; one sync per batch, as a program that launches many kernels does.
 constexpr int launches_per_batch = 1000;
 /// The buffers and block of the bound-launch comparison: small, so the launch path dominates.
-constexpr std::uint64_t bound_bytes = 4096;
-constexpr std::uint32_t bound_threads = 32;
+constexpr std::uint64_t bound_bytes = 256;
+constexpr std::uint32_t bound_threads = 256;
 
 std::shared_ptr<cuda::CudaRuntime> runtime(benchmark::State& state, std::uint32_t devices) {
     static std::shared_ptr<cuda::CudaRuntime> shared;

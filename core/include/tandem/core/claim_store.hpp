@@ -14,6 +14,8 @@
 #include "tandem/core/ids.hpp"
 #include "tandem/core/result.hpp"
 
+#include <atomic>
+#include <cstddef>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -120,6 +122,8 @@ private:
     mutable std::mutex mutex_;
     ServiceId device_;
     std::unordered_map<MemoryId, AllocationClaims> allocations_;
+    /// `allocations_.size()`, readable without the lock: `forget` skips the lock when it is zero.
+    std::atomic<std::size_t> claimed_allocations_{0};
     FailureGraph graph_;
 };
 
