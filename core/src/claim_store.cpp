@@ -99,6 +99,9 @@ void ClaimStore::claim(const ClaimKey& key, FailureId failure) {
 }
 
 void ClaimStore::release(const ClaimKey& key) {
+    if (nothing_claimed()) {
+        return;
+    }
     std::lock_guard lock(mutex_);
     release_locked(key);
 }
@@ -117,7 +120,7 @@ void ClaimStore::forget(MemoryId memory) {
     // The common case on a free: nothing is claimed anywhere, so skip the lock and the hash. No
     // claim on `memory` can appear meanwhile: no work holds a released allocation, and the release
     // was ordered after every claim made while work held it.
-    if (claimed_allocations_.load(std::memory_order_acquire) == 0) {
+    if (nothing_claimed()) {
         return;
     }
     std::lock_guard lock(mutex_);
@@ -150,11 +153,17 @@ std::optional<std::pair<ClaimKey, FailureId>> ClaimStore::first_claimed_locked(
 
 std::optional<std::pair<ClaimKey, FailureId>> ClaimStore::first_claimed(
     std::span<const ClaimKey> inputs) const {
+    if (nothing_claimed()) {
+        return std::nullopt;
+    }
     std::lock_guard lock(mutex_);
     return first_claimed_locked(inputs);
 }
 
 Status ClaimStore::check(std::span<const ClaimKey> reads) const {
+    if (nothing_claimed()) {
+        return {};
+    }
     std::lock_guard lock(mutex_);
     std::vector<FailureId> found;
     std::vector<ClaimKey> found_in;

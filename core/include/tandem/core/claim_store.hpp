@@ -122,7 +122,13 @@ private:
     mutable std::mutex mutex_;
     ServiceId device_;
     std::unordered_map<MemoryId, AllocationClaims> allocations_;
-    /// `allocations_.size()`, readable without the lock: `forget` skips the lock when it is zero.
+    /// Whether no allocation carries a claim: the common case, in which a read, a release or a
+    /// free has nothing to find, and skips the lock. The answer holds at the moment of the load,
+    /// as if the lock had been taken then: the count changes only under the lock, after the map.
+    [[nodiscard]] bool nothing_claimed() const {
+        return claimed_allocations_.load(std::memory_order_acquire) == 0;
+    }
+    /// `allocations_.size()`, readable without the lock.
     std::atomic<std::size_t> claimed_allocations_{0};
     FailureGraph graph_;
 };
