@@ -26,6 +26,7 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
     streams_.push_back(CudaStream{StreamId{1}, handle, {}});
+    stream_count_.store(1, std::memory_order_release);
     constexpr std::size_t status_bytes = status_slots * sizeof(unsigned long long);
     // The host copy is pinned, so that fetching the words after a sync is one direct copy.
     cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&status_device_), status_bytes);
@@ -78,7 +79,12 @@ std::optional<Error> CudaDevice::lost() const {
 void CudaDevice::lose(const std::string& reason) {
     if (!lost_) {
         lost_ = Error::device_lost(service_, reason);
+        update_quick_allocation();
     }
+}
+
+void CudaDevice::update_quick_allocation() {
+    quick_allocation_.store(!lost_ && !faults_.allocation_fault_armed(), std::memory_order_release);
 }
 
 void CudaDevice::synchronize() {
@@ -154,11 +160,23 @@ Result<StreamId> CudaDevice::create_stream() {
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
     const StreamId id{streams_.back().id.value + 1};
-    streams_.push_back(CudaStream{id, handle, {}});
+    streams_.push_back(CudaStream{id, handle, {}});  // Capacity reserved: no reallocation.
+    stream_count_.store(streams_.size(), std::memory_order_release);
     return id;
 }
 
 Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id) {
+    // The common case takes only the memory manager's lock. An allocation that reads the flag
+    // just before a loss or an armed fault is ordered before them, as it would be had it taken
+    // the engine's lock first.
+    if (quick_allocation_.load(std::memory_order_acquire) && stream_id.value >= 1 &&
+        stream_id.value <= stream_count_.load(std::memory_order_acquire)) {
+        auto allocated = memory_.allocate(size_bytes, stream_id);
+        if (!allocated) {
+            return allocated.error();
+        }
+        return Handle(std::move(allocated->first), service_, stream_id, size_bytes);
+    }
     std::lock_guard lock(engine_.mutex);
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
@@ -172,6 +190,7 @@ Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id
         return memory_.allocate(size_bytes, stream_id).error();
     }
     if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_)) {
+        update_quick_allocation();
         return *injected;
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);
@@ -473,6 +492,7 @@ Status CudaDevice::inject(const Fault& fault) {
     if (Status armed = faults_.arm(fault); !armed) {
         return armed;
     }
+    update_quick_allocation();
     if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
         if (loss->after_operations == 0) {
             (void)engine_.resolve_all();

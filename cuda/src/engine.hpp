@@ -16,6 +16,7 @@
 
 #include <deque>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <random>
 #include <set>
@@ -160,6 +161,8 @@ public:
 private:
     Result<CudaStream*> stream(StreamId id);
     Status refuse_if_lost() const;
+    /// Whether `quick_allocation_` may hold now; call after `lost_` or the fault plan changed.
+    void update_quick_allocation();
     /// Where the first byte of `binding`'s range is. The binding must be of this device (callers
     /// check the service first); it keeps its allocation live, so its address is current.
     [[nodiscard]] std::uint8_t* device_pointer(const BufferBinding& binding) const;
@@ -204,6 +207,13 @@ private:
     bool tma_capable_ = false;
     std::set<ServiceId> granted_;
     std::optional<Error> lost_;
+    /// True while the device is not lost and no allocation failure is armed: an allocation then
+    /// needs nothing the engine's lock guards, only the memory manager (whose own lock serialises
+    /// it). Changed under the engine's lock, with `lost_` and the fault plan.
+    std::atomic<bool> quick_allocation_{true};
+    /// How many streams exist; ids run from 1 and streams are never destroyed, so an id is valid
+    /// iff it is at most this. Readable without the engine's lock.
+    std::atomic<std::uint64_t> stream_count_{0};
 
     FaultPlan faults_;
     /// Counts one enqueued operation; loses the device when an injected loss is due (D1).

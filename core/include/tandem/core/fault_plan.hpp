@@ -31,6 +31,8 @@ public:
     /// Reads the usage only when a failure is due, so that an allocation pays nothing for it.
     std::optional<Error> allocation_fault_due(std::uint64_t size_bytes,
                                               const MemoryManager& memory);
+    /// Whether an allocation failure is armed: until one is, allocations need not ask.
+    [[nodiscard]] bool allocation_fault_armed() const { return allocation_countdown_ != 0; }
     /// Counts one operation; true when an armed device loss is due now.
     bool loss_due();
 
