@@ -414,6 +414,29 @@ TEST_F(CudaBackend, a_wrong_allocation_is_invalid_even_with_a_fault_armed_and_le
     EXPECT_TRUE(client.allocate(64));
 }
 
+// Allocations skip the engine's lock while nothing is armed; each of these must still see the
+// state the lock guards.
+TEST_F(CudaBackend, an_armed_allocation_fault_hits_the_nth_allocation_and_later_ones_succeed) {
+    Client client = runtime->client(0);
+    Handle first = allocate(client, 64);
+    ASSERT_TRUE(client.inject(AllocationFault{3}));
+    EXPECT_TRUE(client.allocate(64));
+    EXPECT_TRUE(client.allocate(64));
+    EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::OutOfMemory);
+    EXPECT_TRUE(client.allocate(64));
+}
+
+TEST_F(CudaBackend, allocations_name_a_stream_that_exists_and_a_lost_device_refuses_them) {
+    Client client = runtime->client(0);
+    EXPECT_EQ(client.allocate(64, StreamId{0}).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.allocate(64, StreamId{99}).error().kind(), ErrorKind::InvalidArgument);
+    Result<StreamId> created = client.create_stream();
+    ASSERT_TRUE(created);
+    EXPECT_TRUE(client.allocate(64, *created));
+    ASSERT_TRUE(client.inject(DeviceLossFault{0}));
+    EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::DeviceLost);
+}
+
 TEST_F(CudaBackend, dropping_every_handle_drains) {
     {
         Client client = runtime->client(0);
