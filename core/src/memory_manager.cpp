@@ -9,28 +9,30 @@
 namespace tandem {
 
 /// Collects released allocations from whichever thread dropped them, without a lock or a heap
-/// call: a released control block is pushed onto an intrusive stack and owns itself until the
-/// sweep takes it. The manager asks `pending()` before every allocation, so an allocation that
-/// follows no release pays one atomic load; a sweep takes the whole stack with one exchange.
+/// call: a released control block is pushed onto an intrusive stack, holding the holders' weak
+/// reference, until the sweep takes it. The manager asks `pending()` before every allocation, so an
+/// allocation that follows no release pays one atomic load; a sweep takes the whole stack with one
+/// exchange.
 ///
-/// When the manager goes, it closes the queue: blocks released later (their handles may outlive
-/// the manager) are dropped at once instead of queued, since no sweep would ever take them.
+/// The blocks point at the queue without owning it: when the manager goes it closes the queue,
+/// which then lives on for the allocations still held (their handles may outlive the manager),
+/// drops each as it is released, and deletes itself with the last.
 class MemoryManager::ReleaseQueue final : public ReleaseSink {
 public:
     using Block = detail::MemoryControl;
 
-    void released(std::shared_ptr<Block>& control) noexcept override {
-        Block* block = control.get();
-        // The block owns itself before it is published: a sweep may take it at once.
-        block->queued_self = std::move(control);
+    void released(Block& block) noexcept override {
         Block* head = head_.load(std::memory_order_relaxed);
         do {
             if (head == closed()) {
-                control = std::move(block->queued_self);  // Dropped by the caller.
+                block.drop_weak();
+                if (orphans_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                    delete this;  // The last allocation of a manager that is gone.
+                }
                 return;
             }
-            block->queued_next = head;
-        } while (!head_.compare_exchange_weak(head, block, std::memory_order_release,
+            block.queued_next = head;
+        } while (!head_.compare_exchange_weak(head, &block, std::memory_order_release,
                                               std::memory_order_relaxed));
     }
 
@@ -38,36 +40,48 @@ public:
         return head_.load(std::memory_order_acquire) != nullptr;
     }
 
-    /// Calls `sweep` with each released allocation, oldest first, and drops the blocks. If `sweep`
-    /// throws, the blocks not yet swept are dropped unswept: their bytes stay reserved until the
-    /// manager goes, which loses them but never hands out memory still in use.
+    /// Calls `sweep` with each released block, oldest first; `sweep` takes over the block's weak
+    /// reference. If it throws, the blocks not yet swept are dropped unswept: their bytes stay
+    /// reserved until the manager goes, which loses them but never hands out memory still in use.
     template <typename Sweep>
     std::size_t take(Sweep&& sweep) {
-        Dropper taken{reversed(head_.exchange(nullptr, std::memory_order_acquire))};
+        Detached taken{reversed(head_.exchange(nullptr, std::memory_order_acquire))};
         std::size_t count = 0;
         while (taken.list != nullptr) {
-            std::shared_ptr<Block> owned = taken.pop();
-            sweep(owned->allocation);
+            sweep(*taken.pop());
             ++count;
         }
         return count;
     }
 
-    /// Drops every queued block and refuses later ones. The manager calls it as it goes.
-    void close() { Dropper dropped{head_.exchange(closed(), std::memory_order_acquire)}; }
+    /// Closes `queue` as its manager goes, `live` of whose allocations were not swept yet: drops
+    /// the released ones, and leaves the queue to the rest (deleting it now if there are none).
+    static void close(ReleaseQueue* queue, std::size_t live) {
+        auto held = static_cast<std::int64_t>(live);
+        {
+            Detached dropped{queue->head_.exchange(closed(), std::memory_order_acquire)};
+            while (dropped.list != nullptr) {
+                dropped.pop()->drop_weak();
+                --held;
+            }
+        }
+        if (queue->orphans_.fetch_add(held, std::memory_order_acq_rel) + held == 0) {
+            delete queue;
+        }
+    }
 
 private:
-    /// Owns a detached list and drops whatever is left of it.
-    struct Dropper {
+    /// A list taken off the stack; drops whatever is left of it.
+    struct Detached {
         Block* list;
-        std::shared_ptr<Block> pop() {
+        Block* pop() {
             Block* block = list;
             list = block->queued_next;
-            return std::move(block->queued_self);
+            return block;
         }
-        ~Dropper() {
+        ~Detached() {
             while (list != nullptr) {
-                pop();
+                pop()->drop_weak();
             }
         }
     };
@@ -88,6 +102,8 @@ private:
     }
 
     std::atomic<Block*> head_{nullptr};
+    /// After closing: the manager's allocations still held, less those released since.
+    std::atomic<std::int64_t> orphans_{0};
 };
 
 namespace {
@@ -106,13 +122,19 @@ MemoryManager::MemoryManager(Storage& storage, StreamOrder& order, PoolOptions o
       options_(options),
       sliced_(storage, order, options.page_size_bytes),
       exclusive_(storage, order),
-      released_(std::make_shared<ReleaseQueue>()) {
+      released_(new ReleaseQueue) {
     assert(options_.slice_max_bytes <= options_.page_size_bytes);
     assert(std::has_single_bit(storage_.alignment_bytes()));
     parked_.reserve(max_parked);
+    spare_blocks_.reserve(max_spare_blocks);
 }
 
-MemoryManager::~MemoryManager() { released_->close(); }
+MemoryManager::~MemoryManager() {
+    ReleaseQueue::close(released_, live_count_);
+    for (detail::MemoryControl* block : spare_blocks_) {
+        delete block;
+    }
+}
 
 void MemoryManager::set_freed_listener(std::function<void(const AllocationInfo&)> listener) {
     std::lock_guard lock(mutex_);
@@ -137,9 +159,18 @@ Result<std::pair<ManagedMemoryHandle, AllocationInfo>> MemoryManager::allocate(
     }
     std::lock_guard lock(mutex_);
     sweep_locked();
+    // The control block first, so that nothing needs undoing should the heap fail.
+    detail::MemoryControl* control = nullptr;
+    if (spare_blocks_.empty()) {
+        control = new detail::MemoryControl;
+    } else {
+        control = spare_blocks_.back();
+        spare_blocks_.pop_back();
+    }
     const std::uint64_t block_bytes = round_up(size_bytes, storage_.alignment_bytes());
     Result<PoolBlock> block = take_block(block_bytes, stream);
     if (!block) {
+        spare_blocks_.push_back(control);  // Capacity for it: it was taken from there or is new.
         if (block.error().kind() != ErrorKind::OutOfMemory) {
             return block.error();
         }
@@ -155,7 +186,8 @@ Result<std::pair<ManagedMemoryHandle, AllocationInfo>> MemoryManager::allocate(
         address_nodes_.emplace(by_address_, info.address, info);
     }
     ++live_count_;
-    return std::pair{ManagedMemoryHandle::create(info, released_), info};
+    control->start(info, released_);
+    return std::pair{ManagedMemoryHandle::adopt(*control), info};
 }
 
 Result<PoolBlock> MemoryManager::take_block(std::uint64_t block_bytes, StreamId stream) {
@@ -229,7 +261,8 @@ std::size_t MemoryManager::sweep_locked() {
     if (!released_->pending()) {
         return 0;
     }
-    return released_->take([this](const AllocationInfo& info) {
+    return released_->take([this](detail::MemoryControl& block) {
+        const AllocationInfo& info = block.allocation;
         if (freed_listener_) {
             freed_listener_(info);
         }
@@ -238,6 +271,14 @@ std::size_t MemoryManager::sweep_locked() {
         }
         park(info, round_up(info.size_bytes, storage_.alignment_bytes()));
         --live_count_;
+        // With no weak reference left, nothing can reach the block any more: keep it for a later
+        // allocation instead of deleting it.
+        if (block.weak.load(std::memory_order_acquire) == 1 &&
+            spare_blocks_.size() < max_spare_blocks) {
+            spare_blocks_.push_back(&block);
+        } else {
+            block.drop_weak();
+        }
     });
 }
 

@@ -1,6 +1,9 @@
 #include "tandem/core/memory_reference.hpp"
 
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <utility>
 
 namespace tandem {
@@ -20,28 +23,47 @@ MemoryId MemoryId::next() {
     return MemoryId{next++};
 }
 
+namespace detail {
+
+void MemoryControl::too_many_references() {
+    std::fputs("tandem: more than 2^32 - 1 references to one allocation\n", stderr);
+    std::abort();
+}
+
+void MemoryControl::acquire(std::uint64_t unit) {
+    // Handles never outnumber holders, so a holder count about to wrap is the only overflow.
+    if (holders_in(counts.fetch_add(unit, std::memory_order_relaxed)) ==
+        std::numeric_limits<std::uint32_t>::max()) {
+        too_many_references();
+    }
+}
+
+void MemoryControl::acquire_weak() {
+    if (weak.fetch_add(1, std::memory_order_relaxed) == std::numeric_limits<std::uint32_t>::max()) {
+        too_many_references();
+    }
+}
+
+}  // namespace detail
+
 // ---------------------------------------------------------------- ManagedMemoryHandle
 
 ManagedMemoryHandle ManagedMemoryHandle::create(const AllocationInfo& allocation,
-                                                std::shared_ptr<ReleaseSink> sink) {
-    return ManagedMemoryHandle(std::make_shared<detail::MemoryControl>(allocation, std::move(sink)),
-                               FirstReference{});
+                                                ReleaseSink* sink) {
+    auto* block = new detail::MemoryControl;
+    block->start(allocation, sink);
+    return ManagedMemoryHandle(block);
 }
 
-ManagedMemoryHandle::ManagedMemoryHandle(std::shared_ptr<detail::MemoryControl> control,
-                                         FirstReference /*unshared*/)
-    : control_(std::move(control)) {
-    // No other thread can see a block that was just made: its counts are set, not incremented.
-    control_->counts.store(detail::MemoryControl::handle_unit, std::memory_order_relaxed);
-}
-
-ManagedMemoryHandle::ManagedMemoryHandle(std::shared_ptr<detail::MemoryControl> control)
-    : control_(std::move(control)) {
-    control_->acquire(detail::MemoryControl::handle_unit);
+ManagedMemoryHandle ManagedMemoryHandle::adopt(detail::MemoryControl& started) {
+    return ManagedMemoryHandle(&started);
 }
 
 ManagedMemoryHandle::ManagedMemoryHandle(const ManagedMemoryHandle& other)
-    : ManagedMemoryHandle(other.control_) {}
+    : control_(other.control_) {
+    assert(control_ && "copy of a moved-from memory handle");
+    control_->acquire(detail::MemoryControl::handle_unit);
+}
 
 ManagedMemoryHandle::ManagedMemoryHandle(ManagedMemoryHandle&& other) noexcept
     : control_(std::exchange(other.control_, nullptr)) {}
@@ -65,8 +87,8 @@ ManagedMemoryHandle& ManagedMemoryHandle::operator=(ManagedMemoryHandle&& other)
 ManagedMemoryHandle::~ManagedMemoryHandle() { reset(); }
 
 void ManagedMemoryHandle::reset() {
-    if (control_) {
-        detail::MemoryControl::release(control_, detail::MemoryControl::handle_unit);
+    if (control_ != nullptr) {
+        std::exchange(control_, nullptr)->release(detail::MemoryControl::handle_unit);
     }
 }
 
@@ -87,27 +109,23 @@ bool ManagedMemoryHandle::can_mut() const {
 
 ManagedMemoryBinding ManagedMemoryHandle::binding() const {
     assert(control_ && "use of a moved-from memory handle");
+    control_->acquire(detail::MemoryControl::holder_unit);
     return ManagedMemoryBinding(control_);
 }
 
 WeakMemoryBinding ManagedMemoryHandle::downgrade() const {
     assert(control_ && "use of a moved-from memory handle");
+    control_->acquire_weak();
     return WeakMemoryBinding(control_);
 }
 
 // ---------------------------------------------------------------- ManagedMemoryBinding
 
-ManagedMemoryBinding::ManagedMemoryBinding(std::shared_ptr<detail::MemoryControl> control)
-    : control_(std::move(control)) {
+ManagedMemoryBinding::ManagedMemoryBinding(const ManagedMemoryBinding& other)
+    : control_(other.control_) {
+    assert(control_ && "copy of a moved-from memory binding");
     control_->acquire(detail::MemoryControl::holder_unit);
 }
-
-ManagedMemoryBinding::ManagedMemoryBinding(std::shared_ptr<detail::MemoryControl> control,
-                                           Counted /*taken*/)
-    : control_(std::move(control)) {}
-
-ManagedMemoryBinding::ManagedMemoryBinding(const ManagedMemoryBinding& other)
-    : ManagedMemoryBinding(other.control_) {}
 
 ManagedMemoryBinding::ManagedMemoryBinding(ManagedMemoryBinding&& other) noexcept
     : control_(std::exchange(other.control_, nullptr)) {}
@@ -131,8 +149,8 @@ ManagedMemoryBinding& ManagedMemoryBinding::operator=(ManagedMemoryBinding&& oth
 ManagedMemoryBinding::~ManagedMemoryBinding() { reset(); }
 
 void ManagedMemoryBinding::reset() {
-    if (control_) {
-        detail::MemoryControl::release(control_, detail::MemoryControl::holder_unit);
+    if (control_ != nullptr) {
+        std::exchange(control_, nullptr)->release(detail::MemoryControl::holder_unit);
     }
 }
 
@@ -148,26 +166,64 @@ const AllocationInfo& ManagedMemoryBinding::allocation() const {
 
 WeakMemoryBinding ManagedMemoryBinding::downgrade() const {
     assert(control_ && "use of a moved-from memory binding");
+    control_->acquire_weak();
     return WeakMemoryBinding(control_);
 }
 
 // ---------------------------------------------------------------- WeakMemoryBinding
 
-WeakMemoryBinding::WeakMemoryBinding(std::shared_ptr<detail::MemoryControl> control)
-    : control_(std::move(control)) {}
+WeakMemoryBinding::WeakMemoryBinding(const WeakMemoryBinding& other) : control_(other.control_) {
+    if (control_ != nullptr) {
+        control_->acquire_weak();
+    }
+}
 
-MemoryId WeakMemoryBinding::id() const { return control_->allocation.id; }
+WeakMemoryBinding::WeakMemoryBinding(WeakMemoryBinding&& other) noexcept
+    : control_(std::exchange(other.control_, nullptr)) {}
+
+WeakMemoryBinding& WeakMemoryBinding::operator=(const WeakMemoryBinding& other) {
+    if (this != &other) {
+        WeakMemoryBinding copy(other);
+        *this = std::move(copy);
+    }
+    return *this;
+}
+
+WeakMemoryBinding& WeakMemoryBinding::operator=(WeakMemoryBinding&& other) noexcept {
+    if (this != &other) {
+        reset();
+        control_ = std::exchange(other.control_, nullptr);
+    }
+    return *this;
+}
+
+WeakMemoryBinding::~WeakMemoryBinding() { reset(); }
+
+void WeakMemoryBinding::reset() {
+    if (control_ != nullptr) {
+        std::exchange(control_, nullptr)->drop_weak();
+    }
+}
+
+MemoryId WeakMemoryBinding::id() const {
+    assert(control_ && "use of a moved-from weak binding");
+    return control_->allocation.id;
+}
 
 std::optional<ManagedMemoryBinding> WeakMemoryBinding::upgrade() const {
+    assert(control_ && "use of a moved-from weak binding");
     // Take a holder only while the count is above zero: once the allocation was released its count
-    // stays at zero forever, so an upgrade can never revive it or reach a later occupant.
+    // stays at zero for as long as this block names it, so an upgrade can never revive it or reach
+    // a later occupant. (The block is reused only when no weak reference is left.)
     using detail::MemoryControl;
     std::uint64_t counts = control_->counts.load(std::memory_order_acquire);
     while (MemoryControl::holders_in(counts) > 0) {
+        if (MemoryControl::holders_in(counts) == std::numeric_limits<std::uint32_t>::max()) {
+            MemoryControl::too_many_references();
+        }
         if (control_->counts.compare_exchange_weak(counts, counts + MemoryControl::holder_unit,
                                                    std::memory_order_acq_rel)) {
-            // The holder taken here is the binding's own.
-            return ManagedMemoryBinding(control_, ManagedMemoryBinding::Counted{});
+            return ManagedMemoryBinding(control_);
         }
     }
     return std::nullopt;

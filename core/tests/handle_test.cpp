@@ -140,15 +140,16 @@ TEST(ReleaseSink, hears_once_when_the_last_reference_goes) {
     struct Counter : ReleaseSink {
         int calls = 0;
         MemoryId last;
-        void released(std::shared_ptr<detail::MemoryControl>& control) noexcept override {
+        void released(detail::MemoryControl& control) noexcept override {
             ++calls;
-            last = control->allocation.id;
+            last = control.allocation.id;
+            control.drop_weak();
         }
     };
     auto sink = std::make_shared<Counter>();
     MemoryId id = MemoryId::next();
     {
-        Handle handle(ManagedMemoryHandle::create(AllocationInfo{.id = id}, sink), device0, stream0, 8);
+        Handle handle(ManagedMemoryHandle::create(AllocationInfo{.id = id}, sink.get()), device0, stream0, 8);
         BufferBinding binding = handle.binding();
         { Handle gone = std::move(handle); }
         EXPECT_EQ(sink->calls, 0);

@@ -167,6 +167,50 @@ TEST_F(MemoryManagerTest, parked_blocks_go_back_to_their_pool_before_memory_runs
     EXPECT_EQ(manager.usage().in_use_bytes, 15 * MiB + MiB / 2);
 }
 
+TEST_F(MemoryManagerTest, a_weak_binding_never_reaches_a_later_allocation_of_the_same_bytes) {
+    std::optional<WeakMemoryBinding> weak;
+    std::uint64_t address = 0;
+    {
+        auto [handle, info] = allocate(4096, stream_a);
+        weak = handle.downgrade();
+        address = info.address;
+    }
+    EXPECT_EQ(manager.sweep(), 1u);
+    auto [again, info] = allocate(4096, stream_a);
+    EXPECT_EQ(info.address, address);  // The same bytes, parked and taken back...
+    EXPECT_FALSE(weak->upgrade().has_value());  // ...but not the allocation the weak one named.
+    EXPECT_NE(weak->id(), info.id);
+    weak.reset();
+    // With no reference left, its control block may serve a later allocation; ids stay unique.
+    const MemoryId before = info.id;
+    { auto dropped = std::move(again); }
+    EXPECT_EQ(manager.sweep(), 1u);
+    auto [third, third_info] = allocate(4096, stream_a);
+    EXPECT_NE(third_info.id, before);
+    EXPECT_EQ(third.id(), third_info.id);
+    EXPECT_TRUE(third.can_mut());
+}
+
+TEST(MemoryManagerLifetime, handles_and_weak_bindings_may_outlive_their_manager) {
+    HostStorage storage{4 * MiB};
+    ManualStreamOrder order;
+    auto manager = std::make_unique<MemoryManager>(storage, order, PoolOptions{MiB, MiB});
+    auto kept = manager->allocate(4096, stream_a);
+    auto released = manager->allocate(4096, stream_a);
+    ASSERT_TRUE(kept && released);
+    WeakMemoryBinding weak = kept->first.downgrade();
+    std::optional<ManagedMemoryBinding> binding = kept->first.binding();
+    released = Error::invalid_argument("dropped");  // Released, never swept.
+    manager.reset();
+    // The references still work, and dropping them after the manager went frees what they held
+    // (the address sanitizer build checks that nothing leaks).
+    EXPECT_TRUE(weak.upgrade().has_value());
+    kept = Error::invalid_argument("dropped");
+    EXPECT_TRUE(weak.upgrade().has_value());  // The binding still holds it.
+    binding.reset();
+    EXPECT_FALSE(weak.upgrade().has_value());
+}
+
 TEST_F(MemoryManagerTest, the_parking_cache_is_bounded) {
     // More released blocks than the cache holds, each of its own size: all are swept, the oldest go
     // back to the pool, and every byte is free again.

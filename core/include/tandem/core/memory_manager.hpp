@@ -78,6 +78,8 @@ public:
 
     /// How many swept blocks wait, at most, for a request of their size on their stream.
     static constexpr std::size_t max_parked = 16;
+    /// How many control blocks of swept allocations are kept for reuse, at most.
+    static constexpr std::size_t max_spare_blocks = 64;
 
 private:
     class ReleaseQueue;
@@ -101,7 +103,7 @@ private:
     PoolOptions options_;
     SlicedPool sliced_;
     ExclusivePool exclusive_;
-    std::shared_ptr<ReleaseQueue> released_;
+    ReleaseQueue* released_;  // Closed, not deleted, when the manager goes: see ReleaseQueue.
     std::function<void(const AllocationInfo&)> freed_listener_;
     mutable std::mutex mutex_;
     using ByAddress = std::map<std::uint64_t, AllocationInfo>;
@@ -110,6 +112,7 @@ private:
     detail::NodeCache<ByAddress> address_nodes_;
     std::vector<Parked> parked_;  // Oldest first.
     std::uint64_t parked_bytes_ = 0;
+    std::vector<detail::MemoryControl*> spare_blocks_;  // Control blocks to reuse.
 };
 
 }  // namespace tandem

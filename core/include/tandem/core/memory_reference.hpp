@@ -3,15 +3,17 @@
 // The three references to an allocation.
 //
 // Every allocation has one control block: where the allocation is (its never-reused `MemoryId`,
-// address, size and stream, fixed for its life), a count of strong handles and a count of holders
-// (handles plus bindings). The block belongs to one allocation and is never recycled, so a weak
-// reference can only ever upgrade to the allocation it was made from: once the holder count reaches
-// zero it stays there, and the pool that owns the bytes learns of it through its release sink.
+// address, size and stream, fixed for its life), a count of strong handles, a count of holders
+// (handles plus bindings) and a count of weak references. The block belongs to one allocation
+// while any reference to it exists, so a weak reference can only ever upgrade to the allocation
+// it was made from: once the holder count reaches zero it stays there, and the pool that owns the
+// bytes learns of it through its release sink.
 //
-// Because the block carries the address, a device resolves a binding to its bytes without asking the
-// memory manager: a binding it holds is live by definition. Both counts share one atomic word, so a
-// copy or a drop costs one atomic operation; references are copied when work is enqueued, not per
-// byte.
+// Because the block carries the address, a device resolves a binding to its bytes without asking
+// the memory manager: a binding it holds is live by definition. The counts are intrusive (no
+// `shared_ptr` beside them), and handle and holder counts share one atomic word, so copying or
+// dropping a handle or binding costs one atomic operation. Once no reference is left, the memory
+// manager reuses the block for a later allocation instead of freeing it.
 
 #include "tandem/core/ids.hpp"
 
@@ -38,11 +40,12 @@ struct MemoryControl;
 class ReleaseSink {
 public:
     virtual ~ReleaseSink() = default;
-    /// Called once per allocation, from whichever thread dropped the last reference, with the
-    /// allocation's control block (`control->allocation` says what was released). The sink may
-    /// keep the block by moving from `control`, queueing it through the block's `queued_` fields
-    /// without a heap call; whatever it leaves is dropped after it returns.
-    virtual void released(std::shared_ptr<detail::MemoryControl>& control) noexcept = 0;
+    /// Called once per allocation, from whichever thread dropped the last holder, with the
+    /// allocation's control block (`control.allocation` says what was released). The sink takes
+    /// over the holders' weak reference: it may queue the block through `control.queued_next`,
+    /// and must end with `control.drop_weak()` (or reuse the block, when that reference is the
+    /// only one left).
+    virtual void released(detail::MemoryControl& control) noexcept = 0;
 };
 
 namespace detail {
@@ -50,23 +53,31 @@ namespace detail {
 /// The shared state of one allocation's references. Internal: use the reference types.
 ///
 /// `counts` holds the strong handles in its high half and the holders in its low half, so that a
-/// handle, which is both, is counted by one atomic addition of `handle_unit`. Neither half carries
-/// into the other before the `shared_ptr` that every reference also holds would overflow its own
-/// count, which is a signed 32-bit integer in the standard libraries tandem builds with.
+/// handle, which is both, is counted by one atomic addition of `handle_unit`. `weak` counts weak
+/// references plus one for all holders together while any is left; the block is deleted when it
+/// reaches zero. Each reference is at least a pointer, and holders and weak references are capped
+/// at 2^32 - 1 each: adding one more is refused with an abort rather than wrapped.
 struct MemoryControl {
     static constexpr std::uint64_t holder_unit = 1;
     static constexpr std::uint64_t handle_unit = (std::uint64_t{1} << 32) | holder_unit;
 
-    MemoryControl(const AllocationInfo& allocation_info, std::shared_ptr<ReleaseSink> release_sink)
-        : allocation(allocation_info), sink(std::move(release_sink)) {}
-
-    const AllocationInfo allocation;
-    const std::shared_ptr<ReleaseSink> sink;
+    AllocationInfo allocation;
+    /// Told when the last holder goes; may be null (references made outside a memory manager).
+    ReleaseSink* sink = nullptr;
     std::atomic<std::uint64_t> counts{0};
-    /// The release sink's: a released block that waits in its queue owns itself through
-    /// `queued_self` and links to the next through `queued_next`.
-    std::shared_ptr<MemoryControl> queued_self;
+    std::atomic<std::uint32_t> weak{0};
+    /// The release sink's: links a released block into its queue.
     MemoryControl* queued_next = nullptr;
+
+    /// A block with one handle (and the holders' weak reference) for `allocation`.
+    void start(const AllocationInfo& allocation_info, ReleaseSink* release_sink) {
+        allocation = allocation_info;
+        sink = release_sink;
+        queued_next = nullptr;
+        // No other thread can see a block that is being started: the counts are set, not added.
+        counts.store(handle_unit, std::memory_order_relaxed);
+        weak.store(1, std::memory_order_relaxed);
+    }
 
     [[nodiscard]] static std::uint32_t holders_in(std::uint64_t word) {
         return static_cast<std::uint32_t>(word);
@@ -74,16 +85,24 @@ struct MemoryControl {
     [[nodiscard]] static std::uint32_t handles_in(std::uint64_t word) {
         return static_cast<std::uint32_t>(word >> 32);
     }
-    void acquire(std::uint64_t unit) { counts.fetch_add(unit, std::memory_order_relaxed); }
-    /// Drops the reference `control` (counted as `unit`), telling the sink when it was the last
-    /// holder. Leaves `control` empty.
-    static void release(std::shared_ptr<MemoryControl>& control, std::uint64_t unit) {
-        MemoryControl& block = *control;
-        if (holders_in(block.counts.fetch_sub(unit, std::memory_order_acq_rel)) == 1 &&
-            block.sink) {
-            block.sink->released(control);
+    void acquire(std::uint64_t unit);
+    /// Drops a reference counted as `unit`; the last holder hands the block to the sink.
+    void release(std::uint64_t unit) {
+        if (holders_in(counts.fetch_sub(unit, std::memory_order_acq_rel)) == 1) {
+            if (sink != nullptr) {
+                sink->released(*this);
+            } else {
+                drop_weak();
+            }
         }
-        control.reset();
+    }
+    void acquire_weak();
+    [[noreturn]] static void too_many_references();
+    /// Drops one weak reference; deletes the block with the last.
+    void drop_weak() {
+        if (weak.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            delete this;
+        }
     }
 };
 
@@ -96,9 +115,12 @@ class WeakMemoryBinding;
 /// reference exists: the memory may then be written in place without affecting other work.
 class ManagedMemoryHandle {
 public:
-    /// The first handle of a new allocation. Pools call this; users get handles from a client.
-    static ManagedMemoryHandle create(const AllocationInfo& allocation,
-                                      std::shared_ptr<ReleaseSink> sink);
+    /// The first handle of a new allocation, in a new control block. `sink`, when not null, must
+    /// outlive every holder of the allocation. Users get handles from a client.
+    static ManagedMemoryHandle create(const AllocationInfo& allocation, ReleaseSink* sink);
+    /// The first handle of a block the caller started (`MemoryControl::start`): how a memory
+    /// manager hands out a block it reuses.
+    static ManagedMemoryHandle adopt(detail::MemoryControl& started);
 
     ManagedMemoryHandle(const ManagedMemoryHandle& other);
     ManagedMemoryHandle(ManagedMemoryHandle&& other) noexcept;
@@ -114,11 +136,9 @@ public:
     [[nodiscard]] WeakMemoryBinding downgrade() const;
 
 private:
-    struct FirstReference {};
-    explicit ManagedMemoryHandle(std::shared_ptr<detail::MemoryControl> control);
-    ManagedMemoryHandle(std::shared_ptr<detail::MemoryControl> control, FirstReference unshared);
+    explicit ManagedMemoryHandle(detail::MemoryControl* counted) : control_(counted) {}
     void reset();
-    std::shared_ptr<detail::MemoryControl> control_;
+    detail::MemoryControl* control_;
 };
 
 /// Keeps an allocation reserved (its pool will not free, reuse or move it) without counting for
@@ -139,19 +159,22 @@ public:
 private:
     friend class ManagedMemoryHandle;
     friend class WeakMemoryBinding;
-    /// Takes a holder for the new binding.
-    explicit ManagedMemoryBinding(std::shared_ptr<detail::MemoryControl> control);
-    /// Adopts a holder the caller already took.
-    struct Counted {};
-    ManagedMemoryBinding(std::shared_ptr<detail::MemoryControl> control, Counted /*taken*/);
+    /// Adopts a holder the caller took.
+    explicit ManagedMemoryBinding(detail::MemoryControl* counted) : control_(counted) {}
     void reset();
-    std::shared_ptr<detail::MemoryControl> control_;
+    detail::MemoryControl* control_;
 };
 
 /// Names an allocation without keeping it reserved. `upgrade()` succeeds only while some handle or
 /// binding still holds that allocation; it never resolves to a later occupant of its bytes.
 class WeakMemoryBinding {
 public:
+    WeakMemoryBinding(const WeakMemoryBinding& other);
+    WeakMemoryBinding(WeakMemoryBinding&& other) noexcept;
+    WeakMemoryBinding& operator=(const WeakMemoryBinding& other);
+    WeakMemoryBinding& operator=(WeakMemoryBinding&& other) noexcept;
+    ~WeakMemoryBinding();
+
     [[nodiscard]] MemoryId id() const;
     /// A binding, while the allocation is still held; empty once it was released.
     [[nodiscard]] std::optional<ManagedMemoryBinding> upgrade() const;
@@ -159,8 +182,10 @@ public:
 private:
     friend class ManagedMemoryHandle;
     friend class ManagedMemoryBinding;
-    explicit WeakMemoryBinding(std::shared_ptr<detail::MemoryControl> control);
-    std::shared_ptr<detail::MemoryControl> control_;
+    /// Adopts a weak reference the caller took.
+    explicit WeakMemoryBinding(detail::MemoryControl* counted) : control_(counted) {}
+    void reset();
+    detail::MemoryControl* control_;
 };
 
 }  // namespace tandem
