@@ -137,7 +137,7 @@ MemoryManager::~MemoryManager() {
 }
 
 void MemoryManager::set_freed_listener(std::function<void(const AllocationInfo&)> listener) {
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     freed_listener_ = std::move(listener);
 }
 
@@ -157,7 +157,7 @@ Result<std::pair<ManagedMemoryHandle, AllocationInfo>> MemoryManager::allocate(
         return Error::invalid_argument("an allocation of " + std::to_string(size_bytes) +
                                        " bytes is over the limit of 2^62 bytes");
     }
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     sweep_locked();
     // The control block first, so that nothing needs undoing should the heap fail.
     detail::MemoryControl* control = nullptr;
@@ -253,7 +253,7 @@ void MemoryManager::return_parked(std::size_t index) {
 }
 
 std::size_t MemoryManager::sweep() {
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     return sweep_locked();
 }
 
@@ -283,7 +283,7 @@ std::size_t MemoryManager::sweep_locked() {
 }
 
 std::optional<AllocationInfo> MemoryManager::find_address(std::uint64_t address) const {
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     auto after = by_address_.upper_bound(address);
     if (after == by_address_.begin()) {
         return std::nullopt;
@@ -296,7 +296,7 @@ std::optional<AllocationInfo> MemoryManager::find_address(std::uint64_t address)
 }
 
 MemoryUsage MemoryManager::usage() const {
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     return usage_locked();
 }
 
@@ -320,7 +320,7 @@ MemoryUsage MemoryManager::usage_locked() const {
 }
 
 std::size_t MemoryManager::live_count() const {
-    std::lock_guard lock(mutex_);
+    std::lock_guard guard(lock_);
     return live_count_;
 }
 

@@ -16,6 +16,7 @@
 // could have served.
 
 #include "tandem/core/detail/node_cache.hpp"
+#include "tandem/core/detail/spin_lock.hpp"
 #include "tandem/core/handle.hpp"
 #include "tandem/core/memory_pool.hpp"
 #include "tandem/core/memory_reference.hpp"
@@ -105,7 +106,7 @@ private:
     ExclusivePool exclusive_;
     ReleaseQueue* released_;  // Closed, not deleted, when the manager goes: see ReleaseQueue.
     std::function<void(const AllocationInfo&)> freed_listener_;
-    mutable std::mutex mutex_;
+    mutable detail::SpinLock lock_;
     using ByAddress = std::map<std::uint64_t, AllocationInfo>;
     std::size_t live_count_ = 0;
     ByAddress by_address_;
