@@ -122,7 +122,7 @@ MemoryManager::MemoryManager(Storage& storage, StreamOrder& order, PoolOptions o
       options_(options),
       sliced_(storage, order, options.page_size_bytes),
       exclusive_(storage, order),
-      released_(new ReleaseQueue) {
+      released_(std::make_unique<ReleaseQueue>()) {
     assert(options_.slice_max_bytes <= options_.page_size_bytes);
     assert(std::has_single_bit(storage_.alignment_bytes()));
     parked_.reserve(max_parked);
@@ -130,7 +130,7 @@ MemoryManager::MemoryManager(Storage& storage, StreamOrder& order, PoolOptions o
 }
 
 MemoryManager::~MemoryManager() {
-    ReleaseQueue::close(released_, live_count_);
+    ReleaseQueue::close(released_.release(), live_count_);
     for (detail::MemoryControl* block : spare_blocks_) {
         delete block;
     }
@@ -186,7 +186,7 @@ Result<std::pair<ManagedMemoryHandle, AllocationInfo>> MemoryManager::allocate(
         address_nodes_.emplace(by_address_, info.address, info);
     }
     ++live_count_;
-    control->start(info, released_);
+    control->start(info, released_.get());
     return std::pair{ManagedMemoryHandle::adopt(*control), info};
 }
 

@@ -104,7 +104,8 @@ private:
     PoolOptions options_;
     SlicedPool sliced_;
     ExclusivePool exclusive_;
-    ReleaseQueue* released_;  // Closed, not deleted, when the manager goes: see ReleaseQueue.
+    /// Closed and let go, not deleted, when the manager goes: see ReleaseQueue.
+    std::unique_ptr<ReleaseQueue> released_;
     std::function<void(const AllocationInfo&)> freed_listener_;
     mutable detail::SpinLock lock_;
     using ByAddress = std::map<std::uint64_t, AllocationInfo>;
