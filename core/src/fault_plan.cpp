@@ -44,6 +44,11 @@ std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel
 
 std::optional<Error> FaultPlan::allocation_fault_due(std::uint64_t size_bytes,
                                                      const MemoryManager& memory) {
+    // A request the manager refuses as wrong (InvalidArgument) is not an allocation: it neither
+    // counts towards an armed failure nor uses one up.
+    if (size_bytes == 0 || size_bytes > MemoryManager::max_allocation_bytes) {
+        return std::nullopt;
+    }
     if (allocation_countdown_ == 0 || --allocation_countdown_ != 0) {
         return std::nullopt;
     }

@@ -166,32 +166,23 @@ Result<StreamId> CudaDevice::create_stream() {
 }
 
 Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id) {
-    // The common case takes only the memory manager's lock. An allocation that reads the flag
-    // just before a loss or an armed fault is ordered before them, as it would be had it taken
-    // the engine's lock first.
-    if (quick_allocation_.load(std::memory_order_acquire) && stream_id.value >= 1 &&
-        stream_id.value <= stream_count_.load(std::memory_order_acquire)) {
-        auto allocated = memory_.allocate(size_bytes, stream_id);
-        if (!allocated) {
-            return allocated.error();
+    // The common case takes only the memory manager's lock: the engine's is needed only to refuse
+    // on a lost device, an unknown stream or an armed fault. An allocation that reads the flag just
+    // before a loss or an armed fault is ordered before them, as it would be had it taken the
+    // engine's lock first.
+    if (!quick_allocation_.load(std::memory_order_acquire) || stream_id.value == 0 ||
+        stream_id.value > stream_count_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(engine_.mutex);
+        if (Status alive = refuse_if_lost(); !alive) {
+            return alive.error();
         }
-        return Handle(std::move(allocated->first), service_, stream_id, size_bytes);
-    }
-    std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
-    if (Result<CudaStream*> found = stream(stream_id); !found) {
-        return found.error();
-    }
-    if (size_bytes == 0 || size_bytes > MemoryManager::max_allocation_bytes) {
-        // Refused as the manager refuses it, before an injected fault counts it, as on the
-        // simulator: a call that is wrong gets InvalidArgument, and nothing changes.
-        return memory_.allocate(size_bytes, stream_id).error();
-    }
-    if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_)) {
-        update_quick_allocation();
-        return *injected;
+        if (Result<CudaStream*> found = stream(stream_id); !found) {
+            return found.error();
+        }
+        if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_)) {
+            update_quick_allocation();
+            return *injected;
+        }
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);
     if (!allocated) {

@@ -161,11 +161,6 @@ Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id)
     if (Result<SimStream*> found = stream(stream_id); !found) {
         return found.error();
     }
-    if (size_bytes == 0 || size_bytes > MemoryManager::max_allocation_bytes) {
-        // Refused as the manager refuses it, before an injected fault counts it: a call that
-        // is wrong gets InvalidArgument, and nothing changes.
-        return memory_.allocate(size_bytes, stream_id).error();
-    }
     if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_)) {
         return *injected;
     }

@@ -28,6 +28,7 @@ public:
     /// enqueued, in program order; probabilities draw from `rng`.
     std::optional<std::uint32_t> kernel_fault_due(std::string_view kernel, std::mt19937_64& rng);
     /// The injected failure of this allocation, if one is due; its figures are `memory`'s usage.
+    /// A size the manager refuses as wrong is not counted.
     /// Reads the usage only when a failure is due, so that an allocation pays nothing for it.
     std::optional<Error> allocation_fault_due(std::uint64_t size_bytes,
                                               const MemoryManager& memory);
