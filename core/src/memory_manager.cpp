@@ -222,7 +222,6 @@ std::optional<PoolBlock> MemoryManager::unpark(std::uint64_t block_bytes, Stream
         const Parked& parked = parked_[index];
         if (parked.block.size_bytes == block_bytes && parked.stream == stream) {
             const PoolBlock block = parked.block;
-            parked_bytes_ -= block.size_bytes;
             parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(index));
             return block;
         }
@@ -236,7 +235,6 @@ void MemoryManager::park(const AllocationInfo& info, std::uint64_t block_bytes) 
     }
     parked_.push_back(Parked{info.stream, PoolBlock{info.address, block_bytes},
                              order_.record(info.stream)});
-    parked_bytes_ += block_bytes;
 }
 
 void MemoryManager::return_all_parked() {
@@ -248,7 +246,6 @@ void MemoryManager::return_all_parked() {
 void MemoryManager::return_parked(std::size_t index) {
     const Parked parked = parked_[index];
     parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(index));
-    parked_bytes_ -= parked.block.size_bytes;
     pool_for(parked.block.size_bytes).free(parked.block, ReleaseMark{parked.stream, parked.released});
 }
 
@@ -304,18 +301,20 @@ MemoryUsage MemoryManager::usage_locked() const {
     const PoolUsage sliced = sliced_.usage();
     const PoolUsage exclusive = exclusive_.usage();
     MemoryUsage usage;
-    // Parked blocks are in use for their pools, and free for everyone else.
-    usage.in_use_bytes = sliced.in_use_bytes + exclusive.in_use_bytes - parked_bytes_;
     usage.reserved_bytes = sliced.reserved_bytes + exclusive.reserved_bytes;
     usage.capacity_bytes = storage_.capacity_bytes();
-    usage.free_bytes = usage.capacity_bytes - usage.in_use_bytes;
     usage.largest_free_block_bytes =
         std::max({sliced.largest_free_block_bytes, exclusive.largest_free_block_bytes,
                   storage_.largest_reservable_bytes()});
+    // Parked blocks are in use for their pools, and free for everyone else.
+    std::uint64_t parked_bytes = 0;
     for (const Parked& parked : parked_) {
+        parked_bytes += parked.block.size_bytes;
         usage.largest_free_block_bytes =
             std::max(usage.largest_free_block_bytes, parked.block.size_bytes);
     }
+    usage.in_use_bytes = sliced.in_use_bytes + exclusive.in_use_bytes - parked_bytes;
+    usage.free_bytes = usage.capacity_bytes - usage.in_use_bytes;
     return usage;
 }
 

@@ -113,7 +113,6 @@ private:
     ByAddress by_address_;
     detail::NodeCache<ByAddress> address_nodes_;
     std::vector<Parked> parked_;  // Oldest first.
-    std::uint64_t parked_bytes_ = 0;
     std::vector<detail::MemoryControl*> spare_blocks_;  // Control blocks to reuse.
 };
 
