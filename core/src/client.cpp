@@ -108,13 +108,14 @@ Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
     return KernelResource::peer(std::move(*peer), argument.access);
 }
 
-Status Client::launch(std::string kernel, LaunchConfig config, std::vector<LaunchArgument> arguments,
-                      KernelArgs args) {
-    return launch(std::move(kernel), config, std::move(arguments), args, default_stream());
+Status Client::launch(std::string kernel, LaunchConfig config,
+                      const std::vector<LaunchArgument>& arguments, KernelArgs args) {
+    return launch(std::move(kernel), config, arguments, args, default_stream());
 }
 
-Status Client::launch(std::string kernel, LaunchConfig config, std::vector<LaunchArgument> arguments,
-                      KernelArgs args, StreamId stream) {
+Status Client::launch(std::string kernel, LaunchConfig config,
+                      const std::vector<LaunchArgument>& arguments, KernelArgs args,
+                      StreamId stream) {
     LaunchRequest request{std::move(kernel), config, {}, args, stream};
     request.resources.reserve(arguments.size());
     for (const LaunchArgument& argument : arguments) {

@@ -138,13 +138,13 @@ void CudaDevice::count_operation() {
     }
 }
 
-void CudaDevice::push(const std::shared_ptr<PendingOp>& op, CudaStream& target) {
+void CudaDevice::push(std::shared_ptr<PendingOp> op, CudaStream& target) {
     count_operation();
     if (target.capture) {
         op->captured = true;
         target.capture->work.push_back(op);
     }
-    engine_.add_pending(op);
+    engine_.add_pending(std::move(op));
 }
 
 Result<StreamId> CudaDevice::create_stream() {
@@ -220,13 +220,12 @@ Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte>
     }
     CudaStream** found = &resolved->stream;
     std::uint8_t** pointer = &resolved->pointer;
-    auto op = std::make_shared<PendingOp>();
-    op->kind = PendingOp::Kind::Write;
+    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Write);
     op->label = "host write";
     op->device = index_;
     op->stream = stream_id;
     op->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
-    op->held.push_back(target);
+    op->held.push_back(KernelResource::buffer(target));
     if (target.peer()) {
         target.peer()->repair();  // P5
     }
@@ -240,7 +239,7 @@ Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte>
     if (status != cudaSuccess) {
         op->known_failure = Error::torn_down("host write failed: " + cuda_error_text(status));
     }
-    push(op, **found);
+    push(std::move(op), **found);
     return {};
 }
 
@@ -312,8 +311,7 @@ Status CudaDevice::copy(const KernelResource& source, const BufferBinding& targe
     }
     CudaStream** found = &resolved->stream;
     std::uint8_t** to = &resolved->pointer;
-    auto op = std::make_shared<PendingOp>();
-    op->kind = PendingOp::Kind::Copy;
+    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Copy);
     op->device = index_;
     op->stream = stream_id;
     const BufferBinding& from = source.buffer_binding();
@@ -338,12 +336,12 @@ Status CudaDevice::copy(const KernelResource& source, const BufferBinding& targe
         from_pointer = device_pointer(from);
     }
     op->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
-    op->held = {from, target};
+    op->held.push_back(source);
+    op->held.push_back(KernelResource::buffer(target));
     if (target.peer()) {
         target.peer()->repair();  // P5
     }
-    op->producers = engine_.producers_of(op->inputs);
-    if (op->producers.empty()) {
+    if (!engine_.has_pending_writer(op->inputs)) {
         op->known_skip = first_claimed_input(engine_, op->inputs);  // C9: the copy does not run.
     }
     if (!op->known_skip && target.size_in_use() != 0) {
@@ -358,7 +356,7 @@ Status CudaDevice::copy(const KernelResource& source, const BufferBinding& targe
             op->known_failure = Error::torn_down("copy failed: " + cuda_error_text(status));
         }
     }
-    push(op, **found);
+    push(std::move(op), **found);
     return {};
 }
 

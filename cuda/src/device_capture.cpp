@@ -95,8 +95,7 @@ Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
     if (!found) {
         return found.error();
     }
-    auto op = std::make_shared<PendingOp>();
-    op->kind = PendingOp::Kind::Replay;
+    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Replay);
     op->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
     op->device = index_;
     op->stream = stream_id;
@@ -109,7 +108,7 @@ Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
     // simulator recorded) replays launch by launch, and is refused there like any launch.
     if (graph.native() != nullptr && graph.device() == service_) {
         replay_graph(graph, *op, **found);
-        push(op, **found);
+        push(std::move(op), **found);
         return {};
     }
     for (LaunchRequest launch : graph.launches()) {
@@ -118,7 +117,7 @@ Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
             return queued;
         }
     }
-    push(op, **found);
+    push(std::move(op), **found);
     return {};
 }
 
@@ -134,7 +133,7 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
         }
         injected_codes.push_back(injected.value_or(0));
         for (const KernelResource& resource : launch.resources) {
-            op.held.push_back(resource.buffer_binding());
+            op.held.push_back(resource);
         }
     }
     op.keep_alive = graph.native();

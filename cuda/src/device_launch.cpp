@@ -6,6 +6,7 @@
 #include "tensor_map_encode.hpp"
 
 #include <functional>
+#include <iterator>
 
 namespace tandem::cuda {
 
@@ -85,9 +86,8 @@ void encode_tma(const LaunchRequest& request, TensorLaunchParams& params) {
 
 }  // namespace
 
-Result<std::vector<Target>> CudaDevice::targets(const LaunchRequest& request,
-                                                std::vector<Target>& inputs) {
-    std::vector<Target> outputs;
+Status CudaDevice::targets(const LaunchRequest& request, std::vector<Target>& inputs,
+                           std::vector<Target>& outputs) {
     for (const KernelResource& resource : request.resources) {
         const BufferBinding& binding = resource.buffer_binding();
         Target target{index_, binding.claim_key(), std::nullopt};
@@ -108,10 +108,10 @@ Result<std::vector<Target>> CudaDevice::targets(const LaunchRequest& request,
             if (binding.peer()) {
                 binding.peer()->repair();  // P5
             }
-            outputs.push_back(target);
+            outputs.push_back(std::move(target));
         }
     }
-    return outputs;
+    return {};
 }
 
 Status CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParams& params) const {
@@ -169,18 +169,12 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
     if (launcher != nullptr && request.config.thread_count() == 0) {
         return {};  // C10: a launch with zero threads changes no claim, and repairs nothing.
     }
-    auto op = std::make_shared<PendingOp>();
-    op->kind = PendingOp::Kind::Launch;
+    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Launch);
     op->label = request.kernel;
     op->device = index_;
     op->stream = request.stream;
-    Result<std::vector<Target>> outputs = targets(request, op->inputs);
-    if (!outputs) {
-        return outputs.error();
-    }
-    op->outputs = std::move(*outputs);
-    for (const KernelResource& resource : request.resources) {
-        op->held.push_back(resource.buffer_binding());
+    if (Status found = targets(request, op->inputs, op->outputs); !found) {
+        return found;
     }
     if (replay == nullptr) {
         op->slot = next_slot_++ % status_slots;
@@ -200,12 +194,10 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
             request.kernel, "a block of " + std::to_string(request.config.block.count()) +
                                 " threads is over the limit of " + std::to_string(max_block_threads));
     }
-    if (check_inputs) {
-        op->producers = engine_.producers_of(op->inputs);
-    }
+    const bool pending_producers = check_inputs && engine_.has_pending_writer(op->inputs);
     // C9 at enqueue, to save the launch: only when no pending work writes the inputs, so the
     // claims seen now are final for them. The outcome itself is decided when it resolves.
-    if (!op->known_failure && check_inputs && op->producers.empty()) {
+    if (!op->known_failure && check_inputs && !pending_producers) {
         op->known_skip = first_claimed_input(engine_, op->inputs);
     }
     if (!op->known_failure && !op->known_skip) {
@@ -220,20 +212,17 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
             // Launches of one replay share its word: after a failed one, the rest do not run.
             params.producers[params.producer_count++] = ProducerStatus{params.status, op->launch_id};
         }
-        // Only pending producers can be checked on the device: with none, skip the second walk
-        // over the pending writers.
-        const std::vector<std::shared_ptr<PendingOp>> checkable =
-            op->producers.empty() ? std::vector<std::shared_ptr<PendingOp>>{}
-                                  : engine_.unsuperseded_producers_of(op->inputs);
-        for (const auto& producer : checkable) {
+        if (pending_producers) {
             // Producers whose word this GPU can read are checked on it before the launch
-            // computes; the host checks every producer when it resolves (C13).
-            const unsigned long long* word = producer->kind == PendingOp::Kind::Launch
-                                                 ? readable_status_word(*producer)
-                                                 : nullptr;
-            if (word != nullptr && params.producer_count < max_checked_producers) {
-                params.producers[params.producer_count++] = ProducerStatus{word, producer->launch_id};
-            }
+            // computes, the newest first; the host checks every producer when it resolves (C13).
+            engine_.for_each_unsuperseded_producer(op->inputs, [&](const PendingOp& producer) {
+                const unsigned long long* word =
+                    producer.kind == PendingOp::Kind::Launch ? readable_status_word(producer) : nullptr;
+                if (word != nullptr) {
+                    params.producers[params.producer_count++] = ProducerStatus{word, producer.launch_id};
+                }
+                return params.producer_count < max_checked_producers;
+            });
         }
         DeviceGuard guard(ordinal_);
         const auto status = static_cast<cudaError_t>(
@@ -248,11 +237,13 @@ Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, Pend
             op->known_failure = Error::launch_refused(request.kernel, cuda_error_text(status));
         }
     }
+    // The request is done with: its bindings move into the work they keep reserved.
+    std::vector<KernelResource>& held = replay != nullptr ? replay->held : op->held;
+    std::move(request.resources.begin(), request.resources.end(), std::back_inserter(held));
     if (replay != nullptr) {
-        replay->held.insert(replay->held.end(), op->held.begin(), op->held.end());
         return {};
     }
-    push(op, *target_stream);
+    push(std::move(op), *target_stream);
     return {};
 }
 

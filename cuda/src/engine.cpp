@@ -79,6 +79,25 @@ std::uint64_t CudaStorage::largest_reservable_bytes() const {
     return std::min<std::uint64_t>(free_bytes, capacity_bytes_ - reserved_bytes_);
 }
 
+// ---------------------------------------------------------------- PendingOp
+
+void PendingOp::reset() {
+    label.clear();
+    device = 0;
+    stream = StreamId{};
+    inputs.clear();
+    outputs.clear();
+    held.clear();
+    keep_alive.reset();
+    slot = 0;
+    launch_id = 0;
+    known_failure.reset();
+    known_skip.reset();
+    captured = false;
+    resolved = false;
+    failed = false;
+}
+
 // ---------------------------------------------------------------- CudaEngine
 
 CudaEngine::CudaEngine(CudaOptions cuda_options)
@@ -108,72 +127,44 @@ CudaDevice* CudaEngine::device_of(ServiceId service) const {
     return devices[service.device_index].get();
 }
 
-void CudaEngine::add_pending(const std::shared_ptr<PendingOp>& op) {
-    pending.push_back(op);
+std::shared_ptr<PendingOp> CudaEngine::new_op(PendingOp::Kind kind) {
+    std::shared_ptr<PendingOp> op;
+    if (spare_ops_.empty()) {
+        op = std::make_shared<PendingOp>();
+    } else {
+        op = std::move(spare_ops_.back());
+        spare_ops_.pop_back();
+    }
+    op->kind = kind;
+    return op;
+}
+
+void CudaEngine::add_pending(std::shared_ptr<PendingOp> op) {
     for (const Target& output : op->outputs) {
-        std::vector<std::shared_ptr<PendingOp>>& writers = pending_writers[output.key.memory];
-        if (writers.empty() || writers.back() != op) {
-            writers.push_back(op);
+        std::vector<const PendingOp*>& writers = pending_writers[output.key.memory];
+        if (writers.empty() || writers.back() != op.get()) {
+            writers.push_back(op.get());
         }
     }
+    pending.push_back(std::move(op));
 }
 
-std::vector<std::shared_ptr<PendingOp>> CudaEngine::producers_of(
-    const std::vector<Target>& inputs) const {
-    std::vector<std::shared_ptr<PendingOp>> producers;
+bool CudaEngine::has_pending_writer(const std::vector<Target>& inputs) const {
     for (const Target& input : inputs) {
         auto writers = pending_writers.find(input.key.memory);
         if (writers == pending_writers.end()) {
             continue;
         }
-        for (const auto& op : writers->second) {
-            for (const Target& output : op->outputs) {
-                if (input.device == output.device &&
-                    overlap(input.key, output.key) != Overlap::Disjoint &&
-                    std::find(producers.begin(), producers.end(), op) == producers.end()) {
-                    producers.push_back(op);
+        // Newest first: work that updates its input in place finds its producer at once.
+        for (auto op = writers->second.rbegin(); op != writers->second.rend(); ++op) {
+            for (const Target& output : (*op)->outputs) {
+                if (overlaps(input, output)) {
+                    return true;
                 }
             }
         }
     }
-    return producers;
-}
-
-std::vector<std::shared_ptr<PendingOp>> CudaEngine::unsuperseded_producers_of(
-    const std::vector<Target>& inputs) const {
-    const auto overlaps = [](const Target& a, const Target& b) {
-        return a.device == b.device && overlap(a.key, b.key) != Overlap::Disjoint;
-    };
-    std::vector<std::shared_ptr<PendingOp>> producers;
-    for (const Target& input : inputs) {
-        auto writers = pending_writers.find(input.key.memory);
-        if (writers == pending_writers.end()) {
-            continue;
-        }
-        const std::vector<std::shared_ptr<PendingOp>>& ops = writers->second;  // Enqueue order.
-        for (std::size_t index = 0; index < ops.size(); ++index) {
-            for (const Target& output : ops[index]->outputs) {
-                if (!overlaps(input, output)) {
-                    continue;
-                }
-                // Superseded when later work writes any byte of this output that the input
-                // reads. Counting a partial overlap as superseding only ever drops a skip the
-                // device could have taken; the host still decides the outcome.
-                bool superseded = false;
-                for (std::size_t later = index + 1; later < ops.size() && !superseded; ++later) {
-                    for (const Target& rewritten : ops[later]->outputs) {
-                        superseded = superseded ||
-                                     (overlaps(rewritten, input) && overlaps(rewritten, output));
-                    }
-                }
-                if (!superseded && std::find(producers.begin(), producers.end(), ops[index]) ==
-                                       producers.end()) {
-                    producers.push_back(ops[index]);
-                }
-            }
-        }
-    }
-    return producers;
+    return false;
 }
 
 Status CudaEngine::resolve_all() {
@@ -181,13 +172,17 @@ Status CudaEngine::resolve_all() {
         device->synchronize();
         device->fetch_status();
     }
+    pending_writers.clear();  // Points into `pending`.
     // Enqueue order: a producer is resolved before any consumer of its outputs.
     while (!pending.empty()) {
         std::shared_ptr<PendingOp> op = std::move(pending.front());
         pending.pop_front();
         resolve(*op);
+        if (op.use_count() == 1 && spare_ops_.size() < max_spare_ops) {
+            op->reset();  // No capture window looks at it any more.
+            spare_ops_.push_back(std::move(op));
+        }
     }
-    pending_writers.clear();
     return {};
 }
 
@@ -229,7 +224,6 @@ void CudaEngine::resolve(PendingOp& op) {
     }
     op.failed = failure.has_value() || cause.has_value();
     op.resolved = true;
-    op.producers.clear();
     op.held.clear();
     op.keep_alive.reset();
 }

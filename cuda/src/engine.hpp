@@ -14,6 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <atomic>
@@ -65,7 +66,8 @@ private:
     std::unordered_map<std::uint64_t, std::uint64_t> regions_;
 };
 
-/// Work enqueued on a GPU whose outcome the host has not resolved yet.
+/// Work enqueued on a GPU whose outcome the host has not resolved yet. The engine reuses resolved
+/// ones (`CudaEngine::new_op`), so their vectors keep their storage from launch to launch.
 struct PendingOp {
     enum class Kind : std::uint8_t { Write, Copy, Launch, Replay };
     Kind kind;
@@ -75,14 +77,12 @@ struct PendingOp {
     std::vector<Target> inputs;
     std::vector<Target> outputs;
     /// Keeps every bound allocation reserved until the outcome is resolved.
-    std::vector<BufferBinding> held;
+    std::vector<KernelResource> held;
     /// Keeps what the work runs alive until then (the CUDA graph a replay launched).
     std::shared_ptr<void> keep_alive;
     /// Launches: the status word and the id that owns it.
     std::uint64_t slot = 0;
     std::uint32_t launch_id = 0;
-    /// Pending work whose outputs this work read (C13).
-    std::vector<std::shared_ptr<PendingOp>> producers;
     /// What the host knew when it enqueued the work: a refusal (C10), or a claimed input (C9)
     /// with no pending writer, so the work was not launched. The outcome is decided on resolve.
     std::optional<Error> known_failure;
@@ -90,6 +90,9 @@ struct PendingOp {
     bool captured = false;
     bool resolved = false;
     bool failed = false;
+
+    /// Empties the op for its next use, keeping the storage of its vectors and label.
+    void reset();
 };
 
 struct CudaStream {
@@ -175,7 +178,9 @@ private:
     Result<WriteTarget> write_target(const BufferBinding& target, StreamId stream);
     /// Enqueues `request`; a replay passes its own op, whose status word every launch shares.
     Status enqueue_launch(LaunchRequest request, bool check_inputs, PendingOp* replay);
-    Result<std::vector<Target>> targets(const LaunchRequest& request, std::vector<Target>& inputs);
+    /// Appends what `request` reads to `inputs` and what it writes to `outputs`.
+    Status targets(const LaunchRequest& request, std::vector<Target>& inputs,
+                   std::vector<Target>& outputs);
     /// The resources and arguments of `request` as its kernel receives them.
     Status encode_params(const LaunchRequest& request, TensorLaunchParams& params) const;
     /// Enqueues one launch of `graph`'s CUDA graph for the replay `op` on `stream`.
@@ -185,7 +190,7 @@ private:
     /// `producer`'s status word as this device's kernels can read it: a word on this GPU, or on
     /// a GPU whose memory this one was granted; null otherwise (the host checks it on resolve).
     [[nodiscard]] const unsigned long long* readable_status_word(const PendingOp& producer) const;
-    void push(const std::shared_ptr<PendingOp>& op, CudaStream& stream);
+    void push(std::shared_ptr<PendingOp> op, CudaStream& stream);
     std::optional<std::uint32_t> kernel_fault_due(const std::string& kernel);
 
     CudaEngine& engine_;
@@ -230,15 +235,21 @@ public:
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
 
     [[nodiscard]] CudaDevice* device_of(ServiceId service) const;
-    /// Pending work whose outputs `inputs` read.
-    [[nodiscard]] std::vector<std::shared_ptr<PendingOp>> producers_of(
-        const std::vector<Target>& inputs) const;
-    /// The producers of `inputs` whose failure a GPU may act on before the host knows: those none
-    /// of whose bytes the consumer reads were written again by later pending work. A later write
+    /// A pending op of `kind` to fill: a resolved one reused, or a new one.
+    std::shared_ptr<PendingOp> new_op(PendingOp::Kind kind);
+    /// Whether pending work writes any byte that `inputs` read.
+    [[nodiscard]] bool has_pending_writer(const std::vector<Target>& inputs) const;
+    /// Calls `visit` with producers of `inputs` whose failure a GPU may act on before the host
+    /// knows, newest first, each once, until it returns false. Those are the producers none of
+    /// whose bytes the consumer reads were written again by later pending work: a later write
     /// repairs the bytes of a failed producer (C3), so for a superseded producer only the host,
-    /// when it resolves, can tell whether the consumer's input ends up claimed.
-    [[nodiscard]] std::vector<std::shared_ptr<PendingOp>> unsuperseded_producers_of(
-        const std::vector<Target>& inputs) const;
+    /// when it resolves, can tell whether the consumer's input ends up claimed. The walk over an
+    /// input stops at work that rewrote all of it (everything older is superseded) and after
+    /// `max_scanned_writers` writers of its bytes, so a kernel that updates a buffer in place
+    /// finds its producer in one step however much work on that buffer is pending.
+    template <typename Visit>
+    void for_each_unsuperseded_producer(const std::vector<Target>& inputs, Visit&& visit) const;
+    static constexpr std::size_t max_scanned_writers = 64;
     /// Waits for every device and resolves every pending outcome, in enqueue order.
     Status resolve_all();
 
@@ -249,10 +260,10 @@ public:
     /// Draws injected faults by probability: one seed, so a faulty run replays exactly.
     std::mt19937_64 rng;
     std::deque<std::shared_ptr<PendingOp>> pending;
-    /// The pending work writing each allocation, so a launch finds its producers without
-    /// scanning everything pending.
-    std::unordered_map<MemoryId, std::vector<std::shared_ptr<PendingOp>>> pending_writers;
-    void add_pending(const std::shared_ptr<PendingOp>& op);
+    /// The pending work writing each allocation, in enqueue order, so a launch finds its
+    /// producers without scanning everything pending. Owned by `pending`.
+    std::unordered_map<MemoryId, std::vector<const PendingOp*>> pending_writers;
+    void add_pending(std::shared_ptr<PendingOp> op);
     struct EventState {
         cudaEvent_t event = nullptr;
         std::uint32_t device = 0;
@@ -262,7 +273,69 @@ public:
 
 private:
     void resolve(PendingOp& op);
+
+    /// What `for_each_unsuperseded_producer` keeps while it walks; kept for the storage.
+    mutable struct {
+        std::vector<const PendingOp*> visited;
+        std::vector<const Target*> later;
+    } walk_;
+    /// Resolved ops no one else holds, kept for `new_op`.
+    std::vector<std::shared_ptr<PendingOp>> spare_ops_;
+    static constexpr std::size_t max_spare_ops = 4096;
 };
+
+/// Whether `a` and `b` name bytes in common on one device.
+inline bool overlaps(const Target& a, const Target& b) {
+    return a.device == b.device && overlap(a.key, b.key) != Overlap::Disjoint;
+}
+
+template <typename Visit>
+void CudaEngine::for_each_unsuperseded_producer(const std::vector<Target>& inputs,
+                                                Visit&& visit) const {
+    std::vector<const PendingOp*>& visited = walk_.visited;
+    std::vector<const Target*>& later = walk_.later;  // Newer outputs that overlap the input.
+    visited.clear();
+    for (const Target& input : inputs) {
+        auto writers = pending_writers.find(input.key.memory);
+        if (writers == pending_writers.end()) {
+            continue;
+        }
+        later.clear();
+        const std::vector<const PendingOp*>& ops = writers->second;
+        for (auto op = ops.rbegin(); op != ops.rend() && later.size() < max_scanned_writers; ++op) {
+            bool unsuperseded = false;
+            bool rewrites_input = false;
+            for (const Target& output : (*op)->outputs) {
+                if (!overlaps(input, output)) {
+                    continue;
+                }
+                // Superseded when newer work writes any byte of this output that the input
+                // reads. Counting a partial overlap as superseding only ever drops a check the
+                // device could have made; the host still decides the outcome.
+                unsuperseded = unsuperseded ||
+                               std::none_of(later.begin(), later.end(), [&](const Target* newer) {
+                                   return overlaps(*newer, output);
+                               });
+                rewrites_input = rewrites_input || (output.key.range.begin <= input.key.range.begin &&
+                                                    input.key.range.end <= output.key.range.end);
+            }
+            if (unsuperseded && std::find(visited.begin(), visited.end(), *op) == visited.end()) {
+                visited.push_back(*op);
+                if (!visit(**op)) {
+                    return;
+                }
+            }
+            if (rewrites_input) {
+                break;  // Every older output the input reads overlaps this one: superseded.
+            }
+            for (const Target& output : (*op)->outputs) {
+                if (overlaps(input, output)) {
+                    later.push_back(&output);
+                }
+            }
+        }
+    }
+}
 
 /// The message of a CUDA error.
 std::string cuda_error_text(cudaError_t error);

@@ -42,6 +42,8 @@ constexpr Ratio cuda_ratios[] = {
      "raw_launch_empty/real_time", true, 1.15, false},
     {"tandem launch with two bindings / raw launch of the same kernel",
      "tandem_launch_bound_copy/real_time", "raw_launch_bound_copy/real_time", true, 1.15, false},
+    {"tandem launch updating a binding in place / raw launch", "tandem_launch_in_place_axpy/real_time",
+     "raw_launch_in_place_axpy/real_time", true, 1.15, false},
     {"tandem peer-reading kernel / raw pointer (throughput)", "tandem_peer_read_kernel/real_time",
      "raw_peer_read_kernel/real_time", false, 0.95, true},
     {"tandem peer copy / cudaMemcpyPeerAsync (throughput)", "tandem_peer_copy/real_time",

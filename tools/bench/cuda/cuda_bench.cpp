@@ -1,9 +1,10 @@
 // tandem on GPUs against plain CUDA, side by side in one run:
 //   pool allocate+free      against cudaMallocAsync/cudaFreeAsync and cudaMalloc/cudaFree
-//   a launch through tandem against a raw launch of the same (empty) kernel
+//   a launch through tandem against a raw launch of the same kernel: empty, copying between two
+//                           bindings, and updating one binding in place (axpy)
 //   a kernel reading peer memory through a PeerBinding against the same kernel on the raw pointer
 //   a tandem peer copy      against cudaMemcpyPeerAsync
-// tools/bench/run-cuda prints the medians and the ratios the CUDA issue sets goals for.
+// `tandem bench` runs it and prints the medians and the ratios the CUDA issue sets goals for.
 
 #include "raw_kernels.hpp"
 
@@ -119,7 +120,7 @@ void cuda_malloc_free(benchmark::State& state) {
 /// Batches of launches of `kernel` through tandem on `arguments`, each batch then synchronised.
 void tandem_launch_batches(benchmark::State& state, const char* kernel,
                            const std::vector<LaunchArgument>& arguments = {},
-                           LaunchConfig config = LaunchConfig::linear(1, 1)) {
+                           LaunchConfig config = LaunchConfig::linear(1, 1), KernelArgs args = {}) {
     auto rt = runtime(state, 1);
     if (!rt) {
         return;
@@ -129,7 +130,7 @@ void tandem_launch_batches(benchmark::State& state, const char* kernel,
     for (auto _ : state) {
         split.start();
         for (int launch = 0; launch < launches_per_batch; ++launch) {
-            (void)client.launch(kernel, config, arguments);
+            (void)client.launch(kernel, config, arguments, args);
         }
         split.enqueued();
         (void)client.sync();
@@ -159,6 +160,32 @@ void tandem_launch_bound_copy(benchmark::State& state) {
                           {LaunchArgument{*from, AccessMode::Read, std::nullopt},
                            LaunchArgument{*to, AccessMode::Write, std::nullopt}},
                           LaunchConfig::linear(bound_threads, bound_threads));
+}
+
+/// The catalog's axpy kernel updating one bound buffer in place, launch after launch: each launch
+/// reads what the one before it wrote, so it finds that producer among the pending writers and
+/// checks its status word on the GPU before it computes.
+void tandem_launch_in_place_axpy(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    Client client = rt->client(0);
+    auto x = client.allocate(bound_bytes);
+    auto y = client.allocate(bound_bytes);
+    if (!x || !y) {
+        state.SkipWithError("allocation failed");
+        return;
+    }
+    (void)client.launch("fill", LaunchConfig::linear(bound_threads, bound_threads),
+                        {LaunchArgument{*x, AccessMode::Write, std::nullopt}}, KernelArgs().u64(0));
+    (void)client.launch("fill", LaunchConfig::linear(bound_threads, bound_threads),
+                        {LaunchArgument{*y, AccessMode::Write, std::nullopt}}, KernelArgs().u64(0));
+    (void)client.sync();
+    tandem_launch_batches(state, "axpy",
+                          {LaunchArgument{*x, AccessMode::Read, std::nullopt},
+                           LaunchArgument{*y, AccessMode::ReadWrite, std::nullopt}},
+                          LaunchConfig::linear(bound_threads, bound_threads), KernelArgs().f64(0.5));
 }
 
 /// A launch of a kernel name that is not registered: tandem's whole host path (request,
@@ -216,6 +243,25 @@ void raw_launch_bound_copy(benchmark::State& state) {
     });
     cudaFree(from);
     cudaFree(to);
+}
+
+/// The same axpy kernel on two buffers from cudaMalloc, launched raw.
+void raw_launch_in_place_axpy(benchmark::State& state) {
+    cudaSetDevice(0);
+    void* x = nullptr;
+    void* y = nullptr;
+    if (cudaMalloc(&x, bound_bytes) != cudaSuccess || cudaMalloc(&y, bound_bytes) != cudaSuccess) {
+        state.SkipWithError("cudaMalloc failed");
+        return;
+    }
+    cudaMemset(x, 0, bound_bytes);
+    cudaMemset(y, 0, bound_bytes);
+    raw_launch_batches(state, [x, y](void* stream) {
+        launch_raw_axpy(stream, static_cast<const float*>(x), static_cast<float*>(y),
+                        bound_bytes / sizeof(float), 0.5, 1, bound_threads);
+    });
+    cudaFree(x);
+    cudaFree(y);
 }
 
 void raw_launch_empty_with_params(benchmark::State& state) {
@@ -327,6 +373,8 @@ BENCHMARK(tandem_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(tandem_launch_bound_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_bound_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(tandem_launch_in_place_axpy)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(raw_launch_in_place_axpy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty_with_params)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(tandem_launch_unregistered)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(cuda_get_device)->UseRealTime();

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <bit>
+
 namespace tandem::bench {
 namespace {
 
@@ -19,6 +21,11 @@ __global__ void raw_empty_with_params(cuda::LaunchParams params) {
 __global__ void raw_copy(cuda::LaunchParams params) {
     cuda::CudaKernelContext context(params);
     kernels::Copy{}(context);
+}
+
+__global__ void raw_axpy(cuda::LaunchParams params) {
+    cuda::CudaKernelContext context(params);
+    kernels::Axpy{}(context);
 }
 
 }  // namespace
@@ -37,6 +44,17 @@ void launch_raw_copy(void* stream, std::uint8_t* to, const std::uint8_t* from, s
     params.resources[0] = cuda::DeviceResource{const_cast<std::uint8_t*>(from), bytes};
     params.resources[1] = cuda::DeviceResource{to, bytes};
     raw_copy<<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(params);
+}
+
+void launch_raw_axpy(void* stream, const float* x, float* y, std::uint64_t count, double alpha,
+                     std::uint32_t blocks, std::uint32_t threads) {
+    cuda::LaunchParams params;
+    params.resource_count = 2;
+    params.resources[0] = cuda::DeviceResource{reinterpret_cast<std::uint8_t*>(const_cast<float*>(x)),
+                                               count * sizeof(float)};
+    params.resources[1] = cuda::DeviceResource{reinterpret_cast<std::uint8_t*>(y), count * sizeof(float)};
+    params.args[0] = std::bit_cast<std::uint64_t>(alpha);
+    raw_axpy<<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(params);
 }
 
 }  // namespace tandem::bench

@@ -41,10 +41,10 @@ public:
     /// Copies `source` (this device, or memory a peer shared) into `target` (this device).
     Status copy(const Handle& source, const Handle& target);
     Status copy(const Handle& source, const Handle& target, StreamId stream);
-    Status launch(std::string kernel, LaunchConfig config, std::vector<LaunchArgument> arguments,
-                  KernelArgs args = {});
-    Status launch(std::string kernel, LaunchConfig config, std::vector<LaunchArgument> arguments,
-                  KernelArgs args, StreamId stream);
+    Status launch(std::string kernel, LaunchConfig config,
+                  const std::vector<LaunchArgument>& arguments, KernelArgs args = {});
+    Status launch(std::string kernel, LaunchConfig config,
+                  const std::vector<LaunchArgument>& arguments, KernelArgs args, StreamId stream);
 
     Result<Event> record_event(StreamId stream);
     Status wait_event(StreamId stream, const Event& event);
