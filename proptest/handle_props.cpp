@@ -115,10 +115,11 @@ RC_GTEST_PROP(HandleProperties, a_weak_upgrade_never_resolves_to_a_later_occupan
     for (std::uint64_t size : sizes) {
         auto allocated = manager.allocate(size, stream0);
         RC_ASSERT(allocated.ok());
-        Handle handle(std::move(allocated->first), device0, stream0, size);
+        const std::uint64_t address = allocated->allocation().address;
+        Handle handle(std::move(*allocated), device0, stream0, size);
         if (*rc::gen::arbitrary<bool>()) {
             // Drop it: its bytes go back to the pool and the next allocation may land on them.
-            dead.emplace_back(handle.binding().downgrade(), allocated->second.address);
+            dead.emplace_back(handle.binding().downgrade(), address);
         } else {
             live.push_back(std::move(handle));
         }

@@ -148,8 +148,7 @@ MemoryPool& MemoryManager::pool_for(std::uint64_t size_bytes) {
     return exclusive_;
 }
 
-Result<std::pair<ManagedMemoryHandle, AllocationInfo>> MemoryManager::allocate(
-    std::uint64_t size_bytes, StreamId stream) {
+Result<ManagedMemoryHandle> MemoryManager::allocate(std::uint64_t size_bytes, StreamId stream) {
     if (size_bytes == 0) {
         return Error::invalid_argument("an allocation of zero bytes");
     }
@@ -181,13 +180,19 @@ Result<std::pair<ManagedMemoryHandle, AllocationInfo>> MemoryManager::allocate(
                                       usage.largest_free_block_bytes})
             .caused_by(block.error());
     }
-    const AllocationInfo info{MemoryId::next(), block->address, size_bytes, stream};
+    // Filled field by field where it lives: a copy of a whole record assembled just before
+    // stalled the pair (the copy's wide loads cannot take the narrow stores' values in flight).
+    AllocationInfo& info = control->allocation;
+    info.id = MemoryId::next();
+    info.address = block->address;
+    info.size_bytes = size_bytes;
+    info.stream = stream;
+    control->start(released_.get());
     if (options_.index_addresses) {
         address_nodes_.emplace(by_address_, info.address, info);
     }
     ++live_count_;
-    control->start(info, released_.get());
-    return std::pair{ManagedMemoryHandle::adopt(*control), info};
+    return ManagedMemoryHandle::adopt(*control);
 }
 
 Result<PoolBlock> MemoryManager::take_block(std::uint64_t block_bytes, StreamId stream) {
@@ -233,8 +238,11 @@ void MemoryManager::park(const AllocationInfo& info, std::uint64_t block_bytes) 
     if (parked_.size() == max_parked) {
         return_parked(0);
     }
-    parked_.push_back(Parked{info.stream, PoolBlock{info.address, block_bytes},
-                             order_.record(info.stream)});
+    Parked& parked = parked_.emplace_back();
+    parked.stream = info.stream;
+    parked.block.address = info.address;
+    parked.block.size_bytes = block_bytes;
+    parked.released = order_.record(info.stream);
 }
 
 void MemoryManager::return_all_parked() {

@@ -22,7 +22,8 @@ protected:
     std::pair<ManagedMemoryHandle, AllocationInfo> allocate(std::uint64_t size, StreamId stream) {
         auto result = manager.allocate(size, stream);
         EXPECT_TRUE(result) << result.error().report();
-        return std::move(*result);
+        const AllocationInfo info = result->allocation();
+        return {std::move(*result), info};
     }
 };
 
@@ -198,8 +199,8 @@ TEST(MemoryManagerLifetime, handles_and_weak_bindings_may_outlive_their_manager)
     auto kept = manager->allocate(4096, stream_a);
     auto released = manager->allocate(4096, stream_a);
     ASSERT_TRUE(kept && released);
-    WeakMemoryBinding weak = kept->first.downgrade();
-    std::optional<ManagedMemoryBinding> binding = kept->first.binding();
+    WeakMemoryBinding weak = kept->downgrade();
+    std::optional<ManagedMemoryBinding> binding = kept->binding();
     released = Error::invalid_argument("dropped");  // Released, never swept.
     manager.reset();
     // The references still work, and dropping them after the manager went frees what they held

@@ -119,6 +119,27 @@ TEST_F(CudaBackend, a_failed_kernel_claims_its_outputs_and_a_consumer_does_not_c
     EXPECT_EQ(runtime->skipped_on_device(0), 2u);
 }
 
+TEST_F(CudaBackend, a_long_chain_of_in_place_updates_after_a_failure_is_skipped_on_the_gpu) {
+    // Each axpy reads the bytes the one before it wrote: it finds that launch as its newest
+    // producer, whatever older work on the buffer is still pending, and checks its word.
+    constexpr int updates = 300;
+    Client client = runtime->client(0);
+    Handle x = allocate(client, 256);
+    Handle y = allocate(client, 256);
+    ASSERT_TRUE(client.write(x, std::vector<std::byte>(256)));
+    ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(1), {out(y)}, KernelArgs().u64(7)));
+    for (int update = 0; update < updates; ++update) {
+        ASSERT_TRUE(client.launch("axpy", LaunchConfig::linear(64), {in(x), inout(y)},
+                                  KernelArgs().f64(2.0)));
+    }
+    auto read = client.read(y);
+    ASSERT_FALSE(read);
+    const KernelFailedDetails* root = root_kernel_failure(read.error());
+    ASSERT_NE(root, nullptr) << read.error().report();
+    EXPECT_EQ(root->code, 7u);
+    EXPECT_EQ(runtime->skipped_on_device(0), static_cast<std::uint64_t>(updates));
+}
+
 TEST_F(CudaBackend, a_write_after_a_failed_kernel_repairs_the_bytes_for_a_pending_consumer) {
     // Found by the CUDA property suite: the consumer is enqueued while the failed kernel is still
     // pending, but a host write replaced its bytes in between, so the consumer must compute.

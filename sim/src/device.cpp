@@ -168,9 +168,9 @@ Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id)
     if (!allocated) {
         return allocated.error();
     }
-    fill_garbage(allocated->second);
-    engine_.mix_trace(allocated->second.address ^ size_bytes);
-    return Handle(std::move(allocated->first), service_, stream_id, size_bytes);
+    fill_garbage(allocated->allocation());
+    engine_.mix_trace(allocated->allocation().address ^ size_bytes);
+    return Handle(std::move(*allocated), service_, stream_id, size_bytes);
 }
 
 Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operation) {

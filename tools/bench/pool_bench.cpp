@@ -45,7 +45,7 @@ void core_manager_allocate_free(benchmark::State& state) {
         if (!succeeded(state, allocated)) {
             return;
         }
-        benchmark::DoNotOptimize(allocated->second.address);
+        benchmark::DoNotOptimize(allocated->allocation().address);
         if (++pairs % pairs_per_event_completion == 0) {
             order.complete_all();
         }
@@ -68,7 +68,7 @@ void core_manager_allocate_free_unindexed(benchmark::State& state) {
         if (!succeeded(state, allocated)) {
             return;
         }
-        benchmark::DoNotOptimize(allocated->second.address);
+        benchmark::DoNotOptimize(allocated->allocation().address);
     }
     state.SetItemsProcessed(state.iterations());
 }

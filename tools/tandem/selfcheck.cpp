@@ -40,7 +40,7 @@ int run_selfcheck() {
 
     auto allocate = [&](std::uint64_t size) {
         auto allocated = memory.allocate(size, stream);
-        return Handle(std::move(allocated->first), device, stream, size);
+        return Handle(std::move(*allocated), device, stream, size);
     };
     std::printf("tandem selfcheck: core rules on one in-process device\n");
     Checker checker;

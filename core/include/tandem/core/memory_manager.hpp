@@ -63,11 +63,11 @@ public:
     /// Called with each allocation the sweep frees, before its bytes can be reused.
     void set_freed_listener(std::function<void(const AllocationInfo&)> listener);
 
-    /// A new allocation of `size_bytes` on `stream` and its first strong reference.
-    /// `InvalidArgument` for zero or over `max_allocation_bytes`; `OutOfMemory` with the usage
-    /// figures when the bytes cannot be found even after sweeping and trimming.
-    Result<std::pair<ManagedMemoryHandle, AllocationInfo>> allocate(std::uint64_t size_bytes,
-                                                                    StreamId stream);
+    /// A new allocation of `size_bytes` on `stream`: its first strong reference, which carries
+    /// its `AllocationInfo`. `InvalidArgument` for zero or over `max_allocation_bytes`;
+    /// `OutOfMemory` with the usage figures when the bytes cannot be found even after sweeping
+    /// and trimming.
+    Result<ManagedMemoryHandle> allocate(std::uint64_t size_bytes, StreamId stream);
     /// Frees every released allocation; returns how many were freed.
     std::size_t sweep();
 

@@ -72,6 +72,10 @@ struct MemoryControl {
     /// A block with one handle (and the holders' weak reference) for `allocation`.
     void start(const AllocationInfo& allocation_info, ReleaseSink* release_sink) {
         allocation = allocation_info;
+        start(release_sink);
+    }
+    /// The same for the `allocation` already filled in.
+    void start(ReleaseSink* release_sink) {
         sink = release_sink;
         queued_next = nullptr;
         // No other thread can see a block that is being started: the counts are set, not added.
