@@ -116,8 +116,30 @@ Status Client::launch(std::string kernel, LaunchConfig config,
 Status Client::launch(std::string kernel, LaunchConfig config,
                       const std::vector<LaunchArgument>& arguments, KernelArgs args,
                       StreamId stream) {
-    LaunchRequest request{std::move(kernel), config, {}, args, stream};
-    request.resources.reserve(arguments.size());
+    // One request per thread, reused: it keeps its storage for the resources from launch to
+    // launch, so a launch makes no heap call for them. A launch inside a launch (none does
+    // today) gets a request of its own.
+    thread_local LaunchRequest reused;
+    thread_local bool in_use = false;
+    LaunchRequest fresh;
+    LaunchRequest& request = in_use ? fresh : reused;
+    const bool reusing = !in_use;
+    in_use = true;
+    struct Clear {
+        LaunchRequest& request;
+        bool reusing;
+        ~Clear() {
+            request.resources.clear();  // Bindings must not outlive the call: they hold memory.
+            if (reusing) {
+                in_use = false;
+            }
+        }
+    } clear{request, reusing};
+    request.kernel = std::move(kernel);
+    request.config = config;
+    request.args = args;
+    request.stream = stream;
+    request.resources.clear();
     for (const LaunchArgument& argument : arguments) {
         Result<KernelResource> bound = bind(argument);
         if (!bound) {

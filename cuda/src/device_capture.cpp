@@ -113,7 +113,7 @@ Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
     }
     for (LaunchRequest launch : graph.launches()) {
         launch.stream = stream_id;
-        if (Status queued = enqueue_launch(std::move(launch), false, op.get()); !queued) {
+        if (Status queued = enqueue_launch(launch, false, op.get()); !queued) {
             return queued;
         }
     }

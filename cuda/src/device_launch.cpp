@@ -5,7 +5,6 @@
 #include "engine.hpp"
 #include "tensor_map_encode.hpp"
 
-#include <functional>
 #include <iterator>
 
 namespace tandem::cuda {
@@ -14,8 +13,9 @@ namespace {
 
 /// The resources and tensor maps of `request` as the kernel receives them. `local_pointer`
 /// resolves a buffer of the launching device; shared memory of a peer is bound at its address.
+template <typename LocalPointer>
 Status encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
-                        const std::function<std::uint8_t*(const BufferBinding&)>& local_pointer) {
+                        const LocalPointer& local_pointer) {
     std::uint32_t maps = 0;
     params.resource_count = static_cast<std::uint32_t>(request.resources.size());
     for (std::size_t index = 0; index < request.resources.size(); ++index) {
@@ -138,7 +138,7 @@ const unsigned long long* CudaDevice::readable_status_word(const PendingOp& prod
     return owner.status_device_ + producer.slot;
 }
 
-Status CudaDevice::launch(LaunchRequest request) {
+Status CudaDevice::launch(LaunchRequest&& request) {
     std::lock_guard lock(engine_.mutex);
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;
@@ -150,10 +150,10 @@ Status CudaDevice::launch(LaunchRequest request) {
     if ((*found)->capture) {
         (*found)->capture->launches.push_back(request);
     }
-    return enqueue_launch(std::move(request), true, nullptr);
+    return enqueue_launch(request, true, nullptr);
 }
 
-Status CudaDevice::enqueue_launch(LaunchRequest request, bool check_inputs, PendingOp* replay) {
+Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, PendingOp* replay) {
     CudaStream* target_stream = *stream(request.stream);
     if (request.resources.size() > max_launch_resources) {
         return Error::invalid_argument("a launch binds at most " +

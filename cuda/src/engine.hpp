@@ -125,7 +125,7 @@ public:
     Result<std::vector<std::byte>> read(const BufferBinding& source) override;
     Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source) override;
     Status copy(const KernelResource& source, const BufferBinding& target, StreamId stream) override;
-    Status launch(LaunchRequest request) override;
+    Status launch(LaunchRequest&& request) override;
     Result<Event> record_event(StreamId stream) override;
     Status wait_event(StreamId stream, const Event& event) override;
     Status sync() override;
@@ -177,7 +177,8 @@ private:
     };
     Result<WriteTarget> write_target(const BufferBinding& target, StreamId stream);
     /// Enqueues `request`; a replay passes its own op, whose status word every launch shares.
-    Status enqueue_launch(LaunchRequest request, bool check_inputs, PendingOp* replay);
+    /// Its resources move into the work that holds them.
+    Status enqueue_launch(LaunchRequest& request, bool check_inputs, PendingOp* replay);
     /// Appends what `request` reads to `inputs` and what it writes to `outputs`.
     Status targets(const LaunchRequest& request, std::vector<Target>& inputs,
                    std::vector<Target>& outputs);

@@ -336,7 +336,7 @@ Status SimDevice::copy(const KernelResource& source, const BufferBinding& target
     return enqueue(stream_id, std::move(operation));
 }
 
-Status SimDevice::launch(LaunchRequest request) {
+Status SimDevice::launch(LaunchRequest&& request) {
     std::lock_guard lock(engine_.mutex);
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;

@@ -85,7 +85,7 @@ public:
     Result<std::vector<std::byte>> read(const BufferBinding& source) override;
     Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source) override;
     Status copy(const KernelResource& source, const BufferBinding& target, StreamId stream) override;
-    Status launch(LaunchRequest request) override;
+    Status launch(LaunchRequest&& request) override;
     Result<Event> record_event(StreamId stream) override;
     Status wait_event(StreamId stream, const Event& event) override;
     Status sync() override;

@@ -79,7 +79,9 @@ public:
     /// shared memory of a peer.
     virtual Status copy(const KernelResource& source, const BufferBinding& target,
                         StreamId stream) = 0;
-    virtual Status launch(LaunchRequest request) = 0;
+    /// Enqueues `request`. The server moves out what it keeps; the caller then clears the rest,
+    /// and may reuse the request's storage for its next launch.
+    virtual Status launch(LaunchRequest&& request) = 0;
 
     virtual Result<Event> record_event(StreamId stream) = 0;
     /// Later work on `stream` waits for `event`, which may belong to another device.
