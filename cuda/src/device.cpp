@@ -342,7 +342,7 @@ Status CudaDevice::copy(const KernelResource& source, const BufferBinding& targe
         target.peer()->repair();  // P5
     }
     if (!engine_.has_pending_writer(op->inputs)) {
-        op->known_skip = first_claimed_input(engine_, op->inputs);  // C9: the copy does not run.
+        op->known_skip = engine_.first_claimed(op->inputs);  // C9: the copy does not run.
     }
     if (!op->known_skip && target.size_in_use() != 0) {
         DeviceGuard guard(ordinal_);

@@ -194,14 +194,26 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
             request.kernel, "a block of " + std::to_string(request.config.block.count()) +
                                 " threads is over the limit of " + std::to_string(max_block_threads));
     }
-    const bool pending_producers = check_inputs && engine_.has_pending_writer(op->inputs);
+    TensorLaunchParams params;
+    // One walk over the pending writers of the inputs: whether any is pending, and the producers
+    // whose status words this GPU can read, which it checks before the launch computes, the
+    // newest first; the host checks every producer when it resolves (C13).
+    const bool pending_producers =
+        check_inputs &&
+        engine_.for_each_unsuperseded_producer(op->inputs, [&](const PendingOp& producer) {
+            const unsigned long long* word =
+                producer.kind == PendingOp::Kind::Launch ? readable_status_word(producer) : nullptr;
+            if (word != nullptr) {
+                params.producers[params.producer_count++] = ProducerStatus{word, producer.launch_id};
+            }
+            return params.producer_count < max_checked_producers;
+        });
     // C9 at enqueue, to save the launch: only when no pending work writes the inputs, so the
     // claims seen now are final for them. The outcome itself is decided when it resolves.
     if (!op->known_failure && check_inputs && !pending_producers) {
-        op->known_skip = first_claimed_input(engine_, op->inputs);
+        op->known_skip = engine_.first_claimed(op->inputs);
     }
     if (!op->known_failure && !op->known_skip) {
-        TensorLaunchParams params;
         if (Status encoded = encode_params(request, params); !encoded) {
             return encoded;
         }
@@ -211,18 +223,6 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
         if (replay != nullptr) {
             // Launches of one replay share its word: after a failed one, the rest do not run.
             params.producers[params.producer_count++] = ProducerStatus{params.status, op->launch_id};
-        }
-        if (pending_producers) {
-            // Producers whose word this GPU can read are checked on it before the launch
-            // computes, the newest first; the host checks every producer when it resolves (C13).
-            engine_.for_each_unsuperseded_producer(op->inputs, [&](const PendingOp& producer) {
-                const unsigned long long* word =
-                    producer.kind == PendingOp::Kind::Launch ? readable_status_word(producer) : nullptr;
-                if (word != nullptr) {
-                    params.producers[params.producer_count++] = ProducerStatus{word, producer.launch_id};
-                }
-                return params.producer_count < max_checked_producers;
-            });
         }
         DeviceGuard guard(ordinal_);
         const auto status = static_cast<cudaError_t>(

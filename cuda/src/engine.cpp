@@ -167,6 +167,21 @@ bool CudaEngine::has_pending_writer(const std::vector<Target>& inputs) const {
     return false;
 }
 
+bool CudaEngine::nothing_claimed() const {
+    return std::none_of(devices.begin(), devices.end(), [](const auto& device) {
+        return device->is_lost() || !device->claims().nothing_claimed();
+    });
+}
+
+std::optional<Cause> CudaEngine::first_claimed(const std::vector<Target>& inputs) const {
+    if (nothing_claimed() && std::none_of(inputs.begin(), inputs.end(), [](const Target& input) {
+            return input.peer.has_value();
+        })) {
+        return std::nullopt;
+    }
+    return first_claimed_input(*this, inputs);
+}
+
 Status CudaEngine::resolve_all() {
     for (const auto& device : devices) {
         device->synchronize();
@@ -199,7 +214,7 @@ void CudaEngine::resolve(PendingOp& op) {
         // Outcomes resolve in enqueue order, so the claims on the inputs now are the claims the
         // work would have met in program order: a claimed input means it was skipped (C9), or
         // consumed bytes of failed work before the host knew (C13), whatever it reported itself.
-        cause = first_claimed_input(*this, op.inputs);
+        cause = first_claimed(op.inputs);
     }
     const bool launched = (op.kind == PendingOp::Kind::Launch ||
                            op.kind == PendingOp::Kind::Replay) &&
@@ -219,8 +234,8 @@ void CudaEngine::resolve(PendingOp& op) {
         claim_failed(*this, op.outputs, *failure);
     } else if (cause) {
         claim_skipped(*this, op.label, op.outputs, *cause);
-    } else {
-        release_outputs(*this, op.outputs);
+    } else if (!nothing_claimed()) {
+        release_outputs(*this, op.outputs);  // With no claim anywhere, there is none to release.
     }
     op.failed = failure.has_value() || cause.has_value();
     op.resolved = true;

@@ -155,6 +155,7 @@ public:
     }
     void lose(const std::string& reason);
     [[nodiscard]] std::optional<Error> lost_locked() const { return lost_; }
+    [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
     /// Counts a resolved launch whose kernel found a failed producer and did not compute.
     void count_skipped_on_device() { ++skipped_on_device_; }
     [[nodiscard]] std::uint64_t skipped_on_device() const { return skipped_on_device_; }
@@ -240,8 +241,14 @@ public:
     std::shared_ptr<PendingOp> new_op(PendingOp::Kind kind);
     /// Whether pending work writes any byte that `inputs` read.
     [[nodiscard]] bool has_pending_writer(const std::vector<Target>& inputs) const;
+    /// `first_claimed_input` over `inputs` (C9), answered at once in the common case: no device
+    /// is lost, no byte is claimed on any, and no input is a peer's shared memory.
+    [[nodiscard]] std::optional<Cause> first_claimed(const std::vector<Target>& inputs) const;
+    /// Whether no device is lost and no byte is claimed on any.
+    [[nodiscard]] bool nothing_claimed() const;
     /// Calls `visit` with producers of `inputs` whose failure a GPU may act on before the host
-    /// knows, newest first, each once, until it returns false. Those are the producers none of
+    /// knows, newest first, each once, until it returns false; returns whether any pending work
+    /// writes bytes that `inputs` read (as `has_pending_writer`). The producers visited are the producers none of
     /// whose bytes the consumer reads were written again by later pending work: a later write
     /// repairs the bytes of a failed producer (C3), so for a superseded producer only the host,
     /// when it resolves, can tell whether the consumer's input ends up claimed. The walk over an
@@ -249,7 +256,7 @@ public:
     /// `max_scanned_writers` writers of its bytes, so a kernel that updates a buffer in place
     /// finds its producer in one step however much work on that buffer is pending.
     template <typename Visit>
-    void for_each_unsuperseded_producer(const std::vector<Target>& inputs, Visit&& visit) const;
+    bool for_each_unsuperseded_producer(const std::vector<Target>& inputs, Visit&& visit) const;
     static constexpr std::size_t max_scanned_writers = 64;
     /// Waits for every device and resolves every pending outcome, in enqueue order.
     Status resolve_all();
@@ -291,8 +298,9 @@ inline bool overlaps(const Target& a, const Target& b) {
 }
 
 template <typename Visit>
-void CudaEngine::for_each_unsuperseded_producer(const std::vector<Target>& inputs,
+bool CudaEngine::for_each_unsuperseded_producer(const std::vector<Target>& inputs,
                                                 Visit&& visit) const {
+    bool written = false;
     std::vector<const PendingOp*>& visited = walk_.visited;
     std::vector<const Target*>& later = walk_.later;  // Newer outputs that overlap the input.
     visited.clear();
@@ -310,6 +318,7 @@ void CudaEngine::for_each_unsuperseded_producer(const std::vector<Target>& input
                 if (!overlaps(input, output)) {
                     continue;
                 }
+                written = true;
                 // Superseded when newer work writes any byte of this output that the input
                 // reads. Counting a partial overlap as superseding only ever drops a check the
                 // device could have made; the host still decides the outcome.
@@ -323,7 +332,7 @@ void CudaEngine::for_each_unsuperseded_producer(const std::vector<Target>& input
             if (unsuperseded && std::find(visited.begin(), visited.end(), *op) == visited.end()) {
                 visited.push_back(*op);
                 if (!visit(**op)) {
-                    return;
+                    return true;
                 }
             }
             if (rewrites_input) {
@@ -336,6 +345,7 @@ void CudaEngine::for_each_unsuperseded_producer(const std::vector<Target>& input
             }
         }
     }
+    return written;
 }
 
 /// The message of a CUDA error.

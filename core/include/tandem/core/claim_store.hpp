@@ -73,6 +73,12 @@ public:
     void claim(const ClaimKey& key, FailureId failure);
     /// Releases every claim on exactly `key`'s bytes (C3).
     void release(const ClaimKey& key);
+    /// Whether no allocation carries a claim: the common case, in which a read, a release or a
+    /// free has nothing to find, and skips the lock. The answer holds at the moment of the load,
+    /// as if the lock had been taken then: the count changes only under the lock, after the map.
+    [[nodiscard]] bool nothing_claimed() const {
+        return claimed_allocations_.load(std::memory_order_acquire) == 0;
+    }
     /// One new failure carrying `error` claims every key. A failure that claims no byte is
     /// dropped at once (C4); its id is returned either way.
     FailureId fail(std::span<const ClaimKey> writes, Error error);
@@ -122,12 +128,6 @@ private:
     mutable std::mutex mutex_;
     ServiceId device_;
     std::unordered_map<MemoryId, AllocationClaims> allocations_;
-    /// Whether no allocation carries a claim: the common case, in which a read, a release or a
-    /// free has nothing to find, and skips the lock. The answer holds at the moment of the load,
-    /// as if the lock had been taken then: the count changes only under the lock, after the map.
-    [[nodiscard]] bool nothing_claimed() const {
-        return claimed_allocations_.load(std::memory_order_acquire) == 0;
-    }
     /// `allocations_.size()`, readable without the lock.
     std::atomic<std::size_t> claimed_allocations_{0};
     FailureGraph graph_;
