@@ -188,7 +188,7 @@ Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id
     if (!allocated) {
         return allocated.error();
     }
-    return Handle(std::move(*allocated), service_, stream_id, size_bytes);
+    return Result<Handle>(std::in_place, std::move(*allocated), service_, stream_id, size_bytes);
 }
 
 std::uint8_t* CudaDevice::device_pointer(const BufferBinding& binding) const {

@@ -170,7 +170,7 @@ Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id)
     }
     fill_garbage(allocated->allocation());
     engine_.mix_trace(allocated->allocation().address ^ size_bytes);
-    return Handle(std::move(*allocated), service_, stream_id, size_bytes);
+    return Result<Handle>(std::in_place, std::move(*allocated), service_, stream_id, size_bytes);
 }
 
 Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operation) {

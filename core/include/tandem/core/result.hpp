@@ -18,6 +18,11 @@ class [[nodiscard]] Result {
 public:
     Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
     Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit
+    /// The value built in place from `args`, without a temporary to move from: on hot paths
+    /// the move of a just-built temporary stalls on its own stores.
+    template <typename... Args>
+    explicit Result(std::in_place_t, Args&&... args)
+        : state_(std::in_place_index<0>, std::forward<Args>(args)...) {}
 
     [[nodiscard]] bool ok() const { return state_.index() == 0; }
     explicit operator bool() const { return ok(); }
