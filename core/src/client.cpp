@@ -141,6 +141,10 @@ Status Client::launch(std::string kernel, LaunchConfig config,
     request.stream = stream;
     request.resources.clear();
     for (const LaunchArgument& argument : arguments) {
+        if (argument.handle.service() == service() && !argument.tensor_map) {
+            request.resources.emplace_back(argument.handle, argument.access);  // As `bind` would.
+            continue;
+        }
         Result<KernelResource> bound = bind(argument);
         if (!bound) {
             return bound.error();

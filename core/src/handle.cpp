@@ -56,9 +56,7 @@ Overlap Handle::overlap(const Handle& other) const {
     return tandem::overlap(claim_key(), other.claim_key());
 }
 
-BufferBinding Handle::binding() const {
-    return BufferBinding(memory_.binding(), service_, stream_, extent_, peer_);
-}
+BufferBinding Handle::binding() const { return BufferBinding(*this); }
 
 Handle Handle::with_peer(PeerMemory peer) const {
     Handle shared = *this;
@@ -81,6 +79,13 @@ BufferBinding::BufferBinding(ManagedMemoryBinding memory, ServiceId service, Str
       stream_(stream),
       extent_(extent),
       peer_(std::move(peer)) {}
+
+BufferBinding::BufferBinding(const Handle& handle)
+    : memory_(handle.memory().binding()),
+      service_(handle.service()),
+      stream_(handle.stream()),
+      extent_(handle.extent()),
+      peer_(handle.peer()) {}
 
 WeakBufferBinding BufferBinding::downgrade() const {
     return WeakBufferBinding(memory_.downgrade(), service_, stream_, extent_);

@@ -14,6 +14,9 @@ std::string_view to_string(AccessMode mode) {
 KernelResource::KernelResource(Binding binding, AccessMode access)
     : binding_(std::move(binding)), access_(access) {}
 
+KernelResource::KernelResource(const Handle& handle, AccessMode access)
+    : binding_(std::in_place_type<BufferBinding>, handle), access_(access) {}
+
 KernelResource KernelResource::buffer(BufferBinding binding, AccessMode access) {
     return KernelResource(std::move(binding), access);
 }

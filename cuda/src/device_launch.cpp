@@ -90,25 +90,36 @@ Status CudaDevice::targets(const LaunchRequest& request, std::vector<Target>& in
                            std::vector<Target>& outputs) {
     for (const KernelResource& resource : request.resources) {
         const BufferBinding& binding = resource.buffer_binding();
-        Target target{index_, binding.claim_key(), std::nullopt};
-        if (const PeerBinding* peer = resource.peer_binding()) {
+        const PeerBinding* peer = resource.peer_binding();
+        std::uint32_t device = index_;
+        if (peer != nullptr) {
             CudaDevice* owner = engine_.device_of(peer->memory().owner_service());
             if (owner == nullptr) {
                 return Error::peer_unreachable(service_, peer->memory().owner_service(),
                                                "the owner is not a device of this runtime");
             }
-            target = Target{owner->index_, binding.claim_key(), peer->memory()};
+            device = owner->index_;
         } else if (binding.service() != service_) {
             return Error::wrong_service(service_, binding.service());  // P1
         }
+        // Built where they are stored: a copy of a just-built target stalls on its stores.
+        const auto add = [&](std::vector<Target>& targets) {
+            Target& target = targets.emplace_back();
+            target.device = device;
+            target.key.memory = binding.memory_id();
+            target.key.range = binding.range();
+            if (peer != nullptr) {
+                target.peer = peer->memory();
+            }
+        };
         if (reads(resource.access())) {
-            inputs.push_back(target);
+            add(inputs);
         }
         if (writes(resource.access())) {
             if (binding.peer()) {
                 binding.peer()->repair();  // P5
             }
-            outputs.push_back(std::move(target));
+            add(outputs);
         }
     }
     return {};

@@ -89,6 +89,8 @@ class BufferBinding {
 public:
     BufferBinding(ManagedMemoryBinding memory, ServiceId service, StreamId stream, Extent extent,
                   std::optional<PeerMemory> peer);
+    /// `handle.binding()`, built where it is declared (in a container, say) without a move.
+    explicit BufferBinding(const Handle& handle);
 
     [[nodiscard]] const ManagedMemoryBinding& memory() const { return memory_; }
     [[nodiscard]] MemoryId memory_id() const { return memory_.id(); }

@@ -26,6 +26,8 @@ public:
 
     /// A resource with no declared access counts as read-write.
     KernelResource(Binding binding, AccessMode access = AccessMode::ReadWrite);
+    /// `handle`'s buffer on its own device, bound in place.
+    KernelResource(const Handle& handle, AccessMode access);
 
     static KernelResource buffer(BufferBinding binding, AccessMode access = AccessMode::ReadWrite);
     static KernelResource tensor_map(TensorMapBinding map,
