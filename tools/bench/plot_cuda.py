@@ -13,6 +13,8 @@ PAIRS = [
     ("empty launch vs raw launch", "tandem_launch_empty/real_time", "raw_launch_empty/real_time"),
     ("launch with two bindings vs raw launch", "tandem_launch_bound_copy/real_time",
      "raw_launch_bound_copy/real_time"),
+    ("in-place update of a binding vs raw launch", "tandem_launch_in_place_axpy/real_time",
+     "raw_launch_in_place_axpy/real_time"),
     ("peer-reading kernel vs raw pointer", "tandem_peer_read_kernel/real_time",
      "raw_peer_read_kernel/real_time"),
     ("peer copy vs cudaMemcpyPeerAsync", "tandem_peer_copy/real_time", "raw_peer_copy/real_time"),

@@ -228,6 +228,28 @@ void raw_launch_batches(benchmark::State& state, LaunchOn launch_on) {
 
 void raw_launch_empty(benchmark::State& state) { raw_launch_batches(state, launch_raw_empty); }
 
+/// 1000 raw empty launches enqueued behind a 20 ms kernel, timed until the last is enqueued: what
+/// a launch costs the host while the GPU cannot have finished any of them. Close to
+/// `raw_launch_empty` means launches are bound by the host, not by the GPU.
+void raw_launch_empty_gpu_busy(benchmark::State& state) {
+    cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    for (auto _ : state) {
+        state.PauseTiming();
+        launch_raw_spin(stream, 20000);
+        state.ResumeTiming();
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            launch_raw_empty(stream);
+        }
+        state.PauseTiming();
+        cudaStreamSynchronize(stream);
+        state.ResumeTiming();
+    }
+    cudaStreamDestroy(stream);
+    state.SetItemsProcessed(state.iterations() * launches_per_batch);
+}
+
 /// The same copy kernel on two buffers from cudaMalloc, launched raw.
 void raw_launch_bound_copy(benchmark::State& state) {
     cudaSetDevice(0);
@@ -371,6 +393,7 @@ BENCHMARK(cuda_malloc_async_free)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(cuda_malloc_free)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(tandem_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(raw_launch_empty_gpu_busy)->Unit(benchmark::kMicrosecond)->Iterations(20);
 BENCHMARK(tandem_launch_bound_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_bound_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(tandem_launch_in_place_axpy)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -23,6 +23,12 @@ __global__ void raw_copy(cuda::LaunchParams params) {
     kernels::Copy{}(context);
 }
 
+__global__ void raw_spin(std::uint64_t microseconds) {
+    for (std::uint64_t waited = 0; waited < microseconds; ++waited) {
+        __nanosleep(1000);
+    }
+}
+
 __global__ void raw_axpy(cuda::LaunchParams params) {
     cuda::CudaKernelContext context(params);
     kernels::Axpy{}(context);
@@ -44,6 +50,10 @@ void launch_raw_copy(void* stream, std::uint8_t* to, const std::uint8_t* from, s
     params.resources[0] = cuda::DeviceResource{const_cast<std::uint8_t*>(from), bytes};
     params.resources[1] = cuda::DeviceResource{to, bytes};
     raw_copy<<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(params);
+}
+
+void launch_raw_spin(void* stream, std::uint64_t microseconds) {
+    raw_spin<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(microseconds);
 }
 
 void launch_raw_axpy(void* stream, const float* x, float* y, std::uint64_t count, double alpha,
