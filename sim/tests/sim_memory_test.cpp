@@ -41,6 +41,28 @@ protected:
     }
 };
 
+TEST_F(SimMemory, a_launch_holds_none_of_its_arguments_once_it_returns_even_when_refused) {
+    // The client reuses one request per thread: what it bound must not outlive the call, or the
+    // memory of a dropped handle would stay in use.
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    Client other = runtime->client(1);
+    {
+        Handle bound = allocate(client, 4096);
+        Handle foreign = allocate(other, 4096);  // Never shared: binding it is refused.
+        ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(bound)}, KernelArgs().u64(1)));
+        Status refused = client.launch("copy", LaunchConfig::linear(64), {in(bound), out(foreign)});
+        ASSERT_FALSE(refused);
+        EXPECT_EQ(refused.error().kind(), ErrorKind::WrongService) << refused.error().report();
+        ASSERT_TRUE(client.sync());
+        ASSERT_TRUE(other.sync());
+    }
+    ASSERT_TRUE(client.sync());
+    ASSERT_TRUE(other.sync());
+    EXPECT_EQ(client.memory_usage().in_use_bytes, 0u);
+    EXPECT_EQ(other.memory_usage().in_use_bytes, 0u);
+}
+
 TEST_F(SimMemory, an_allocation_larger_than_the_segment_is_out_of_memory_with_its_figures) {
     auto runtime = make_runtime(SimOptions{.capacity_bytes = 8 << 20});
     Client client = runtime->client(0);
