@@ -238,11 +238,13 @@ void MemoryManager::park(const AllocationInfo& info, std::uint64_t block_bytes) 
     if (parked_.size() == max_parked) {
         return_parked(0);
     }
+    const EventToken released = order_.record(info.stream);  // First: it may throw.
+    // Filled in place: copying an entry assembled just before stalls (see `allocate`).
     Parked& parked = parked_.emplace_back();
     parked.stream = info.stream;
     parked.block.address = info.address;
     parked.block.size_bytes = block_bytes;
-    parked.released = order_.record(info.stream);
+    parked.released = released;
 }
 
 void MemoryManager::return_all_parked() {

@@ -248,13 +248,13 @@ public:
     [[nodiscard]] bool nothing_claimed() const;
     /// Calls `visit` with producers of `inputs` whose failure a GPU may act on before the host
     /// knows, newest first, each once, until it returns false; returns whether any pending work
-    /// writes bytes that `inputs` read (as `has_pending_writer`). The producers visited are the producers none of
-    /// whose bytes the consumer reads were written again by later pending work: a later write
-    /// repairs the bytes of a failed producer (C3), so for a superseded producer only the host,
-    /// when it resolves, can tell whether the consumer's input ends up claimed. The walk over an
-    /// input stops at work that rewrote all of it (everything older is superseded) and after
-    /// `max_scanned_writers` writers of its bytes, so a kernel that updates a buffer in place
-    /// finds its producer in one step however much work on that buffer is pending.
+    /// writes bytes that `inputs` read (as `has_pending_writer`). The producers visited are
+    /// those none of whose bytes the consumer reads were written again by later pending work: a
+    /// later write repairs the bytes of a failed producer (C3), so for a superseded producer only
+    /// the host, when it resolves, can tell whether the consumer's input ends up claimed. The
+    /// walk over an input stops at work that rewrote all of it (everything older is superseded)
+    /// and after `max_scanned_writers` writers of its bytes, so a kernel that updates a buffer in
+    /// place finds its producer in one step however much work on that buffer is pending.
     template <typename Visit>
     bool for_each_unsuperseded_producer(const std::vector<Target>& inputs, Visit&& visit) const;
     static constexpr std::size_t max_scanned_writers = 64;

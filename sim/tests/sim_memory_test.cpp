@@ -50,7 +50,8 @@ TEST_F(SimMemory, a_launch_holds_none_of_its_arguments_once_it_returns_even_when
     {
         Handle bound = allocate(client, 4096);
         Handle foreign = allocate(other, 4096);  // Never shared: binding it is refused.
-        ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(bound)}, KernelArgs().u64(1)));
+        ASSERT_TRUE(
+            client.launch("fill", LaunchConfig::linear(64), {out(bound)}, KernelArgs().u64(1)));
         Status refused = client.launch("copy", LaunchConfig::linear(64), {in(bound), out(foreign)});
         ASSERT_FALSE(refused);
         EXPECT_EQ(refused.error().kind(), ErrorKind::WrongService) << refused.error().report();
