@@ -15,6 +15,9 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 namespace tandem::bench {
 namespace {
@@ -142,23 +145,34 @@ void tandem_launch_batches(benchmark::State& state, const char* kernel,
 
 void tandem_launch_empty(benchmark::State& state) { tandem_launch_batches(state, "empty"); }
 
+/// Two buffers of `bound_bytes` on GPU 0, zero-filled; empty, with the state skipped, on failure.
+std::optional<std::pair<Handle, Handle>> bound_buffers(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return std::nullopt;
+    }
+    Client client = rt->client(0);
+    auto first = client.allocate(bound_bytes);
+    auto second = client.allocate(bound_bytes);
+    if (!first || !second || !client.write(*first, std::vector<std::byte>(bound_bytes)) ||
+        !client.write(*second, std::vector<std::byte>(bound_bytes)) || !client.sync()) {
+        state.SkipWithError("allocation failed");
+        return std::nullopt;
+    }
+    return std::pair{*first, *second};
+}
+
 /// The catalog's copy kernel on two bound buffers of `bound_bytes`: binding resolution, claims on
 /// the input and output, the pending writer and the status word, per launch.
 void tandem_launch_bound_copy(benchmark::State& state) {
-    auto rt = runtime(state, 1);
-    if (!rt) {
+    auto buffers = bound_buffers(state);
+    if (!buffers) {
         return;
     }
-    Client client = rt->client(0);
-    auto from = client.allocate(bound_bytes);
-    auto to = client.allocate(bound_bytes);
-    if (!from || !to) {
-        state.SkipWithError("allocation failed");
-        return;
-    }
+    const auto& [from, to] = *buffers;
     tandem_launch_batches(state, "copy",
-                          {LaunchArgument{*from, AccessMode::Read, std::nullopt},
-                           LaunchArgument{*to, AccessMode::Write, std::nullopt}},
+                          {LaunchArgument{from, AccessMode::Read, std::nullopt},
+                           LaunchArgument{to, AccessMode::Write, std::nullopt}},
                           LaunchConfig::linear(bound_threads, bound_threads));
 }
 
@@ -166,25 +180,14 @@ void tandem_launch_bound_copy(benchmark::State& state) {
 /// reads what the one before it wrote, so it finds that producer among the pending writers and
 /// checks its status word on the GPU before it computes.
 void tandem_launch_in_place_axpy(benchmark::State& state) {
-    auto rt = runtime(state, 1);
-    if (!rt) {
+    auto buffers = bound_buffers(state);
+    if (!buffers) {
         return;
     }
-    Client client = rt->client(0);
-    auto x = client.allocate(bound_bytes);
-    auto y = client.allocate(bound_bytes);
-    if (!x || !y) {
-        state.SkipWithError("allocation failed");
-        return;
-    }
-    (void)client.launch("fill", LaunchConfig::linear(bound_threads, bound_threads),
-                        {LaunchArgument{*x, AccessMode::Write, std::nullopt}}, KernelArgs().u64(0));
-    (void)client.launch("fill", LaunchConfig::linear(bound_threads, bound_threads),
-                        {LaunchArgument{*y, AccessMode::Write, std::nullopt}}, KernelArgs().u64(0));
-    (void)client.sync();
+    const auto& [x, y] = *buffers;
     tandem_launch_batches(state, "axpy",
-                          {LaunchArgument{*x, AccessMode::Read, std::nullopt},
-                           LaunchArgument{*y, AccessMode::ReadWrite, std::nullopt}},
+                          {LaunchArgument{x, AccessMode::Read, std::nullopt},
+                           LaunchArgument{y, AccessMode::ReadWrite, std::nullopt}},
                           LaunchConfig::linear(bound_threads, bound_threads), KernelArgs().f64(0.5));
 }
 
@@ -250,40 +253,57 @@ void raw_launch_empty_gpu_busy(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * launches_per_batch);
 }
 
+/// Two zero-filled buffers of `bound_bytes` from cudaMalloc on GPU 0, freed when it goes.
+class RawBuffers {
+public:
+    explicit RawBuffers(benchmark::State& state) {
+        cudaSetDevice(0);
+        if (cudaMalloc(&first_, bound_bytes) != cudaSuccess ||
+            cudaMalloc(&second_, bound_bytes) != cudaSuccess) {
+            state.SkipWithError("cudaMalloc failed");
+            return;
+        }
+        cudaMemset(first_, 0, bound_bytes);
+        cudaMemset(second_, 0, bound_bytes);
+    }
+    ~RawBuffers() {
+        cudaFree(first_);  // No-ops on null.
+        cudaFree(second_);
+    }
+    RawBuffers(const RawBuffers&) = delete;
+    RawBuffers& operator=(const RawBuffers&) = delete;
+
+    [[nodiscard]] bool ok() const { return first_ != nullptr && second_ != nullptr; }
+    [[nodiscard]] void* first() const { return first_; }
+    [[nodiscard]] void* second() const { return second_; }
+
+private:
+    void* first_ = nullptr;
+    void* second_ = nullptr;
+};
+
 /// The same copy kernel on two buffers from cudaMalloc, launched raw.
 void raw_launch_bound_copy(benchmark::State& state) {
-    cudaSetDevice(0);
-    void* from = nullptr;
-    void* to = nullptr;
-    if (cudaMalloc(&from, bound_bytes) != cudaSuccess || cudaMalloc(&to, bound_bytes) != cudaSuccess) {
-        state.SkipWithError("cudaMalloc failed");
+    const RawBuffers buffers(state);
+    if (!buffers.ok()) {
         return;
     }
-    raw_launch_batches(state, [from, to](void* stream) {
+    raw_launch_batches(state, [from = buffers.first(), to = buffers.second()](void* stream) {
         launch_raw_copy(stream, static_cast<std::uint8_t*>(to), static_cast<const std::uint8_t*>(from),
                         bound_bytes, 1, bound_threads);
     });
-    cudaFree(from);
-    cudaFree(to);
 }
 
 /// The same axpy kernel on two buffers from cudaMalloc, launched raw.
 void raw_launch_in_place_axpy(benchmark::State& state) {
-    cudaSetDevice(0);
-    void* x = nullptr;
-    void* y = nullptr;
-    if (cudaMalloc(&x, bound_bytes) != cudaSuccess || cudaMalloc(&y, bound_bytes) != cudaSuccess) {
-        state.SkipWithError("cudaMalloc failed");
+    const RawBuffers buffers(state);
+    if (!buffers.ok()) {
         return;
     }
-    cudaMemset(x, 0, bound_bytes);
-    cudaMemset(y, 0, bound_bytes);
-    raw_launch_batches(state, [x, y](void* stream) {
+    raw_launch_batches(state, [x = buffers.first(), y = buffers.second()](void* stream) {
         launch_raw_axpy(stream, static_cast<const float*>(x), static_cast<float*>(y),
                         bound_bytes / sizeof(float), 0.5, 1, bound_threads);
     });
-    cudaFree(x);
-    cudaFree(y);
 }
 
 void raw_launch_empty_with_params(benchmark::State& state) {
