@@ -83,10 +83,10 @@ Status Client::copy(const Handle& source, const Handle& target, StreamId stream)
 
 Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
     const Handle& handle = argument.handle;
+    if (local_buffer(argument)) {
+        return KernelResource(handle, argument.access);
+    }
     if (handle.service() == service()) {
-        if (!argument.tensor_map) {
-            return KernelResource::buffer(handle.binding(), argument.access);
-        }
         Result<TensorMapBinding> map = TensorMapBinding::make(handle.binding(), *argument.tensor_map);
         if (!map) {
             return map.error();
@@ -141,8 +141,9 @@ Status Client::launch(std::string kernel, LaunchConfig config,
     request.stream = stream;
     request.resources.clear();
     for (const LaunchArgument& argument : arguments) {
-        if (argument.handle.service() == service() && !argument.tensor_map) {
-            request.resources.emplace_back(argument.handle, argument.access);  // As `bind` would.
+        if (local_buffer(argument)) {
+            // As `bind` would, built in its place: a move of a just-built one stalls.
+            request.resources.emplace_back(argument.handle, argument.access);
             continue;
         }
         Result<KernelResource> bound = bind(argument);

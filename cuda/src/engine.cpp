@@ -150,21 +150,8 @@ void CudaEngine::add_pending(std::shared_ptr<PendingOp> op) {
 }
 
 bool CudaEngine::has_pending_writer(const std::vector<Target>& inputs) const {
-    for (const Target& input : inputs) {
-        auto writers = pending_writers.find(input.key.memory);
-        if (writers == pending_writers.end()) {
-            continue;
-        }
-        // Newest first: work that updates its input in place finds its producer at once.
-        for (auto op = writers->second.rbegin(); op != writers->second.rend(); ++op) {
-            for (const Target& output : (*op)->outputs) {
-                if (overlaps(input, output)) {
-                    return true;
-                }
-            }
-        }
-    }
-    return false;
+    // The newest writer of any byte is never superseded, so the walk stops at the first one.
+    return for_each_unsuperseded_producer(inputs, [](const PendingOp&) { return false; });
 }
 
 bool CudaEngine::nothing_claimed() const {

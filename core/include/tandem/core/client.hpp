@@ -66,6 +66,10 @@ public:
 private:
     Status check_local(const Handle& handle) const;
     Result<KernelResource> bind(const LaunchArgument& argument) const;
+    /// Whether `argument` is a plain buffer of this device: bound as it is, with nothing to check.
+    [[nodiscard]] bool local_buffer(const LaunchArgument& argument) const {
+        return argument.handle.service() == service() && !argument.tensor_map;
+    }
 
     std::shared_ptr<Server> server_;
 };
