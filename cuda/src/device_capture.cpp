@@ -70,11 +70,8 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(
         if (launch.config.thread_count() == 0) {
             continue;  // C10: runs nothing; the window's other launches were all accepted.
         }
-        CudaGraph::Node node{find_launcher(launch.kernel), launch.config, {}};
-        if (Status encoded = encode_params(launch, node.params); !encoded) {
-            return encoded.error();
-        }
-        nodes.push_back(node);
+        CudaGraph::Node& node = nodes.emplace_back(find_launcher(launch.kernel), launch.config);
+        encode_params(launch, node.params);
     }
     if (nodes.empty()) {
         return std::shared_ptr<void>{};  // Nothing to launch: a replay only counts as work.

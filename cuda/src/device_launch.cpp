@@ -5,6 +5,7 @@
 #include "engine.hpp"
 #include "tensor_map_encode.hpp"
 
+#include <algorithm>
 #include <iterator>
 
 namespace tandem::cuda {
@@ -14,8 +15,19 @@ namespace {
 /// The resources and tensor maps of `request` as the kernel receives them. `local_pointer`
 /// resolves a buffer of the launching device; shared memory of a peer is bound at its address.
 template <typename LocalPointer>
-Status encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
+void encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
                         const LocalPointer& local_pointer) {
+    // The block is reused from launch to launch: every field a kernel may read is written here,
+    // and what this launch does not bind is left as a fresh block has it (null, zero).
+    for (DeviceTensorMap& map : params.tensor_maps) {
+        if (map.rank != 0) {
+            map = DeviceTensorMap{};  // An encoded map has a rank; a clean one is all zero.
+        }
+    }
+    std::fill(std::begin(params.tensor_map_of), std::end(params.tensor_map_of), std::uint8_t{0});
+    params.tma_slot_bytes = 0;
+    std::fill(std::begin(params.resources) + static_cast<std::ptrdiff_t>(request.resources.size()),
+              std::end(params.resources), DeviceResource{});
     std::uint32_t maps = 0;
     params.resource_count = static_cast<std::uint32_t>(request.resources.size());
     for (std::size_t index = 0; index < request.resources.size(); ++index) {
@@ -31,10 +43,6 @@ Status encode_resources(const LaunchRequest& request, TensorLaunchParams& params
         if (map == nullptr) {
             continue;
         }
-        if (maps == max_launch_tensor_maps) {
-            return Error::invalid_argument("a launch binds at most " +
-                                           std::to_string(max_launch_tensor_maps) + " tensor maps");
-        }
         params.tensor_map_of[index] = static_cast<std::uint8_t>(maps);
         DeviceTensorMap& encoded = params.tensor_maps[maps++];
         const TensorMapDescriptor& descriptor = map->descriptor();
@@ -48,7 +56,6 @@ Status encode_resources(const LaunchRequest& request, TensorLaunchParams& params
             encoded.strides_bytes[dim] = descriptor.strides_bytes[dim];
         }
     }
-    return {};
 }
 
 bool same_shape(const TensorMapDescriptor& a, const TensorMapDescriptor& b) {
@@ -82,6 +89,23 @@ void encode_tma(const LaunchRequest& request, TensorLaunchParams& params) {
     if ((slot_bytes + tma_barrier_bytes) * request.config.block.count() <= tma_shared_bytes_max) {
         params.tma_slot_bytes = static_cast<std::uint32_t>(slot_bytes);
     }
+}
+
+/// What a GPU launch cannot take, checked before the launch is enqueued or captured.
+Status refuse_over_limits(const LaunchRequest& request) {
+    if (request.resources.size() > max_launch_resources) {
+        return Error::invalid_argument("a launch binds at most " +
+                                       std::to_string(max_launch_resources) + " resources");
+    }
+    const auto maps = std::count_if(request.resources.begin(), request.resources.end(),
+                                    [](const KernelResource& resource) {
+                                        return std::holds_alternative<TensorMapBinding>(resource.binding());
+                                    });
+    if (static_cast<std::uint64_t>(maps) > max_launch_tensor_maps) {
+        return Error::invalid_argument("a launch binds at most " +
+                                       std::to_string(max_launch_tensor_maps) + " tensor maps");
+    }
+    return {};
 }
 
 }  // namespace
@@ -125,20 +149,16 @@ Status CudaDevice::targets(const LaunchRequest& request, std::vector<Target>& in
     return {};
 }
 
-Status CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParams& params) const {
-    if (Status encoded = encode_resources(request, params, [this](const BufferBinding& binding) {
-            return device_pointer(binding);
-        });
-        !encoded) {
-        return encoded;
-    }
-    for (std::size_t word = 0; word < request.args.count(); ++word) {
-        params.args[word] = request.args.u64_at(word);
+void CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParams& params) const {
+    encode_resources(request, params, [this](const BufferBinding& binding) {
+        return device_pointer(binding);
+    });
+    for (std::size_t word = 0; word < KernelArgs::max_words; ++word) {
+        params.args[word] = request.args.u64_at(word);  // Zero past the arguments given.
     }
     if (tma_capable_) {
         encode_tma(request, params);
     }
-    return {};
 }
 
 const unsigned long long* CudaDevice::readable_status_word(const PendingOp& producer) const {
@@ -158,6 +178,9 @@ Status CudaDevice::launch(LaunchRequest&& request) {
     if (!found) {
         return found.error();
     }
+    if (Status within = refuse_over_limits(request); !within) {
+        return within;  // Refused before a capture window records it.
+    }
     if ((*found)->capture) {
         (*found)->capture->launches.push_back(request);
     }
@@ -166,10 +189,6 @@ Status CudaDevice::launch(LaunchRequest&& request) {
 
 Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, PendingOp* replay) {
     CudaStream* target_stream = *stream(request.stream);
-    if (request.resources.size() > max_launch_resources) {
-        return Error::invalid_argument("a launch binds at most " +
-                                       std::to_string(max_launch_resources) + " resources");
-    }
     if (engine_.pending.size() >= status_slots / 2) {
         (void)engine_.resolve_all();  // Keep status words from wrapping onto unresolved work.
     }
@@ -205,7 +224,11 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
             request.kernel, "a block of " + std::to_string(request.config.block.count()) +
                                 " threads is over the limit of " + std::to_string(max_block_threads));
     }
-    TensorLaunchParams params;
+    // Reused, not zeroed (about a kilobyte): `encode_params` writes every field a kernel reads.
+    TensorLaunchParams& params = launch_params_;
+    params.producer_count = 0;
+    params.ticket = nullptr;
+    params.replay_index = 0;
     // One walk over the pending writers of the inputs: whether any is pending, and the producers
     // whose status words this GPU can read, which it checks before the launch computes, the
     // newest first; the host checks every producer when it resolves (C13).
@@ -225,9 +248,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
         op->known_skip = engine_.first_claimed(op->inputs);
     }
     if (!op->known_failure && !op->known_skip) {
-        if (Status encoded = encode_params(request, params); !encoded) {
-            return encoded;
-        }
+        encode_params(request, params);
         params.status = status_device_ + op->slot;
         params.launch_id = op->launch_id;
         params.injected_code = injected.value_or(0);

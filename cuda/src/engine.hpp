@@ -184,7 +184,8 @@ private:
     Status targets(const LaunchRequest& request, std::vector<Target>& inputs,
                    std::vector<Target>& outputs);
     /// The resources and arguments of `request` as its kernel receives them.
-    Status encode_params(const LaunchRequest& request, TensorLaunchParams& params) const;
+    /// Every field of `params` a kernel may read; the request is within the launch limits.
+    void encode_params(const LaunchRequest& request, TensorLaunchParams& params) const;
     /// Enqueues one launch of `graph`'s CUDA graph for the replay `op` on `stream`.
     void replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& stream);
     /// The CUDA graph of a capture window's launches (C14), or why the driver refused it.
@@ -208,6 +209,9 @@ private:
     unsigned long long* status_host_ = nullptr;  // Pinned; `status_slots` words.
     std::uint64_t next_slot_ = 0;
     std::uint32_t next_launch_id_ = 1;
+    /// The parameter block of the launch being enqueued (the engine's lock guards it), kept
+    /// from one launch to the next so that a launch does not zero all of it.
+    TensorLaunchParams launch_params_;
     std::uint64_t skipped_on_device_ = 0;
     std::uint64_t tma_launches_ = 0;
     /// Compute capability 9.0 or later: the GPU has a tensor memory accelerator.

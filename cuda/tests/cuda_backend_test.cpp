@@ -242,6 +242,58 @@ TEST_F(CudaBackend, a_capture_becomes_a_cuda_graph_that_replays_on_any_stream_an
     }
 }
 
+TEST_F(CudaBackend, a_launch_over_the_gpu_limits_is_refused_before_a_capture_window_records_it) {
+    Client client = runtime->client(0);
+    Handle input = allocate(client, 64);
+    Handle output = allocate(client, 64);
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64, std::byte{3})));
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    std::vector<LaunchArgument> nine(9, in(input));
+    Status refused = client.launch("copy", LaunchConfig::linear(64), nine);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(refused.error().message().find("at most 8 resources"), std::string::npos)
+        << refused.error().report();
+    const TensorMapDescriptor map{{16}, {}, {16}, 4};
+    refused = client.launch("tiled_copy", LaunchConfig::linear(1),
+                            {LaunchArgument{input, AccessMode::Read, map},
+                             LaunchArgument{input, AccessMode::Read, map},
+                             LaunchArgument{output, AccessMode::Write, map}});
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(refused.error().message().find("at most 2 tensor maps"), std::string::npos)
+        << refused.error().report();
+    // The window holds only the launch that was accepted, and replays it.
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(input), out(output)}));
+    auto graph = client.end_capture(stream);
+    ASSERT_TRUE(graph) << graph.error().report();
+    EXPECT_EQ(graph->launches().size(), 1u);
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64, std::byte{4})));
+    ASSERT_TRUE(client.replay(*graph, stream));
+    auto read = client.read(output);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(read->front(), std::byte{4});
+}
+
+TEST_F(CudaBackend, a_resource_a_launch_leaves_unbound_is_empty_not_the_last_launchs) {
+    // The parameter block is reused from launch to launch: a copy that binds no target must not
+    // write through the target of the copy before it. (The simulator stops such a kernel as a
+    // fault; on the GPU the unbound resource is an empty view.)
+    Client client = runtime->client(0);
+    Handle input = allocate(client, 64);
+    Handle output = allocate(client, 64);
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64, std::byte{7})));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(input), out(output)}));
+    ASSERT_TRUE(client.sync());
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64, std::byte{8})));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(input)}));
+    auto read = client.read(output);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(read->front(), std::byte{7});
+    EXPECT_EQ(read->back(), std::byte{7});
+}
+
 /// Copies a 20x6 tensor of u32 with rows 96 bytes apart through tensor maps with boxes of
 /// `box_columns` x 4, and checks every element of the target: copied inside the tensor,
 /// untouched padding outside.
