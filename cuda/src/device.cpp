@@ -11,13 +11,12 @@ namespace tandem::cuda {
 
 CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
                        std::uint64_t capacity_bytes)
-    : engine_(engine),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex),
+      engine_(engine),
       index_(index),
       ordinal_(ordinal),
-      service_{engine.runtime_id, index},
       storage_(ordinal, capacity_bytes),
-      memory_(storage_, order_, engine.options.pools),
-      claims_(service_) {
+      memory_(storage_, order_, engine.options.pools) {
     DeviceGuard guard(ordinal_);
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal_);
@@ -55,30 +54,10 @@ CudaDevice::~CudaDevice() {
     }
 }
 
-Result<CudaStream*> CudaDevice::stream(StreamId id) {
-    for (CudaStream& candidate : streams_) {
-        if (candidate.id == id) {
-            return &candidate;
-        }
-    }
-    return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
-}
-
-Status CudaDevice::refuse_if_lost() const {
-    if (lost_) {
-        return *lost_;
-    }
-    return {};
-}
-
-std::optional<Error> CudaDevice::lost() const {
-    std::lock_guard lock(engine_.mutex);
-    return lost_;
-}
+Result<CudaStream*> CudaDevice::stream(StreamId id) { return find_stream(streams_, id); }
 
 void CudaDevice::lose(const std::string& reason) {
-    if (!lost_) {
-        lost_ = Error::device_lost(service_, reason);
+    if (mark_lost(reason)) {
         update_quick_allocation();
     }
 }
@@ -232,10 +211,10 @@ Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte>
     DeviceGuard guard(ordinal_);
     // From pageable memory the call returns once the bytes are staged, so `bytes` may go. A
     // write of no bytes (into an empty view) has nothing to copy and no source pointer.
-    const cudaError_t status =
-        bytes.empty() ? cudaSuccess
-                      : cudaMemcpyAsync(*pointer, bytes.data(), bytes.size(),
-                                        cudaMemcpyHostToDevice, (*found)->handle);
+    const cudaError_t status = bytes.empty()
+                                   ? cudaSuccess
+                                   : cudaMemcpyAsync(*pointer, bytes.data(), bytes.size(),
+                                                     cudaMemcpyHostToDevice, (*found)->handle);
     if (status != cudaSuccess) {
         op->known_failure = Error::torn_down("host write failed: " + cuda_error_text(status));
     }
@@ -259,7 +238,8 @@ Result<std::vector<std::byte>> CudaDevice::read(const BufferBinding& source) {
     std::uint8_t* pointer = device_pointer(source);
     std::vector<std::byte> bytes(source.size_in_use());
     DeviceGuard guard(ordinal_);
-    const cudaError_t status = cudaMemcpy(bytes.data(), pointer, bytes.size(), cudaMemcpyDeviceToHost);
+    const cudaError_t status =
+        cudaMemcpy(bytes.data(), pointer, bytes.size(), cudaMemcpyDeviceToHost);
     if (status != cudaSuccess) {
         if (sticky(status)) {
             lose(cuda_error_text(status));
@@ -290,14 +270,14 @@ Result<std::vector<std::byte>> CudaDevice::read_strided(const CopyDescriptor& so
     std::vector<std::byte> whole(binding.size());
     DeviceGuard guard(ordinal_);
     if (cudaMemcpy(whole.data(), reinterpret_cast<void*>(binding.memory().allocation().address),
-                   whole.size(),
-                   cudaMemcpyDeviceToHost) != cudaSuccess) {
+                   whole.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
         return Error::torn_down("device to host copy failed");
     }
     std::vector<std::byte> bytes;
     for (std::uint64_t offset : offsets) {
-        bytes.insert(bytes.end(), whole.begin() + static_cast<std::ptrdiff_t>(offset),
-                     whole.begin() + static_cast<std::ptrdiff_t>(offset + source.elem_size_bytes()));
+        bytes.insert(
+            bytes.end(), whole.begin() + static_cast<std::ptrdiff_t>(offset),
+            whole.begin() + static_cast<std::ptrdiff_t>(offset + source.elem_size_bytes()));
     }
     return bytes;
 }
@@ -408,26 +388,6 @@ Status CudaDevice::sync() {
     return refuse_if_lost();
 }
 
-Status CudaDevice::check(std::span<const ClaimKey> keys) const {
-    std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
-    return claims_.check(keys);
-}
-
-Result<PeerMemory> CudaDevice::share(const BufferBinding& binding) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
-    if (binding.service() != service_) {
-        return Error::wrong_service(service_, binding.service());
-    }
-    return PeerMemory(binding.memory(), binding.memory().allocation().address, service_,
-                      weak_from_this());
-}
-
 Status CudaDevice::grant_peer_access(ServiceId accessor) {
     std::lock_guard lock(engine_.mutex);
     CudaDevice* peer = engine_.device_of(accessor);
@@ -463,12 +423,6 @@ Status CudaDevice::grant_peer_access(ServiceId accessor) {
 bool CudaDevice::peer_access_granted(ServiceId accessor) const {
     std::lock_guard lock(engine_.mutex);
     return accessor == service_ || granted_.contains(accessor);
-}
-
-void CudaDevice::claim_from_peer(const ClaimKey& key, const Error& error) {
-    std::lock_guard lock(engine_.mutex);
-    const ClaimKey keys[] = {key};
-    (void)claims_.fail(keys, error);
 }
 
 MemoryUsage CudaDevice::memory_usage() const {

@@ -16,11 +16,7 @@ Status CudaDevice::begin_capture(StreamId stream_id) {
     if (!found) {
         return found.error();
     }
-    if ((*found)->capture) {
-        return Error::invalid_argument(to_string(stream_id) + " is already capturing");
-    }
-    (*found)->capture.emplace();
-    return {};
+    return open_capture((*found)->capture, stream_id);
 }
 
 Result<CaptureGraph> CudaDevice::end_capture(StreamId stream_id) {
@@ -48,7 +44,8 @@ Result<CaptureGraph> CudaDevice::end_capture(StreamId stream_id) {
         }
     }
     if (doomed) {
-        Error refusal = Error::launch_refused("capture", "the recording window was doomed: " + *doomed);
+        Error refusal =
+            Error::launch_refused("capture", "the recording window was doomed: " + *doomed);
         (void)claims_.fail(write_set, refusal);
         return refusal;
     }

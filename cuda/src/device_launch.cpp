@@ -16,7 +16,7 @@ namespace {
 /// resolves a buffer of the launching device; shared memory of a peer is bound at its address.
 template <typename LocalPointer>
 void encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
-                        const LocalPointer& local_pointer) {
+                      const LocalPointer& local_pointer) {
     // The block is reused from launch to launch: every field a kernel may read is written here,
     // and what this launch does not bind is left as a fresh block has it (null, zero).
     for (DeviceTensorMap& map : params.tensor_maps) {
@@ -97,10 +97,10 @@ Status refuse_over_limits(const LaunchRequest& request) {
         return Error::invalid_argument("a launch binds at most " +
                                        std::to_string(max_launch_resources) + " resources");
     }
-    const auto maps = std::count_if(request.resources.begin(), request.resources.end(),
-                                    [](const KernelResource& resource) {
-                                        return std::holds_alternative<TensorMapBinding>(resource.binding());
-                                    });
+    const auto maps = std::count_if(
+        request.resources.begin(), request.resources.end(), [](const KernelResource& resource) {
+            return std::holds_alternative<TensorMapBinding>(resource.binding());
+        });
     if (static_cast<std::uint64_t>(maps) > max_launch_tensor_maps) {
         return Error::invalid_argument("a launch binds at most " +
                                        std::to_string(max_launch_tensor_maps) + " tensor maps");
@@ -150,9 +150,8 @@ Status CudaDevice::targets(const LaunchRequest& request, std::vector<Target>& in
 }
 
 void CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParams& params) const {
-    encode_resources(request, params, [this](const BufferBinding& binding) {
-        return device_pointer(binding);
-    });
+    encode_resources(request, params,
+                     [this](const BufferBinding& binding) { return device_pointer(binding); });
     for (std::size_t word = 0; word < KernelArgs::max_words; ++word) {
         params.args[word] = request.args.u64_at(word);  // Zero past the arguments given.
     }
@@ -217,12 +216,14 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
     }
     if (launcher == nullptr) {
         op->inputs.clear();
-        op->known_failure = Error::launch_refused(request.kernel, "no kernel of that name is registered");
+        op->known_failure =
+            Error::launch_refused(request.kernel, "no kernel of that name is registered");
     } else if (request.config.block.count() > max_block_threads) {
         op->inputs.clear();
         op->known_failure = Error::launch_refused(
             request.kernel, "a block of " + std::to_string(request.config.block.count()) +
-                                " threads is over the limit of " + std::to_string(max_block_threads));
+                                " threads is over the limit of " +
+                                std::to_string(max_block_threads));
     }
     // Reused, not zeroed (about a kilobyte): `encode_params` writes every field a kernel reads.
     TensorLaunchParams& params = launch_params_;
@@ -238,7 +239,8 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
             const unsigned long long* word =
                 producer.kind == PendingOp::Kind::Launch ? readable_status_word(producer) : nullptr;
             if (word != nullptr) {
-                params.producers[params.producer_count++] = ProducerStatus{word, producer.launch_id};
+                params.producers[params.producer_count++] =
+                    ProducerStatus{word, producer.launch_id};
             }
             return params.producer_count < max_checked_producers;
         });
@@ -254,11 +256,12 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
         params.injected_code = injected.value_or(0);
         if (replay != nullptr) {
             // Launches of one replay share its word: after a failed one, the rest do not run.
-            params.producers[params.producer_count++] = ProducerStatus{params.status, op->launch_id};
+            params.producers[params.producer_count++] =
+                ProducerStatus{params.status, op->launch_id};
         }
         DeviceGuard guard(ordinal_);
-        const auto status = static_cast<cudaError_t>(
-            launcher(request.config, target_stream->handle, params));
+        const auto status =
+            static_cast<cudaError_t>(launcher(request.config, target_stream->handle, params));
         if (status == cudaSuccess && params.tma_slot_bytes != 0) {
             ++tma_launches_;
         }

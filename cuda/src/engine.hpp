@@ -6,6 +6,7 @@
 #include "launcher.hpp"
 
 #include "tandem/core/claim_store.hpp"
+#include "tandem/core/device_server.hpp"
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/outcome.hpp"
@@ -15,9 +16,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <memory>
-#include <atomic>
 #include <mutex>
 #include <random>
 #include <set>
@@ -106,7 +107,7 @@ struct CudaStream {
     std::optional<Capture> capture;
 };
 
-class CudaDevice final : public Server, public std::enable_shared_from_this<CudaDevice> {
+class CudaDevice final : public DeviceServer {
 public:
     /// Status words per device: launches unresolved at once before the host resolves them.
     static constexpr std::uint64_t status_slots = 1 << 16;
@@ -115,22 +116,18 @@ public:
     CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes);
     ~CudaDevice() override;
 
-    [[nodiscard]] ServiceId service() const override { return service_; }
-    void claim_from_peer(const ClaimKey& key, const Error& error) override;
-
     Result<StreamId> create_stream() override;
     Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream) override;
     Status write(const BufferBinding& target, std::span<const std::byte> bytes,
                  StreamId stream) override;
     Result<std::vector<std::byte>> read(const BufferBinding& source) override;
     Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source) override;
-    Status copy(const KernelResource& source, const BufferBinding& target, StreamId stream) override;
+    Status copy(const KernelResource& source, const BufferBinding& target,
+                StreamId stream) override;
     Status launch(LaunchRequest&& request) override;
     Result<Event> record_event(StreamId stream) override;
     Status wait_event(StreamId stream, const Event& event) override;
     Status sync() override;
-    [[nodiscard]] Status check(std::span<const ClaimKey> keys) const override;
-    Result<PeerMemory> share(const BufferBinding& binding) override;
     Status grant_peer_access(ServiceId accessor) override;
     [[nodiscard]] bool peer_access_granted(ServiceId accessor) const override;
     Status begin_capture(StreamId stream) override;
@@ -138,10 +135,8 @@ public:
     Status replay(const CaptureGraph& graph, StreamId stream) override;
     [[nodiscard]] MemoryUsage memory_usage() const override;
     Status inject(const Fault& fault) override;
-    [[nodiscard]] std::optional<Error> lost() const override;
 
     [[nodiscard]] int ordinal() const { return ordinal_; }
-    [[nodiscard]] ClaimStore& claims() { return claims_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
     [[nodiscard]] std::size_t live_allocations() const { return memory_.live_count(); }
     /// Waits for every stream; a sticky CUDA error loses the device (D1).
@@ -155,7 +150,6 @@ public:
     }
     void lose(const std::string& reason);
     [[nodiscard]] std::optional<Error> lost_locked() const { return lost_; }
-    [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
     /// Counts a resolved launch whose kernel found a failed producer and did not compute.
     void count_skipped_on_device() { ++skipped_on_device_; }
     [[nodiscard]] std::uint64_t skipped_on_device() const { return skipped_on_device_; }
@@ -164,7 +158,6 @@ public:
 
 private:
     Result<CudaStream*> stream(StreamId id);
-    Status refuse_if_lost() const;
     /// Whether `quick_allocation_` may hold now; call after `lost_` or the fault plan changed.
     void update_quick_allocation();
     /// Where the first byte of `binding`'s range is. The binding must be of this device (callers
@@ -199,12 +192,10 @@ private:
     CudaEngine& engine_;
     std::uint32_t index_;
     int ordinal_;
-    ServiceId service_;
     std::vector<CudaStream> streams_;
     CudaStorage storage_;
     CompletedStreamOrder order_;  // Work holds its memory until resolved.
     MemoryManager memory_;
-    ClaimStore claims_;
     unsigned long long* status_device_ = nullptr;
     unsigned long long* status_host_ = nullptr;  // Pinned; `status_slots` words.
     std::uint64_t next_slot_ = 0;
@@ -216,8 +207,6 @@ private:
     std::uint64_t tma_launches_ = 0;
     /// Compute capability 9.0 or later: the GPU has a tensor memory accelerator.
     bool tma_capable_ = false;
-    std::set<ServiceId> granted_;
-    std::optional<Error> lost_;
     /// True while the device is not lost and no allocation failure is armed: an allocation then
     /// needs nothing the engine's lock guards, only the memory manager (whose own lock serialises
     /// it). Changed under the engine's lock, with `lost_` and the fault plan.
@@ -330,8 +319,9 @@ bool CudaEngine::for_each_unsuperseded_producer(const std::vector<Target>& input
                                std::none_of(later.begin(), later.end(), [&](const Target* newer) {
                                    return overlaps(*newer, output);
                                });
-                rewrites_input = rewrites_input || (output.key.range.begin <= input.key.range.begin &&
-                                                    input.key.range.end <= output.key.range.end);
+                rewrites_input =
+                    rewrites_input || (output.key.range.begin <= input.key.range.begin &&
+                                       input.key.range.end <= output.key.range.end);
             }
             if (unsuperseded && std::find(visited.begin(), visited.end(), *op) == visited.end()) {
                 visited.push_back(*op);

@@ -74,10 +74,12 @@ protected:
 TEST_F(CudaBackend, a_fill_kernel_writes_bytes_the_host_reads_back) {
     Client client = runtime->client(0);
     Handle buffer = allocate(client, 1 << 20);
-    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(1 << 20), {out(buffer)}, KernelArgs().u64(0xab)));
+    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(1 << 20), {out(buffer)},
+                              KernelArgs().u64(0xab)));
     auto bytes = client.read(buffer);
     ASSERT_TRUE(bytes) << bytes.error().report();
-    EXPECT_TRUE(std::all_of(bytes->begin(), bytes->end(), [](std::byte b) { return b == std::byte{0xab}; }));
+    EXPECT_TRUE(std::all_of(bytes->begin(), bytes->end(),
+                            [](std::byte b) { return b == std::byte{0xab}; }));
 }
 
 TEST_F(CudaBackend, axpy_computes_on_the_gpu) {
@@ -88,7 +90,8 @@ TEST_F(CudaBackend, axpy_computes_on_the_gpu) {
     std::vector<float> ones(1024, 1.0f);
     ASSERT_TRUE(client.write(x, std::as_bytes(std::span(twos))));
     ASSERT_TRUE(client.write(y, std::as_bytes(std::span(ones))));
-    ASSERT_TRUE(client.launch("axpy", LaunchConfig::linear(1024), {in(x), inout(y)}, KernelArgs().f64(3.0)));
+    ASSERT_TRUE(client.launch("axpy", LaunchConfig::linear(1024), {in(x), inout(y)},
+                              KernelArgs().f64(3.0)));
     auto bytes = client.read(y);
     ASSERT_TRUE(bytes) << bytes.error().report();
     std::vector<float> result(1024);
@@ -160,7 +163,8 @@ TEST_F(CudaBackend, a_refused_launch_claims_only_its_outputs) {
     Handle input = allocate(client, 64);
     Handle output = allocate(client, 64);
     ASSERT_TRUE(client.write(input, std::vector<std::byte>(64)));
-    ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{1, 1, 1}, Dim3{2048, 1, 1}}, {in(input), out(output)}));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{1, 1, 1}, Dim3{2048, 1, 1}},
+                              {in(input), out(output)}));
     EXPECT_TRUE(client.read(input));
     auto read = client.read(output);
     ASSERT_FALSE(read);
@@ -256,10 +260,10 @@ TEST_F(CudaBackend, a_launch_over_the_gpu_limits_is_refused_before_a_capture_win
     EXPECT_NE(refused.error().message().find("at most 8 resources"), std::string::npos)
         << refused.error().report();
     const TensorMapDescriptor map{{16}, {}, {16}, 4};
-    refused = client.launch("tiled_copy", LaunchConfig::linear(1),
-                            {LaunchArgument{input, AccessMode::Read, map},
-                             LaunchArgument{input, AccessMode::Read, map},
-                             LaunchArgument{output, AccessMode::Write, map}});
+    refused = client.launch(
+        "tiled_copy", LaunchConfig::linear(1),
+        {LaunchArgument{input, AccessMode::Read, map}, LaunchArgument{input, AccessMode::Read, map},
+         LaunchArgument{output, AccessMode::Write, map}});
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
     EXPECT_NE(refused.error().message().find("at most 2 tensor maps"), std::string::npos)
@@ -321,7 +325,8 @@ void expect_tiled_copy(Client& client, std::uint32_t box_columns) {
     for (std::uint64_t row = 0; row < 6; ++row) {
         for (std::uint64_t column = 0; column < row_words; ++column) {
             const std::uint64_t at = row * row_words + column;
-            EXPECT_EQ(copied[at], column < 20 ? values[at] : 0u) << "row " << row << " column " << column;
+            EXPECT_EQ(copied[at], column < 20 ? values[at] : 0u)
+                << "row " << row << " column " << column;
         }
     }
 }
@@ -371,7 +376,8 @@ TEST_F(CudaTwoGpus, a_peer_kernel_reads_shared_memory_and_is_skipped_when_the_ow
     ASSERT_TRUE(shared_memory);
     Handle shared = *shared_memory;
     Handle local = allocate(peer, 4096);
-    ASSERT_TRUE(owner.launch("fill", LaunchConfig::linear(4096), {out(shared)}, KernelArgs().u64(9)));
+    ASSERT_TRUE(
+        owner.launch("fill", LaunchConfig::linear(4096), {out(shared)}, KernelArgs().u64(9)));
     ASSERT_TRUE(owner.sync());
     ASSERT_TRUE(peer.launch("copy", LaunchConfig::linear(4096), {in(shared), out(local)}));
     auto read = peer.read(local);
@@ -389,7 +395,8 @@ TEST_F(CudaTwoGpus, a_peer_kernel_reads_shared_memory_and_is_skipped_when_the_ow
     EXPECT_EQ(unwritten(*details->root)->root->details_as<KernelFailedDetails>()->code, 31u);
 }
 
-TEST_F(CudaTwoGpus, a_consumer_on_another_gpu_reads_the_failed_producers_word_and_does_not_compute) {
+TEST_F(CudaTwoGpus,
+       a_consumer_on_another_gpu_reads_the_failed_producers_word_and_does_not_compute) {
     Client owner = runtime->client(0);
     Client peer = runtime->client(1);
     std::optional<Handle> shared_memory = share_from_gpu0(4096);
@@ -443,8 +450,10 @@ TEST_F(CudaTwoGpus, the_handoff_completes_across_two_gpus) {
     ASSERT_TRUE(consumer.write(flag, std::vector<std::byte>(4)));
     ASSERT_TRUE(producer.write(source, std::vector<std::byte>(4096, std::byte{0x5a})));
     ASSERT_TRUE(runtime->sync_all());
-    ASSERT_TRUE(consumer.launch("handoff_consume", LaunchConfig::linear(256), {in(flag), in(data), out(result)}));
-    ASSERT_TRUE(producer.launch("handoff_produce", LaunchConfig::linear(1), {in(source), out(data), inout(flag)}));
+    ASSERT_TRUE(consumer.launch("handoff_consume", LaunchConfig::linear(256),
+                                {in(flag), in(data), out(result)}));
+    ASSERT_TRUE(producer.launch("handoff_produce", LaunchConfig::linear(1),
+                                {in(source), out(data), inout(flag)}));
     auto read = consumer.read(result);
     ASSERT_TRUE(read) << read.error().report();
     EXPECT_EQ(*read, std::vector<std::byte>(4096, std::byte{0x5a}));
@@ -478,7 +487,8 @@ TEST_F(CudaBackend, out_of_memory_carries_its_figures) {
 
 // The simulator's fuzzer finding, on the GPU's device: an armed fault must not turn a wrong request
 // into OutOfMemory, nor be used up by it.
-TEST_F(CudaBackend, a_wrong_allocation_is_invalid_even_with_a_fault_armed_and_leaves_the_fault_armed) {
+TEST_F(CudaBackend,
+       a_wrong_allocation_is_invalid_even_with_a_fault_armed_and_leaves_the_fault_armed) {
     Client client = runtime->client(0);
     ASSERT_TRUE(client.inject(AllocationFault{1}));
     EXPECT_EQ(client.allocate(0).error().kind(), ErrorKind::InvalidArgument);

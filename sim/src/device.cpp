@@ -32,13 +32,12 @@ std::uint64_t splitmix(std::uint64_t& state) {
 }  // namespace
 
 SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment)
-    : engine_(engine),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex),
+      engine_(engine),
       index_(index),
-      service_{engine.runtime_id, index},
       segment_(std::move(segment)),
       storage_(*segment_, base_address(index)),
-      memory_(storage_, order_, engine.options.pools),
-      claims_(service_) {
+      memory_(storage_, order_, engine.options.pools) {
     memory_.set_freed_listener([this](const AllocationInfo& info) {
         claims_.forget(info.id);  // C5: a new occupant starts clean.
         engine_.races.forget(info.id);
@@ -53,32 +52,12 @@ SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segmen
 
 SimDevice::~SimDevice() = default;
 
-Result<SimStream*> SimDevice::stream(StreamId id) {
-    for (SimStream& candidate : streams_) {
-        if (candidate.id == id) {
-            return &candidate;
-        }
-    }
-    return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
-}
-
-Status SimDevice::refuse_if_lost() const {
-    if (lost_) {
-        return *lost_;
-    }
-    return {};
-}
+Result<SimStream*> SimDevice::stream(StreamId id) { return find_stream(streams_, id); }
 
 void SimDevice::lose(const std::string& reason) {
-    if (!lost_) {
-        lost_ = Error::device_lost(service_, reason);
+    if (mark_lost(reason)) {
         engine_.mix_trace(0xdead0000ULL + index_);
     }
-}
-
-std::optional<Error> SimDevice::lost() const {
-    std::lock_guard lock(engine_.mutex);
-    return lost_;
 }
 
 bool SimDevice::loss_due() { return faults_.loss_due(); }
@@ -129,8 +108,8 @@ void SimDevice::fill_garbage(const AllocationInfo& info) {
     std::uint64_t offset = 0;
     while (offset < info.size_bytes) {
         const std::uint64_t start = splitmix(draw) % (noise_words * 8 / 2);
-        const std::uint64_t length = std::min<std::uint64_t>(info.size_bytes - offset,
-                                                             noise_words * 8 - start);
+        const std::uint64_t length =
+            std::min<std::uint64_t>(info.size_bytes - offset, noise_words * 8 - start);
         std::memcpy(host + offset, noise + start, length);
         offset += length;
     }
@@ -442,26 +421,6 @@ Status SimDevice::sync() {
     return refuse_if_lost();
 }
 
-Status SimDevice::check(std::span<const ClaimKey> keys) const {
-    std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
-    return claims_.check(keys);
-}
-
-Result<PeerMemory> SimDevice::share(const BufferBinding& binding) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
-    if (binding.service() != service_) {
-        return Error::wrong_service(service_, binding.service());
-    }
-    return PeerMemory(binding.memory(), binding.memory().allocation().address, service_,
-                      weak_from_this());
-}
-
 Status SimDevice::grant_peer_access(ServiceId accessor) {
     std::lock_guard lock(engine_.mutex);
     if (engine_.device_of(accessor) == nullptr) {
@@ -476,23 +435,13 @@ bool SimDevice::peer_access_granted(ServiceId accessor) const {
     return engine_.options.grant_all_peers || accessor == service_ || granted_.contains(accessor);
 }
 
-void SimDevice::claim_from_peer(const ClaimKey& key, const Error& error) {
-    std::lock_guard lock(engine_.mutex);
-    const ClaimKey keys[] = {key};
-    (void)claims_.fail(keys, error);
-}
-
 Status SimDevice::begin_capture(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<SimStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
     }
-    if ((*found)->capture) {
-        return Error::invalid_argument(to_string(stream_id) + " is already capturing");
-    }
-    (*found)->capture.emplace();
-    return {};
+    return open_capture((*found)->capture, stream_id);
 }
 
 Result<CaptureGraph> SimDevice::end_capture(StreamId stream_id) {
@@ -562,10 +511,9 @@ Status SimDevice::inject(const Fault& fault) {
         // Bounded, since a sync waits out every step: a hostile delay would hang it.
         if (delay->steps > StreamDelay::max_steps ||
             (*found)->delay_steps + delay->steps > StreamDelay::max_steps) {
-            return Error::invalid_argument("a stream is held back at most " +
-                                           std::to_string(StreamDelay::max_steps) +
-                                           " steps in all; asked for " +
-                                           std::to_string(delay->steps) + " more");
+            return Error::invalid_argument(
+                "a stream is held back at most " + std::to_string(StreamDelay::max_steps) +
+                " steps in all; asked for " + std::to_string(delay->steps) + " more");
         }
         (*found)->delay_steps += delay->steps;
     }

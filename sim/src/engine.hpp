@@ -8,6 +8,7 @@
 #include "segment_storage.hpp"
 
 #include "tandem/core/claim_store.hpp"
+#include "tandem/core/device_server.hpp"
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/server.hpp"
@@ -63,7 +64,7 @@ struct FreedRecord {
     std::uint64_t step = 0;
 };
 
-class SimDevice final : public Server, public std::enable_shared_from_this<SimDevice> {
+class SimDevice final : public DeviceServer {
 public:
     /// Freed allocations remembered for fault reports.
     static constexpr std::size_t max_freed_records = 64;
@@ -73,24 +74,19 @@ public:
     SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment);
     ~SimDevice() override;
 
-    // PeerOwner
-    [[nodiscard]] ServiceId service() const override { return service_; }
-    void claim_from_peer(const ClaimKey& key, const Error& error) override;
-
-    // Server
+    // Server (the rest is DeviceServer's)
     Result<StreamId> create_stream() override;
     Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream) override;
     Status write(const BufferBinding& target, std::span<const std::byte> bytes,
                  StreamId stream) override;
     Result<std::vector<std::byte>> read(const BufferBinding& source) override;
     Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source) override;
-    Status copy(const KernelResource& source, const BufferBinding& target, StreamId stream) override;
+    Status copy(const KernelResource& source, const BufferBinding& target,
+                StreamId stream) override;
     Status launch(LaunchRequest&& request) override;
     Result<Event> record_event(StreamId stream) override;
     Status wait_event(StreamId stream, const Event& event) override;
     Status sync() override;
-    [[nodiscard]] Status check(std::span<const ClaimKey> keys) const override;
-    Result<PeerMemory> share(const BufferBinding& binding) override;
     Status grant_peer_access(ServiceId accessor) override;
     [[nodiscard]] bool peer_access_granted(ServiceId accessor) const override;
     Status begin_capture(StreamId stream) override;
@@ -98,13 +94,10 @@ public:
     Status replay(const CaptureGraph& graph, StreamId stream) override;
     [[nodiscard]] MemoryUsage memory_usage() const override;
     Status inject(const Fault& fault) override;
-    [[nodiscard]] std::optional<Error> lost() const override;
 
     // Engine side.
     [[nodiscard]] std::uint32_t index() const { return index_; }
     [[nodiscard]] std::vector<SimStream>& streams() { return streams_; }
-    [[nodiscard]] ClaimStore& claims() { return claims_; }
-    [[nodiscard]] const ClaimStore& claims() const { return claims_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
     [[nodiscard]] const MemoryManager& memory() const { return memory_; }
     [[nodiscard]] SegmentStorage& storage() { return storage_; }
@@ -120,7 +113,6 @@ public:
 
 private:
     Result<SimStream*> stream(StreamId id);
-    Status refuse_if_lost() const;
     Status enqueue(StreamId stream, std::shared_ptr<Operation> operation);
     /// Runs the device's work until `stream` has drained, and every unresolved writer of `keys`.
     Status drain_for_read(StreamId stream, std::span<const ClaimKey> keys);
@@ -130,15 +122,11 @@ private:
 
     Engine& engine_;
     std::uint32_t index_;
-    ServiceId service_;
     std::unique_ptr<Segment> segment_;
     SegmentStorage storage_;
     SimStreamOrder order_;
     MemoryManager memory_;
-    ClaimStore claims_;
     std::vector<SimStream> streams_;
-    std::set<ServiceId> granted_;
-    std::optional<Error> lost_;
     std::deque<FreedRecord> freed_;
 
     FaultPlan faults_;

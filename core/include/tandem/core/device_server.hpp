@@ -1,0 +1,77 @@
+#pragma once
+
+// What every backend's device keeps and answers the same way, whatever runs its work: its service
+// id, its claim store, whether it is lost (D1) and which peers it granted access to its shared
+// memory. A backend derives from it and implements the calls that touch its streams and memory;
+// the calls here take the lock of the backend's engine, which serialises a device's state.
+
+#include "tandem/core/claim_store.hpp"
+#include "tandem/core/server.hpp"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+class DeviceServer : public Server, public std::enable_shared_from_this<DeviceServer> {
+public:
+    [[nodiscard]] ServiceId service() const final { return service_; }
+    /// Claims `key` with `error`: work on a peer that should have written it failed (P4).
+    void claim_from_peer(const ClaimKey& key, const Error& error) final;
+    /// DeviceLost once lost (D1), otherwise the first claim on `keys` (C9).
+    [[nodiscard]] Status check(std::span<const ClaimKey> keys) const final;
+    /// The memory of `binding` as peers bind it, pinned while a peer binding holds it. Refused
+    /// when the device is lost or the binding is another device's (P1).
+    Result<PeerMemory> share(const BufferBinding& binding) final;
+    [[nodiscard]] std::optional<Error> lost() const final;
+
+    [[nodiscard]] ClaimStore& claims() { return claims_; }
+    [[nodiscard]] const ClaimStore& claims() const { return claims_; }
+    /// Whether the device is lost; under the engine's lock.
+    [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
+
+protected:
+    DeviceServer(ServiceId service, std::recursive_mutex& engine_mutex)
+        : service_(service), claims_(service), engine_mutex_(engine_mutex) {}
+
+    /// The device's loss, for a call that must not run on a lost device; success otherwise.
+    /// Under the engine's lock.
+    [[nodiscard]] Status refuse_if_lost() const;
+    /// Marks the device lost with `reason` (D1); true if this call lost it, false if it already
+    /// was. Under the engine's lock.
+    bool mark_lost(const std::string& reason);
+    /// The stream `id` among `streams`, or InvalidArgument naming it and this device.
+    template <typename Stream>
+    Result<Stream*> find_stream(std::vector<Stream>& streams, StreamId id) const {
+        for (Stream& candidate : streams) {
+            if (candidate.id == id) {
+                return &candidate;
+            }
+        }
+        return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
+    }
+    /// Opens the capture window `window` of `stream` (C14); InvalidArgument if one is open.
+    template <typename Window>
+    static Status open_capture(std::optional<Window>& window, StreamId stream) {
+        if (window) {
+            return Error::invalid_argument(to_string(stream) + " is already capturing");
+        }
+        window.emplace();
+        return {};
+    }
+
+    const ServiceId service_;
+    ClaimStore claims_;
+    /// The devices whose kernels may read this device's shared memory.
+    std::set<ServiceId> granted_;
+    std::optional<Error> lost_;
+
+private:
+    std::recursive_mutex& engine_mutex_;
+};
+
+}  // namespace tandem

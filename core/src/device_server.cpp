@@ -1,0 +1,51 @@
+#include "tandem/core/device_server.hpp"
+
+namespace tandem {
+
+void DeviceServer::claim_from_peer(const ClaimKey& key, const Error& error) {
+    std::lock_guard lock(engine_mutex_);
+    const ClaimKey keys[] = {key};
+    (void)claims_.fail(keys, error);
+}
+
+Status DeviceServer::check(std::span<const ClaimKey> keys) const {
+    std::lock_guard lock(engine_mutex_);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    return claims_.check(keys);
+}
+
+Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
+    std::lock_guard lock(engine_mutex_);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (binding.service() != service_) {
+        return Error::wrong_service(service_, binding.service());
+    }
+    return PeerMemory(binding.memory(), binding.memory().allocation().address, service_,
+                      weak_from_this());
+}
+
+std::optional<Error> DeviceServer::lost() const {
+    std::lock_guard lock(engine_mutex_);
+    return lost_;
+}
+
+Status DeviceServer::refuse_if_lost() const {
+    if (lost_) {
+        return *lost_;
+    }
+    return {};
+}
+
+bool DeviceServer::mark_lost(const std::string& reason) {
+    if (lost_) {
+        return false;
+    }
+    lost_ = Error::device_lost(service_, reason);
+    return true;
+}
+
+}  // namespace tandem
