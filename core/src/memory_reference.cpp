@@ -44,6 +44,15 @@ void MemoryControl::acquire_weak() {
     }
 }
 
+template <typename Count>
+CountedReference<Count>::~CountedReference() {
+    reset();
+}
+
+template class CountedReference<HandleCount>;
+template class CountedReference<HolderCount>;
+template class CountedReference<WeakCount>;
+
 }  // namespace detail
 
 // ---------------------------------------------------------------- ManagedMemoryHandle
@@ -59,171 +68,68 @@ ManagedMemoryHandle ManagedMemoryHandle::adopt(detail::MemoryControl& started) {
     return ManagedMemoryHandle(&started);
 }
 
-ManagedMemoryHandle::ManagedMemoryHandle(const ManagedMemoryHandle& other)
-    : control_(other.control_) {
-    assert(control_ && "copy of a moved-from memory handle");
-    control_->acquire(detail::MemoryControl::handle_unit);
+detail::MemoryControl& ManagedMemoryHandle::control() const {
+    assert(control_.get() != nullptr && "use of a moved-from memory handle");
+    return *control_.get();
 }
 
-ManagedMemoryHandle::ManagedMemoryHandle(ManagedMemoryHandle&& other) noexcept
-    : control_(std::exchange(other.control_, nullptr)) {}
+MemoryId ManagedMemoryHandle::id() const { return control().allocation.id; }
 
-ManagedMemoryHandle& ManagedMemoryHandle::operator=(const ManagedMemoryHandle& other) {
-    if (this != &other) {
-        ManagedMemoryHandle copy(other);
-        *this = std::move(copy);
-    }
-    return *this;
-}
-
-ManagedMemoryHandle& ManagedMemoryHandle::operator=(ManagedMemoryHandle&& other) noexcept {
-    if (this != &other) {
-        reset();
-        control_ = std::exchange(other.control_, nullptr);
-    }
-    return *this;
-}
-
-ManagedMemoryHandle::~ManagedMemoryHandle() { reset(); }
-
-void ManagedMemoryHandle::reset() {
-    if (control_ != nullptr) {
-        std::exchange(control_, nullptr)->release(detail::MemoryControl::handle_unit);
-    }
-}
-
-MemoryId ManagedMemoryHandle::id() const {
-    assert(control_ && "use of a moved-from memory handle");
-    return control_->allocation.id;
-}
-
-const AllocationInfo& ManagedMemoryHandle::allocation() const {
-    assert(control_ && "use of a moved-from memory handle");
-    return control_->allocation;
-}
+const AllocationInfo& ManagedMemoryHandle::allocation() const { return control().allocation; }
 
 bool ManagedMemoryHandle::can_mut() const {
-    assert(control_ && "use of a moved-from memory handle");
-    return detail::MemoryControl::handles_in(control_->counts.load(std::memory_order_acquire)) == 1;
+    return detail::MemoryControl::handles_in(control().counts.load(std::memory_order_acquire)) == 1;
 }
 
 ManagedMemoryBinding ManagedMemoryHandle::binding() const {
-    assert(control_ && "use of a moved-from memory handle");
-    control_->acquire(detail::MemoryControl::holder_unit);
-    return ManagedMemoryBinding(control_);
+    detail::HolderCount::take(control());
+    return ManagedMemoryBinding(&control());
 }
 
 WeakMemoryBinding ManagedMemoryHandle::downgrade() const {
-    assert(control_ && "use of a moved-from memory handle");
-    control_->acquire_weak();
-    return WeakMemoryBinding(control_);
+    detail::WeakCount::take(control());
+    return WeakMemoryBinding(&control());
 }
 
 // ---------------------------------------------------------------- ManagedMemoryBinding
 
-ManagedMemoryBinding::ManagedMemoryBinding(const ManagedMemoryBinding& other)
-    : control_(other.control_) {
-    assert(control_ && "copy of a moved-from memory binding");
-    control_->acquire(detail::MemoryControl::holder_unit);
+detail::MemoryControl& ManagedMemoryBinding::control() const {
+    assert(control_.get() != nullptr && "use of a moved-from memory binding");
+    return *control_.get();
 }
 
-ManagedMemoryBinding::ManagedMemoryBinding(ManagedMemoryBinding&& other) noexcept
-    : control_(std::exchange(other.control_, nullptr)) {}
+MemoryId ManagedMemoryBinding::id() const { return control().allocation.id; }
 
-ManagedMemoryBinding& ManagedMemoryBinding::operator=(const ManagedMemoryBinding& other) {
-    if (this != &other) {
-        ManagedMemoryBinding copy(other);
-        *this = std::move(copy);
-    }
-    return *this;
-}
-
-ManagedMemoryBinding& ManagedMemoryBinding::operator=(ManagedMemoryBinding&& other) noexcept {
-    if (this != &other) {
-        reset();
-        control_ = std::exchange(other.control_, nullptr);
-    }
-    return *this;
-}
-
-ManagedMemoryBinding::~ManagedMemoryBinding() { reset(); }
-
-void ManagedMemoryBinding::reset() {
-    if (control_ != nullptr) {
-        std::exchange(control_, nullptr)->release(detail::MemoryControl::holder_unit);
-    }
-}
-
-MemoryId ManagedMemoryBinding::id() const {
-    assert(control_ && "use of a moved-from memory binding");
-    return control_->allocation.id;
-}
-
-const AllocationInfo& ManagedMemoryBinding::allocation() const {
-    assert(control_ && "use of a moved-from memory binding");
-    return control_->allocation;
-}
+const AllocationInfo& ManagedMemoryBinding::allocation() const { return control().allocation; }
 
 WeakMemoryBinding ManagedMemoryBinding::downgrade() const {
-    assert(control_ && "use of a moved-from memory binding");
-    control_->acquire_weak();
-    return WeakMemoryBinding(control_);
+    detail::WeakCount::take(control());
+    return WeakMemoryBinding(&control());
 }
 
 // ---------------------------------------------------------------- WeakMemoryBinding
 
-WeakMemoryBinding::WeakMemoryBinding(const WeakMemoryBinding& other) : control_(other.control_) {
-    if (control_ != nullptr) {
-        control_->acquire_weak();
-    }
+detail::MemoryControl& WeakMemoryBinding::control() const {
+    assert(control_.get() != nullptr && "use of a moved-from weak binding");
+    return *control_.get();
 }
 
-WeakMemoryBinding::WeakMemoryBinding(WeakMemoryBinding&& other) noexcept
-    : control_(std::exchange(other.control_, nullptr)) {}
-
-WeakMemoryBinding& WeakMemoryBinding::operator=(const WeakMemoryBinding& other) {
-    if (this != &other) {
-        WeakMemoryBinding copy(other);
-        *this = std::move(copy);
-    }
-    return *this;
-}
-
-WeakMemoryBinding& WeakMemoryBinding::operator=(WeakMemoryBinding&& other) noexcept {
-    if (this != &other) {
-        reset();
-        control_ = std::exchange(other.control_, nullptr);
-    }
-    return *this;
-}
-
-WeakMemoryBinding::~WeakMemoryBinding() { reset(); }
-
-void WeakMemoryBinding::reset() {
-    if (control_ != nullptr) {
-        std::exchange(control_, nullptr)->drop_weak();
-    }
-}
-
-MemoryId WeakMemoryBinding::id() const {
-    assert(control_ && "use of a moved-from weak binding");
-    return control_->allocation.id;
-}
+MemoryId WeakMemoryBinding::id() const { return control().allocation.id; }
 
 std::optional<ManagedMemoryBinding> WeakMemoryBinding::upgrade() const {
-    assert(control_ && "use of a moved-from weak binding");
     // Take a holder only while the count is above zero: once the allocation was released its count
     // stays at zero for as long as this block names it, so an upgrade can never revive it or reach
     // a later occupant. (The block is reused only when no weak reference is left.)
     using detail::MemoryControl;
-    std::uint64_t counts = control_->counts.load(std::memory_order_acquire);
+    MemoryControl& block = control();
+    std::uint64_t counts = block.counts.load(std::memory_order_acquire);
     while (MemoryControl::holders_in(counts) > 0) {
         if (MemoryControl::holders_in(counts) == std::numeric_limits<std::uint32_t>::max()) {
             MemoryControl::too_many_references();
         }
-        if (control_->counts.compare_exchange_weak(counts, counts + MemoryControl::holder_unit,
-                                                   std::memory_order_acq_rel)) {
-            return ManagedMemoryBinding(control_);
+        if (block.counts.compare_exchange_weak(counts, counts + MemoryControl::holder_unit,
+                                               std::memory_order_acq_rel)) {
+            return ManagedMemoryBinding(&block);
         }
     }
     return std::nullopt;

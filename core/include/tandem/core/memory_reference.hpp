@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 
 namespace tandem {
 
@@ -110,6 +111,71 @@ struct MemoryControl {
     }
 };
 
+/// The count a handle takes: one strong reference, which is also a holder.
+struct HandleCount {
+    static void take(MemoryControl& control) { control.acquire(MemoryControl::handle_unit); }
+    static void drop(MemoryControl& control) { control.release(MemoryControl::handle_unit); }
+};
+/// The count a binding takes: a holder.
+struct HolderCount {
+    static void take(MemoryControl& control) { control.acquire(MemoryControl::holder_unit); }
+    static void drop(MemoryControl& control) { control.release(MemoryControl::holder_unit); }
+};
+/// The count a weak binding takes.
+struct WeakCount {
+    static void take(MemoryControl& control) { control.acquire_weak(); }
+    static void drop(MemoryControl& control) { control.drop_weak(); }
+};
+
+/// One reference to a control block, counted as `Count`: a copy takes a count, destruction or
+/// assignment over it drops its own, a move leaves the source empty. Each reference type below is
+/// one of these, so the copy, move and drop rules are written once for all three.
+template <typename Count>
+class CountedReference {
+public:
+    /// Adopts a count the caller took on `control`.
+    explicit CountedReference(MemoryControl* control) noexcept : control_(control) {}
+    CountedReference(const CountedReference& other) : control_(other.control_) {
+        if (control_ != nullptr) {
+            Count::take(*control_);
+        }
+    }
+    CountedReference(CountedReference&& other) noexcept
+        : control_(std::exchange(other.control_, nullptr)) {}
+    CountedReference& operator=(const CountedReference& other) {
+        if (this != &other) {
+            CountedReference copy(other);
+            *this = std::move(copy);
+        }
+        return *this;
+    }
+    CountedReference& operator=(CountedReference&& other) noexcept {
+        if (this != &other) {
+            reset();
+            control_ = std::exchange(other.control_, nullptr);
+        }
+        return *this;
+    }
+    /// Out of line (`memory_reference.cpp`): inlined into `std::optional`'s destructor, GCC 12
+    /// warns that the pointer of a disengaged optional may be read uninitialised.
+    ~CountedReference();
+
+    /// The block; null once moved from.
+    [[nodiscard]] MemoryControl* get() const { return control_; }
+
+private:
+    void reset() noexcept {
+        if (control_ != nullptr) {
+            Count::drop(*std::exchange(control_, nullptr));
+        }
+    }
+    MemoryControl* control_;
+};
+
+extern template class CountedReference<HandleCount>;
+extern template class CountedReference<HolderCount>;
+extern template class CountedReference<WeakCount>;
+
 }  // namespace detail
 
 class ManagedMemoryBinding;
@@ -126,12 +192,6 @@ public:
     /// manager hands out a block it reuses.
     static ManagedMemoryHandle adopt(detail::MemoryControl& started);
 
-    ManagedMemoryHandle(const ManagedMemoryHandle& other);
-    ManagedMemoryHandle(ManagedMemoryHandle&& other) noexcept;
-    ManagedMemoryHandle& operator=(const ManagedMemoryHandle& other);
-    ManagedMemoryHandle& operator=(ManagedMemoryHandle&& other) noexcept;
-    ~ManagedMemoryHandle();
-
     [[nodiscard]] MemoryId id() const;
     [[nodiscard]] const AllocationInfo& allocation() const;
     [[nodiscard]] bool can_mut() const;
@@ -141,20 +201,15 @@ public:
 
 private:
     explicit ManagedMemoryHandle(detail::MemoryControl* counted) : control_(counted) {}
-    void reset();
-    detail::MemoryControl* control_;
+    /// The block, asserted present: a moved-from handle must not be used.
+    [[nodiscard]] detail::MemoryControl& control() const;
+    detail::CountedReference<detail::HandleCount> control_;
 };
 
 /// Keeps an allocation reserved (its pool will not free, reuse or move it) without counting for
 /// `can_mut()`. Work that is enqueued holds bindings.
 class ManagedMemoryBinding {
 public:
-    ManagedMemoryBinding(const ManagedMemoryBinding& other);
-    ManagedMemoryBinding(ManagedMemoryBinding&& other) noexcept;
-    ManagedMemoryBinding& operator=(const ManagedMemoryBinding& other);
-    ManagedMemoryBinding& operator=(ManagedMemoryBinding&& other) noexcept;
-    ~ManagedMemoryBinding();
-
     [[nodiscard]] MemoryId id() const;
     /// Where the bytes are. Valid for as long as this binding exists: it keeps them reserved.
     [[nodiscard]] const AllocationInfo& allocation() const;
@@ -165,20 +220,15 @@ private:
     friend class WeakMemoryBinding;
     /// Adopts a holder the caller took.
     explicit ManagedMemoryBinding(detail::MemoryControl* counted) : control_(counted) {}
-    void reset();
-    detail::MemoryControl* control_;
+    /// The block, asserted present: a moved-from binding must not be used.
+    [[nodiscard]] detail::MemoryControl& control() const;
+    detail::CountedReference<detail::HolderCount> control_;
 };
 
 /// Names an allocation without keeping it reserved. `upgrade()` succeeds only while some handle or
 /// binding still holds that allocation; it never resolves to a later occupant of its bytes.
 class WeakMemoryBinding {
 public:
-    WeakMemoryBinding(const WeakMemoryBinding& other);
-    WeakMemoryBinding(WeakMemoryBinding&& other) noexcept;
-    WeakMemoryBinding& operator=(const WeakMemoryBinding& other);
-    WeakMemoryBinding& operator=(WeakMemoryBinding&& other) noexcept;
-    ~WeakMemoryBinding();
-
     [[nodiscard]] MemoryId id() const;
     /// A binding, while the allocation is still held; empty once it was released.
     [[nodiscard]] std::optional<ManagedMemoryBinding> upgrade() const;
@@ -188,8 +238,9 @@ private:
     friend class ManagedMemoryBinding;
     /// Adopts a weak reference the caller took.
     explicit WeakMemoryBinding(detail::MemoryControl* counted) : control_(counted) {}
-    void reset();
-    detail::MemoryControl* control_;
+    /// The block, asserted present: a moved-from weak binding must not be used.
+    [[nodiscard]] detail::MemoryControl& control() const;
+    detail::CountedReference<detail::WeakCount> control_;
 };
 
 }  // namespace tandem
