@@ -152,6 +152,9 @@ Status Client::launch(std::string kernel, LaunchConfig config,
         }
         request.resources.push_back(std::move(*bound));
     }
+    if (Status within = check_launch_limits(request.resources); !within) {
+        return within;
+    }
     return server_->launch(std::move(request));
 }
 

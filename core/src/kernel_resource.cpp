@@ -1,12 +1,17 @@
 #include "tandem/core/kernel_resource.hpp"
 
+#include <string>
+
 namespace tandem {
 
 std::string_view to_string(AccessMode mode) {
     switch (mode) {
-        case AccessMode::Read: return "read";
-        case AccessMode::Write: return "write";
-        case AccessMode::ReadWrite: return "read-write";
+        case AccessMode::Read:
+            return "read";
+        case AccessMode::Write:
+            return "write";
+        case AccessMode::ReadWrite:
+            return "read-write";
     }
     return "unknown";
 }
@@ -48,6 +53,24 @@ const BufferBinding& KernelResource::buffer_binding() const {
         return *local;
     }
     return std::get<PeerBinding>(binding_).binding();
+}
+
+Status check_launch_limits(std::span<const KernelResource> resources) {
+    if (resources.size() > max_launch_resources) {
+        return Error::invalid_argument(
+            "a launch binds at most " + std::to_string(max_launch_resources) +
+            " resources; this one binds " + std::to_string(resources.size()));
+    }
+    std::size_t maps = 0;
+    for (const KernelResource& resource : resources) {
+        maps += std::holds_alternative<TensorMapBinding>(resource.binding()) ? 1 : 0;
+    }
+    if (maps > max_launch_tensor_maps) {
+        return Error::invalid_argument("a launch binds at most " +
+                                       std::to_string(max_launch_tensor_maps) +
+                                       " tensor maps; this one binds " + std::to_string(maps));
+    }
+    return {};
 }
 
 }  // namespace tandem

@@ -91,23 +91,6 @@ void encode_tma(const LaunchRequest& request, TensorLaunchParams& params) {
     }
 }
 
-/// What a GPU launch cannot take, checked before the launch is enqueued or captured.
-Status refuse_over_limits(const LaunchRequest& request) {
-    if (request.resources.size() > max_launch_resources) {
-        return Error::invalid_argument("a launch binds at most " +
-                                       std::to_string(max_launch_resources) + " resources");
-    }
-    const auto maps = std::count_if(
-        request.resources.begin(), request.resources.end(), [](const KernelResource& resource) {
-            return std::holds_alternative<TensorMapBinding>(resource.binding());
-        });
-    if (static_cast<std::uint64_t>(maps) > max_launch_tensor_maps) {
-        return Error::invalid_argument("a launch binds at most " +
-                                       std::to_string(max_launch_tensor_maps) + " tensor maps");
-    }
-    return {};
-}
-
 }  // namespace
 
 Status CudaDevice::targets(const LaunchRequest& request, std::vector<Target>& inputs,
@@ -177,8 +160,8 @@ Status CudaDevice::launch(LaunchRequest&& request) {
     if (!found) {
         return found.error();
     }
-    if (Status within = refuse_over_limits(request); !within) {
-        return within;  // Refused before a capture window records it.
+    if (Status within = check_launch_limits(request.resources); !within) {
+        return within;  // The block holds no more; refused before a capture window records it.
     }
     if ((*found)->capture) {
         (*found)->capture->launches.push_back(request);

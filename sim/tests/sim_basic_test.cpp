@@ -46,6 +46,42 @@ TEST(SimRuntime, axpy_computes_on_the_simulator) {
     EXPECT_EQ(values_of<float>(*bytes), std::vector<float>(64, 7.0f));
 }
 
+TEST(SimRuntime, a_launch_over_the_launch_limits_is_refused_as_on_a_gpu_and_changes_nothing) {
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    Handle input = allocate(client, 64);
+    Handle output = allocate(client, 64);
+    ASSERT_TRUE(client.write(input, bytes_of(std::vector<std::uint8_t>(64, 3))));
+    ASSERT_TRUE(client.write(output, bytes_of(std::vector<std::uint8_t>(64, 5))));
+    std::vector<LaunchArgument> arguments{in(input), out(output)};
+    arguments.resize(max_launch_resources + 1, in(input));
+    Status refused = client.launch("copy", LaunchConfig::linear(64), arguments);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(refused.error().message().find("at most 8 resources; this one binds 9"),
+              std::string::npos)
+        << refused.error().report();
+    const TensorMapDescriptor map{{16}, {}, {16}, 4};
+    refused = client.launch("tiled_copy", LaunchConfig::linear(1),
+                            {LaunchArgument{input, AccessMode::Read, map},
+                             LaunchArgument{output, AccessMode::Write, map},
+                             LaunchArgument{input, AccessMode::Read, map}});
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(refused.error().message().find("at most 2 tensor maps; this one binds 3"),
+              std::string::npos)
+        << refused.error().report();
+    auto bytes = client.read(output);  // Neither ran, nor claimed its output.
+    ASSERT_TRUE(bytes) << bytes.error().report();
+    EXPECT_EQ(values_of<std::uint8_t>(*bytes), std::vector<std::uint8_t>(64, 5));
+
+    arguments.pop_back();  // At the limit: runs.
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), arguments));
+    bytes = client.read(output);
+    ASSERT_TRUE(bytes) << bytes.error().report();
+    EXPECT_EQ(values_of<std::uint8_t>(*bytes), std::vector<std::uint8_t>(64, 3));
+}
+
 TEST(SimRuntime, a_failed_kernel_claims_its_outputs_and_a_consumer_is_skipped) {
     auto runtime = make_runtime();
     Client client = runtime->client(0);

@@ -68,6 +68,12 @@ struct LaunchConfig {
 /// The most threads per block a launch may ask for, as on the GPUs tandem targets.
 inline constexpr std::uint64_t max_block_threads = 1024;
 
+/// The most resources one launch binds, and the most of them that are tensor maps: what the
+/// parameter block of a GPU launch holds. Every backend refuses more, so that a program the
+/// simulator runs also runs on a GPU.
+inline constexpr std::size_t max_launch_resources = 8;
+inline constexpr std::size_t max_launch_tensor_maps = 2;
+
 /// Scalar arguments of a launch: up to eight 64-bit words, each an integer or a double.
 class KernelArgs {
 public:

@@ -4,9 +4,13 @@
 
 #include "tandem/core/copy_descriptor.hpp"
 #include "tandem/core/handle.hpp"
+#include "tandem/core/kernel.hpp"
 #include "tandem/core/peer_binding.hpp"
+#include "tandem/core/result.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <variant>
 
@@ -47,5 +51,9 @@ private:
     Binding binding_;
     AccessMode access_;
 };
+
+/// InvalidArgument, naming the limit, when `resources` are more than a launch binds
+/// (`max_launch_resources`, `max_launch_tensor_maps`).
+[[nodiscard]] Status check_launch_limits(std::span<const KernelResource> resources);
 
 }  // namespace tandem

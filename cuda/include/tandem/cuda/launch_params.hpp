@@ -14,14 +14,12 @@
 
 namespace tandem::cuda {
 
-/// Resources a launch can bind.
-inline constexpr std::uint32_t max_launch_resources = 8;
+// A launch binds at most `max_launch_resources`, of which at most `max_launch_tensor_maps` are
+// tensor maps (tandem/core/kernel.hpp): the block below holds that many.
 /// Producers' status words a launch checks on the device before it computes; the host checks
 /// every producer when it resolves, so a launch with more pending producers stays correct and
 /// only computes before the host knows.
 inline constexpr std::uint32_t max_checked_producers = 4;
-/// Tensor maps a launch can bind.
-inline constexpr std::uint32_t max_launch_tensor_maps = 2;
 /// Shared memory a TMA launch may stage its tiles in: the default dynamic limit of a block.
 inline constexpr std::uint32_t tma_shared_bytes_max = 48 * 1024;
 /// Per thread of a TMA launch, after the block's tile slots: the barrier it waits on and the
