@@ -1,6 +1,8 @@
 #include "explore_program.hpp"
 
 #include <map>
+#include <string>
+#include <string_view>
 
 namespace tandem::tool {
 namespace {
@@ -11,10 +13,18 @@ constexpr std::uint32_t buffers_per_device = 3;
 /// Failure codes start here so that no code's text is a prefix of another's in a report.
 constexpr std::uint64_t first_code = 100;
 
-std::string buffer_name(std::uint32_t device, std::uint32_t index) {
-    return "d" + std::to_string(device) + "b" + std::to_string(index);
+/// `prefix`, `number` and `suffix` as one name. Appended piece by piece: GCC 12 at -O3 warns
+/// (-Wrestrict, wrongly) about `"d" + std::to_string(...)`.
+std::string numbered(std::string_view prefix, std::uint64_t number, std::string_view suffix = {}) {
+    std::string name(prefix);
+    name += std::to_string(number);
+    name += suffix;
+    return name;
 }
-std::string hash_name(std::uint32_t device) { return "d" + std::to_string(device) + "h"; }
+std::string buffer_name(std::uint32_t device, std::uint32_t index) {
+    return numbered(numbered("d", device, "b"), index);
+}
+std::string hash_name(std::uint32_t device) { return numbered("d", device, "h"); }
 
 /// A region a step may name: a whole buffer or one of its halves.
 struct Region {
@@ -77,9 +87,11 @@ public:
                               {ScalarArg{false, next_code_++, 0}}));
         } else if (pick < 71) {
             add(steps, launch("checksum", target.device, 1,
-                              {{target.name, AccessMode::Read, {}}, {hash_name(target.device), AccessMode::Write, {}}}, {}));
+                              {{target.name, AccessMode::Read, {}},
+                               {hash_name(target.device), AccessMode::Write, {}}},
+                              {}));
         } else if (pick < 74) {
-            add(steps, launch("missing_" + std::to_string(next_code_++), target.device, 32,
+            add(steps, launch(numbered("missing_", next_code_++), target.device, 32,
                               {{target.name, AccessMode::Write, {}}}, {}));
         } else if (pick < 77) {
             add(steps, launch("fill", target.device, 0, {{target.name, AccessMode::Write, {}}},
@@ -100,7 +112,8 @@ public:
         for (std::uint32_t device = 0; device < devices_; ++device) {
             for (std::uint32_t index = 0; index < buffers_per_device; ++index) {
                 units.push_back({});
-                add(units.back(), ReadStep{buffer_name(device, index), device, std::nullopt, std::nullopt});
+                add(units.back(),
+                    ReadStep{buffer_name(device, index), device, std::nullopt, std::nullopt});
             }
             units.push_back({});
             add(units.back(), ReadStep{hash_name(device), device, std::nullopt, std::nullopt});
@@ -119,7 +132,8 @@ private:
     }
     std::uint8_t byte() { return static_cast<std::uint8_t>(rng_()); }
     Region region() { return regions_[rng_() % regions_.size()]; }
-    Region region_of_length(std::uint64_t length, std::optional<std::uint32_t> device, bool shared_only) {
+    Region region_of_length(std::uint64_t length, std::optional<std::uint32_t> device,
+                            bool shared_only) {
         for (;;) {
             Region candidate = region();
             if (candidate.length == length && (!device || candidate.device == *device) &&
@@ -136,7 +150,8 @@ private:
         LaunchStep step;
         step.kernel = std::move(kernel);
         step.device = device;
-        step.config = threads == 0 ? LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}} : LaunchConfig::linear(threads, 64);
+        step.config = threads == 0 ? LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}}
+                                   : LaunchConfig::linear(threads, 64);
         step.resources = std::move(resources);
         step.args = std::move(args);
         return step;
@@ -144,8 +159,9 @@ private:
 
     /// A peer step runs between an event from the owner and a sync of the launching device, so
     /// the model's program order is the order in which it runs.
-    void bracket_peer(std::vector<Step>& steps, std::uint32_t owner, std::uint32_t device, LaunchStep launched) {
-        const std::string event = "e" + std::to_string(next_event_++);
+    void bracket_peer(std::vector<Step>& steps, std::uint32_t owner, std::uint32_t device,
+                      LaunchStep launched) {
+        const std::string event = numbered("e", next_event_++);
         add(steps, RecordStep{event, owner, "main"});
         add(steps, WaitStep{event, device, "main"});
         add(steps, std::move(launched));
@@ -158,23 +174,30 @@ private:
             const Region shared = region_of_length(target.length, std::nullopt, true);
             const std::uint32_t device = other_device(shared.device);
             bracket_peer(steps, shared.device, device,
-                         launch("fill", device, target.length, {{shared.name, AccessMode::Write, {}}}, args));
+                         launch("fill", device, target.length,
+                                {{shared.name, AccessMode::Write, {}}}, args));
             return;
         }
-        add(steps, launch("fill", target.device, target.length, {{target.name, AccessMode::Write, {}}}, args));
+        add(steps, launch("fill", target.device, target.length,
+                          {{target.name, AccessMode::Write, {}}}, args));
     }
 
     void copy_unit(std::vector<Step>& steps, const Region& target) {
         if (devices_ > 1 && rng_() % 3 == 0) {
-            const Region source = region_of_length(target.length, other_device(target.device), true);
-            bracket_peer(steps, source.device, target.device,
-                         launch("copy", target.device, target.length,
-                                {{source.name, AccessMode::Read, {}}, {target.name, AccessMode::Write, {}}}, {}));
+            const Region source =
+                region_of_length(target.length, other_device(target.device), true);
+            bracket_peer(
+                steps, source.device, target.device,
+                launch("copy", target.device, target.length,
+                       {{source.name, AccessMode::Read, {}}, {target.name, AccessMode::Write, {}}},
+                       {}));
             return;
         }
         const Region source = region_of_length(target.length, target.device, false);
-        add(steps, launch("copy", target.device, target.length,
-                          {{source.name, AccessMode::Read, {}}, {target.name, AccessMode::Write, {}}}, {}));
+        add(steps,
+            launch("copy", target.device, target.length,
+                   {{source.name, AccessMode::Read, {}}, {target.name, AccessMode::Write, {}}},
+                   {}));
     }
 
     std::uint32_t devices_;
