@@ -3,6 +3,7 @@
 // The CUDA backend's internals: devices (each a `Server`) and the engine that keeps the work
 // whose outcome the host does not know yet.
 
+#include "device_guard.hpp"
 #include "launcher.hpp"
 
 #include "tandem/core/claim_store.hpp"
@@ -27,28 +28,6 @@
 namespace tandem::cuda {
 
 class CudaEngine;
-
-/// Makes `ordinal` the calling thread's current device for a scope.
-class DeviceGuard {
-public:
-    explicit DeviceGuard(int ordinal) : ordinal_(ordinal) {
-        cudaGetDevice(&previous_);
-        if (previous_ != ordinal_) {
-            cudaSetDevice(ordinal_);
-        }
-    }
-    ~DeviceGuard() {
-        if (previous_ != ordinal_) {
-            cudaSetDevice(previous_);
-        }
-    }
-    DeviceGuard(const DeviceGuard&) = delete;
-    DeviceGuard& operator=(const DeviceGuard&) = delete;
-
-private:
-    int ordinal_;
-    int previous_ = 0;
-};
 
 /// Regions of device memory from cudaMalloc, which the core pools carve.
 class CudaStorage final : public Storage {

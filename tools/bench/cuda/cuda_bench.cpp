@@ -11,6 +11,8 @@
 #include "tandem/cuda/runtime.hpp"
 
 #include <benchmark/benchmark.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -188,7 +190,8 @@ void tandem_launch_in_place_axpy(benchmark::State& state) {
     tandem_launch_batches(state, "axpy",
                           {LaunchArgument{x, AccessMode::Read, std::nullopt},
                            LaunchArgument{y, AccessMode::ReadWrite, std::nullopt}},
-                          LaunchConfig::linear(bound_threads, bound_threads), KernelArgs().f64(0.5));
+                          LaunchConfig::linear(bound_threads, bound_threads),
+                          KernelArgs().f64(0.5));
 }
 
 /// A launch of a kernel name that is not registered: tandem's whole host path (request,
@@ -197,13 +200,34 @@ void tandem_launch_unregistered(benchmark::State& state) {
     tandem_launch_batches(state, "not-registered");
 }
 
-/// The runtime call each device guard makes: part of every tandem launch.
+/// The runtime's answer to which device is current: what a device guard asked before it
+/// compared contexts instead (`cuda_current_context`).
 void cuda_get_device(benchmark::State& state) {
     cudaSetDevice(0);
     int device = -1;
     for (auto _ : state) {
         cudaGetDevice(&device);
         benchmark::DoNotOptimize(device);
+    }
+}
+
+/// The driver call each device guard makes, part of every tandem launch: the thread's current
+/// context.
+void cuda_current_context(benchmark::State& state) {
+    cudaSetDevice(0);
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 4000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+        state.SkipWithError("the driver has no cuCtxGetCurrent");
+        return;
+    }
+    const auto get = reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(entry);
+    CUcontext context = nullptr;
+    for (auto _ : state) {
+        get(&context);
+        benchmark::DoNotOptimize(context);
     }
 }
 
@@ -289,8 +313,8 @@ void raw_launch_bound_copy(benchmark::State& state) {
         return;
     }
     raw_launch_batches(state, [from = buffers.first(), to = buffers.second()](void* stream) {
-        launch_raw_copy(stream, static_cast<std::uint8_t*>(to), static_cast<const std::uint8_t*>(from),
-                        bound_bytes, 1, bound_threads);
+        launch_raw_copy(stream, static_cast<std::uint8_t*>(to),
+                        static_cast<const std::uint8_t*>(from), bound_bytes, 1, bound_threads);
     });
 }
 
@@ -421,6 +445,7 @@ BENCHMARK(raw_launch_in_place_axpy)->UseRealTime()->Unit(benchmark::kMicrosecond
 BENCHMARK(raw_launch_empty_with_params)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(tandem_launch_unregistered)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(cuda_get_device)->UseRealTime();
+BENCHMARK(cuda_current_context)->UseRealTime();
 BENCHMARK(tandem_peer_read_kernel)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(raw_peer_read_kernel)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(tandem_peer_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
