@@ -2,6 +2,7 @@
 
 #include "tandem/cuda/runtime.hpp"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -257,7 +258,8 @@ TEST_F(CudaBackend, a_launch_over_the_gpu_limits_is_refused_before_a_capture_win
     Status refused = client.launch("copy", LaunchConfig::linear(64), nine);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
-    EXPECT_NE(refused.error().message().find("at most 8 resources; this one binds 9"), std::string::npos)
+    EXPECT_NE(refused.error().message().find("at most 8 resources; this one binds 9"),
+              std::string::npos)
         << refused.error().report();
     const TensorMapDescriptor map{{16}, {}, {16}, 4};
     refused = client.launch(
@@ -266,7 +268,8 @@ TEST_F(CudaBackend, a_launch_over_the_gpu_limits_is_refused_before_a_capture_win
          LaunchArgument{output, AccessMode::Write, map}});
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
-    EXPECT_NE(refused.error().message().find("at most 2 tensor maps; this one binds 3"), std::string::npos)
+    EXPECT_NE(refused.error().message().find("at most 2 tensor maps; this one binds 3"),
+              std::string::npos)
         << refused.error().report();
     // The window holds only the launch that was accepted, and replays it.
     ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(input), out(output)}));
@@ -358,6 +361,24 @@ TEST_F(CudaBackend, a_strided_read_returns_the_view_in_order) {
     std::vector<std::uint32_t> got(4);
     std::memcpy(got.data(), column->data(), column->size());
     EXPECT_EQ(got, (std::vector<std::uint32_t>{0, 4, 8, 12}));
+}
+
+TEST_F(CudaTwoGpus, work_on_one_gpu_leaves_the_callers_current_device_as_it_was) {
+    // Each call makes its GPU current and then the caller's again; the guard that does it skips
+    // the runtime when it finds a context it knows current, so both ways round are checked.
+    for (const int current : {1, 0, 1}) {
+        ASSERT_EQ(cudaSetDevice(current), cudaSuccess);
+        Client client = runtime->client(static_cast<std::uint32_t>(1 - current));
+        Handle buffer = allocate(client, 256);
+        ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(256), {out(buffer)},
+                                  KernelArgs().u64(static_cast<std::uint64_t>(7 + current))));
+        auto read = client.read(buffer);
+        ASSERT_TRUE(read) << read.error().report();
+        EXPECT_EQ(read->front(), static_cast<std::byte>(7 + current));
+        int after = -1;
+        ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+        EXPECT_EQ(after, current);
+    }
 }
 
 TEST_F(CudaTwoGpus, a_handle_of_another_device_is_refused) {
