@@ -68,60 +68,45 @@ ManagedMemoryHandle ManagedMemoryHandle::adopt(detail::MemoryControl& started) {
     return ManagedMemoryHandle(&started);
 }
 
-detail::MemoryControl& ManagedMemoryHandle::control() const {
-    assert(control_.get() != nullptr && "use of a moved-from memory handle");
-    return *control_.get();
-}
+MemoryId ManagedMemoryHandle::id() const { return control_->allocation.id; }
 
-MemoryId ManagedMemoryHandle::id() const { return control().allocation.id; }
-
-const AllocationInfo& ManagedMemoryHandle::allocation() const { return control().allocation; }
+const AllocationInfo& ManagedMemoryHandle::allocation() const { return control_->allocation; }
 
 bool ManagedMemoryHandle::can_mut() const {
-    return detail::MemoryControl::handles_in(control().counts.load(std::memory_order_acquire)) == 1;
+    return detail::MemoryControl::handles_in(control_->counts.load(std::memory_order_acquire)) == 1;
 }
 
 ManagedMemoryBinding ManagedMemoryHandle::binding() const {
-    detail::HolderCount::take(control());
-    return ManagedMemoryBinding(&control());
+    detail::HolderCount::take(*control_);
+    return ManagedMemoryBinding(&*control_);
 }
 
 WeakMemoryBinding ManagedMemoryHandle::downgrade() const {
-    detail::WeakCount::take(control());
-    return WeakMemoryBinding(&control());
+    detail::WeakCount::take(*control_);
+    return WeakMemoryBinding(&*control_);
 }
 
 // ---------------------------------------------------------------- ManagedMemoryBinding
 
-detail::MemoryControl& ManagedMemoryBinding::control() const {
-    assert(control_.get() != nullptr && "use of a moved-from memory binding");
-    return *control_.get();
-}
+MemoryId ManagedMemoryBinding::id() const { return control_->allocation.id; }
 
-MemoryId ManagedMemoryBinding::id() const { return control().allocation.id; }
-
-const AllocationInfo& ManagedMemoryBinding::allocation() const { return control().allocation; }
+const AllocationInfo& ManagedMemoryBinding::allocation() const { return control_->allocation; }
 
 WeakMemoryBinding ManagedMemoryBinding::downgrade() const {
-    detail::WeakCount::take(control());
-    return WeakMemoryBinding(&control());
+    detail::WeakCount::take(*control_);
+    return WeakMemoryBinding(&*control_);
 }
 
 // ---------------------------------------------------------------- WeakMemoryBinding
 
-detail::MemoryControl& WeakMemoryBinding::control() const {
-    assert(control_.get() != nullptr && "use of a moved-from weak binding");
-    return *control_.get();
-}
-
-MemoryId WeakMemoryBinding::id() const { return control().allocation.id; }
+MemoryId WeakMemoryBinding::id() const { return control_->allocation.id; }
 
 std::optional<ManagedMemoryBinding> WeakMemoryBinding::upgrade() const {
     // Take a holder only while the count is above zero: once the allocation was released its count
     // stays at zero for as long as this block names it, so an upgrade can never revive it or reach
     // a later occupant. (The block is reused only when no weak reference is left.)
     using detail::MemoryControl;
-    MemoryControl& block = control();
+    MemoryControl& block = *control_;
     std::uint64_t counts = block.counts.load(std::memory_order_acquire);
     while (MemoryControl::holders_in(counts) > 0) {
         if (MemoryControl::holders_in(counts) == std::numeric_limits<std::uint32_t>::max()) {

@@ -247,7 +247,10 @@ TEST_F(CudaBackend, a_capture_becomes_a_cuda_graph_that_replays_on_any_stream_an
     }
 }
 
-TEST_F(CudaBackend, a_launch_over_the_gpu_limits_is_refused_before_a_capture_window_records_it) {
+TEST_F(CudaBackend,
+       a_launch_over_the_limits_inside_a_capture_window_is_refused_and_the_window_replays) {
+    // The limits themselves are the client's, tested on the simulator; here the refused launch
+    // must leave no trace in the window that becomes a CUDA graph.
     Client client = runtime->client(0);
     Handle input = allocate(client, 64);
     Handle output = allocate(client, 64);
@@ -259,16 +262,6 @@ TEST_F(CudaBackend, a_launch_over_the_gpu_limits_is_refused_before_a_capture_win
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
     EXPECT_NE(refused.error().message().find("at most 8 resources; this one binds 9"),
-              std::string::npos)
-        << refused.error().report();
-    const TensorMapDescriptor map{{16}, {}, {16}, 4};
-    refused = client.launch(
-        "tiled_copy", LaunchConfig::linear(1),
-        {LaunchArgument{input, AccessMode::Read, map}, LaunchArgument{input, AccessMode::Read, map},
-         LaunchArgument{output, AccessMode::Write, map}});
-    ASSERT_FALSE(refused);
-    EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
-    EXPECT_NE(refused.error().message().find("at most 2 tensor maps; this one binds 3"),
               std::string::npos)
         << refused.error().report();
     // The window holds only the launch that was accepted, and replays it.

@@ -18,6 +18,7 @@
 #include "tandem/core/ids.hpp"
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -160,8 +161,12 @@ public:
     /// warns that the pointer of a disengaged optional may be read uninitialised.
     ~CountedReference();
 
-    /// The block; null once moved from.
-    [[nodiscard]] MemoryControl* get() const { return control_; }
+    /// The block. A moved-from reference must not be used.
+    [[nodiscard]] MemoryControl& operator*() const {
+        assert(control_ != nullptr && "use of a moved-from memory reference");
+        return *control_;
+    }
+    [[nodiscard]] MemoryControl* operator->() const { return &**this; }
 
 private:
     void reset() noexcept {
@@ -201,8 +206,6 @@ public:
 
 private:
     explicit ManagedMemoryHandle(detail::MemoryControl* counted) : control_(counted) {}
-    /// The block, asserted present: a moved-from handle must not be used.
-    [[nodiscard]] detail::MemoryControl& control() const;
     detail::CountedReference<detail::HandleCount> control_;
 };
 
@@ -220,8 +223,6 @@ private:
     friend class WeakMemoryBinding;
     /// Adopts a holder the caller took.
     explicit ManagedMemoryBinding(detail::MemoryControl* counted) : control_(counted) {}
-    /// The block, asserted present: a moved-from binding must not be used.
-    [[nodiscard]] detail::MemoryControl& control() const;
     detail::CountedReference<detail::HolderCount> control_;
 };
 
@@ -238,8 +239,6 @@ private:
     friend class ManagedMemoryBinding;
     /// Adopts a weak reference the caller took.
     explicit WeakMemoryBinding(detail::MemoryControl* counted) : control_(counted) {}
-    /// The block, asserted present: a moved-from weak binding must not be used.
-    [[nodiscard]] detail::MemoryControl& control() const;
     detail::CountedReference<detail::WeakCount> control_;
 };
 
