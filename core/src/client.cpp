@@ -87,7 +87,8 @@ Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
         return KernelResource(handle, argument.access);
     }
     if (handle.service() == service()) {
-        Result<TensorMapBinding> map = TensorMapBinding::make(handle.binding(), *argument.tensor_map);
+        Result<TensorMapBinding> map =
+            TensorMapBinding::make(handle.binding(), *argument.tensor_map);
         if (!map) {
             return map.error();
         }
@@ -95,8 +96,9 @@ Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
     }
     // Memory of another device: only shared memory may be bound, at its peer address.
     if (argument.tensor_map) {
-        return Error::invalid_argument("a tensor map over memory of " + to_string(handle.service()) +
-                                       " cannot be bound on " + to_string(service()));
+        return Error::invalid_argument("a tensor map over memory of " +
+                                       to_string(handle.service()) + " cannot be bound on " +
+                                       to_string(service()));
     }
     std::optional<PeerBinding> peer = PeerBinding::make(handle.binding());
     if (!peer) {
@@ -106,11 +108,6 @@ Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
                 " was never shared with peers; share_with_peers() it on its own device first"));
     }
     return KernelResource::peer(std::move(*peer), argument.access);
-}
-
-Status Client::launch(std::string kernel, LaunchConfig config,
-                      const std::vector<LaunchArgument>& arguments, KernelArgs args) {
-    return launch(std::move(kernel), config, arguments, args, default_stream());
 }
 
 Status Client::launch(std::string kernel, LaunchConfig config,

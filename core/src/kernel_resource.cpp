@@ -55,7 +55,7 @@ const BufferBinding& KernelResource::buffer_binding() const {
     return std::get<PeerBinding>(binding_).binding();
 }
 
-Status check_launch_limits(std::span<const KernelResource> resources) {
+Status detail::check_launch_limits_counted(std::span<const KernelResource> resources) {
     if (resources.size() > max_launch_resources) {
         return Error::invalid_argument(
             "a launch binds at most " + std::to_string(max_launch_resources) +

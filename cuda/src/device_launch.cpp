@@ -91,6 +91,18 @@ void encode_tma(const LaunchRequest& request, TensorLaunchParams& params) {
     }
 }
 
+/// Why the GPU refuses `request` before it runs (C10): its kernel is not registered (`launcher`
+/// is null) or its block is over the limit. Out of line and cold, so that the reports it builds
+/// stay off the launch path's cache lines.
+[[gnu::cold, gnu::noinline]] Error refusal(const LaunchRequest& request, Launcher launcher) {
+    if (launcher == nullptr) {
+        return Error::launch_refused(request.kernel, "no kernel of that name is registered");
+    }
+    return Error::launch_refused(
+        request.kernel, "a block of " + std::to_string(request.config.block.count()) +
+                            " threads is over the limit of " + std::to_string(max_block_threads));
+}
+
 }  // namespace
 
 Status CudaDevice::targets(const LaunchRequest& request, std::vector<Target>& inputs,
@@ -176,7 +188,8 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
     }
     // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
     // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
-    const std::optional<std::uint32_t> injected = kernel_fault_due(request.kernel);
+    const std::optional<std::uint32_t> injected =
+        faults_.kernel_faults_armed() ? kernel_fault_due(request.kernel) : std::nullopt;
     const Launcher launcher = find_launcher(request.kernel);
     if (launcher != nullptr && request.config.thread_count() == 0) {
         return {};  // C10: a launch with zero threads changes no claim, and repairs nothing.
@@ -197,16 +210,9 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
         op->inputs.clear();  // C14: a replay does not check inputs.
         check_inputs = false;
     }
-    if (launcher == nullptr) {
+    if (launcher == nullptr || request.config.block.count() > max_block_threads) [[unlikely]] {
         op->inputs.clear();
-        op->known_failure =
-            Error::launch_refused(request.kernel, "no kernel of that name is registered");
-    } else if (request.config.block.count() > max_block_threads) {
-        op->inputs.clear();
-        op->known_failure = Error::launch_refused(
-            request.kernel, "a block of " + std::to_string(request.config.block.count()) +
-                                " threads is over the limit of " +
-                                std::to_string(max_block_threads));
+        op->known_failure = refusal(request, launcher);
     }
     // Reused, not zeroed (about a kilobyte): `encode_params` writes every field a kernel reads.
     TensorLaunchParams& params = launch_params_;

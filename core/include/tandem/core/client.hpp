@@ -41,8 +41,12 @@ public:
     /// Copies `source` (this device, or memory a peer shared) into `target` (this device).
     Status copy(const Handle& source, const Handle& target);
     Status copy(const Handle& source, const Handle& target, StreamId stream);
+    /// On the default stream. Inline: a launch returns through each of its callers after the
+    /// driver's deep call chain, and every level costs there.
     Status launch(std::string kernel, LaunchConfig config,
-                  const std::vector<LaunchArgument>& arguments, KernelArgs args = {});
+                  const std::vector<LaunchArgument>& arguments, KernelArgs args = {}) {
+        return launch(std::move(kernel), config, arguments, args, default_stream());
+    }
     Status launch(std::string kernel, LaunchConfig config,
                   const std::vector<LaunchArgument>& arguments, KernelArgs args, StreamId stream);
 

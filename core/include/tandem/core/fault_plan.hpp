@@ -27,6 +27,8 @@ public:
     /// Whether a fault hits this launch of `kernel`, and its code. Called for every launch
     /// enqueued, in program order; probabilities draw from `rng`.
     std::optional<std::uint32_t> kernel_fault_due(std::string_view kernel, std::mt19937_64& rng);
+    /// Whether any kernel fault was ever armed: without one, no launch needs `kernel_fault_due`.
+    [[nodiscard]] bool kernel_faults_armed() const { return !kernel_faults_.empty(); }
     /// The injected failure of this allocation, if one is due; its figures are `memory`'s usage.
     /// A size the manager refuses as wrong is not counted.
     /// Reads the usage only when a failure is due, so that an allocation pays nothing for it.

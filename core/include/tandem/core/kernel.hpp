@@ -73,6 +73,7 @@ inline constexpr std::uint64_t max_block_threads = 1024;
 /// simulator runs also runs on a GPU.
 inline constexpr std::size_t max_launch_resources = 8;
 inline constexpr std::size_t max_launch_tensor_maps = 2;
+static_assert(max_launch_tensor_maps <= max_launch_resources);
 
 /// Scalar arguments of a launch: up to eight 64-bit words, each an integer or a double.
 class KernelArgs {

@@ -52,8 +52,18 @@ private:
     AccessMode access_;
 };
 
+namespace detail {
+[[nodiscard]] Status check_launch_limits_counted(std::span<const KernelResource> resources);
+}  // namespace detail
+
 /// InvalidArgument, naming the limit, when `resources` are more than a launch binds
-/// (`max_launch_resources`, `max_launch_tensor_maps`).
-[[nodiscard]] Status check_launch_limits(std::span<const KernelResource> resources);
+/// (`max_launch_resources`, `max_launch_tensor_maps`). Inline for the common launch, whose few
+/// resources are within both limits without counting.
+[[nodiscard]] inline Status check_launch_limits(std::span<const KernelResource> resources) {
+    if (resources.size() <= max_launch_tensor_maps) {
+        return {};
+    }
+    return detail::check_launch_limits_counted(resources);
+}
 
 }  // namespace tandem
