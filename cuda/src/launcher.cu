@@ -61,18 +61,11 @@ int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& b
 }
 
 template <typename Kernel>
-constexpr std::pair<std::string_view, Launcher> entry() {
-    return {Kernel::name, &launch<Kernel>};
-}
-
-constexpr std::array catalog{
-    entry<kernels::Empty>(),          entry<kernels::Fill>(),
-    entry<kernels::Copy>(),           entry<kernels::Add>(),
-    entry<kernels::Axpy>(),           entry<kernels::ReduceSum>(),
-    entry<kernels::Checksum>(),       entry<kernels::FailWithCode>(),
-    entry<kernels::HandoffProduce>(), entry<kernels::HandoffConsume>(),
-    entry<kernels::TiledCopy>(),
+struct LauncherOf {
+    static constexpr Launcher value = &launch<Kernel>;
 };
+
+constexpr auto catalog = kernels::Catalog::table<LauncherOf>();
 
 __global__ void spin(std::uint64_t microseconds) {
     for (std::uint64_t waited = 0; waited < microseconds; ++waited) {

@@ -10,18 +10,11 @@ namespace tandem::sim {
 namespace {
 
 template <typename Kernel>
-constexpr std::pair<std::string_view, KernelRunner> entry() {
-    return {Kernel::name, &run_kernel<Kernel>};
-}
-
-constexpr std::array catalog{
-    entry<kernels::Empty>(),          entry<kernels::Fill>(),
-    entry<kernels::Copy>(),           entry<kernels::Add>(),
-    entry<kernels::Axpy>(),           entry<kernels::ReduceSum>(),
-    entry<kernels::Checksum>(),       entry<kernels::FailWithCode>(),
-    entry<kernels::HandoffProduce>(), entry<kernels::HandoffConsume>(),
-    entry<kernels::TiledCopy>(),
+struct RunnerOf {
+    static constexpr KernelRunner value = &run_kernel<Kernel>;
 };
+
+constexpr auto catalog = kernels::Catalog::table<RunnerOf>();
 
 struct Registered {
     std::mutex mutex;

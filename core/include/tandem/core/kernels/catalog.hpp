@@ -6,7 +6,11 @@
 
 #include "tandem/core/kernel.hpp"
 
+#include <array>
 #include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace tandem::kernels {
 
@@ -172,5 +176,23 @@ struct TiledCopy {
         }
     }
 };
+
+/// Kernels as a list a backend builds its table from.
+template <typename... Kernels>
+struct KernelList {
+    /// `{Kernel::name, Entry<Kernel>::value}` for each kernel, in order: a backend's table of
+    /// what it runs for each name.
+    template <template <typename> class Entry>
+    static constexpr auto table() {
+        using Value = std::common_type_t<std::remove_cv_t<decltype(Entry<Kernels>::value)>...>;
+        return std::array<std::pair<std::string_view, Value>, sizeof...(Kernels)>{
+            std::pair<std::string_view, Value>{Kernels::name, Entry<Kernels>::value}...};
+    }
+};
+
+/// The whole catalog. Every backend registers it from this one list, so a kernel added here
+/// reaches them all.
+using Catalog = KernelList<Empty, Fill, Copy, Add, Axpy, ReduceSum, Checksum, FailWithCode,
+                           HandoffProduce, HandoffConsume, TiledCopy>;
 
 }  // namespace tandem::kernels
