@@ -135,8 +135,7 @@ Status Client::launch(std::string kernel, LaunchConfig config,
     request.kernel = std::move(kernel);
     request.config = config;
     request.args = args;
-    request.stream = stream;
-    request.resources.clear();
+    request.stream = stream;  // `resources` is empty: `clear` emptied it when it was last used.
     for (const LaunchArgument& argument : arguments) {
         if (local_buffer(argument)) {
             // As `bind` would, built in its place: a move of a just-built one stalls.

@@ -1,5 +1,7 @@
 #include "device_guard.hpp"
 
+#include "driver_entry_point.hpp"
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -22,17 +24,8 @@ std::array<std::atomic<CUcontext>, remembered_devices> seen_current{};
 
 /// The driver's `cuCtxGetCurrent`, looked up once; null when the driver does not provide it.
 PFN_cuCtxGetCurrent_v4000 current_context_function() {
-    static const PFN_cuCtxGetCurrent_v4000 function = [] {
-        void* entry = nullptr;
-        cudaDriverEntryPointQueryResult found{};
-        if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 4000, cudaEnableDefault,
-                                             &found) != cudaSuccess ||
-            found != cudaDriverEntryPointSuccess) {
-            (void)cudaGetLastError();
-            return PFN_cuCtxGetCurrent_v4000{};
-        }
-        return reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(entry);
-    }();
+    static const auto function =
+        driver_function<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent", 4000);
     return function;
 }
 

@@ -6,6 +6,7 @@
 #include "tensor_map_encode.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <iterator>
 
 namespace tandem::cuda {
@@ -172,9 +173,8 @@ Status CudaDevice::launch(LaunchRequest&& request) {
     if (!found) {
         return found.error();
     }
-    if (Status within = check_launch_limits(request.resources); !within) {
-        return within;  // The block holds no more; refused before a capture window records it.
-    }
+    // The client refused a launch over the limits (`check_launch_limits`): the block holds no more.
+    assert(check_launch_limits(request.resources) && "a launch within the launch limits");
     if ((*found)->capture) {
         (*found)->capture->launches.push_back(request);
     }

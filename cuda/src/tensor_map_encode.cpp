@@ -1,5 +1,7 @@
 #include "tensor_map_encode.hpp"
 
+#include "driver_entry_point.hpp"
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -19,17 +21,8 @@ constexpr std::uint32_t max_box = 256;
 
 /// The driver's encoder, looked up once; null when the driver does not provide it.
 PFN_cuTensorMapEncodeTiled_v12000 encoder() {
-    static const PFN_cuTensorMapEncodeTiled_v12000 function = [] {
-        void* entry = nullptr;
-        cudaDriverEntryPointQueryResult found{};
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000,
-                                             cudaEnableDefault, &found) != cudaSuccess ||
-            found != cudaDriverEntryPointSuccess) {
-            (void)cudaGetLastError();
-            return PFN_cuTensorMapEncodeTiled_v12000{};
-        }
-        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(entry);
-    }();
+    static const auto function =
+        driver_function<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
     return function;
 }
 
