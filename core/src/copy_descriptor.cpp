@@ -66,6 +66,21 @@ Result<CopyDescriptor> CopyDescriptor::make(BufferBinding binding,
         if (Status fits = check_reach(binding, reach, "the strided view"); !fits) {
             return fits.error();
         }
+        // Strides may repeat elements (a stride of zero reads one element again and again), so
+        // a view can yield far more bytes than it reaches: it may yield no more than the binding
+        // holds, which also keeps the element count from wrapping.
+        std::uint64_t count = 1;
+        std::uint64_t yield_bytes = 0;
+        bool wraps = false;
+        for (std::uint64_t extent : shape) {
+            wraps = wraps || __builtin_mul_overflow(count, extent, &count);
+        }
+        wraps = wraps || __builtin_mul_overflow(count, elem_size_bytes, &yield_bytes);
+        if (wraps || yield_bytes > binding.size_in_use()) {
+            return Error::invalid_argument(
+                "a strided view yields at most the " + std::to_string(binding.size_in_use()) +
+                " bytes of its binding; this one repeats elements past them");
+        }
     }
     return CopyDescriptor(std::move(binding), std::move(shape), std::move(strides),
                           elem_size_bytes);
@@ -74,7 +89,7 @@ Result<CopyDescriptor> CopyDescriptor::make(BufferBinding binding,
 std::uint64_t CopyDescriptor::element_count() const {
     std::uint64_t count = 1;
     for (std::uint64_t extent : shape_) {
-        count *= extent;  // Cannot wrap: validated views fit in a binding's bytes.
+        count *= extent;  // Cannot wrap: a validated view yields at most its binding's bytes.
     }
     return count;
 }

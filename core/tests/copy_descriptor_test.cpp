@@ -40,6 +40,21 @@ TEST(CopyDescriptor, hostile_strides_that_would_wrap_are_refused) {
     EXPECT_EQ(view.error().kind(), ErrorKind::InvalidArgument);
 }
 
+TEST(CopyDescriptor, a_view_that_repeats_elements_past_its_bindings_bytes_is_refused) {
+    // Found by the client-calls fuzzer: a zero stride reaches one element, so the reach check
+    // passed, and reading the view reserved room for 2^64 elements.
+    for (const std::uint64_t extent : {UINT64_MAX, std::uint64_t{17}}) {
+        Result<CopyDescriptor> view = CopyDescriptor::make(fresh_binding(64), {extent}, {0}, 4);
+        ASSERT_FALSE(view) << extent;
+        EXPECT_EQ(view.error().kind(), ErrorKind::InvalidArgument);
+        EXPECT_NE(view.error().message().find("at most the 64 bytes"), std::string::npos)
+            << view.error().report();
+    }
+    Result<CopyDescriptor> sixteen = CopyDescriptor::make(fresh_binding(64), {16}, {0}, 4);
+    ASSERT_TRUE(sixteen) << sixteen.error().report();  // 64 bytes: as many as the binding holds.
+    EXPECT_EQ(sixteen->element_offsets(), std::vector<std::uint64_t>(16, 0));
+}
+
 TEST(CopyDescriptor, malformed_shapes_are_refused) {
     EXPECT_FALSE(CopyDescriptor::make(fresh_binding(64), {}, {}, 4));
     EXPECT_FALSE(CopyDescriptor::make(fresh_binding(64), {4}, {1, 1}, 4));
