@@ -25,9 +25,9 @@ std::optional<std::uint64_t> last_element(const std::vector<std::uint64_t>& shap
 Status check_reach(const BufferBinding& binding, std::optional<std::uint64_t> reach_bytes,
                    const char* what) {
     if (!reach_bytes || *reach_bytes > binding.size_in_use()) {
-        return Error::invalid_argument(
-            std::string(what) + " reaches past the " + std::to_string(binding.size_in_use()) +
-            " bytes of its binding");
+        return Error::invalid_argument(std::string(what) + " reaches past the " +
+                                       std::to_string(binding.size_in_use()) +
+                                       " bytes of its binding");
     }
     return {};
 }
@@ -41,8 +41,7 @@ CopyDescriptor::CopyDescriptor(BufferBinding binding, std::vector<std::uint64_t>
       strides_(std::move(strides)),
       elem_size_bytes_(elem_size_bytes) {}
 
-Result<CopyDescriptor> CopyDescriptor::make(BufferBinding binding,
-                                            std::vector<std::uint64_t> shape,
+Result<CopyDescriptor> CopyDescriptor::make(BufferBinding binding, std::vector<std::uint64_t> shape,
                                             std::vector<std::uint64_t> strides,
                                             std::uint64_t elem_size_bytes) {
     if (shape.empty() || shape.size() > max_rank || shape.size() != strides.size()) {

@@ -7,8 +7,8 @@ namespace tandem {
 namespace {
 
 BufferBinding fresh_binding(std::uint64_t size_bytes, std::uint64_t offset_start = 0) {
-    Handle handle(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), ServiceId{1, 0},
-                  StreamId{1}, size_bytes);
+    Handle handle(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
+                  ServiceId{1, 0}, StreamId{1}, size_bytes);
     return handle.add_offset_start(offset_start)->binding();
 }
 
@@ -34,8 +34,7 @@ TEST(CopyDescriptor, a_view_past_its_binding_is_refused) {
 }
 
 TEST(CopyDescriptor, hostile_strides_that_would_wrap_are_refused) {
-    Result<CopyDescriptor> view =
-        CopyDescriptor::make(fresh_binding(64), {3}, {UINT64_MAX / 2}, 4);
+    Result<CopyDescriptor> view = CopyDescriptor::make(fresh_binding(64), {3}, {UINT64_MAX / 2}, 4);
     ASSERT_FALSE(view);
     EXPECT_EQ(view.error().kind(), ErrorKind::InvalidArgument);
 }
