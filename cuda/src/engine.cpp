@@ -36,9 +36,10 @@ CudaStorage::CudaStorage(int ordinal, std::uint64_t capacity_bytes)
 
 Result<StorageRegion> CudaStorage::reserve(std::uint64_t size_bytes) {
     if (size_bytes > capacity_bytes_ - reserved_bytes_) {
-        return Error::out_of_memory("device pools are at their capacity",
-                                    OutOfMemoryDetails{size_bytes, capacity_bytes_ - reserved_bytes_,
-                                                       reserved_bytes_, largest_reservable_bytes()});
+        return Error::out_of_memory(
+            "device pools are at their capacity",
+            OutOfMemoryDetails{size_bytes, capacity_bytes_ - reserved_bytes_, reserved_bytes_,
+                               largest_reservable_bytes()});
     }
     DeviceGuard guard(ordinal_);
     void* pointer = nullptr;
@@ -48,9 +49,10 @@ Result<StorageRegion> CudaStorage::reserve(std::uint64_t size_bytes) {
         std::size_t free_bytes = 0;
         std::size_t total_bytes = 0;
         cudaMemGetInfo(&free_bytes, &total_bytes);
-        return Error::out_of_memory("cudaMalloc of " + std::to_string(size_bytes) +
-                                        " bytes failed: " + cuda_error_text(status),
-                                    OutOfMemoryDetails{size_bytes, free_bytes, reserved_bytes_, free_bytes});
+        return Error::out_of_memory(
+            "cudaMalloc of " + std::to_string(size_bytes) +
+                " bytes failed: " + cuda_error_text(status),
+            OutOfMemoryDetails{size_bytes, free_bytes, reserved_bytes_, free_bytes});
     }
     const auto address = reinterpret_cast<std::uint64_t>(pointer);
     regions_.emplace(address, size_bytes);
@@ -203,9 +205,9 @@ void CudaEngine::resolve(PendingOp& op) {
         // consumed bytes of failed work before the host knew (C13), whatever it reported itself.
         cause = first_claimed(op.inputs);
     }
-    const bool launched = (op.kind == PendingOp::Kind::Launch ||
-                           op.kind == PendingOp::Kind::Replay) &&
-                          !gone && !op.known_failure && !op.known_skip;
+    const bool launched =
+        (op.kind == PendingOp::Kind::Launch || op.kind == PendingOp::Kind::Replay) && !gone &&
+        !op.known_failure && !op.known_skip;
     if (launched) {
         const unsigned long long word = device.status_word(op.slot);
         const auto code = static_cast<std::uint32_t>(word & 0xffffffffu);
@@ -214,7 +216,8 @@ void CudaEngine::resolve(PendingOp& op) {
             // The host finds the claimed input below, through the producer resolved before.
             device.count_skipped_on_device();
         } else if (reported && !failure && !cause) {
-            failure = Error::kernel_failed(KernelFailedDetails{op.label, device.service(), op.stream, code});
+            failure = Error::kernel_failed(
+                KernelFailedDetails{op.label, device.service(), op.stream, code});
         }
     }
     if (failure) {

@@ -11,7 +11,8 @@ namespace tandem::cuda {
 
 /// Enqueues one launch on `stream` (a cudaStream_t); returns the cudaError_t of the launch. The
 /// kernel receives `params` whole if it reads tensor maps, and its `LaunchParams` part otherwise.
-using Launcher = int (*)(const LaunchConfig& config, void* stream, const TensorLaunchParams& params);
+using Launcher = int (*)(const LaunchConfig& config, void* stream,
+                         const TensorLaunchParams& params);
 
 /// The launcher of the catalog kernel called `name`, or null.
 Launcher find_launcher(std::string_view name);

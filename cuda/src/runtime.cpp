@@ -23,13 +23,15 @@ GpuReport probe_gpus() {
     int count = 0;
     // With no driver or no GPU this fails (cudaErrorInsufficientDriver, cudaErrorNoDevice):
     // every error here means there is no usable GPU.
-    if (const cudaError_t status = cudaGetDeviceCount(&count); status != cudaSuccess || count == 0) {
+    if (const cudaError_t status = cudaGetDeviceCount(&count);
+        status != cudaSuccess || count == 0) {
         report.problem = status != cudaSuccess ? cuda_error_text(status) : "no GPU is visible";
         cudaGetLastError();
         return report;
     }
     report.tma_encoder = tma_encoder_available();
-    report.peer.assign(static_cast<std::size_t>(count), std::vector<bool>(static_cast<std::size_t>(count)));
+    report.peer.assign(static_cast<std::size_t>(count),
+                       std::vector<bool>(static_cast<std::size_t>(count)));
     for (int device = 0; device < count; ++device) {
         cudaDeviceProp properties{};
         cudaGetDeviceProperties(&properties, device);
@@ -40,7 +42,8 @@ GpuReport probe_gpus() {
             if (device != peer) {
                 cudaDeviceCanAccessPeer(&can, device, peer);
             }
-            report.peer[static_cast<std::size_t>(device)][static_cast<std::size_t>(peer)] = can != 0;
+            report.peer[static_cast<std::size_t>(device)][static_cast<std::size_t>(peer)] =
+                can != 0;
         }
     }
     return report;
