@@ -107,7 +107,7 @@ Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
     }
     for (LaunchRequest launch : graph.launches()) {
         launch.stream = stream_id;
-        if (Status queued = enqueue_launch(launch, false, op.get()); !queued) {
+        if (Status queued = enqueue_launch(launch, **found, false, op.get()); !queued) {
             return queued;
         }
     }

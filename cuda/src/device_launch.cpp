@@ -178,11 +178,11 @@ Status CudaDevice::launch(LaunchRequest&& request) {
     if ((*found)->capture) {
         (*found)->capture->launches.push_back(request);
     }
-    return enqueue_launch(request, true, nullptr);
+    return enqueue_launch(request, **found, true, nullptr);
 }
 
-Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, PendingOp* replay) {
-    CudaStream* target_stream = *stream(request.stream);
+Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_stream,
+                                  bool check_inputs, PendingOp* replay) {
     if (engine_.pending.size() >= status_slots / 2) {
         (void)engine_.resolve_all();  // Keep status words from wrapping onto unresolved work.
     }
@@ -250,7 +250,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
         }
         DeviceGuard guard(ordinal_);
         const auto status =
-            static_cast<cudaError_t>(launcher(request.config, target_stream->handle, params));
+            static_cast<cudaError_t>(launcher(request.config, target_stream.handle, params));
         if (status == cudaSuccess && params.tma_slot_bytes != 0) {
             ++tma_launches_;
         }
@@ -267,7 +267,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, bool check_inputs, Pen
     if (replay != nullptr) {
         return {};
     }
-    push(std::move(op), *target_stream);
+    push(std::move(op), target_stream);
     return {};
 }
 

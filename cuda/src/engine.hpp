@@ -149,9 +149,11 @@ private:
         std::uint8_t* pointer;
     };
     Result<WriteTarget> write_target(const BufferBinding& target, StreamId stream);
-    /// Enqueues `request`; a replay passes its own op, whose status word every launch shares.
-    /// Its resources move into the work that holds them.
-    Status enqueue_launch(LaunchRequest& request, bool check_inputs, PendingOp* replay);
+    /// Enqueues `request` on `stream` (the request's, found by the caller); a replay passes its
+    /// own op, whose status word every launch shares. Its resources move into the work that
+    /// holds them.
+    Status enqueue_launch(LaunchRequest& request, CudaStream& stream, bool check_inputs,
+                          PendingOp* replay);
     /// Appends what `request` reads to `inputs` and what it writes to `outputs`.
     Status targets(const LaunchRequest& request, std::vector<Target>& inputs,
                    std::vector<Target>& outputs);
