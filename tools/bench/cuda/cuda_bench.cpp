@@ -1,7 +1,8 @@
 // tandem on GPUs against plain CUDA, side by side in one run:
 //   pool allocate+free      against cudaMallocAsync/cudaFreeAsync and cudaMalloc/cudaFree
 //   a launch through tandem against a raw launch of the same kernel: empty, copying between two
-//                           bindings, and updating one binding in place (axpy)
+//                           bindings, and updating one binding in place (axpy); each also
+//                           paired (`launch_pair_*`), batch against batch in one loop
 //   a kernel reading peer memory through a PeerBinding against the same kernel on the raw pointer
 //   a tandem peer copy      against cudaMemcpyPeerAsync
 // `tandem bench` runs it and prints the medians and the ratios the CUDA issue sets goals for.
@@ -15,6 +16,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -334,6 +336,152 @@ void raw_launch_empty_with_params(benchmark::State& state) {
     raw_launch_batches(state, launch_raw_empty_with_params);
 }
 
+/// The median of `values` (which it reorders); zero when empty.
+double median(std::vector<double>& values) {
+    if (values.empty()) {
+        return 0;
+    }
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    if (values.size() % 2 == 1) {
+        return *middle;
+    }
+    return (*middle + *std::max_element(values.begin(), middle)) / 2;
+}
+
+/// A batch through tandem and a raw batch of the same kernel, timed one after the other in each
+/// iteration, the order alternating, so that both meet the machine as it is at that moment: the
+/// load of other processes and the clock move over seconds, and move two benchmarks run apart by
+/// more than tandem's cost. Reports the median of the per-iteration ratios (`ratio`, tandem time
+/// over raw time) and each side's median batch time per launch (`tandem_ns`, `raw_ns`); the
+/// iteration's time is the pair's.
+template <typename TandemBatch, typename RawBatch>
+void launch_pair(benchmark::State& state, TandemBatch tandem_batch, RawBatch raw_batch) {
+    const auto timed = [](auto& batch) {
+        const auto begin = std::chrono::steady_clock::now();
+        batch();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    };
+    std::vector<double> tandem_seconds;
+    std::vector<double> raw_seconds;
+    std::vector<double> ratios;
+    bool tandem_first = true;
+    for (auto _ : state) {
+        double tandem = 0;
+        double raw = 0;
+        if (tandem_first) {
+            tandem = timed(tandem_batch);
+            raw = timed(raw_batch);
+        } else {
+            raw = timed(raw_batch);
+            tandem = timed(tandem_batch);
+        }
+        tandem_first = !tandem_first;
+        tandem_seconds.push_back(tandem);
+        raw_seconds.push_back(raw);
+        ratios.push_back(tandem / raw);
+        state.SetIterationTime(tandem + raw);
+    }
+    state.counters["ratio"] = median(ratios);
+    state.counters["tandem_ns"] = median(tandem_seconds) * 1e9 / launches_per_batch;
+    state.counters["raw_ns"] = median(raw_seconds) * 1e9 / launches_per_batch;
+    state.SetItemsProcessed(state.iterations() * 2 * launches_per_batch);
+}
+
+/// One batch: `launches_per_batch` launches of `kernel` through `client`, then a sync.
+auto tandem_batch(Client client, const char* kernel, std::vector<LaunchArgument> arguments = {},
+                  LaunchConfig config = LaunchConfig::linear(1, 1), KernelArgs args = {}) {
+    return [client = std::move(client), kernel, arguments = std::move(arguments), config,
+            args]() mutable {
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            (void)client.launch(kernel, config, arguments, args);
+        }
+        (void)client.sync();
+    };
+}
+
+/// One batch: `launches_per_batch` raw launches made by `launch_on` on `stream`, then a sync.
+template <typename LaunchOn>
+auto raw_batch(cudaStream_t stream, LaunchOn launch_on) {
+    return [stream, launch_on] {
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            launch_on(stream);
+        }
+        cudaStreamSynchronize(stream);
+    };
+}
+
+/// A stream of GPU 0 for the raw side of a pair, destroyed when it goes.
+class RawStream {
+public:
+    RawStream() {
+        cudaSetDevice(0);
+        cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+    }
+    ~RawStream() { cudaStreamDestroy(stream_); }
+    RawStream(const RawStream&) = delete;
+    RawStream& operator=(const RawStream&) = delete;
+    [[nodiscard]] cudaStream_t get() const { return stream_; }
+
+private:
+    cudaStream_t stream_ = nullptr;
+};
+
+/// `tandem_launch_empty` and `raw_launch_empty`, paired.
+void launch_pair_empty(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    const RawStream stream;
+    launch_pair(state, tandem_batch(rt->client(0), "empty"),
+                raw_batch(stream.get(), launch_raw_empty));
+}
+
+/// `tandem_launch_bound_copy` and `raw_launch_bound_copy`, paired.
+void launch_pair_bound_copy(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    auto buffers = bound_buffers(state);
+    const RawBuffers raw(state);
+    if (!rt || !buffers || !raw.ok()) {
+        return;
+    }
+    const auto& [from, to] = *buffers;
+    const RawStream stream;
+    launch_pair(state,
+                tandem_batch(rt->client(0), "copy",
+                             {LaunchArgument{from, AccessMode::Read, std::nullopt},
+                              LaunchArgument{to, AccessMode::Write, std::nullopt}},
+                             LaunchConfig::linear(bound_threads, bound_threads)),
+                raw_batch(stream.get(), [from = raw.first(), to = raw.second()](void* on) {
+                    launch_raw_copy(on, static_cast<std::uint8_t*>(to),
+                                    static_cast<const std::uint8_t*>(from), bound_bytes, 1,
+                                    bound_threads);
+                }));
+}
+
+/// `tandem_launch_in_place_axpy` and `raw_launch_in_place_axpy`, paired.
+void launch_pair_in_place_axpy(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    auto buffers = bound_buffers(state);
+    const RawBuffers raw(state);
+    if (!rt || !buffers || !raw.ok()) {
+        return;
+    }
+    const auto& [x, y] = *buffers;
+    const RawStream stream;
+    launch_pair(
+        state,
+        tandem_batch(rt->client(0), "axpy",
+                     {LaunchArgument{x, AccessMode::Read, std::nullopt},
+                      LaunchArgument{y, AccessMode::ReadWrite, std::nullopt}},
+                     LaunchConfig::linear(bound_threads, bound_threads), KernelArgs().f64(0.5)),
+        raw_batch(stream.get(), [x = raw.first(), y = raw.second()](void* on) {
+            launch_raw_axpy(on, static_cast<const float*>(x), static_cast<float*>(y),
+                            bound_bytes / sizeof(float), 0.5, 1, bound_threads);
+        }));
+}
+
 struct PeerSetup {
     Handle shared;
     Handle local;
@@ -443,6 +591,9 @@ BENCHMARK(raw_launch_bound_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(tandem_launch_in_place_axpy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_in_place_axpy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty_with_params)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_empty)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_bound_copy)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_in_place_axpy)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(tandem_launch_unregistered)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(cuda_get_device)->UseRealTime();
 BENCHMARK(cuda_current_context)->UseRealTime();
