@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <unordered_map>
+#include <vector>
 
 namespace tandem::detail {
 namespace {
@@ -53,6 +54,48 @@ TEST(IdTable, holds_the_same_entries_as_a_map_through_random_inserts_and_erases)
         }
         expect_same(table, model, seed, 3000);
     }
+}
+
+TEST(IdTable, find_or_insert_and_clear_hold_the_same_entries_as_a_map) {
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+        std::mt19937_64 rng(seed);
+        IdTable<std::vector<std::uint64_t>> table;
+        std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> model;
+        for (int step = 0; step < 3000; ++step) {
+            const std::uint64_t key = 1 + rng() % 100;
+            const std::uint64_t draw = rng() % 50;
+            if (draw == 0) {
+                table.clear();
+                model.clear();
+            } else if (draw < 10) {
+                ASSERT_EQ(table.erase(key), model.erase(key) == 1) << "seed " << seed;
+            } else {
+                const std::uint64_t value = rng();
+                table.find_or_insert(key).push_back(value);
+                model[key].push_back(value);
+            }
+            ASSERT_EQ(table.size(), model.size()) << "seed " << seed << " step " << step;
+            for (const auto& [id, values] : model) {
+                const std::vector<std::uint64_t>* found = table.find(id);
+                ASSERT_NE(found, nullptr) << "seed " << seed << " step " << step << " key " << id;
+                ASSERT_EQ(*found, values) << "seed " << seed << " step " << step << " key " << id;
+            }
+        }
+    }
+}
+
+TEST(IdTable, a_cleared_table_finds_nothing_and_inserts_afresh) {
+    IdTable<std::vector<int>> table;
+    for (std::uint64_t key = 1; key <= 40; ++key) {
+        table.find_or_insert(key).push_back(static_cast<int>(key));
+    }
+    table.clear();
+    EXPECT_TRUE(table.empty());
+    for (std::uint64_t key = 1; key <= 40; ++key) {
+        EXPECT_EQ(table.find(key), nullptr) << "key " << key;
+    }
+    EXPECT_TRUE(table.find_or_insert(7).empty());  // Not the value cleared away.
+    EXPECT_EQ(table.size(), 1u);
 }
 
 TEST(IdTable, an_empty_table_finds_and_erases_nothing) {

@@ -143,7 +143,8 @@ std::shared_ptr<PendingOp> CudaEngine::new_op(PendingOp::Kind kind) {
 
 void CudaEngine::add_pending(std::shared_ptr<PendingOp> op) {
     for (const Target& output : op->outputs) {
-        std::vector<const PendingOp*>& writers = pending_writers[output.key.memory];
+        std::vector<const PendingOp*>& writers =
+            pending_writers.find_or_insert(output.key.memory.value);
         if (writers.empty() || writers.back() != op.get()) {
             writers.push_back(op.get());
         }

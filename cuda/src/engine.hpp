@@ -7,6 +7,7 @@
 #include "launcher.hpp"
 
 #include "tandem/core/claim_store.hpp"
+#include "tandem/core/detail/id_table.hpp"
 #include "tandem/core/device_server.hpp"
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
@@ -242,9 +243,10 @@ public:
     /// Draws injected faults by probability: one seed, so a faulty run replays exactly.
     std::mt19937_64 rng;
     std::deque<std::shared_ptr<PendingOp>> pending;
-    /// The pending work writing each allocation, in enqueue order, so a launch finds its
-    /// producers without scanning everything pending. Owned by `pending`.
-    std::unordered_map<MemoryId, std::vector<const PendingOp*>> pending_writers;
+    /// The pending work writing each allocation (by `MemoryId`), in enqueue order, so a launch
+    /// finds its producers without scanning everything pending. Owned by `pending`. Looked up for
+    /// every input and output of every launch: a table that multiplies where a map divides.
+    detail::IdTable<std::vector<const PendingOp*>> pending_writers;
     void add_pending(std::shared_ptr<PendingOp> op);
     struct EventState {
         cudaEvent_t event = nullptr;
@@ -279,12 +281,12 @@ bool CudaEngine::for_each_unsuperseded_producer(const std::vector<Target>& input
     std::vector<const Target*>& later = walk_.later;  // Newer outputs that overlap the input.
     visited.clear();
     for (const Target& input : inputs) {
-        auto writers = pending_writers.find(input.key.memory);
-        if (writers == pending_writers.end()) {
+        const std::vector<const PendingOp*>* writers = pending_writers.find(input.key.memory.value);
+        if (writers == nullptr) {
             continue;
         }
         later.clear();
-        const std::vector<const PendingOp*>& ops = writers->second;
+        const std::vector<const PendingOp*>& ops = *writers;
         for (auto op = ops.rbegin(); op != ops.rend() && later.size() < max_scanned_writers; ++op) {
             bool unsuperseded = false;
             bool rewrites_input = false;

@@ -1,6 +1,6 @@
 #pragma once
 
-// A hash table from 64-bit keys (allocation ids, block addresses) to small values, open-addressed
+// A hash table from 64-bit keys (allocation ids, block addresses) to values, open-addressed
 // with linear probing in a power-of-two array. The memory manager looks an allocation up on every
 // allocation, free and binding resolution; `std::unordered_map` spends a heap round trip per entry
 // and an integer division per lookup there, which together cost more than the rest of an
@@ -14,6 +14,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace tandem::detail {
@@ -47,8 +48,30 @@ public:
         if ((size_ + 1) * 2 > slots_.size()) {
             grow();
         }
-        place(key, value);
+        place(key, Value(value));
         ++size_;
+    }
+
+    /// The value stored under `key`, a value-initialised one inserted when absent. May throw
+    /// `std::bad_alloc` when the table grows, before anything changed. An insert moves values:
+    /// references into the table hold until the next insert or erase.
+    Value& find_or_insert(std::uint64_t key) {
+        if (Value* found = find(key)) {
+            return *found;
+        }
+        if ((size_ + 1) * 2 > slots_.size()) {
+            grow();
+        }
+        ++size_;
+        return place(key, Value{});
+    }
+
+    /// Removes every entry; the table keeps its size.
+    void clear() {
+        for (Slot& slot : slots_) {
+            slot = Slot{};
+        }
+        size_ = 0;
     }
 
     /// Removes `key`; returns whether it was present.
@@ -67,11 +90,11 @@ public:
         for (std::size_t index = next(hole); slots_[index].used; index = next(index)) {
             const std::size_t wanted = home(slots_[index].key);
             if (distance(wanted, index) >= distance(hole, index)) {
-                slots_[hole] = slots_[index];
+                slots_[hole] = std::move(slots_[index]);
                 hole = index;
             }
         }
-        slots_[hole].used = false;
+        slots_[hole] = Slot{};
         --size_;
         return true;
     }
@@ -108,21 +131,22 @@ private:
     [[nodiscard]] std::size_t distance(std::size_t from, std::size_t to) const {
         return (to - from) & (slots_.size() - 1);
     }
-    void place(std::uint64_t key, const Value& value) {
+    Value& place(std::uint64_t key, Value&& value) {
         std::size_t index = home(key);
         while (slots_[index].used) {
             index = next(index);
         }
-        slots_[index] = Slot{key, value, true};
+        slots_[index] = Slot{key, std::move(value), true};
+        return slots_[index].value;
     }
     void grow() {
         const std::size_t count = slots_.empty() ? min_slots : slots_.size() * 2;
         std::vector<Slot> old(count);  // Allocates first: a throw leaves the table as it was.
         old.swap(slots_);
         shift_ = 64 - static_cast<unsigned>(std::countr_zero(count));
-        for (const Slot& slot : old) {
+        for (Slot& slot : old) {
             if (slot.used) {
-                place(slot.key, slot.value);
+                place(slot.key, std::move(slot.value));
             }
         }
     }
