@@ -45,7 +45,8 @@ std::string outcome(const Error* error) {
 template <typename R>
 void expect_refused(const R& result, ErrorKind kind, const char* call) {
     if (result) {
-        violated(std::string(call) + ": expected " + std::string(to_string(kind)) + ", got success");
+        violated(std::string(call) + ": expected " + std::string(to_string(kind)) +
+                 ", got success");
     }
     if (result.error().kind() != kind) {
         violated(std::string(call) + ": expected " + std::string(to_string(kind)) + ", got " +
@@ -84,16 +85,26 @@ struct EventSlot {
 /// Values a hostile caller passes for offsets, lengths and sizes.
 std::uint64_t hostile_u64(FuzzedDataProvider& data, std::uint64_t near) {
     switch (data.ConsumeIntegralInRange<int>(0, 9)) {
-        case 0: return 0;
-        case 1: return 1;
-        case 2: return near;
-        case 3: return near + 1;
-        case 4: return near == 0 ? 0 : near - 1;
-        case 5: return (std::uint64_t{1} << 62) + 1;
-        case 6: return std::numeric_limits<std::uint64_t>::max();
-        case 7: return std::numeric_limits<std::uint64_t>::max() - near;
-        case 8: return data.ConsumeIntegral<std::uint64_t>();
-        default: return data.ConsumeIntegralInRange<std::uint64_t>(0, 4096);
+        case 0:
+            return 0;
+        case 1:
+            return 1;
+        case 2:
+            return near;
+        case 3:
+            return near + 1;
+        case 4:
+            return near == 0 ? 0 : near - 1;
+        case 5:
+            return (std::uint64_t{1} << 62) + 1;
+        case 6:
+            return std::numeric_limits<std::uint64_t>::max();
+        case 7:
+            return std::numeric_limits<std::uint64_t>::max() - near;
+        case 8:
+            return data.ConsumeIntegral<std::uint64_t>();
+        default:
+            return data.ConsumeIntegralInRange<std::uint64_t>(0, 4096);
     }
 }
 
@@ -102,7 +113,8 @@ public:
     explicit Harness(FuzzedDataProvider& data) : data_(data) {
         const std::uint64_t seed = data_.ConsumeIntegral<std::uint64_t>();
         main_ = create({.devices = 2, .seed = seed, .capacity_bytes = device_capacity_bytes});
-        foreign_ = create({.devices = 1, .seed = seed + 1, .capacity_bytes = device_capacity_bytes});
+        foreign_ =
+            create({.devices = 1, .seed = seed + 1, .capacity_bytes = device_capacity_bytes});
         clients_ = {main_->client(0), main_->client(1), foreign_->client(0)};
         streams_.resize(clients_.size());
         for (std::size_t index = 0; index < clients_.size(); ++index) {
@@ -129,22 +141,54 @@ private:
 
     void step() {
         switch (data_.ConsumeIntegralInRange<int>(0, 15)) {
-            case 0: allocate(); break;
-            case 1: add_offset(true); break;
-            case 2: add_offset(false); break;
-            case 3: slice(); break;
-            case 4: write(); break;
-            case 5: read(); break;
-            case 6: copy(); break;
-            case 7: launch(); break;
-            case 8: share(); break;
-            case 9: record_event(); break;
-            case 10: wait_event(); break;
-            case 11: inject(); break;
-            case 12: sync(); break;
-            case 13: drop_or_stream(); break;
-            case 14: grant(); break;
-            default: read_strided(); break;
+            case 0:
+                allocate();
+                break;
+            case 1:
+                add_offset(true);
+                break;
+            case 2:
+                add_offset(false);
+                break;
+            case 3:
+                slice();
+                break;
+            case 4:
+                write();
+                break;
+            case 5:
+                read();
+                break;
+            case 6:
+                copy();
+                break;
+            case 7:
+                launch();
+                break;
+            case 8:
+                share();
+                break;
+            case 9:
+                record_event();
+                break;
+            case 10:
+                wait_event();
+                break;
+            case 11:
+                inject();
+                break;
+            case 12:
+                sync();
+                break;
+            case 13:
+                drop_or_stream();
+                break;
+            case 14:
+                grant();
+                break;
+            default:
+                read_strided();
+                break;
         }
     }
 
@@ -237,7 +281,8 @@ private:
         }
         const Handle& handle = slot->handle;
         const std::uint64_t bytes = hostile_u64(data_, handle.size_in_use());
-        Result<Handle> moved = at_start ? handle.add_offset_start(bytes) : handle.add_offset_end(bytes);
+        Result<Handle> moved =
+            at_start ? handle.add_offset_start(bytes) : handle.add_offset_end(bytes);
         if (bytes > handle.size_in_use()) {
             expect_refused(moved, ErrorKind::InvalidArgument, "add_offset past the size");
             return;
@@ -248,7 +293,8 @@ private:
         const std::uint64_t start = handle.offset_start() + (at_start ? bytes : 0);
         const std::uint64_t end = handle.offset_end() + (at_start ? 0 : bytes);
         if (moved->offset_start() != start || moved->offset_end() != end ||
-            moved->size_in_use() != handle.size_in_use() - bytes || moved->size() != handle.size()) {
+            moved->size_in_use() != handle.size_in_use() - bytes ||
+            moved->size() != handle.size()) {
             violated("add_offset gave " + moved->describe() + " from " + handle.describe());
         }
         keep(std::move(*moved), slot->client);
@@ -261,7 +307,8 @@ private:
         }
         const Handle& handle = slot->handle;
         const std::uint64_t offset = hostile_u64(data_, handle.size_in_use());
-        const std::uint64_t length = hostile_u64(data_, handle.size_in_use() - std::min(offset, handle.size_in_use()));
+        const std::uint64_t length =
+            hostile_u64(data_, handle.size_in_use() - std::min(offset, handle.size_in_use()));
         Result<Handle> sliced = handle.slice(offset, length);
         if (offset > handle.size_in_use() || length > handle.size_in_use() - offset) {
             expect_refused(sliced, ErrorKind::InvalidArgument, "slice past the range");
@@ -367,7 +414,8 @@ private:
     }
 
     void launch() {
-        static const char* const kernels[] = {"fill", "copy", "fail", "checksum", "add", "no such kernel"};
+        static const char* const kernels[] = {"fill",     "copy", "fail",
+                                              "checksum", "add",  "no such kernel"};
         const std::size_t index = pick_client();
         const std::string kernel = kernels[data_.ConsumeIntegralInRange<std::size_t>(0, 5)];
         const LaunchConfig config = hostile_config();
@@ -385,15 +433,16 @@ private:
             foreign = foreign || foreign_peer(index, *slot);
         }
         const StreamId stream = pick_stream(index);
-        Status launched = client(index).launch(kernel, config, std::move(arguments),
-                                               KernelArgs().u64(data_.ConsumeIntegral<std::uint8_t>()),
-                                               stream);
+        Status launched =
+            client(index).launch(kernel, config, std::move(arguments),
+                                 KernelArgs().u64(data_.ConsumeIntegral<std::uint8_t>()), stream);
         if (refusal) {
             expect_refused(launched, *refusal, "launch with unshared memory of another device");
         } else if (lost(index)) {
             expect_refused(launched, ErrorKind::DeviceLost, "launch on a lost device");
         } else if (foreign) {
-            expect_refused(launched, ErrorKind::PeerUnreachable, "launch with another runtime's memory");
+            expect_refused(launched, ErrorKind::PeerUnreachable,
+                           "launch with another runtime's memory");
         } else if (!valid_stream(index, stream)) {
             expect_refused(launched, ErrorKind::InvalidArgument, "launch on no stream");
         } else if (!launched) {
@@ -445,7 +494,8 @@ private:
         if (events_.empty()) {
             return;
         }
-        const EventSlot& event = events_[data_.ConsumeIntegralInRange<std::size_t>(0, events_.size() - 1)];
+        const EventSlot& event =
+            events_[data_.ConsumeIntegralInRange<std::size_t>(0, events_.size() - 1)];
         const std::size_t index = pick_client();
         const StreamId stream = pick_stream(index);
         Status waited = client(index).wait_event(stream, event.event);
@@ -466,15 +516,22 @@ private:
         const std::size_t index = pick_client();
         switch (data_.ConsumeIntegralInRange<int>(0, 3)) {
             case 0: {
-                static const double probabilities[] = {0.0, 0.5, 1.0, -0.5, 1.5, std::nan(""),
+                static const double probabilities[] = {0.0,
+                                                       0.5,
+                                                       1.0,
+                                                       -0.5,
+                                                       1.5,
+                                                       std::nan(""),
                                                        std::numeric_limits<double>::infinity()};
-                const double probability = probabilities[data_.ConsumeIntegralInRange<std::size_t>(0, 6)];
+                const double probability =
+                    probabilities[data_.ConsumeIntegralInRange<std::size_t>(0, 6)];
                 Status injected = client(index).inject(
                     KernelFault{data_.ConsumeBool() ? "fill" : "copy",
                                 data_.ConsumeIntegralInRange<std::uint64_t>(0, 3), probability,
                                 data_.ConsumeIntegral<std::uint32_t>()});
                 if (!(probability >= 0.0 && probability <= 1.0)) {
-                    expect_refused(injected, ErrorKind::InvalidArgument, "a fault probability outside [0, 1]");
+                    expect_refused(injected, ErrorKind::InvalidArgument,
+                                   "a fault probability outside [0, 1]");
                 } else {
                     expect_ok_or(injected, {ErrorKind::DeviceLost}, "inject a kernel fault");
                 }
@@ -484,7 +541,8 @@ private:
                 const std::uint64_t nth = data_.ConsumeIntegralInRange<std::uint64_t>(0, 3);
                 Status injected = client(index).inject(AllocationFault{nth});
                 if (nth == 0) {
-                    expect_refused(injected, ErrorKind::InvalidArgument, "an allocation fault at 0");
+                    expect_refused(injected, ErrorKind::InvalidArgument,
+                                   "an allocation fault at 0");
                 } else {
                     expect_ok_or(injected, {ErrorKind::DeviceLost}, "inject an allocation fault");
                 }
@@ -504,7 +562,8 @@ private:
                 const std::uint64_t steps = hostile_u64(data_, 64);
                 Status injected = client(index).inject(StreamDelay{stream, steps});
                 if (!valid_stream(index, stream) || steps > StreamDelay::max_steps) {
-                    expect_refused(injected, ErrorKind::InvalidArgument, "a delay on no stream or too long");
+                    expect_refused(injected, ErrorKind::InvalidArgument,
+                                   "a delay on no stream or too long");
                 } else {
                     // Refused too when the delays of the stream add up past the bound.
                     expect_ok_or(injected, {ErrorKind::InvalidArgument}, "inject a delay");
@@ -517,12 +576,14 @@ private:
     void sync() {
         const std::size_t index = pick_client();
         if (data_.ConsumeBool()) {
-            expect_ok_or(client(index).sync(), {ErrorKind::DeviceLost, ErrorKind::TornDown}, "sync");
+            expect_ok_or(client(index).sync(), {ErrorKind::DeviceLost, ErrorKind::TornDown},
+                         "sync");
             return;
         }
         std::vector<Handle> handles;
         bool wrong = false;
-        for (std::size_t n = data_.ConsumeIntegralInRange<std::size_t>(0, 3); n > 0 && !slots_.empty(); --n) {
+        for (std::size_t n = data_.ConsumeIntegralInRange<std::size_t>(0, 3);
+             n > 0 && !slots_.empty(); --n) {
             handles.push_back(pick_slot()->handle);
             wrong = wrong || handles.back().service() != client(index).service();
         }
@@ -536,8 +597,9 @@ private:
 
     void drop_or_stream() {
         if (data_.ConsumeBool() && !slots_.empty()) {
-            slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(
-                                              data_.ConsumeIntegralInRange<std::size_t>(0, slots_.size() - 1)));
+            slots_.erase(slots_.begin() +
+                         static_cast<std::ptrdiff_t>(
+                             data_.ConsumeIntegralInRange<std::size_t>(0, slots_.size() - 1)));
             return;
         }
         const std::size_t index = pick_client();
@@ -560,10 +622,11 @@ private:
             service.device_index = data_.ConsumeIntegral<std::uint32_t>();
         }
         Status granted = client(index).grant_peer_access(service);
-        const bool reachable = same_runtime(index, accessor) &&
-                               service.device_index < (index < 2 ? 2u : 1u);
+        const bool reachable =
+            same_runtime(index, accessor) && service.device_index < (index < 2 ? 2u : 1u);
         if (!reachable) {
-            expect_refused(granted, ErrorKind::PeerUnreachable, "grant to no device of this runtime");
+            expect_refused(granted, ErrorKind::PeerUnreachable,
+                           "grant to no device of this runtime");
         } else {
             expect_ok_or(granted, {ErrorKind::DeviceLost}, "grant");
         }
@@ -597,7 +660,8 @@ private:
         }
         std::vector<ErrorKind> allowed(read_failures);
         allowed.push_back(ErrorKind::InvalidArgument);  // A view past the handle's bytes.
-        if (!bytes && std::find(allowed.begin(), allowed.end(), bytes.error().kind()) == allowed.end()) {
+        if (!bytes &&
+            std::find(allowed.begin(), allowed.end(), bytes.error().kind()) == allowed.end()) {
             violated("strided read: unexpected " + bytes.error().report());
         }
         if (bytes) {

@@ -66,7 +66,8 @@ private:
 
 std::string where(const Operation& operation) {
     return "'" + operation.label + "' (device " + std::to_string(operation.device) + ", stream " +
-           std::to_string(operation.stream_local + 1) + ", #" + std::to_string(operation.sequence) + ")";
+           std::to_string(operation.stream_local + 1) + ", #" + std::to_string(operation.sequence) +
+           ")";
 }
 
 }  // namespace
@@ -137,16 +138,14 @@ void link_producers(Engine& engine, const std::shared_ptr<Operation>& operation)
 void record_accesses(Engine& engine, const Operation& operation) {
     const std::string label = where(operation);
     for (const Target& input : operation.inputs) {
-        engine.races.record(input.key.memory, RaceDetector::Access{input.key.range, false,
-                                                                   operation.stream_global,
-                                                                   operation.epoch, label,
-                                                                   operation.clock});
+        engine.races.record(input.key.memory,
+                            RaceDetector::Access{input.key.range, false, operation.stream_global,
+                                                 operation.epoch, label, operation.clock});
     }
     for (const Target& output : operation.outputs) {
-        engine.races.record(output.key.memory, RaceDetector::Access{output.key.range, true,
-                                                                    operation.stream_global,
-                                                                    operation.epoch, label,
-                                                                    operation.clock});
+        engine.races.record(output.key.memory,
+                            RaceDetector::Access{output.key.range, true, operation.stream_global,
+                                                 operation.epoch, label, operation.clock});
     }
 }
 
@@ -232,7 +231,8 @@ void copy_bytes(Engine& engine, SimDevice& device, const Operation& operation) {
 void write_bytes(SimDevice& device, const Operation& operation) {
     const BufferBinding& target = operation.held[0];
     if (!operation.bytes.empty()) {  // A write of no bytes has no source to copy from.
-        std::memcpy(device.storage().host(target.start_address()), operation.bytes.data(), operation.bytes.size());
+        std::memcpy(device.storage().host(target.start_address()), operation.bytes.data(),
+                    operation.bytes.size());
     }
 }
 
@@ -240,7 +240,8 @@ void write_bytes(SimDevice& device, const Operation& operation) {
 
 // ---------------------------------------------------------------- Engine
 
-void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation) {
+void Engine::start(SimDevice& device, SimStream& stream,
+                   const std::shared_ptr<Operation>& operation) {
     Operation& op = *operation;
     op.state = Operation::State::Running;
     op.clock = stream.clock;
@@ -250,7 +251,8 @@ void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<O
     }
     op.epoch = ++op.clock[op.stream_global];
     record(op, TraceRecord::Phase::Begin);
-    mix_trace((std::uint64_t{op.device} << 48) ^ (std::uint64_t{op.stream_global} << 32) ^ op.sequence);
+    mix_trace((std::uint64_t{op.device} << 48) ^ (std::uint64_t{op.stream_global} << 32) ^
+              op.sequence);
 
     if (device.loss_due()) {
         device.lose("injected device loss");
@@ -348,7 +350,8 @@ void Engine::start(SimDevice& device, SimStream& stream, const std::shared_ptr<O
     }
 }
 
-void Engine::resume(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation) {
+void Engine::resume(SimDevice& device, SimStream& stream,
+                    const std::shared_ptr<Operation>& operation) {
     operation->fiber->resume();
     mix_trace(0x5e5e ^ operation->sequence);
     if (operation->fiber->finished()) {
@@ -356,7 +359,8 @@ void Engine::resume(SimDevice& device, SimStream& stream, const std::shared_ptr<
     }
 }
 
-void Engine::finish(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation) {
+void Engine::finish(SimDevice& device, SimStream& stream,
+                    const std::shared_ptr<Operation>& operation) {
     Operation& op = *operation;
     bool failed = true;
     std::string outcome = "ok";

@@ -19,7 +19,8 @@ protected:
                                   KernelArgs().u64(value)));
     }
     void fail(const Handle& handle, std::uint32_t code) {
-        ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(1), {out(handle)}, KernelArgs().u64(code)));
+        ASSERT_TRUE(
+            client.launch("fail", LaunchConfig::linear(1), {out(handle)}, KernelArgs().u64(code)));
     }
     std::optional<Error> read_error(const Handle& handle) {
         auto read = client.read(handle);
@@ -37,7 +38,10 @@ TEST_F(SimRules, a_partial_write_releases_only_the_bytes_it_covers) {
     EXPECT_FALSE(read_error(*whole.slice(64, 64)));
     ASSERT_TRUE(read_error(*whole.slice(0, 64)));
     ASSERT_TRUE(read_error(whole));
-    EXPECT_EQ(unwritten(*read_error(*whole.slice(128, 128)))->root->details_as<KernelFailedDetails>()->code, 3u);
+    EXPECT_EQ(unwritten(*read_error(*whole.slice(128, 128)))
+                  ->root->details_as<KernelFailedDetails>()
+                  ->code,
+              3u);
 }
 
 TEST_F(SimRules, siblings_of_one_allocation_keep_their_own_claims) {
@@ -55,7 +59,8 @@ TEST_F(SimRules, a_refused_launch_claims_only_its_declared_outputs) {
     Handle output = allocate(client, 64);
     fill(input, 5);
     fill(output, 5);
-    ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{1, 1, 1}, Dim3{2048, 1, 1}}, {in(input), out(output)}));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{1, 1, 1}, Dim3{2048, 1, 1}},
+                              {in(input), out(output)}));
     EXPECT_FALSE(read_error(input));
     std::optional<Error> error = read_error(output);
     ASSERT_TRUE(error);
@@ -77,7 +82,8 @@ TEST_F(SimRules, a_launch_with_zero_threads_changes_no_claim) {
     fail(stale, 4);
     fill(clean, 1);
     ASSERT_TRUE(client.launch("fill", LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}}, {out(stale)}));
-    ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}}, {in(stale), out(clean)}));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}},
+                              {in(stale), out(clean)}));
     EXPECT_TRUE(read_error(stale));
     EXPECT_FALSE(read_error(clean));
 }
@@ -86,11 +92,13 @@ TEST_F(SimRules, a_launch_with_zero_threads_changes_no_claim) {
 TEST_F(SimRules, a_launch_of_blocks_without_threads_is_refused_and_claims_its_outputs) {
     Handle output = allocate(client, 64);
     fill(output, 1);
-    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64, 0), {out(output)}, KernelArgs().u64(2)));
+    ASSERT_TRUE(
+        client.launch("fill", LaunchConfig::linear(64, 0), {out(output)}, KernelArgs().u64(2)));
     auto error = read_error(output);
     ASSERT_TRUE(error);
     EXPECT_EQ(unwritten(*error)->root->kind(), ErrorKind::LaunchRefused) << error->report();
-    EXPECT_EQ(LaunchConfig::linear(UINT64_MAX, 256).grid.x, static_cast<std::uint32_t>(UINT64_MAX / 256 + 1));
+    EXPECT_EQ(LaunchConfig::linear(UINT64_MAX, 256).grid.x,
+              static_cast<std::uint32_t>(UINT64_MAX / 256 + 1));
 }
 
 // Found by the client-calls fuzzer: a NaN probability was accepted.
@@ -105,7 +113,8 @@ TEST_F(SimRules, a_fault_probability_outside_zero_to_one_or_nan_is_invalid) {
 // Found by the client-calls fuzzer: a delay of 2^64 - 1 steps hung the next sync.
 TEST_F(SimRules, a_stream_delay_past_its_bound_is_invalid) {
     const StreamId side = *client.create_stream();
-    EXPECT_EQ(client.inject(StreamDelay{side, UINT64_MAX}).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.inject(StreamDelay{side, UINT64_MAX}).error().kind(),
+              ErrorKind::InvalidArgument);
     ASSERT_TRUE(client.inject(StreamDelay{side, StreamDelay::max_steps}));
     EXPECT_EQ(client.inject(StreamDelay{side, 1}).error().kind(), ErrorKind::InvalidArgument);
 }
@@ -150,8 +159,10 @@ TEST_F(SimRules, chains_that_share_no_allocation_never_affect_each_other) {
     Handle y = allocate(client, 64);
     fail(a, 1);
     ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(a), out(b)}));
-    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(x)}, KernelArgs().u64(2), *second));
-    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(x), out(y)}, KernelArgs(), *second));
+    ASSERT_TRUE(
+        client.launch("fill", LaunchConfig::linear(64), {out(x)}, KernelArgs().u64(2), *second));
+    ASSERT_TRUE(
+        client.launch("copy", LaunchConfig::linear(64), {in(x), out(y)}, KernelArgs(), *second));
     EXPECT_TRUE(read_error(b));
     auto read = client.read(y);
     ASSERT_TRUE(read) << read.error().report();

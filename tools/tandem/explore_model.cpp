@@ -144,7 +144,8 @@ private:
         }
         run_kernel(step, inputs, outputs);
     }
-    void finish_failed(const LaunchStep& step, const std::vector<std::string>& outputs, int failure) {
+    void finish_failed(const LaunchStep& step, const std::vector<std::string>& outputs,
+                       int failure) {
         for (const std::string& output : outputs) {
             claim(output, failure);
             if (regions_.at(output).device != step.device) {
@@ -184,8 +185,8 @@ private:
         std::vector<std::uint8_t> values;
         for (const Cell& cell : cells(read.buffer)) {
             values.push_back(cell.value);
-            if (cell.failure >= 0 &&
-                std::find(expected.begin(), expected.end(), tokens_[cell.failure]) == expected.end()) {
+            if (cell.failure >= 0 && std::find(expected.begin(), expected.end(),
+                                               tokens_[cell.failure]) == expected.end()) {
                 expected.push_back(tokens_[cell.failure]);
             }
         }
