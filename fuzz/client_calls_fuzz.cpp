@@ -409,6 +409,16 @@ private:
             if (config.block.x <= max_block_threads) {
                 config.block.x += static_cast<std::uint32_t>(max_block_threads);
             }
+        } else if (data_.ConsumeIntegralInRange<int>(0, 7) == 0) {
+            // Refused: a grid past a GPU's limit in one dimension, or a block count that does
+            // not fit a grid.
+            if (data_.ConsumeBool()) {
+                config.grid.y =
+                    max_grid_dims.y + 1 + data_.ConsumeIntegralInRange<std::uint32_t>(0, 1000);
+            } else {
+                config = LaunchConfig::linear(data_.ConsumeIntegral<std::uint64_t>() | (1ULL << 60),
+                                              data_.ConsumeIntegralInRange<std::uint32_t>(1, 1024));
+            }
         }
         return config;
     }

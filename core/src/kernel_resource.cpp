@@ -73,4 +73,37 @@ Status detail::check_launch_limits_counted(std::span<const KernelResource> resou
     return {};
 }
 
+namespace {
+
+std::string dims(const Dim3& dim) {
+    return std::to_string(dim.x) + " x " + std::to_string(dim.y) + " x " + std::to_string(dim.z);
+}
+
+}  // namespace
+
+Error config_refusal(const std::string& kernel, const LaunchConfig& config) {
+    const std::uint64_t block = config.block.count();
+    if (block == 0) {
+        return Error::launch_refused(kernel, "a block of zero threads");
+    }
+    if (block > max_block_threads) {
+        return Error::launch_refused(kernel, "a block of " + std::to_string(block) +
+                                                 " threads is over the limit of " +
+                                                 std::to_string(max_block_threads));
+    }
+    const Dim3& b = config.block;
+    if (b.x > max_block_dims.x || b.y > max_block_dims.y || b.z > max_block_dims.z) {
+        return Error::launch_refused(
+            kernel, "a block of " + dims(b) + " is over the limit of " + dims(max_block_dims));
+    }
+    const Dim3& g = config.grid;
+    if (g.x > max_grid_dims.x || g.y > max_grid_dims.y || g.z > max_grid_dims.z) {
+        return Error::launch_refused(
+            kernel, "a grid of " + dims(g) + " blocks is over the limit of " + dims(max_grid_dims));
+    }
+    return Error::launch_refused(kernel, "a grid of " + dims(g) + " blocks of " +
+                                             std::to_string(block) +
+                                             " threads is more than 2^64 - 1 threads");
+}
+
 }  // namespace tandem

@@ -64,7 +64,7 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(
     std::vector<CudaGraph::Node> nodes;
     nodes.reserve(launches.size());
     for (const LaunchRequest& launch : launches) {
-        if (launch.config.thread_count() == 0) {
+        if (launch.config.runs_nothing()) {
             continue;  // C10: runs nothing; the window's other launches were all accepted.
         }
         CudaGraph::Node& node = nodes.emplace_back(find_launcher(launch.kernel), launch.config);
@@ -122,7 +122,7 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
     for (const LaunchRequest& launch : graph.launches()) {
         // Drawn for every launch, as when the launches are enqueued one by one.
         const std::optional<std::uint32_t> injected = kernel_fault_due(launch.kernel);
-        if (launch.config.thread_count() == 0) {
+        if (launch.config.runs_nothing()) {
             continue;
         }
         injected_codes.push_back(injected.value_or(0));

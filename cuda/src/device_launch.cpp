@@ -93,15 +93,13 @@ void encode_tma(const LaunchRequest& request, TensorLaunchParams& params) {
 }
 
 /// Why the GPU refuses `request` before it runs (C10): its kernel is not registered (`launcher`
-/// is null) or its block is over the limit. Out of line and cold, so that the reports it builds
-/// stay off the launch path's cache lines.
+/// is null) or its configuration is past the limits. Out of line and cold, so that the reports it
+/// builds stay off the launch path's cache lines.
 [[gnu::cold, gnu::noinline]] Error refusal(const LaunchRequest& request, Launcher launcher) {
     if (launcher == nullptr) {
         return Error::launch_refused(request.kernel, "no kernel of that name is registered");
     }
-    return Error::launch_refused(
-        request.kernel, "a block of " + std::to_string(request.config.block.count()) +
-                            " threads is over the limit of " + std::to_string(max_block_threads));
+    return config_refusal(request.kernel, request.config);
 }
 
 }  // namespace
@@ -191,8 +189,8 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     const std::optional<std::uint32_t> injected =
         faults_.kernel_faults_armed() ? kernel_fault_due(request.kernel) : std::nullopt;
     const Launcher launcher = find_launcher(request.kernel);
-    if (launcher != nullptr && request.config.thread_count() == 0) {
-        return {};  // C10: a launch with zero threads changes no claim, and repairs nothing.
+    if (launcher != nullptr && request.config.runs_nothing()) {
+        return {};  // C10: a launch of nothing changes no claim, and repairs nothing.
     }
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Launch);
     op->label = request.kernel;
@@ -210,7 +208,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         op->inputs.clear();  // C14: a replay does not check inputs.
         check_inputs = false;
     }
-    if (launcher == nullptr || request.config.block.count() > max_block_threads) [[unlikely]] {
+    if (launcher == nullptr || !launchable(request.config)) [[unlikely]] {
         op->inputs.clear();
         op->known_failure = refusal(request, launcher);
     }

@@ -172,6 +172,32 @@ TEST_F(CudaBackend, a_refused_launch_claims_only_its_outputs) {
     EXPECT_EQ(unwritten(read.error())->root->kind(), ErrorKind::LaunchRefused);
 }
 
+// Refused by tandem with the simulator's report, before the driver sees it; a block of no threads
+// in a grid that is not empty was a launch of nothing here, and refused on the simulator.
+TEST_F(CudaBackend, a_launch_past_the_limits_or_of_empty_blocks_is_refused_as_on_the_simulator) {
+    Client client = runtime->client(0);
+    Handle input = allocate(client, 64);
+    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64)));
+    const std::pair<LaunchConfig, const char*> refused[] = {
+        {LaunchConfig{Dim3{1, max_grid_dims.y + 1, 1}, Dim3{32, 1, 1}}, "over the limit"},
+        {LaunchConfig{Dim3{1, 1, 1}, Dim3{1, 1, max_block_dims.z * 2}}, "over the limit"},
+        {LaunchConfig::linear(UINT64_MAX, 256), "over the limit"},
+        {LaunchConfig{Dim3{max_grid_x, 65535, 65535}, Dim3{1024, 1, 1}}, "2^64 - 1 threads"},
+        {LaunchConfig{Dim3{4, 1, 1}, Dim3{0, 1, 1}}, "a block of zero threads"},
+    };
+    for (const auto& [config, reason] : refused) {
+        Handle output = allocate(client, 64);
+        ASSERT_TRUE(client.write(output, std::vector<std::byte>(64)));
+        ASSERT_TRUE(client.launch("copy", config, {in(input), out(output)}));
+        EXPECT_TRUE(client.read(input));
+        auto read = client.read(output);
+        ASSERT_FALSE(read) << reason;
+        const Error& root = *unwritten(read.error())->root;
+        ASSERT_EQ(root.kind(), ErrorKind::LaunchRefused);
+        EXPECT_NE(root.message().find(reason), std::string::npos) << root.message();
+    }
+}
+
 TEST_F(CudaBackend, an_injected_kernel_fault_fails_the_nth_launch) {
     Client client = runtime->client(0);
     ASSERT_TRUE(client.inject(KernelFault{"fill", 2, 1.0, 13}));

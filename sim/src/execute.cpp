@@ -184,14 +184,8 @@ std::optional<Error> refusal(const LaunchRequest& request) {
     if (find_kernel(request.kernel) == nullptr) {
         return Error::launch_refused(request.kernel, "no kernel of that name is registered");
     }
-    const std::uint64_t block = request.config.block.count();
-    if (block == 0) {
-        return Error::launch_refused(request.kernel, "a block of zero threads");
-    }
-    if (block > max_block_threads) {
-        return Error::launch_refused(request.kernel, "a block of " + std::to_string(block) +
-                                                         " threads is over the limit of " +
-                                                         std::to_string(max_block_threads));
+    if (!launchable(request.config)) {
+        return config_refusal(request.kernel, request.config);
     }
     return std::nullopt;
 }
@@ -294,7 +288,7 @@ void Engine::start(SimDevice& device, SimStream& stream,
     if (op.kind == Operation::Kind::Launch) {
         const LaunchRequest& request = *op.launch;
         // An empty grid is a launch of nothing; blocks of no threads are refused below.
-        if (request.config.grid.count() == 0 && find_kernel(request.kernel) != nullptr) {
+        if (request.config.runs_nothing() && find_kernel(request.kernel) != nullptr) {
             op.touches_nothing = true;  // C10: a launch with zero threads changes no claim.
             finish(device, stream, operation);
             return;

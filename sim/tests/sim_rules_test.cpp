@@ -97,8 +97,31 @@ TEST_F(SimRules, a_launch_of_blocks_without_threads_is_refused_and_claims_its_ou
     auto error = read_error(output);
     ASSERT_TRUE(error);
     EXPECT_EQ(unwritten(*error)->root->kind(), ErrorKind::LaunchRefused) << error->report();
-    EXPECT_EQ(LaunchConfig::linear(UINT64_MAX, 256).grid.x,
-              static_cast<std::uint32_t>(UINT64_MAX / 256 + 1));
+}
+
+// A grid or block past a GPU's limits ran on the simulator, and a GPU refuses it: the simulator
+// refuses it too, as the GPU backend does, before the driver sees it.
+TEST_F(SimRules, a_launch_past_a_gpus_grid_or_block_dimensions_is_refused_and_claims_its_outputs) {
+    Handle input = allocate(client, 64);
+    fill(input, 5);
+    const std::pair<LaunchConfig, const char*> refused[] = {
+        {LaunchConfig{Dim3{1, max_grid_dims.y + 1, 1}, Dim3{32, 1, 1}}, "over the limit"},
+        {LaunchConfig{Dim3{1, 1, 1}, Dim3{1, 1, max_block_dims.z * 2}}, "over the limit"},
+        {LaunchConfig::linear(UINT64_MAX, 256),
+         "over the limit"},  // More blocks than a grid holds.
+        {LaunchConfig{Dim3{max_grid_x, 65535, 65535}, Dim3{1024, 1, 1}}, "2^64 - 1 threads"},
+    };
+    for (const auto& [config, reason] : refused) {
+        Handle output = allocate(client, 64);
+        fill(output, 1);
+        ASSERT_TRUE(client.launch("copy", config, {in(input), out(output)}));
+        EXPECT_FALSE(read_error(input));
+        std::optional<Error> error = read_error(output);
+        ASSERT_TRUE(error) << reason;
+        const Error& root = *unwritten(*error)->root;
+        ASSERT_EQ(root.kind(), ErrorKind::LaunchRefused);
+        EXPECT_NE(root.message().find(reason), std::string::npos) << root.message();
+    }
 }
 
 // Found by the client-calls fuzzer: a NaN probability was accepted.

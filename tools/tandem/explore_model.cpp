@@ -110,7 +110,7 @@ private:
         // The simulator draws injected faults when a launch is enqueued, so a launch that then
         // does not run (zero threads, skipped) still uses up its draw.
         const std::optional<std::uint32_t> injected = fault_due(step.device, step.kernel);
-        if (step.config.thread_count() == 0) {
+        if (step.config.runs_nothing()) {
             return;  // C10: changes no claim.
         }
         std::vector<std::string> outputs;

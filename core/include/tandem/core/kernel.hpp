@@ -42,16 +42,28 @@ struct Dim3 {
     }
 };
 
+/// The most blocks of a grid in each dimension, and the most threads of a block in each, as on
+/// the GPUs tandem targets (compute capability 9.0). Every backend refuses a launch past them.
+inline constexpr std::uint32_t max_grid_x = 2147483647;
+inline constexpr Dim3 max_grid_dims{max_grid_x, 65535, 65535};
+inline constexpr Dim3 max_block_dims{1024, 1024, 64};
+
 /// How many threads a launch runs: `grid` blocks of `block` threads.
 struct LaunchConfig {
     Dim3 grid;
     Dim3 block;
 
+    /// Every thread of the launch. Only for a configuration a launch accepts
+    /// (`launchable`), whose count fits in 64 bits.
     [[nodiscard]] constexpr std::uint64_t thread_count() const {
         return grid.count() * block.count();
     }
+    /// Whether the grid is empty: a launch of nothing, which changes no claim (C10). A block of
+    /// no threads in a grid that is not empty is a configuration a launch refuses.
+    [[nodiscard]] constexpr bool runs_nothing() const { return grid.count() == 0; }
     /// A one-dimensional launch of at least `threads` threads in blocks of `block_size`. A block
-    /// size of zero for some threads gives one empty block, which a launch refuses.
+    /// size of zero for some threads gives one empty block, and more blocks than `max_grid_x` a
+    /// grid one over it: configurations a launch refuses.
     static constexpr LaunchConfig linear(std::uint64_t threads, std::uint32_t block_size = 256) {
         if (threads == 0) {
             return LaunchConfig{Dim3{0, 1, 1}, Dim3{0, 1, 1}};
@@ -61,7 +73,11 @@ struct LaunchConfig {
         }
         // Rounded up without `threads + block_size - 1`, which wraps near 2^64.
         const std::uint64_t blocks = threads / block_size + (threads % block_size != 0 ? 1 : 0);
-        return LaunchConfig{Dim3{static_cast<std::uint32_t>(blocks), 1, 1}, Dim3{block_size, 1, 1}};
+        // More blocks than a grid holds give one over the limit, which a launch refuses, not a
+        // grid cut down to the low bits of the count.
+        const std::uint64_t grid_x =
+            blocks <= std::uint64_t{max_grid_x} ? blocks : max_grid_x + 1ULL;
+        return LaunchConfig{Dim3{static_cast<std::uint32_t>(grid_x), 1, 1}, Dim3{block_size, 1, 1}};
     }
 };
 

@@ -66,4 +66,22 @@ namespace detail {
     return detail::check_launch_limits_counted(resources);
 }
 
+/// Whether a GPU takes `config` for a grid that is not empty: a block of 1 to
+/// `max_block_threads` threads within `max_block_dims`, a grid within `max_grid_dims`, and no
+/// more than 2^64 - 1 threads in all. Inline: every launch asks.
+[[nodiscard]] inline bool launchable(const LaunchConfig& config) {
+    const Dim3& block = config.block;
+    const Dim3& grid = config.grid;
+    std::uint64_t threads = 0;
+    return block.count() != 0 && block.count() <= max_block_threads &&
+           block.x <= max_block_dims.x && block.y <= max_block_dims.y &&
+           block.z <= max_block_dims.z && grid.x <= max_grid_dims.x && grid.y <= max_grid_dims.y &&
+           grid.z <= max_grid_dims.z &&
+           !__builtin_mul_overflow(grid.count(), block.count(), &threads);
+}
+
+/// Why a launch of `kernel` on `config`, which is not `launchable`, is refused before it runs
+/// (C10): `LaunchRefused` naming the limit. The same on every backend.
+[[nodiscard]] Error config_refusal(const std::string& kernel, const LaunchConfig& config);
+
 }  // namespace tandem
