@@ -24,6 +24,17 @@ Status FaultPlan::arm(const Fault& fault) {
     return {};
 }
 
+Status FaultPlan::check_delay(std::uint64_t held_back, std::uint64_t steps) {
+    // Written so that it cannot wrap: `held_back` never exceeds the bound.
+    if (steps > StreamDelay::max_steps || held_back > StreamDelay::max_steps - steps) {
+        return Error::invalid_argument("a stream is held back at most " +
+                                       std::to_string(StreamDelay::max_steps) +
+                                       " steps in all; asked for " + std::to_string(steps) +
+                                       " more after " + std::to_string(held_back));
+    }
+    return {};
+}
+
 std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel,
                                                          std::mt19937_64& rng) {
     for (KernelFaultState& state : kernel_faults_) {

@@ -24,7 +24,7 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
     streams_.reserve(max_streams);
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
-    streams_.push_back(CudaStream{StreamId{1}, handle, {}});
+    streams_.push_back(CudaStream{StreamId{1}, handle, 0, {}});
     stream_count_.store(1, std::memory_order_release);
     constexpr std::size_t status_bytes = status_slots * sizeof(unsigned long long);
     // The host copy is pinned, so that fetching the words after a sync is one direct copy.
@@ -72,6 +72,9 @@ void CudaDevice::synchronize() {
     }
     DeviceGuard guard(ordinal_);
     const cudaError_t status = cudaDeviceSynchronize();
+    for (CudaStream& each : streams_) {
+        each.delay_steps = 0;  // Every delay enqueued so far has run out.
+    }
     if (status != cudaSuccess) {
         if (sticky(status)) {
             lose(cuda_error_text(status));  // D1: a sticky error loses the device.
@@ -139,7 +142,7 @@ Result<StreamId> CudaDevice::create_stream() {
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
     const StreamId id{streams_.back().id.value + 1};
-    streams_.push_back(CudaStream{id, handle, {}});  // Capacity reserved: no reallocation.
+    streams_.push_back(CudaStream{id, handle, 0, {}});  // Capacity reserved: no reallocation.
     stream_count_.store(streams_.size(), std::memory_order_release);
     return id;
 }
@@ -152,15 +155,10 @@ Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id
     if (!quick_allocation_.load(std::memory_order_acquire) || stream_id.value == 0 ||
         stream_id.value > stream_count_.load(std::memory_order_acquire)) {
         std::lock_guard lock(engine_.mutex);
-        if (Status alive = refuse_if_lost(); !alive) {
-            return alive.error();
-        }
-        if (Result<CudaStream*> found = stream(stream_id); !found) {
-            return found.error();
-        }
-        if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_)) {
-            update_quick_allocation();
-            return *injected;
+        const Status admitted = admit_allocation(streams_, stream_id, size_bytes, memory_);
+        update_quick_allocation();  // A failure that came due is no longer armed.
+        if (!admitted) {
+            return admitted.error();
         }
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);
@@ -446,9 +444,14 @@ Status CudaDevice::inject(const Fault& fault) {
         if (!found) {
             return found.error();
         }
+        if (Status bounded = FaultPlan::check_delay((*found)->delay_steps, delay->steps);
+            !bounded) {
+            return bounded;
+        }
         DeviceGuard guard(ordinal_);
         // One scheduler step of the simulator is taken as one microsecond on the GPU.
         (void)launch_delay((*found)->handle, delay->steps);
+        (*found)->delay_steps += delay->steps;
     }
     return {};
 }

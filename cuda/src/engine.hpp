@@ -79,6 +79,9 @@ struct PendingOp {
 struct CudaStream {
     StreamId id;
     cudaStream_t handle = nullptr;
+    /// The delay steps (microseconds) injected since the device last synchronised: at most what
+    /// is still to run, bounded as on the simulator (`FaultPlan::check_delay`).
+    std::uint64_t delay_steps = 0;
     struct Capture {
         std::vector<LaunchRequest> launches;
         std::vector<ClaimKey> write_set;
@@ -197,7 +200,6 @@ private:
     /// iff it is at most this. Readable without the engine's lock.
     std::atomic<std::uint64_t> stream_count_{0};
 
-    FaultPlan faults_;
     /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
     void count_operation();
 };

@@ -516,6 +516,29 @@ TEST_F(CudaTwoGpus, an_injected_device_loss_fails_later_work_and_peers_skip_its_
     EXPECT_EQ(unwritten(read.error())->root->kind(), ErrorKind::DeviceLost);
 }
 
+// A delay of 2^64 - 1 microseconds was enqueued as it came and hung the next sync; the simulator
+// refused it. Both now bound what a stream is held back in all (`FaultPlan::check_delay`).
+TEST_F(CudaBackend, a_stream_delay_past_its_bound_is_invalid_as_on_the_simulator) {
+    Client client = runtime->client(0);
+    const StreamId side = *client.create_stream();
+    Status hostile = client.inject(StreamDelay{side, UINT64_MAX});
+    ASSERT_FALSE(hostile);
+    EXPECT_EQ(hostile.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.inject(StreamDelay{StreamId{99}, 1}).error().kind(),
+              ErrorKind::InvalidArgument);  // No such stream.
+    // 0.2 s on the GPU; the bound counts what was injected since the device last synchronised.
+    ASSERT_TRUE(client.inject(StreamDelay{side, 200'000}));
+    Status over = client.inject(StreamDelay{side, StreamDelay::max_steps - 199'999});
+    ASSERT_FALSE(over);
+    EXPECT_EQ(over.error().kind(), ErrorKind::InvalidArgument);
+    ASSERT_TRUE(client.sync());  // The delay ran out: the stream may be held back again.
+    EXPECT_TRUE(client.inject(StreamDelay{side, StreamDelay::max_steps - 199'999}));
+    EXPECT_TRUE(client.inject(StreamDelay{side, 199'999}));
+    Status past = client.inject(StreamDelay{side, 1});
+    ASSERT_FALSE(past);
+    EXPECT_EQ(past.error().kind(), ErrorKind::InvalidArgument);
+}
+
 TEST_F(CudaBackend, out_of_memory_carries_its_figures) {
     Client client = runtime->client(0);
     auto huge = client.allocate(std::uint64_t{1} << 50);

@@ -134,14 +134,8 @@ Result<StreamId> SimDevice::create_stream() {
 
 Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
-    if (Result<SimStream*> found = stream(stream_id); !found) {
-        return found.error();
-    }
-    if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory_)) {
-        return *injected;
+    if (Status admitted = admit_allocation(streams_, stream_id, size_bytes, memory_); !admitted) {
+        return admitted.error();
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);
     if (!allocated) {
@@ -508,12 +502,9 @@ Status SimDevice::inject(const Fault& fault) {
         if (!found) {
             return found.error();
         }
-        // Bounded, since a sync waits out every step: a hostile delay would hang it.
-        if (delay->steps > StreamDelay::max_steps ||
-            (*found)->delay_steps + delay->steps > StreamDelay::max_steps) {
-            return Error::invalid_argument(
-                "a stream is held back at most " + std::to_string(StreamDelay::max_steps) +
-                " steps in all; asked for " + std::to_string(delay->steps) + " more");
+        if (Status bounded = FaultPlan::check_delay((*found)->delay_steps, delay->steps);
+            !bounded) {
+            return bounded;
         }
         (*found)->delay_steps += delay->steps;
     }

@@ -129,7 +129,6 @@ private:
     std::vector<SimStream> streams_;
     std::deque<FreedRecord> freed_;
 
-    FaultPlan faults_;
     /// Seeded noise that fresh allocations are filled from (see fill_garbage).
     std::vector<std::uint64_t> noise_;
     std::uint64_t allocations_made_ = 0;

@@ -1,11 +1,14 @@
 #pragma once
 
 // What every backend's device keeps and answers the same way, whatever runs its work: its service
-// id, its claim store, whether it is lost (D1) and which peers it granted access to its shared
-// memory. A backend derives from it and implements the calls that touch its streams and memory;
-// the calls here take the lock of the backend's engine, which serialises a device's state.
+// id, its claim store, whether it is lost (D1), which peers it granted access to its shared
+// memory, and the faults injected into it. A backend derives from it and implements the calls
+// that touch its streams and memory; the calls here take the lock of the backend's engine, which
+// serialises a device's state.
 
 #include "tandem/core/claim_store.hpp"
+#include "tandem/core/fault_plan.hpp"
+#include "tandem/core/memory_manager.hpp"
 #include "tandem/core/server.hpp"
 
 #include <memory>
@@ -54,6 +57,24 @@ protected:
         }
         return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
     }
+    /// Whether an allocation of `size_bytes` on stream `id` (one of `streams`) may go ahead: the
+    /// device's loss (D1), InvalidArgument for a stream it does not have, or an injected
+    /// allocation failure now due (drawn here, so only an allocation that passed the other checks
+    /// counts). Under the engine's lock.
+    template <typename Stream>
+    Status admit_allocation(std::vector<Stream>& streams, StreamId id, std::uint64_t size_bytes,
+                            const MemoryManager& memory) {
+        if (Status alive = refuse_if_lost(); !alive) {
+            return alive;
+        }
+        if (Result<Stream*> found = find_stream(streams, id); !found) {
+            return found.error();
+        }
+        if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory)) {
+            return *injected;
+        }
+        return {};
+    }
     /// Opens the capture window `window` of `stream` (C14); InvalidArgument if one is open.
     template <typename Window>
     static Status open_capture(std::optional<Window>& window, StreamId stream) {
@@ -69,6 +90,8 @@ protected:
     /// The devices whose kernels may read this device's shared memory.
     std::set<ServiceId> granted_;
     std::optional<Error> lost_;
+    /// The faults injected into this device, and when each is due.
+    FaultPlan faults_;
 
 private:
     std::recursive_mutex& engine_mutex_;

@@ -31,10 +31,12 @@ struct DeviceLossFault {
     std::uint64_t after_operations = 0;
 };
 
-/// Work on `stream` is held back for `steps` scheduler steps (sim) before it may run.
+/// Work on `stream` is held back for `steps` scheduler steps (sim) or microseconds (a kernel that
+/// waits, on a GPU) before it may run.
 struct StreamDelay {
     /// The longest a stream may be held back, in all: a sync waits out every step of a delay,
-    /// so an unbounded one would hang it.
+    /// so an unbounded one would hang it. The simulator counts the steps not yet run; a GPU counts
+    /// those injected since the device last synchronised.
     static constexpr std::uint64_t max_steps = 1'000'000;
 
     StreamId stream;

@@ -38,6 +38,10 @@ public:
     [[nodiscard]] bool allocation_fault_armed() const { return allocation_countdown_ != 0; }
     /// Counts one operation; true when an armed device loss is due now.
     bool loss_due();
+    /// Whether a stream already held back `held_back` steps may be held back `steps` more:
+    /// `InvalidArgument` past `StreamDelay::max_steps` in all, since a sync waits out every step
+    /// and an unbounded delay would hang it. Every backend asks before it applies a delay.
+    static Status check_delay(std::uint64_t held_back, std::uint64_t steps);
 
 private:
     struct KernelFaultState {
