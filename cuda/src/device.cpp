@@ -49,6 +49,9 @@ CudaDevice::~CudaDevice() {
     cudaDeviceSynchronize();
     cudaFree(status_device_);
     cudaFreeHost(status_host_);
+    for (cudaEvent_t event : spare_events_) {
+        cudaEventDestroy(event);
+    }
     for (CudaStream& each : streams_) {
         cudaStreamDestroy(each.handle);
     }
@@ -347,13 +350,35 @@ Result<Event> CudaDevice::record_event(StreamId stream_id) {
     if (!found) {
         return found.error();
     }
+    if (engine_.events.size() >= CudaRuntime::max_live_events) {
+        (void)engine_.resolve_all();  // Completes them: a program that never syncs stays bounded.
+    }
+    Result<cudaEvent_t> event = take_event();
+    if (!event) {
+        return event.error();
+    }
+    DeviceGuard guard(ordinal_);
+    cudaEventRecord(*event, (*found)->handle);
+    const std::uint64_t id = engine_.next_event++;
+    engine_.events[id] = CudaEngine::EventState{*event, index_};
+    return Event{service_, stream_id, id};
+}
+
+Result<cudaEvent_t> CudaDevice::take_event() {
+    if (!spare_events_.empty()) {
+        cudaEvent_t event = spare_events_.back();
+        spare_events_.pop_back();
+        return event;
+    }
     DeviceGuard guard(ordinal_);
     cudaEvent_t event = nullptr;
-    cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-    cudaEventRecord(event, (*found)->handle);
-    const std::uint64_t id = engine_.next_event++;
-    engine_.events[id] = CudaEngine::EventState{event, index_};
-    return Event{service_, stream_id, id};
+    const cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (status != cudaSuccess) {
+        cudaGetLastError();
+        return Error::out_of_memory("cudaEventCreate failed: " + cuda_error_text(status),
+                                    OutOfMemoryDetails{});
+    }
+    return event;
 }
 
 Status CudaDevice::wait_event(StreamId stream_id, const Event& event) {
@@ -362,8 +387,7 @@ Status CudaDevice::wait_event(StreamId stream_id, const Event& event) {
         return alive;
     }
     CudaDevice* owner = engine_.device_of(event.device);
-    auto found_event = engine_.events.find(event.sequence);
-    if (owner == nullptr || found_event == engine_.events.end()) {
+    if (owner == nullptr || event.sequence == 0 || event.sequence >= engine_.next_event) {
         return Error::invalid_argument("the event does not belong to this runtime");
     }
     if (owner->lost_) {
@@ -374,8 +398,12 @@ Status CudaDevice::wait_event(StreamId stream_id, const Event& event) {
     if (!found) {
         return found.error();
     }
+    auto recorded = engine_.events.find(event.sequence);
+    if (recorded == engine_.events.end()) {
+        return {};  // Completed when everything last resolved: nothing to wait for.
+    }
     DeviceGuard guard(ordinal_);
-    cudaStreamWaitEvent((*found)->handle, found_event->second.event, 0);
+    cudaStreamWaitEvent((*found)->handle, recorded->second.event, 0);
     return {};
 }
 

@@ -138,6 +138,10 @@ public:
     [[nodiscard]] std::uint64_t skipped_on_device() const { return skipped_on_device_; }
     /// Launches whose tensor maps went to the TMA.
     [[nodiscard]] std::uint64_t tma_launches() const { return tma_launches_; }
+    /// A CUDA event of this device to record: one a completed event left, or a new one.
+    Result<cudaEvent_t> take_event();
+    /// `event`, complete, for a later `take_event`.
+    void reuse_event(cudaEvent_t event) { spare_events_.push_back(event); }
 
 private:
     Result<CudaStream*> stream(StreamId id);
@@ -190,6 +194,8 @@ private:
     TensorLaunchParams launch_params_;
     std::uint64_t skipped_on_device_ = 0;
     std::uint64_t tma_launches_ = 0;
+    /// CUDA events of completed recordings, kept for the next ones.
+    std::vector<cudaEvent_t> spare_events_;
     /// Compute capability 9.0 or later: the GPU has a tensor memory accelerator.
     bool tma_capable_ = false;
     /// True while the device is not lost and no allocation failure is armed: an allocation then
@@ -254,6 +260,9 @@ public:
         cudaEvent_t event = nullptr;
         std::uint32_t device = 0;
     };
+    /// Events recorded and not yet known complete, by sequence. `resolve_all` waits for every
+    /// device, which completes them all: their CUDA events go back to their device for reuse,
+    /// and a later wait on one (a sequence below `next_event` no longer here) waits for nothing.
     std::unordered_map<std::uint64_t, EventState> events;
     std::uint64_t next_event = 1;
 

@@ -120,6 +120,11 @@ std::uint64_t CudaRuntime::skipped_on_device(std::size_t index) const {
     return index < engine_->devices.size() ? engine_->devices[index]->skipped_on_device() : 0;
 }
 
+std::size_t CudaRuntime::live_events() const {
+    std::lock_guard lock(engine_->mutex);
+    return engine_->events.size();
+}
+
 std::uint64_t CudaRuntime::tma_launches(std::size_t index) const {
     std::lock_guard lock(engine_->mutex);
     return index < engine_->devices.size() ? engine_->devices[index]->tma_launches() : 0;

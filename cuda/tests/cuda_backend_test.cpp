@@ -539,6 +539,40 @@ TEST_F(CudaBackend, a_stream_delay_past_its_bound_is_invalid_as_on_the_simulator
     EXPECT_EQ(past.error().kind(), ErrorKind::InvalidArgument);
 }
 
+// Every recorded event created a CUDA event that lived as long as the runtime, so a program that
+// records one per iteration grew without bound.
+TEST_F(CudaBackend, recorded_events_are_reused_after_a_sync_and_bounded_without_one) {
+    Client client = runtime->client(0);
+    const StreamId side = *client.create_stream();
+    Handle buffer = allocate(client, 64);
+    const Result<Event> first = client.record_event(client.default_stream());
+    ASSERT_TRUE(first) << first.error().report();
+    for (std::size_t round = 0; round < CudaRuntime::max_live_events + 100; ++round) {
+        const Result<Event> event = client.record_event(client.default_stream());
+        ASSERT_TRUE(event) << event.error().report();
+        ASSERT_TRUE(client.wait_event(side, *event));
+        ASSERT_LE(runtime->live_events(), CudaRuntime::max_live_events);
+    }
+    ASSERT_TRUE(client.sync());
+    EXPECT_EQ(runtime->live_events(), 0u);
+    // A completed event, its CUDA event since reused: waiting on it waits for nothing.
+    EXPECT_TRUE(client.wait_event(side, *first));
+    Event unknown = *first;
+    unknown.sequence += 1'000'000;
+    EXPECT_EQ(client.wait_event(side, unknown).error().kind(), ErrorKind::InvalidArgument);
+    // Reused events still order work: a fill on one stream, then a copy on another behind it.
+    Handle copy = allocate(client, 64);
+    ASSERT_TRUE(
+        client.launch("fill", LaunchConfig::linear(64), {out(buffer)}, KernelArgs().u64(9)));
+    const Result<Event> filled = client.record_event(client.default_stream());
+    ASSERT_TRUE(filled);
+    ASSERT_TRUE(client.wait_event(side, *filled));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(buffer), out(copy)}, {}, side));
+    auto read = client.read(copy);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(*read, std::vector<std::byte>(64, std::byte{9}));
+}
+
 TEST_F(CudaBackend, out_of_memory_carries_its_figures) {
     Client client = runtime->client(0);
     auto huge = client.allocate(std::uint64_t{1} << 50);

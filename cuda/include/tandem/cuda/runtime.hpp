@@ -22,7 +22,8 @@ struct CudaOptions {
     /// How many GPUs to use, the first visible ones; 0 means all visible.
     std::uint32_t devices = 0;
     std::uint64_t seed = 1;
-    PoolOptions pools{.slice_max_bytes = 1 << 20, .page_size_bytes = 8 << 20, .index_addresses = false};
+    PoolOptions pools{
+        .slice_max_bytes = 1 << 20, .page_size_bytes = 8 << 20, .index_addresses = false};
     /// Bytes each device's pools may reserve; 0 means the device's free memory at start.
     std::uint64_t capacity_bytes = 0;
 };
@@ -70,6 +71,10 @@ public:
     /// Launches on device `index` whose tensor maps were encoded for the GPU's tensor memory
     /// accelerator and moved by it (the others move tiles with plain loads and stores).
     [[nodiscard]] std::uint64_t tma_launches(std::size_t index) const;
+    /// Recorded events not yet known complete, on all devices. A sync completes them and their
+    /// CUDA events are reused; a record past `max_live_events` resolves everything first.
+    [[nodiscard]] std::size_t live_events() const;
+    static constexpr std::size_t max_live_events = 4096;
 
 private:
     explicit CudaRuntime(std::unique_ptr<CudaEngine> engine);
