@@ -177,17 +177,12 @@ Status CudaEngine::resolve_all() {
         device->synchronize();
         device->fetch_status();
     }
-    // Every device waited for all its work, so every recorded event is complete; a lost device's
-    // are not, and stay, so that a wait on one is refused as the device's loss.
-    for (auto event = events.begin(); event != events.end();) {
-        CudaDevice& owner = *devices[event->second.device];
-        if (owner.is_lost()) {
-            ++event;
-            continue;
-        }
-        owner.reuse_event(event->second.event);
-        event = events.erase(event);
+    // Every device waited for all its work, so every recorded event is complete. A lost device's
+    // never will be, but a wait on one is refused as the device's loss before it is looked up.
+    for (const auto& [sequence, state] : events) {
+        devices[state.device]->reuse_event(state.event);
     }
+    events.clear();
     pending_writers.clear();  // Points into `pending`.
     // Enqueue order: a producer is resolved before any consumer of its outputs.
     while (!pending.empty()) {

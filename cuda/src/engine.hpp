@@ -261,8 +261,9 @@ public:
         std::uint32_t device = 0;
     };
     /// Events recorded and not yet known complete, by sequence. `resolve_all` waits for every
-    /// device, which completes them all: their CUDA events go back to their device for reuse,
-    /// and a later wait on one (a sequence below `next_event` no longer here) waits for nothing.
+    /// device, which completes them all (a lost device's events are never waited on): their CUDA
+    /// events go back to their device for reuse, and a later wait on one (a sequence below
+    /// `next_event` no longer here) waits for nothing.
     std::unordered_map<std::uint64_t, EventState> events;
     std::uint64_t next_event = 1;
 
