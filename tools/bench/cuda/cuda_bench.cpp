@@ -124,30 +124,71 @@ void cuda_malloc_free(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
 }
 
-/// Batches of launches of `kernel` through tandem on `arguments`, each batch then synchronised.
-void tandem_launch_batches(benchmark::State& state, const char* kernel,
-                           const std::vector<LaunchArgument>& arguments = {},
-                           LaunchConfig config = LaunchConfig::linear(1, 1), KernelArgs args = {}) {
-    auto rt = runtime(state, 1);
-    if (!rt) {
-        return;
+/// A batch through tandem: `launches_per_batch` launches of one kernel on device 0, then a sync.
+class TandemBatch {
+public:
+    TandemBatch(Client client, const char* kernel, std::vector<LaunchArgument> arguments = {},
+                LaunchConfig config = LaunchConfig::linear(1, 1), KernelArgs args = {})
+        : client_(std::move(client)),
+          kernel_(kernel),
+          arguments_(std::move(arguments)),
+          config_(config),
+          args_(args) {}
+
+    void enqueue() {
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            (void)client_.launch(kernel_, config_, arguments_, args_);
+        }
     }
-    Client client = rt->client(0);
+    void sync() { (void)client_.sync(); }
+
+private:
+    Client client_;
+    const char* kernel_;
+    std::vector<LaunchArgument> arguments_;
+    LaunchConfig config_;
+    KernelArgs args_;
+};
+
+/// A batch of raw launches: `launches_per_batch` calls of `launch_on` on a stream of GPU 0 of
+/// its own, then a stream sync.
+template <typename LaunchOn>
+class RawBatch {
+public:
+    explicit RawBatch(LaunchOn launch_on) : launch_on_(std::move(launch_on)) {
+        cudaSetDevice(0);
+        cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+    }
+    ~RawBatch() { cudaStreamDestroy(stream_); }
+    RawBatch(const RawBatch&) = delete;
+    RawBatch& operator=(const RawBatch&) = delete;
+
+    void enqueue() {
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            launch_on_(stream_);
+        }
+    }
+    void sync() { cudaStreamSynchronize(stream_); }
+
+private:
+    LaunchOn launch_on_;
+    cudaStream_t stream_ = nullptr;
+};
+
+/// Batches of `batch`, each timed apart into enqueue and sync (`SplitTimer`).
+template <typename Batch>
+void split_batches(benchmark::State& state, Batch& batch) {
     SplitTimer split;
     for (auto _ : state) {
         split.start();
-        for (int launch = 0; launch < launches_per_batch; ++launch) {
-            (void)client.launch(kernel, config, arguments, args);
-        }
+        batch.enqueue();
         split.enqueued();
-        (void)client.sync();
+        batch.sync();
         split.synced();
     }
     split.report(state);
     state.SetItemsProcessed(state.iterations() * launches_per_batch);
 }
-
-void tandem_launch_empty(benchmark::State& state) { tandem_launch_batches(state, "empty"); }
 
 /// Two buffers of `bound_bytes` on GPU 0, zero-filled; empty, with the state skipped, on failure.
 std::optional<std::pair<Handle, Handle>> bound_buffers(benchmark::State& state) {
@@ -166,40 +207,114 @@ std::optional<std::pair<Handle, Handle>> bound_buffers(benchmark::State& state) 
     return std::pair{*first, *second};
 }
 
+/// Two zero-filled buffers of `bound_bytes` from cudaMalloc on GPU 0, freed when it goes.
+class RawBuffers {
+public:
+    explicit RawBuffers(benchmark::State& state) {
+        cudaSetDevice(0);
+        if (cudaMalloc(&first_, bound_bytes) != cudaSuccess ||
+            cudaMalloc(&second_, bound_bytes) != cudaSuccess) {
+            state.SkipWithError("cudaMalloc failed");
+            return;
+        }
+        cudaMemset(first_, 0, bound_bytes);
+        cudaMemset(second_, 0, bound_bytes);
+    }
+    ~RawBuffers() {
+        cudaFree(first_);  // No-ops on null.
+        cudaFree(second_);
+    }
+    RawBuffers(const RawBuffers&) = delete;
+    RawBuffers& operator=(const RawBuffers&) = delete;
+
+    [[nodiscard]] bool ok() const { return first_ != nullptr && second_ != nullptr; }
+    [[nodiscard]] void* first() const { return first_; }
+    [[nodiscard]] void* second() const { return second_; }
+
+private:
+    void* first_ = nullptr;
+    void* second_ = nullptr;
+};
+
+/// The block of the bound-launch comparisons.
+constexpr LaunchConfig bound_config = LaunchConfig::linear(bound_threads, bound_threads);
+
+/// The catalog's copy kernel from the first of `buffers` into the second, through tandem.
+TandemBatch bound_copy(Client client, const std::pair<Handle, Handle>& buffers) {
+    return TandemBatch(std::move(client), "copy",
+                       {LaunchArgument{buffers.first, AccessMode::Read, std::nullopt},
+                        LaunchArgument{buffers.second, AccessMode::Write, std::nullopt}},
+                       bound_config);
+}
+
+/// The same copy kernel on raw pointers.
+auto raw_bound_copy(const RawBuffers& buffers) {
+    return [from = buffers.first(), to = buffers.second()](void* stream) {
+        launch_raw_copy(stream, static_cast<std::uint8_t*>(to),
+                        static_cast<const std::uint8_t*>(from), bound_bytes, 1, bound_threads);
+    };
+}
+
+/// The catalog's axpy kernel updating the second of `buffers` in place from the first, through
+/// tandem.
+TandemBatch bound_axpy(Client client, const std::pair<Handle, Handle>& buffers) {
+    return TandemBatch(std::move(client), "axpy",
+                       {LaunchArgument{buffers.first, AccessMode::Read, std::nullopt},
+                        LaunchArgument{buffers.second, AccessMode::ReadWrite, std::nullopt}},
+                       bound_config, KernelArgs().f64(0.5));
+}
+
+/// The same axpy kernel on raw pointers.
+auto raw_bound_axpy(const RawBuffers& buffers) {
+    return [x = buffers.first(), y = buffers.second()](void* stream) {
+        launch_raw_axpy(stream, static_cast<const float*>(x), static_cast<float*>(y),
+                        bound_bytes / sizeof(float), 0.5, 1, bound_threads);
+    };
+}
+
+void tandem_launch_empty(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    TandemBatch batch(rt->client(0), "empty");
+    split_batches(state, batch);
+}
+
 /// The catalog's copy kernel on two bound buffers of `bound_bytes`: binding resolution, claims on
 /// the input and output, the pending writer and the status word, per launch.
 void tandem_launch_bound_copy(benchmark::State& state) {
+    auto rt = runtime(state, 1);
     auto buffers = bound_buffers(state);
-    if (!buffers) {
+    if (!rt || !buffers) {
         return;
     }
-    const auto& [from, to] = *buffers;
-    tandem_launch_batches(state, "copy",
-                          {LaunchArgument{from, AccessMode::Read, std::nullopt},
-                           LaunchArgument{to, AccessMode::Write, std::nullopt}},
-                          LaunchConfig::linear(bound_threads, bound_threads));
+    TandemBatch batch = bound_copy(rt->client(0), *buffers);
+    split_batches(state, batch);
 }
 
 /// The catalog's axpy kernel updating one bound buffer in place, launch after launch: each launch
 /// reads what the one before it wrote, so it finds that producer among the pending writers and
 /// checks its status word on the GPU before it computes.
 void tandem_launch_in_place_axpy(benchmark::State& state) {
+    auto rt = runtime(state, 1);
     auto buffers = bound_buffers(state);
-    if (!buffers) {
+    if (!rt || !buffers) {
         return;
     }
-    const auto& [x, y] = *buffers;
-    tandem_launch_batches(state, "axpy",
-                          {LaunchArgument{x, AccessMode::Read, std::nullopt},
-                           LaunchArgument{y, AccessMode::ReadWrite, std::nullopt}},
-                          LaunchConfig::linear(bound_threads, bound_threads),
-                          KernelArgs().f64(0.5));
+    TandemBatch batch = bound_axpy(rt->client(0), *buffers);
+    split_batches(state, batch);
 }
 
 /// A launch of a kernel name that is not registered: tandem's whole host path (request,
 /// bookkeeping, resolution at the sync) without the CUDA launch. Not a goal; a breakdown.
 void tandem_launch_unregistered(benchmark::State& state) {
-    tandem_launch_batches(state, "not-registered");
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    TandemBatch batch(rt->client(0), "not-registered");
+    split_batches(state, batch);
 }
 
 /// The runtime's answer to which device is current: what a device guard asked before it
@@ -233,29 +348,10 @@ void cuda_current_context(benchmark::State& state) {
     }
 }
 
-/// Batches of raw launches made by `launch_on` on a stream of its own, each batch then
-/// synchronised.
-template <typename LaunchOn>
-void raw_launch_batches(benchmark::State& state, LaunchOn launch_on) {
-    cudaSetDevice(0);
-    cudaStream_t stream = nullptr;
-    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    SplitTimer split;
-    for (auto _ : state) {
-        split.start();
-        for (int launch = 0; launch < launches_per_batch; ++launch) {
-            launch_on(stream);
-        }
-        split.enqueued();
-        cudaStreamSynchronize(stream);
-        split.synced();
-    }
-    split.report(state);
-    cudaStreamDestroy(stream);
-    state.SetItemsProcessed(state.iterations() * launches_per_batch);
+void raw_launch_empty(benchmark::State& state) {
+    RawBatch batch(launch_raw_empty);
+    split_batches(state, batch);
 }
-
-void raw_launch_empty(benchmark::State& state) { raw_launch_batches(state, launch_raw_empty); }
 
 /// 1000 raw empty launches enqueued behind a 20 ms kernel, timed until the last is enqueued: what
 /// a launch costs the host while the GPU cannot have finished any of them. Close to
@@ -279,45 +375,14 @@ void raw_launch_empty_gpu_busy(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * launches_per_batch);
 }
 
-/// Two zero-filled buffers of `bound_bytes` from cudaMalloc on GPU 0, freed when it goes.
-class RawBuffers {
-public:
-    explicit RawBuffers(benchmark::State& state) {
-        cudaSetDevice(0);
-        if (cudaMalloc(&first_, bound_bytes) != cudaSuccess ||
-            cudaMalloc(&second_, bound_bytes) != cudaSuccess) {
-            state.SkipWithError("cudaMalloc failed");
-            return;
-        }
-        cudaMemset(first_, 0, bound_bytes);
-        cudaMemset(second_, 0, bound_bytes);
-    }
-    ~RawBuffers() {
-        cudaFree(first_);  // No-ops on null.
-        cudaFree(second_);
-    }
-    RawBuffers(const RawBuffers&) = delete;
-    RawBuffers& operator=(const RawBuffers&) = delete;
-
-    [[nodiscard]] bool ok() const { return first_ != nullptr && second_ != nullptr; }
-    [[nodiscard]] void* first() const { return first_; }
-    [[nodiscard]] void* second() const { return second_; }
-
-private:
-    void* first_ = nullptr;
-    void* second_ = nullptr;
-};
-
 /// The same copy kernel on two buffers from cudaMalloc, launched raw.
 void raw_launch_bound_copy(benchmark::State& state) {
     const RawBuffers buffers(state);
     if (!buffers.ok()) {
         return;
     }
-    raw_launch_batches(state, [from = buffers.first(), to = buffers.second()](void* stream) {
-        launch_raw_copy(stream, static_cast<std::uint8_t*>(to),
-                        static_cast<const std::uint8_t*>(from), bound_bytes, 1, bound_threads);
-    });
+    RawBatch batch(raw_bound_copy(buffers));
+    split_batches(state, batch);
 }
 
 /// The same axpy kernel on two buffers from cudaMalloc, launched raw.
@@ -326,14 +391,13 @@ void raw_launch_in_place_axpy(benchmark::State& state) {
     if (!buffers.ok()) {
         return;
     }
-    raw_launch_batches(state, [x = buffers.first(), y = buffers.second()](void* stream) {
-        launch_raw_axpy(stream, static_cast<const float*>(x), static_cast<float*>(y),
-                        bound_bytes / sizeof(float), 0.5, 1, bound_threads);
-    });
+    RawBatch batch(raw_bound_axpy(buffers));
+    split_batches(state, batch);
 }
 
 void raw_launch_empty_with_params(benchmark::State& state) {
-    raw_launch_batches(state, launch_raw_empty_with_params);
+    RawBatch batch(launch_raw_empty_with_params);
+    split_batches(state, batch);
 }
 
 /// The median of `values` (which it reorders); zero when empty.
@@ -355,11 +419,12 @@ double median(std::vector<double>& values) {
 /// more than tandem's cost. Reports the median of the per-iteration ratios (`ratio`, tandem time
 /// over raw time) and each side's median batch time per launch (`tandem_ns`, `raw_ns`); the
 /// iteration's time is the pair's.
-template <typename TandemBatch, typename RawBatch>
-void launch_pair(benchmark::State& state, TandemBatch tandem_batch, RawBatch raw_batch) {
+template <typename Raw>
+void launch_pair(benchmark::State& state, TandemBatch& tandem_batch, Raw& raw_batch) {
     const auto timed = [](auto& batch) {
         const auto begin = std::chrono::steady_clock::now();
-        batch();
+        batch.enqueue();
+        batch.sync();
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     };
     std::vector<double> tandem_seconds;
@@ -388,98 +453,41 @@ void launch_pair(benchmark::State& state, TandemBatch tandem_batch, RawBatch raw
     state.SetItemsProcessed(state.iterations() * 2 * launches_per_batch);
 }
 
-/// One batch: `launches_per_batch` launches of `kernel` through `client`, then a sync.
-auto tandem_batch(Client client, const char* kernel, std::vector<LaunchArgument> arguments = {},
-                  LaunchConfig config = LaunchConfig::linear(1, 1), KernelArgs args = {}) {
-    return [client = std::move(client), kernel, arguments = std::move(arguments), config,
-            args]() mutable {
-        for (int launch = 0; launch < launches_per_batch; ++launch) {
-            (void)client.launch(kernel, config, arguments, args);
-        }
-        (void)client.sync();
-    };
-}
-
-/// One batch: `launches_per_batch` raw launches made by `launch_on` on `stream`, then a sync.
-template <typename LaunchOn>
-auto raw_batch(cudaStream_t stream, LaunchOn launch_on) {
-    return [stream, launch_on] {
-        for (int launch = 0; launch < launches_per_batch; ++launch) {
-            launch_on(stream);
-        }
-        cudaStreamSynchronize(stream);
-    };
-}
-
-/// A stream of GPU 0 for the raw side of a pair, destroyed when it goes.
-class RawStream {
-public:
-    RawStream() {
-        cudaSetDevice(0);
-        cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
-    }
-    ~RawStream() { cudaStreamDestroy(stream_); }
-    RawStream(const RawStream&) = delete;
-    RawStream& operator=(const RawStream&) = delete;
-    [[nodiscard]] cudaStream_t get() const { return stream_; }
-
-private:
-    cudaStream_t stream_ = nullptr;
-};
-
 /// `tandem_launch_empty` and `raw_launch_empty`, paired.
 void launch_pair_empty(benchmark::State& state) {
     auto rt = runtime(state, 1);
     if (!rt) {
         return;
     }
-    const RawStream stream;
-    launch_pair(state, tandem_batch(rt->client(0), "empty"),
-                raw_batch(stream.get(), launch_raw_empty));
+    TandemBatch tandem(rt->client(0), "empty");
+    RawBatch raw(launch_raw_empty);
+    launch_pair(state, tandem, raw);
 }
 
 /// `tandem_launch_bound_copy` and `raw_launch_bound_copy`, paired.
 void launch_pair_bound_copy(benchmark::State& state) {
     auto rt = runtime(state, 1);
     auto buffers = bound_buffers(state);
-    const RawBuffers raw(state);
-    if (!rt || !buffers || !raw.ok()) {
+    const RawBuffers raw_buffers(state);
+    if (!rt || !buffers || !raw_buffers.ok()) {
         return;
     }
-    const auto& [from, to] = *buffers;
-    const RawStream stream;
-    launch_pair(state,
-                tandem_batch(rt->client(0), "copy",
-                             {LaunchArgument{from, AccessMode::Read, std::nullopt},
-                              LaunchArgument{to, AccessMode::Write, std::nullopt}},
-                             LaunchConfig::linear(bound_threads, bound_threads)),
-                raw_batch(stream.get(), [from = raw.first(), to = raw.second()](void* on) {
-                    launch_raw_copy(on, static_cast<std::uint8_t*>(to),
-                                    static_cast<const std::uint8_t*>(from), bound_bytes, 1,
-                                    bound_threads);
-                }));
+    TandemBatch tandem = bound_copy(rt->client(0), *buffers);
+    RawBatch raw(raw_bound_copy(raw_buffers));
+    launch_pair(state, tandem, raw);
 }
 
 /// `tandem_launch_in_place_axpy` and `raw_launch_in_place_axpy`, paired.
 void launch_pair_in_place_axpy(benchmark::State& state) {
     auto rt = runtime(state, 1);
     auto buffers = bound_buffers(state);
-    const RawBuffers raw(state);
-    if (!rt || !buffers || !raw.ok()) {
+    const RawBuffers raw_buffers(state);
+    if (!rt || !buffers || !raw_buffers.ok()) {
         return;
     }
-    const auto& [x, y] = *buffers;
-    const RawStream stream;
-    launch_pair(
-        state,
-        tandem_batch(rt->client(0), "axpy",
-                     {LaunchArgument{x, AccessMode::Read, std::nullopt},
-                      LaunchArgument{y, AccessMode::ReadWrite, std::nullopt}},
-                     LaunchConfig::linear(bound_threads, bound_threads), KernelArgs().f64(0.5)),
-        raw_batch(stream.get(), [x = raw.first(), y = raw.second()](void* on) {
-            launch_raw_axpy(on, static_cast<const float*>(x), static_cast<float*>(y),
-                            bound_bytes / sizeof(float), 0.5, 1, bound_threads);
-        }));
+    TandemBatch tandem = bound_axpy(rt->client(0), *buffers);
+    RawBatch raw(raw_bound_axpy(raw_buffers));
+    launch_pair(state, tandem, raw);
 }
 
 struct PeerSetup {
