@@ -28,6 +28,25 @@ Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
                       weak_from_this());
 }
 
+Status DeviceServer::open_capture(std::shared_ptr<CaptureWindow>& window, StreamId stream) {
+    if (window) {
+        return Error::invalid_argument(to_string(stream) + " is already capturing");
+    }
+    window = std::make_shared<CaptureWindow>();
+    return {};
+}
+
+std::optional<Error> DeviceServer::close_capture(CaptureWindow& window) {
+    if (!window.doomed) {
+        return std::nullopt;
+    }
+    Error refusal = Error::launch_refused("capture", "the recording window was doomed: " +
+                                                         window.doomed->message())
+                        .caused_by(*window.doomed);
+    (void)claims_.fail(window.write_set, refusal);
+    return refusal;
+}
+
 std::optional<Error> DeviceServer::lost() const {
     std::lock_guard lock(engine_mutex_);
     return lost_;

@@ -37,6 +37,10 @@ Status FaultPlan::check_delay(std::uint64_t held_back, std::uint64_t steps) {
 
 std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel,
                                                          std::mt19937_64& rng) {
+    // Every armed fault on the kernel counts this launch, even after an earlier one hit it: two
+    // faults armed for the first and second launch hit the first and the second. The first due
+    // fault, in the order they were armed, gives the code.
+    std::optional<std::uint32_t> due;
     for (KernelFaultState& state : kernel_faults_) {
         if (state.fault.kernel != kernel) {
             continue;
@@ -45,12 +49,14 @@ std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel
         if (state.fault.nth != 0 && state.launches != state.fault.nth) {
             continue;
         }
-        if (state.fault.probability >= 1.0 ||
-            std::uniform_real_distribution<double>(0.0, 1.0)(rng) < state.fault.probability) {
-            return state.fault.code;
+        const bool hits = state.fault.probability >= 1.0 ||
+                          std::uniform_real_distribution<double>(0.0, 1.0)(rng) <
+                              state.fault.probability;
+        if (hits && !due) {
+            due = state.fault.code;
         }
     }
-    return std::nullopt;
+    return due;
 }
 
 std::optional<Error> FaultPlan::allocation_fault_due(std::uint64_t size_bytes,

@@ -30,11 +30,6 @@ std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
             return Cause{input.device, claimed->second, claims.report(claimed->second, input.key),
                          input.key};
         }
-        if (input.peer) {
-            if (std::optional<Error> failure = input.peer->failure()) {
-                return Cause{input.device, std::nullopt, *failure, input.key};
-            }
-        }
     }
     return std::nullopt;
 }
@@ -47,12 +42,11 @@ Error cause_error(const DeviceDirectory& devices, const Cause& cause) {
     return *cause.error;
 }
 
-void claim_skipped(const DeviceDirectory& devices, std::string_view label,
+void claim_skipped(const DeviceDirectory& devices, ServiceId runner, std::string_view label,
                    std::span<const Target> outputs, const Cause& cause) {
-    const ServiceId cause_device = devices.service_of(cause.device);
     for (auto& [device, keys] : by_device(outputs)) {
         ClaimStore& store = devices.claims_of(device);
-        SkipRecord record{std::string(label), cause_device, cause.needed, keys};
+        SkipRecord record{std::string(label), runner, cause.needed, keys};
         if (cause.failure && cause.device == device && store.failure_alive(*cause.failure)) {
             store.add_skip(*cause.failure, std::move(record));
             for (const ClaimKey& key : keys) {
@@ -87,6 +81,9 @@ void claim_failed(const DeviceDirectory& devices, std::span<const Target> output
 void release_outputs(const DeviceDirectory& devices, std::span<const Target> outputs) {
     for (const Target& output : outputs) {
         devices.claims_of(output.device).release(output.key);
+        if (output.peer) {
+            (void)output.peer->repair();
+        }
     }
 }
 

@@ -13,6 +13,7 @@ public:
     ClaimStore& claims_of(std::uint32_t device) const override { return device == 0 ? zero : one; }
     std::optional<Error> lost(std::uint32_t) const override { return std::nullopt; }
     ServiceId service_of(std::uint32_t device) const override { return ServiceId{5, device}; }
+    bool peer_access_granted(std::uint32_t, ServiceId) const override { return true; }
 };
 
 TEST(Outcome, a_skip_applied_after_its_failure_was_dropped_still_names_the_root) {
@@ -29,7 +30,7 @@ TEST(Outcome, a_skip_applied_after_its_failure_was_dropped_still_names_the_root)
     ASSERT_TRUE(devices.zero.drained());
     const Target outputs[] = {Target{0, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt},
                               Target{1, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt}};
-    claim_skipped(devices, "consumer", outputs, *cause);
+    claim_skipped(devices, ServiceId{5, 1}, "consumer", outputs, *cause);
     for (const Target& output : outputs) {
         const ClaimKey key[] = {output.key};
         Status read = devices.claims_of(output.device).check(key);
@@ -50,7 +51,7 @@ TEST(Outcome, a_skip_on_the_failures_own_device_reuses_the_failure) {
     const Target inputs[] = {Target{0, source_key, std::nullopt}};
     std::optional<Cause> cause = first_claimed_input(devices, inputs);
     const Target outputs[] = {Target{0, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt}};
-    claim_skipped(devices, "consumer", outputs, *cause);
+    claim_skipped(devices, ServiceId{5, 1}, "consumer", outputs, *cause);
     EXPECT_EQ(devices.zero.failure_count(), 1u);
     EXPECT_EQ(devices.zero.allocations_carrying(failure), 2u);
 }

@@ -3,6 +3,7 @@
 // enqueue order when the host synchronises.
 
 #include "engine.hpp"
+#include "tandem/core/kernels/catalog.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -125,11 +126,11 @@ void CudaDevice::count_operation() {
 
 void CudaDevice::push(std::shared_ptr<PendingOp> op, CudaStream& target) {
     count_operation();
-    if (target.capture) {
-        op->captured = true;
-        target.capture->work.push_back(op);
+    if (target.capture && op->kind == PendingOp::Kind::Launch) {
+        // C14: a window records launches; its write set is what their replay writes.
+        op->window = target.capture;
     }
-    engine_.add_pending(std::move(op));
+    engine_.pipeline.enqueue(std::move(op));
 }
 
 Result<StreamId> CudaDevice::create_stream() {
@@ -204,11 +205,8 @@ Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte>
     op->label = "host write";
     op->device = index_;
     op->stream = stream_id;
-    op->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
+    op->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
     op->held.push_back(KernelResource::buffer(target));
-    if (target.peer()) {
-        target.peer()->repair();  // P5
-    }
     DeviceGuard guard(ordinal_);
     // From pageable memory the call returns once the bytes are staged, so `bytes` may go. A
     // write of no bytes (into an empty view) has nothing to copy and no source pointer.
@@ -217,7 +215,9 @@ Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte>
                                    : cudaMemcpyAsync(*pointer, bytes.data(), bytes.size(),
                                                      cudaMemcpyHostToDevice, (*found)->handle);
     if (status != cudaSuccess) {
-        op->known_failure = Error::torn_down("host write failed: " + cuda_error_text(status));
+        op->refused = refusal_of(op->label, status);
+    } else {
+        op->report = Work::Report::Landed;  // Only the loss of the device can undo it (D1).
     }
     push(std::move(op), **found);
     return {};
@@ -290,55 +290,88 @@ Status CudaDevice::copy(const KernelResource& source, const BufferBinding& targe
     if (!resolved) {
         return resolved.error();
     }
-    CudaStream** found = &resolved->stream;
-    std::uint8_t** to = &resolved->pointer;
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Copy);
     op->device = index_;
     op->stream = stream_id;
     const BufferBinding& from = source.buffer_binding();
-    const void* from_pointer = nullptr;
-    int from_ordinal = ordinal_;
+    CudaDevice* owner = this;
     if (const PeerBinding* peer = source.peer_binding()) {
-        CudaDevice* owner = engine_.device_of(peer->memory().owner_service());
+        owner = engine_.device_of(peer->memory().owner_service());
         if (owner == nullptr) {
             return Error::peer_unreachable(service_, peer->memory().owner_service(),
                                            "the owner is not a device of this runtime");
         }
         op->label = "peer copy from device " + std::to_string(owner->index_);
         op->inputs.push_back(Target{owner->index_, from.claim_key(), peer->memory()});
-        from_pointer = reinterpret_cast<const void*>(peer->address());
-        from_ordinal = owner->ordinal_;
     } else {
         if (from.service() != service_) {
             return Error::wrong_service(service_, from.service());
         }
         op->label = "copy";
-        op->inputs.push_back(Target{index_, from.claim_key(), std::nullopt});
-        from_pointer = device_pointer(from);
+        op->inputs.push_back(Target{index_, from.claim_key(), from.peer()});
     }
-    op->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
+    op->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
     op->held.push_back(source);
     op->held.push_back(KernelResource::buffer(target));
-    if (target.peer()) {
-        target.peer()->repair();  // P5
-    }
-    if (!engine_.has_pending_writer(op->inputs)) {
-        op->known_skip = engine_.first_claimed(op->inputs);  // C9: the copy does not run.
-    }
-    if (!op->known_skip && target.size_in_use() != 0) {
-        DeviceGuard guard(ordinal_);
-        const cudaError_t status =
-            from_ordinal == ordinal_
-                ? cudaMemcpyAsync(*to, from_pointer, target.size_in_use(), cudaMemcpyDeviceToDevice,
-                                  (*found)->handle)
-                : cudaMemcpyPeerAsync(*to, ordinal_, from_pointer, from_ordinal,
-                                      target.size_in_use(), (*found)->handle);
-        if (status != cudaSuccess) {
-            op->known_failure = Error::torn_down("copy failed: " + cuda_error_text(status));
+    // C9: a copy whose input will end up claimed does not move a byte. One whose producers are
+    // not known yet runs as the catalog's copy kernel, which checks their status words first;
+    // where this GPU cannot read them, the host learns their outcome first.
+    SettlePipeline::Inputs inputs = engine_.pipeline.examine(*op, [](const Work&) { return true; });
+    if (inputs == SettlePipeline::Inputs::Pending) {
+        if (owner == this || owner->granted_locked(service_)) {
+            return copy_as_launch(source, target, *resolved, op->label);
         }
+        (void)engine_.resolve_all();
+        inputs = engine_.pipeline.examine(*op, [](const Work&) { return true; });
     }
-    push(std::move(op), **found);
+    if (inputs == SettlePipeline::Inputs::Claimed) {
+        op->report = Work::Report::NotRun;
+    } else {
+        enqueue_copy(*op, *owner, source, *resolved);
+    }
+    push(std::move(op), *resolved->stream);
     return {};
+}
+
+void CudaDevice::enqueue_copy(PendingOp& op, const CudaDevice& owner, const KernelResource& source,
+                              const WriteTarget& target) {
+    const std::uint64_t size_bytes = source.buffer_binding().size_in_use();
+    cudaError_t status = cudaSuccess;
+    if (size_bytes != 0) {
+        const void* from = source.peer_binding() != nullptr
+                               ? reinterpret_cast<const void*>(source.peer_binding()->address())
+                               : device_pointer(source.buffer_binding());
+        DeviceGuard guard(ordinal_);
+        status = &owner == this
+                     ? cudaMemcpyAsync(target.pointer, from, size_bytes, cudaMemcpyDeviceToDevice,
+                                       target.stream->handle)
+                     : cudaMemcpyPeerAsync(target.pointer, ordinal_, from, owner.ordinal_,
+                                           size_bytes, target.stream->handle);
+    }
+    if (status != cudaSuccess) {
+        op.refused = refusal_of(op.label, status);
+    } else {
+        op.report = Work::Report::Landed;  // Its inputs were clean: only a loss can undo it.
+    }
+}
+
+Status CudaDevice::copy_as_launch(const KernelResource& source, const BufferBinding& target,
+                                  const WriteTarget& resolved, const std::string& label) {
+    LaunchRequest request;
+    request.kernel = kernels::Copy::name;
+    request.config = LaunchConfig::linear(std::max<std::uint64_t>(target.size_in_use(), 1));
+    request.stream = resolved.stream->id;
+    request.resources.push_back(source);  // Bound for reading by the client.
+    request.resources.push_back(KernelResource::buffer(target, AccessMode::Write));
+    return enqueue_launch(request, *resolved.stream, true, nullptr, label);
+}
+
+Error CudaDevice::refusal_of(const std::string& label, cudaError_t status) {
+    if (sticky(status)) {
+        lose(cuda_error_text(status));  // D1.
+        return *lost_;
+    }
+    return Error::launch_refused(label, "the CUDA runtime refused it: " + cuda_error_text(status));
 }
 
 Result<Event> CudaDevice::record_event(StreamId stream_id) {

@@ -28,33 +28,17 @@ Result<CaptureGraph> CudaDevice::end_capture(StreamId stream_id) {
     if (!(*found)->capture) {
         return Error::invalid_argument(to_string(stream_id) + " is not capturing");
     }
-    CudaStream::Capture window = std::move(*(*found)->capture);
-    (*found)->capture.reset();
-    (void)engine_.resolve_all();
-    std::vector<ClaimKey> write_set;
-    std::optional<std::string> doomed;
-    for (const auto& op : window.work) {
-        if (op->failed && !doomed) {
-            doomed = "'" + op->label + "' failed or was skipped";  // C14: dooms the window.
-        }
-        for (const Target& output : op->outputs) {
-            if (std::find(write_set.begin(), write_set.end(), output.key) == write_set.end()) {
-                write_set.push_back(output.key);
-            }
-        }
+    std::shared_ptr<CaptureWindow> window = std::move((*found)->capture);
+    (void)engine_.resolve_all();  // Settles the window's launches: clean ones fill its write set.
+    if (std::optional<Error> refusal = close_capture(*window)) {
+        return *refusal;
     }
-    if (doomed) {
-        Error refusal =
-            Error::launch_refused("capture", "the recording window was doomed: " + *doomed);
-        (void)claims_.fail(write_set, refusal);
-        return refusal;
-    }
-    Result<std::shared_ptr<void>> native = build_graph(window.launches);
+    Result<std::shared_ptr<void>> native = build_graph(window->launches);
     if (!native) {
-        (void)claims_.fail(write_set, native.error());
+        (void)claims_.fail(window->write_set, native.error());
         return native.error();
     }
-    CaptureGraph graph(service_, std::move(window.launches), std::move(write_set));
+    CaptureGraph graph(service_, std::move(window->launches), std::move(window->write_set));
     graph.set_native(std::move(*native));
     return graph;
 }
@@ -91,6 +75,7 @@ Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
     }
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Replay);
     op->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
+    op->checks_inputs = false;  // C14: the caller wrote fresh inputs first.
     op->device = index_;
     op->stream = stream_id;
     op->slot = next_slot_++ % status_slots;
@@ -131,17 +116,16 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
         }
     }
     op.keep_alive = graph.native();
-    if (engine_.pending.size() >= status_slots / 2) {
-        (void)engine_.resolve_all();  // Keep status words from wrapping onto unresolved work.
+    if (engine_.pipeline.size() >= status_slots / 2) {
+        (void)engine_.resolve_all();  // Keep status words from wrapping onto unsettled work.
     }
     DeviceGuard guard(ordinal_);
     const cudaError_t status =
         native.launch(target.handle, status_device_ + op.slot, op.launch_id, injected_codes);
     if (status != cudaSuccess) {
-        if (sticky(status)) {
-            lose(cuda_error_text(status));
-        }
-        op.known_failure = Error::launch_refused(op.label, cuda_error_text(status));
+        op.refused = refusal_of(op.label, status);
+    } else {
+        op.has_status_word = true;
     }
 }
 

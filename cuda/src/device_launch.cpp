@@ -92,16 +92,6 @@ void encode_tma(const LaunchRequest& request, TensorLaunchParams& params) {
     }
 }
 
-/// Why the GPU refuses `request` before it runs (C10): its kernel is not registered (`launcher`
-/// is null) or its configuration is past the limits. Out of line and cold, so that the reports it
-/// builds stay off the launch path's cache lines.
-[[gnu::cold, gnu::noinline]] Error refusal(const LaunchRequest& request, Launcher launcher) {
-    if (launcher == nullptr) {
-        return Error::launch_refused(request.kernel, "no kernel of that name is registered");
-    }
-    return config_refusal(request.kernel, request.config);
-}
-
 }  // namespace
 
 Status CudaDevice::targets(const LaunchRequest& request, std::vector<Target>& inputs,
@@ -126,17 +116,12 @@ Status CudaDevice::targets(const LaunchRequest& request, std::vector<Target>& in
             target.device = device;
             target.key.memory = binding.memory_id();
             target.key.range = binding.range();
-            if (peer != nullptr) {
-                target.peer = peer->memory();
-            }
+            target.peer = peer != nullptr ? std::optional<PeerMemory>(peer->memory()) : binding.peer();
         };
         if (reads(resource.access())) {
             add(inputs);
         }
         if (writes(resource.access())) {
-            if (binding.peer()) {
-                binding.peer()->repair();  // P5
-            }
             add(outputs);
         }
     }
@@ -173,16 +158,38 @@ Status CudaDevice::launch(LaunchRequest&& request) {
     }
     // The client refused a launch over the limits (`check_launch_limits`): the block holds no more.
     assert(check_launch_limits(request.resources) && "a launch within the launch limits");
-    if ((*found)->capture) {
-        (*found)->capture->launches.push_back(request);
-    }
     return enqueue_launch(request, **found, true, nullptr);
 }
 
+bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params) {
+    // The producers whose outcome is not known yet are checked by the GPU before the launch
+    // computes, each by its status word, the newest first. One it cannot read (a copy, a word on a
+    // GPU that never granted this one) or one too many sends the host to learn them first.
+    params.producer_count = 0;
+    const SettlePipeline::Inputs inputs =
+        engine_.pipeline.examine(consumer, [&](const Work& work) {
+            const auto& producer = static_cast<const PendingOp&>(work);
+            const unsigned long long* word =
+                producer.has_status_word ? readable_status_word(producer) : nullptr;
+            if (word == nullptr || params.producer_count == max_checked_producers) {
+                return false;
+            }
+            params.producers[params.producer_count++] = ProducerStatus{word, producer.launch_id};
+            return true;
+        });
+    if (inputs != SettlePipeline::Inputs::Undecided) {
+        return inputs != SettlePipeline::Inputs::Claimed;
+    }
+    (void)engine_.resolve_all();
+    params.producer_count = 0;
+    return engine_.pipeline.examine(consumer, [](const Work&) { return false; }) ==
+           SettlePipeline::Inputs::Clean;
+}
+
 Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_stream,
-                                  bool check_inputs, PendingOp* replay) {
-    if (engine_.pending.size() >= status_slots / 2) {
-        (void)engine_.resolve_all();  // Keep status words from wrapping onto unresolved work.
+                                  bool check_inputs, PendingOp* replay, const std::string& label) {
+    if (engine_.pipeline.size() >= status_slots / 2) {
+        (void)engine_.resolve_all();  // Keep status words from wrapping onto unsettled work.
     }
     // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
     // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
@@ -190,74 +197,42 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         faults_.kernel_faults_armed() ? kernel_fault_due(request.kernel) : std::nullopt;
     const Launcher launcher = find_launcher(request.kernel);
     if (launcher != nullptr && request.config.runs_nothing()) {
-        return {};  // C10: a launch of nothing changes no claim, and repairs nothing.
+        return {};  // C10: a launch of nothing changes no claim; a window does not record it.
     }
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Launch);
-    op->label = request.kernel;
+    op->label = label.empty() ? request.kernel : label;
     op->device = index_;
     op->stream = request.stream;
     if (Status found = targets(request, op->inputs, op->outputs); !found) {
         return found;
-    }
-    if (replay == nullptr) {
-        op->slot = next_slot_++ % status_slots;
-        op->launch_id = next_launch_id_++;
-    } else {
-        op->slot = replay->slot;
-        op->launch_id = replay->launch_id;
-        op->inputs.clear();  // C14: a replay does not check inputs.
-        check_inputs = false;
-    }
-    if (launcher == nullptr || !launchable(request.config)) [[unlikely]] {
-        op->inputs.clear();
-        op->known_failure = refusal(request, launcher);
     }
     // Reused, not zeroed (about a kilobyte): `encode_params` writes every field a kernel reads.
     TensorLaunchParams& params = launch_params_;
     params.producer_count = 0;
     params.ticket = nullptr;
     params.replay_index = 0;
-    // One walk over the pending writers of the inputs: whether any is pending, and the producers
-    // whose status words this GPU can read, which it checks before the launch computes, the
-    // newest first; the host checks every producer when it resolves (C13).
-    const bool pending_producers =
-        check_inputs &&
-        engine_.for_each_unsuperseded_producer(op->inputs, [&](const PendingOp& producer) {
-            const unsigned long long* word =
-                producer.kind == PendingOp::Kind::Launch ? readable_status_word(producer) : nullptr;
-            if (word != nullptr) {
-                params.producers[params.producer_count++] =
-                    ProducerStatus{word, producer.launch_id};
-            }
-            return params.producer_count < max_checked_producers;
-        });
-    // C9 at enqueue, to save the launch: only when no pending work writes the inputs, so the
-    // claims seen now are final for them. The outcome itself is decided when it resolves.
-    if (!op->known_failure && check_inputs && !pending_producers) {
-        op->known_skip = engine_.first_claimed(op->inputs);
+    bool runs = true;
+    if (replay != nullptr) {
+        op->slot = replay->slot;
+        op->launch_id = replay->launch_id;
+        op->inputs.clear();  // C14: a replay does not check inputs.
+    } else {
+        op->slot = next_slot_++ % status_slots;
+        op->launch_id = next_launch_id_++;
+        op->refused = engine_.pipeline.refusal(*op, request, launcher != nullptr);
+        if (op->refused) [[unlikely]] {
+            op->inputs.clear();  // C10: only its declared outputs are claimed.
+            runs = false;
+        } else if (check_inputs && !add_producers(*op, params)) {
+            op->report = Work::Report::NotRun;  // C9: skipped work writes nothing.
+            runs = false;
+        }
+        if (target_stream.capture && !op->refused) {
+            target_stream.capture->launches.push_back(request);
+        }
     }
-    if (!op->known_failure && !op->known_skip) {
-        encode_params(request, params);
-        params.status = status_device_ + op->slot;
-        params.launch_id = op->launch_id;
-        params.injected_code = injected.value_or(0);
-        if (replay != nullptr) {
-            // Launches of one replay share its word: after a failed one, the rest do not run.
-            params.producers[params.producer_count++] =
-                ProducerStatus{params.status, op->launch_id};
-        }
-        DeviceGuard guard(ordinal_);
-        const auto status =
-            static_cast<cudaError_t>(launcher(request.config, target_stream.handle, params));
-        if (status == cudaSuccess && params.tma_slot_bytes != 0) {
-            ++tma_launches_;
-        }
-        if (status != cudaSuccess) {
-            if (sticky(status)) {
-                lose(cuda_error_text(status));
-            }
-            op->known_failure = Error::launch_refused(request.kernel, cuda_error_text(status));
-        }
+    if (runs) {
+        run_on_gpu(request, launcher, target_stream, *op, replay, injected);
     }
     // The request is done with: its bindings move into the work they keep reserved.
     std::vector<KernelResource>& held = replay != nullptr ? replay->held : op->held;
@@ -267,6 +242,31 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     }
     push(std::move(op), target_stream);
     return {};
+}
+
+void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
+                            CudaStream& target_stream, PendingOp& op, PendingOp* replay,
+                            std::optional<std::uint32_t> injected) {
+    TensorLaunchParams& params = launch_params_;
+    encode_params(request, params);
+    params.status = status_device_ + op.slot;
+    params.launch_id = op.launch_id;
+    params.injected_code = injected.value_or(0);
+    if (replay != nullptr) {
+        // Launches of one replay share its word: after a failed one, the rest do not run.
+        params.producers[params.producer_count++] = ProducerStatus{params.status, op.launch_id};
+    }
+    DeviceGuard guard(ordinal_);
+    const auto status =
+        static_cast<cudaError_t>(launcher(request.config, target_stream.handle, params));
+    if (status == cudaSuccess) {
+        (replay != nullptr ? *replay : op).has_status_word = true;
+        if (params.tma_slot_bytes != 0) {
+            ++tma_launches_;
+        }
+    } else {
+        op.refused = refusal_of(request.kernel, status);
+    }
 }
 
 }  // namespace tandem::cuda

@@ -84,20 +84,12 @@ std::uint64_t CudaStorage::largest_reservable_bytes() const {
 // ---------------------------------------------------------------- PendingOp
 
 void PendingOp::reset() {
-    label.clear();
-    device = 0;
-    stream = StreamId{};
-    inputs.clear();
-    outputs.clear();
+    reset_work();
     held.clear();
     keep_alive.reset();
+    has_status_word = false;
     slot = 0;
     launch_id = 0;
-    known_failure.reset();
-    known_skip.reset();
-    captured = false;
-    resolved = false;
-    failed = false;
 }
 
 // ---------------------------------------------------------------- CudaEngine
@@ -122,6 +114,10 @@ std::optional<Error> CudaEngine::lost(std::uint32_t device) const {
 
 ServiceId CudaEngine::service_of(std::uint32_t device) const { return devices[device]->service(); }
 
+bool CudaEngine::peer_access_granted(std::uint32_t owner, ServiceId accessor) const {
+    return devices[owner]->granted_locked(accessor);
+}
+
 CudaDevice* CudaEngine::device_of(ServiceId service) const {
     if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {
         return nullptr;
@@ -141,37 +137,6 @@ std::shared_ptr<PendingOp> CudaEngine::new_op(PendingOp::Kind kind) {
     return op;
 }
 
-void CudaEngine::add_pending(std::shared_ptr<PendingOp> op) {
-    for (const Target& output : op->outputs) {
-        std::vector<const PendingOp*>& writers =
-            pending_writers.find_or_insert(output.key.memory.value);
-        if (writers.empty() || writers.back() != op.get()) {
-            writers.push_back(op.get());
-        }
-    }
-    pending.push_back(std::move(op));
-}
-
-bool CudaEngine::has_pending_writer(const std::vector<Target>& inputs) const {
-    // The newest writer of any byte is never superseded, so the walk stops at the first one.
-    return for_each_unsuperseded_producer(inputs, [](const PendingOp&) { return false; });
-}
-
-bool CudaEngine::nothing_claimed() const {
-    return std::none_of(devices.begin(), devices.end(), [](const auto& device) {
-        return device->is_lost() || !device->claims().nothing_claimed();
-    });
-}
-
-std::optional<Cause> CudaEngine::first_claimed(const std::vector<Target>& inputs) const {
-    if (nothing_claimed() && std::none_of(inputs.begin(), inputs.end(), [](const Target& input) {
-            return input.peer.has_value();
-        })) {
-        return std::nullopt;
-    }
-    return first_claimed_input(*this, inputs);
-}
-
 Status CudaEngine::resolve_all() {
     for (const auto& device : devices) {
         device->synchronize();
@@ -183,61 +148,49 @@ Status CudaEngine::resolve_all() {
         devices[state.device]->reuse_event(state.event);
     }
     events.clear();
-    pending_writers.clear();  // Points into `pending`.
-    // Enqueue order: a producer is resolved before any consumer of its outputs.
-    while (!pending.empty()) {
-        std::shared_ptr<PendingOp> op = std::move(pending.front());
-        pending.pop_front();
-        resolve(*op);
-        if (op.use_count() == 1 && spare_ops_.size() < max_spare_ops) {
-            op->reset();  // No capture window looks at it any more.
+    for (const std::shared_ptr<Work>& work : pipeline.pending()) {
+        fill_report(static_cast<PendingOp&>(*work));
+    }
+    pipeline.settle_ready([this](std::shared_ptr<Work>&& work) {
+        if (work.use_count() == 1 && spare_ops_.size() < max_spare_ops) {
+            auto op = std::static_pointer_cast<PendingOp>(std::move(work));
+            op->reset();
             spare_ops_.push_back(std::move(op));
         }
-    }
+    });
     return {};
 }
 
-void CudaEngine::resolve(PendingOp& op) {
+void CudaEngine::fill_report(PendingOp& op) {
     CudaDevice& device = *devices[op.device];
-    std::optional<Error> failure;
-    std::optional<Cause> cause;
-    const std::optional<Error> gone = device.lost_locked();
-    if (gone) {
-        failure = *gone;
-    } else if (op.known_failure) {
-        failure = op.known_failure;
-    } else if (op.kind != PendingOp::Kind::Replay) {
-        // Outcomes resolve in enqueue order, so the claims on the inputs now are the claims the
-        // work would have met in program order: a claimed input means it was skipped (C9), or
-        // consumed bytes of failed work before the host knew (C13), whatever it reported itself.
-        cause = first_claimed(op.inputs);
+    if (const std::optional<Error> gone = device.lost_locked()) {
+        // D1: the host cannot tell what a lost device did.
+        op.report = Work::Report::Failed;
+        op.failure = *gone;
+        return;
     }
-    const bool launched =
-        (op.kind == PendingOp::Kind::Launch || op.kind == PendingOp::Kind::Replay) && !gone &&
-        !op.known_failure && !op.known_skip;
-    if (launched) {
-        const unsigned long long word = device.status_word(op.slot);
-        const auto code = static_cast<std::uint32_t>(word & 0xffffffffu);
-        const bool reported = (word >> 32) == op.launch_id;
-        if (reported && code == skipped_code) {
-            // The host finds the claimed input below, through the producer resolved before.
-            device.count_skipped_on_device();
-        } else if (reported && !failure && !cause) {
-            failure = Error::kernel_failed(
-                KernelFailedDetails{op.label, device.service(), op.stream, code});
-        }
+    if (op.refused || op.report != Work::Report::Pending) {
+        return;  // Known when it was enqueued.
     }
-    if (failure) {
-        claim_failed(*this, op.outputs, *failure);
-    } else if (cause) {
-        claim_skipped(*this, op.label, op.outputs, *cause);
-    } else if (!nothing_claimed()) {
-        release_outputs(*this, op.outputs);  // With no claim anywhere, there is none to release.
+    if (!op.has_status_word) {
+        op.report = Work::Report::Landed;
+        return;
     }
-    op.failed = failure.has_value() || cause.has_value();
-    op.resolved = true;
-    op.held.clear();
-    op.keep_alive.reset();
+    const unsigned long long word = device.status_word(op.slot);
+    const auto code = static_cast<std::uint32_t>(word & 0xffffffffu);
+    const bool reported = (word >> 32) == op.launch_id;
+    if (reported && code == skipped_code) {
+        // The kernel found a failed producer and did not compute: the pipeline finds the claimed
+        // input through the producer settled before it.
+        device.count_skipped_on_device();
+        op.report = Work::Report::NotRun;
+    } else if (reported) {
+        op.report = Work::Report::Failed;
+        op.failure =
+            Error::kernel_failed(KernelFailedDetails{op.label, device.service(), op.stream, code});
+    } else {
+        op.report = Work::Report::Landed;
+    }
 }
 
 }  // namespace tandem::cuda

@@ -13,6 +13,7 @@
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/outcome.hpp"
 #include "tandem/core/server.hpp"
+#include "tandem/core/settle_pipeline.hpp"
 #include "tandem/cuda/runtime.hpp"
 
 #include <cuda_runtime_api.h>
@@ -47,31 +48,25 @@ private:
     std::unordered_map<std::uint64_t, std::uint64_t> regions_;
 };
 
-/// Work enqueued on a GPU whose outcome the host has not resolved yet. The engine reuses resolved
-/// ones (`CudaEngine::new_op`), so their vectors keep their storage from launch to launch.
-struct PendingOp {
+/// Work enqueued on a GPU: what the settle pipeline needs, and what the GPU needs to run it and
+/// report on it. The engine reuses settled ones (`CudaEngine::new_op`), so their vectors keep
+/// their storage from launch to launch.
+struct PendingOp final : Work {
     enum class Kind : std::uint8_t { Write, Copy, Launch, Replay };
-    Kind kind;
-    std::string label;
-    std::uint32_t device = 0;
-    StreamId stream;
-    std::vector<Target> inputs;
-    std::vector<Target> outputs;
-    /// Keeps every bound allocation reserved until the outcome is resolved.
+    Kind kind = Kind::Launch;
+    /// Keeps every bound allocation reserved until the outcome is settled.
     std::vector<KernelResource> held;
     /// Keeps what the work runs alive until then (the CUDA graph a replay launched).
     std::shared_ptr<void> keep_alive;
-    /// Launches: the status word and the id that owns it.
+    /// Launches and replays that reached the GPU: the status word and the id that owns it.
+    bool has_status_word = false;
     std::uint64_t slot = 0;
     std::uint32_t launch_id = 0;
-    /// What the host knew when it enqueued the work: a refusal (C10), or a claimed input (C9)
-    /// with no pending writer, so the work was not launched. The outcome is decided on resolve.
-    std::optional<Error> known_failure;
-    std::optional<Cause> known_skip;
-    bool captured = false;
-    bool resolved = false;
-    bool failed = false;
 
+    void on_settled() override {
+        held.clear();
+        keep_alive.reset();
+    }
     /// Empties the op for its next use, keeping the storage of its vectors and label.
     void reset();
 };
@@ -82,12 +77,8 @@ struct CudaStream {
     /// The delay steps (microseconds) injected since the device last synchronised: at most what
     /// is still to run, bounded as on the simulator (`FaultPlan::check_delay`).
     std::uint64_t delay_steps = 0;
-    struct Capture {
-        std::vector<LaunchRequest> launches;
-        std::vector<ClaimKey> write_set;
-        std::vector<std::shared_ptr<PendingOp>> work;
-    };
-    std::optional<Capture> capture;
+    /// The open recording window (C14), if any.
+    std::shared_ptr<CaptureWindow> capture;
 };
 
 class CudaDevice final : public DeviceServer {
@@ -133,6 +124,11 @@ public:
     }
     void lose(const std::string& reason);
     [[nodiscard]] std::optional<Error> lost_locked() const { return lost_; }
+    /// Whether kernels on `accessor` may bind this device's shared memory; under the engine's
+    /// lock.
+    [[nodiscard]] bool granted_locked(ServiceId accessor) const {
+        return accessor == service_ || granted_.contains(accessor);
+    }
     /// Counts a resolved launch whose kernel found a failed producer and did not compute.
     void count_skipped_on_device() { ++skipped_on_device_; }
     [[nodiscard]] std::uint64_t skipped_on_device() const { return skipped_on_device_; }
@@ -161,7 +157,23 @@ private:
     /// own op, whose status word every launch shares. Its resources move into the work that
     /// holds them.
     Status enqueue_launch(LaunchRequest& request, CudaStream& stream, bool check_inputs,
-                          PendingOp* replay);
+                          PendingOp* replay, const std::string& label = {});
+    /// Fills `params.producers` with the producers of `consumer`'s inputs the GPU checks before it
+    /// computes; false when an input is known to end up claimed, so the launch must not run.
+    bool add_producers(const Work& consumer, TensorLaunchParams& params);
+    /// Encodes `request` for `op` and launches it on the GPU; a refusal of the CUDA runtime
+    /// becomes `op`'s.
+    void run_on_gpu(const LaunchRequest& request, Launcher launcher, CudaStream& stream,
+                    PendingOp& op, PendingOp* replay, std::optional<std::uint32_t> injected);
+    /// Enqueues a copy whose inputs are clean (or claimed: then `op` is known not to run).
+    void enqueue_copy(PendingOp& op, const CudaDevice& owner, const KernelResource& source,
+                      const WriteTarget& target);
+    /// Enqueues a copy as the catalog's copy kernel, which checks its producers' status words.
+    Status copy_as_launch(const KernelResource& source, const BufferBinding& target,
+                          const WriteTarget& resolved, const std::string& label);
+    /// The error of work the CUDA runtime did not take: the device's loss for a sticky error
+    /// (D1), `LaunchRefused` naming the CUDA error otherwise (nothing ran).
+    Error refusal_of(const std::string& label, cudaError_t status);
     /// Appends what `request` reads to `inputs` and what it writes to `outputs`.
     Status targets(const LaunchRequest& request, std::vector<Target>& inputs,
                    std::vector<Target>& outputs);
@@ -218,30 +230,12 @@ public:
     [[nodiscard]] ClaimStore& claims_of(std::uint32_t device) const override;
     [[nodiscard]] std::optional<Error> lost(std::uint32_t device) const override;
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
+    [[nodiscard]] bool peer_access_granted(std::uint32_t owner, ServiceId accessor) const override;
 
     [[nodiscard]] CudaDevice* device_of(ServiceId service) const;
-    /// A pending op of `kind` to fill: a resolved one reused, or a new one.
+    /// A pending op of `kind` to fill: a settled one reused, or a new one.
     std::shared_ptr<PendingOp> new_op(PendingOp::Kind kind);
-    /// Whether pending work writes any byte that `inputs` read.
-    [[nodiscard]] bool has_pending_writer(const std::vector<Target>& inputs) const;
-    /// `first_claimed_input` over `inputs` (C9), answered at once in the common case: no device
-    /// is lost, no byte is claimed on any, and no input is a peer's shared memory.
-    [[nodiscard]] std::optional<Cause> first_claimed(const std::vector<Target>& inputs) const;
-    /// Whether no device is lost and no byte is claimed on any.
-    [[nodiscard]] bool nothing_claimed() const;
-    /// Calls `visit` with producers of `inputs` whose failure a GPU may act on before the host
-    /// knows, newest first, each once, until it returns false; returns whether any pending work
-    /// writes bytes that `inputs` read (as `has_pending_writer`). The producers visited are
-    /// those none of whose bytes the consumer reads were written again by later pending work: a
-    /// later write repairs the bytes of a failed producer (C3), so for a superseded producer only
-    /// the host, when it resolves, can tell whether the consumer's input ends up claimed. The
-    /// walk over an input stops at work that rewrote all of it (everything older is superseded)
-    /// and after `max_scanned_writers` writers of its bytes, so a kernel that updates a buffer in
-    /// place finds its producer in one step however much work on that buffer is pending.
-    template <typename Visit>
-    bool for_each_unsuperseded_producer(const std::vector<Target>& inputs, Visit&& visit) const;
-    static constexpr std::size_t max_scanned_writers = 64;
-    /// Waits for every device and resolves every pending outcome, in enqueue order.
+    /// Waits for every device, fills in the report of every pending op, and settles them all.
     Status resolve_all();
 
     CudaOptions options;
@@ -250,12 +244,8 @@ public:
     std::recursive_mutex mutex;
     /// Draws injected faults by probability: one seed, so a faulty run replays exactly.
     std::mt19937_64 rng;
-    std::deque<std::shared_ptr<PendingOp>> pending;
-    /// The pending work writing each allocation (by `MemoryId`), in enqueue order, so a launch
-    /// finds its producers without scanning everything pending. Owned by `pending`. Looked up for
-    /// every input and output of every launch: a table that multiplies where a map divides.
-    detail::IdTable<std::vector<const PendingOp*>> pending_writers;
-    void add_pending(std::shared_ptr<PendingOp> op);
+    /// Every op from enqueue until its claims are settled.
+    SettlePipeline pipeline{*this};
     struct EventState {
         cudaEvent_t event = nullptr;
         std::uint32_t device = 0;
@@ -268,74 +258,13 @@ public:
     std::uint64_t next_event = 1;
 
 private:
-    void resolve(PendingOp& op);
+    /// What the GPU reported for `op`, read from its status word (after `resolve_all` waited).
+    void fill_report(PendingOp& op);
 
-    /// What `for_each_unsuperseded_producer` keeps while it walks; kept for the storage.
-    mutable struct {
-        std::vector<const PendingOp*> visited;
-        std::vector<const Target*> later;
-    } walk_;
-    /// Resolved ops no one else holds, kept for `new_op`.
+    /// Settled ops no one else holds, kept for `new_op`.
     std::vector<std::shared_ptr<PendingOp>> spare_ops_;
     static constexpr std::size_t max_spare_ops = 4096;
 };
-
-/// Whether `a` and `b` name bytes in common on one device.
-inline bool overlaps(const Target& a, const Target& b) {
-    return a.device == b.device && overlap(a.key, b.key) != Overlap::Disjoint;
-}
-
-template <typename Visit>
-bool CudaEngine::for_each_unsuperseded_producer(const std::vector<Target>& inputs,
-                                                Visit&& visit) const {
-    bool written = false;
-    std::vector<const PendingOp*>& visited = walk_.visited;
-    std::vector<const Target*>& later = walk_.later;  // Newer outputs that overlap the input.
-    visited.clear();
-    for (const Target& input : inputs) {
-        const std::vector<const PendingOp*>* writers = pending_writers.find(input.key.memory.value);
-        if (writers == nullptr) {
-            continue;
-        }
-        later.clear();
-        const std::vector<const PendingOp*>& ops = *writers;
-        for (auto op = ops.rbegin(); op != ops.rend() && later.size() < max_scanned_writers; ++op) {
-            bool unsuperseded = false;
-            bool rewrites_input = false;
-            for (const Target& output : (*op)->outputs) {
-                if (!overlaps(input, output)) {
-                    continue;
-                }
-                written = true;
-                // Superseded when newer work writes any byte of this output that the input
-                // reads. Counting a partial overlap as superseding only ever drops a check the
-                // device could have made; the host still decides the outcome.
-                unsuperseded = unsuperseded ||
-                               std::none_of(later.begin(), later.end(), [&](const Target* newer) {
-                                   return overlaps(*newer, output);
-                               });
-                rewrites_input =
-                    rewrites_input || (output.key.range.begin <= input.key.range.begin &&
-                                       input.key.range.end <= output.key.range.end);
-            }
-            if (unsuperseded && std::find(visited.begin(), visited.end(), *op) == visited.end()) {
-                visited.push_back(*op);
-                if (!visit(**op)) {
-                    return true;
-                }
-            }
-            if (rewrites_input) {
-                break;  // Every older output the input reads overlaps this one: superseded.
-            }
-            for (const Target& output : (*op)->outputs) {
-                if (overlaps(input, output)) {
-                    later.push_back(&output);
-                }
-            }
-        }
-    }
-    return written;
-}
 
 /// The message of a CUDA error.
 std::string cuda_error_text(cudaError_t error);

@@ -2,6 +2,7 @@
 // it on a stream; calls that wait drive the engine until what they wait for is done.
 
 #include "engine.hpp"
+#include "tandem/sim/kernel_registry.hpp"
 
 #include <cstring>
 
@@ -153,10 +154,14 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
     }
     SimStream& target = **found;
     operation->device = index_;
+    operation->stream = stream_id;
     operation->stream_local = static_cast<std::uint32_t>(&target - streams_.data());
     operation->stream_global = target.global_index;
-    operation->sequence = target.next_sequence++;
+    operation->stream_sequence = target.next_sequence++;
     operation->host_clock = engine_.host_clock;
+    if (operation->is_work()) {
+        engine_.pipeline.enqueue(operation);
+    }
     target.queue.push_back(std::move(operation));
     engine_.notify();
     return {};
@@ -174,12 +179,8 @@ Status SimDevice::write(const BufferBinding& target, std::span<const std::byte> 
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Write;
     operation->label = "host write";
-    operation->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
+    operation->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
     operation->bytes.assign(bytes.begin(), bytes.end());
-    if (target.peer()) {
-        // P5: work writing shared memory was enqueued.
-        target.peer()->repair();
-    }
     operation->held.push_back(target);
     return enqueue(stream_id, std::move(operation));
 }
@@ -190,37 +191,10 @@ Status SimDevice::drain_for_read(StreamId stream_id, std::span<const ClaimKey> k
         return found.error();
     }
     SimStream* target = *found;
-    // A read waits for the work before it on its stream, for any queued work of any stream that
-    // writes the bytes it reads, and for every writer of them whose outcome is not final (C13).
-    const auto writes_keys = [&keys](const Operation& operation) {
-        for (const Target& output : operation.outputs) {
-            for (const ClaimKey& key : keys) {
-                if (overlap(output.key, key) != Overlap::Disjoint) {
-                    return true;
-                }
-            }
-        }
-        return false;
-    };
+    // A read waits for the work before it on its stream, and for every writer of the bytes it
+    // reads, on any device, until the writer is settled (C6, C13).
     Status drained = engine_.run_until([&] {
-        if (!target->queue.empty()) {
-            return false;
-        }
-        for (const auto& device : engine_.devices) {
-            for (const SimStream& each : device->streams()) {
-                for (const auto& queued : each.queue) {
-                    if (writes_keys(*queued)) {
-                        return false;
-                    }
-                }
-            }
-        }
-        for (const auto& pending : engine_.unresolved) {
-            if (writes_keys(*pending)) {
-                return false;
-            }
-        }
-        return true;
+        return target->queue.empty() && !engine_.pipeline.writes_unsettled(index_, keys);
     });
     merge_into(engine_.host_clock, target->clock);
     sweep();
@@ -300,10 +274,7 @@ Status SimDevice::copy(const KernelResource& source, const BufferBinding& target
         operation->label = "copy";
         operation->inputs.push_back(Target{index_, from.claim_key(), std::nullopt});
     }
-    operation->outputs.push_back(Target{index_, target.claim_key(), std::nullopt});
-    if (target.peer()) {
-        target.peer()->repair();  // P5
-    }
+    operation->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
     operation->copy_source = source;
     operation->held = {from, target};
     return enqueue(stream_id, std::move(operation));
@@ -314,12 +285,17 @@ Status SimDevice::launch(LaunchRequest&& request) {
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;
     }
+    Result<SimStream*> found = stream(request.stream);
+    if (!found) {
+        return found.error();
+    }
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Launch;
     operation->label = request.kernel;
+    operation->device = index_;
     for (const KernelResource& resource : request.resources) {
         const BufferBinding& binding = resource.buffer_binding();
-        Target target{index_, binding.claim_key(), std::nullopt};
+        Target target{index_, binding.claim_key(), binding.peer()};
         if (const PeerBinding* peer = resource.peer_binding()) {
             SimDevice* owner = engine_.device_of(peer->memory().owner_service());
             if (owner == nullptr) {
@@ -334,24 +310,24 @@ Status SimDevice::launch(LaunchRequest&& request) {
             operation->inputs.push_back(target);
         }
         if (writes(resource.access())) {
-            // P5: work writing shared memory was enqueued, on its owner or on a peer. An empty
-            // grid writes nothing and changes no claim (C10), so it repairs nothing either.
-            if (binding.peer() && request.config.grid.count() != 0) {
-                binding.peer()->repair();
-            }
             operation->outputs.push_back(target);
         }
         operation->held.push_back(binding);
     }
-    Result<SimStream*> found = stream(request.stream);
-    if (!found) {
-        return found.error();
-    }
-    if ((*found)->capture) {
-        (*found)->capture->launches.push_back(request);
-        operation->captured = true;
-    }
+    // Drawn for every launch enqueued, in program order, as on GPUs.
     operation->injected.push_back(kernel_fault_due(request.kernel));
+    const bool registered = find_kernel(request.kernel) != nullptr;
+    if (registered && request.config.runs_nothing()) {
+        // C10: a launch of nothing changes no claim; a window does not record it.
+        operation->touches_nothing = true;
+        operation->inputs.clear();
+        operation->outputs.clear();
+    } else if ((operation->refused = engine_.pipeline.refusal(*operation, request, registered))) {
+        operation->inputs.clear();  // C10: only its declared outputs are claimed.
+    } else if ((*found)->capture) {
+        (*found)->capture->launches.push_back(request);
+        operation->window = (*found)->capture;
+    }
     const StreamId stream_id = request.stream;
     operation->launch = std::move(request);
     return enqueue(stream_id, std::move(operation));
@@ -403,7 +379,7 @@ Status SimDevice::sync() {
                 return false;
             }
         }
-        return true;
+        return !engine_.pipeline.unsettled_on(index_);
     });
     for (const SimStream& each : streams_) {
         merge_into(engine_.host_clock, each.clock);
@@ -448,21 +424,16 @@ Result<CaptureGraph> SimDevice::end_capture(StreamId stream_id) {
     if (!target->capture) {
         return Error::invalid_argument(to_string(stream_id) + " is not capturing");
     }
-    Status drained = engine_.run_until([target] { return target->queue.empty(); });
-    SimStream::Capture window = std::move(*target->capture);
-    target->capture.reset();
+    std::shared_ptr<CaptureWindow> window = std::move(target->capture);
+    Status drained = engine_.run_until(
+        [target, &window] { return target->queue.empty() && window->unsettled == 0; });
     if (!drained) {
         return drained.error();
     }
-    if (window.doomed) {
-        // C14: ending a doomed window refuses it and claims what it recorded with the refusal.
-        Error refusal = Error::launch_refused("capture", "the recording window was doomed by " +
-                                                             window.doomed->message())
-                            .caused_by(*window.doomed);
-        (void)claims_.fail(window.write_set, refusal);
-        return refusal;
+    if (std::optional<Error> refusal = close_capture(*window)) {
+        return *refusal;
     }
-    return CaptureGraph(service_, std::move(window.launches), std::move(window.write_set));
+    return CaptureGraph(service_, std::move(window->launches), std::move(window->write_set));
 }
 
 Status SimDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
@@ -473,6 +444,7 @@ Status SimDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Replay;
     operation->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
+    operation->checks_inputs = false;  // C14: the caller wrote fresh inputs first.
     for (const ClaimKey& key : graph.write_set()) {
         operation->outputs.push_back(Target{index_, key, std::nullopt});
     }

@@ -18,6 +18,10 @@ std::optional<Error> Engine::lost(std::uint32_t device) const { return devices[d
 
 ServiceId Engine::service_of(std::uint32_t device) const { return devices[device]->service(); }
 
+bool Engine::peer_access_granted(std::uint32_t owner, ServiceId accessor) const {
+    return devices[owner]->peer_access_granted(accessor);
+}
+
 SimDevice* Engine::device_of(ServiceId service) const {
     if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {
         return nullptr;
@@ -47,7 +51,7 @@ void Engine::record(const Operation& operation, TraceRecord::Phase phase, std::s
         return;
     }
     const SimStream& stream = devices[operation.device]->streams()[operation.stream_local];
-    trace.push_back(TraceRecord{steps, operation.device, stream.id, operation.sequence,
+    trace.push_back(TraceRecord{steps, operation.device, stream.id, operation.stream_sequence,
                                 operation.label, phase, std::move(outcome)});
 }
 

@@ -12,6 +12,7 @@
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/server.hpp"
+#include "tandem/core/settle_pipeline.hpp"
 #include "tandem/sim/runtime.hpp"
 #include "tandem/sim/segment.hpp"
 
@@ -48,12 +49,8 @@ struct SimStream {
     std::uint64_t delay_steps = 0;
     VectorClock clock;
 
-    struct Capture {
-        std::vector<LaunchRequest> launches;
-        std::vector<ClaimKey> write_set;
-        std::optional<Error> doomed;
-    };
-    std::optional<Capture> capture;
+    /// The open recording window (C14), if any.
+    std::shared_ptr<CaptureWindow> capture;
 };
 
 /// A freed allocation, kept so a fault at its old address can say what happened there.
@@ -143,6 +140,7 @@ public:
     [[nodiscard]] ClaimStore& claims_of(std::uint32_t device) const override;
     [[nodiscard]] std::optional<Error> lost(std::uint32_t device) const override;
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
+    [[nodiscard]] bool peer_access_granted(std::uint32_t owner, ServiceId accessor) const override;
 
     SimOptions options;
     std::uint64_t runtime_id;
@@ -165,8 +163,8 @@ public:
     std::uint64_t next_event = 1;
     std::uint32_t next_stream_global = 0;
 
-    /// Operations whose outcome is not final yet: running, or done on provisional inputs (C13).
-    std::vector<std::shared_ptr<Operation>> unresolved;
+    /// Every operation that touches bytes, from enqueue until its claims are settled.
+    SettlePipeline pipeline{*this};
 
     [[nodiscard]] SimDevice* device_of(ServiceId service) const;
     /// Whether any stream other than `operation`'s has work queued.
@@ -191,6 +189,11 @@ public:
 private:
     bool step_deterministic(Status& deadlock);
     Status resolve_deadlock();
+    /// Runs a launch's or a replay's kernels (on a fiber, or the stream's worker).
+    void run_launches(SimDevice& device, SimStream& stream,
+                      const std::shared_ptr<Operation>& operation);
+    /// Fills in the report of `op`, which just ended; returns the trace's outcome line.
+    std::string report(SimDevice& device, SimStream& stream, Operation& op);
     void finish(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation);
     void worker(std::uint32_t device, std::uint32_t stream_local);
 

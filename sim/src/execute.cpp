@@ -1,5 +1,6 @@
-// How an operation runs on the simulator: its input check (C9, P3, D1), its body, and the claims
-// its outcome leaves (C3, C8, C10, P4), including outcomes that arrive late (C13).
+// How an operation runs on the simulator: its input check before it runs (C9, P3, D1), its body,
+// and the report of its outcome, which the settle pipeline turns into claims in enqueue order
+// (C3, C8, C13, P4).
 
 #include "engine.hpp"
 #include "tandem/sim/kernel_registry.hpp"
@@ -66,8 +67,8 @@ private:
 
 std::string where(const Operation& operation) {
     return "'" + operation.label + "' (device " + std::to_string(operation.device) + ", stream " +
-           std::to_string(operation.stream_local + 1) + ", #" + std::to_string(operation.sequence) +
-           ")";
+           std::to_string(operation.stream_local + 1) + ", #" +
+           std::to_string(operation.stream_sequence) + ")";
 }
 
 }  // namespace
@@ -75,65 +76,6 @@ std::string where(const Operation& operation) {
 // ---------------------------------------------------------------- claims of an outcome
 
 namespace {
-
-void remove_unresolved(Engine& engine, const Operation& operation) {
-    std::erase_if(engine.unresolved,
-                  [&operation](const auto& pending) { return pending.get() == &operation; });
-}
-
-/// C13: every operation that consumed `operation`'s outputs before its failure was known is
-/// treated as skipped, transitively.
-void fail_dependents(Engine& engine, Operation& operation) {
-    std::vector<std::shared_ptr<Operation>> dependents = std::move(operation.dependents);
-    operation.dependents.clear();
-    remove_unresolved(engine, operation);
-    for (const std::shared_ptr<Operation>& dependent : dependents) {
-        std::optional<Cause> cause = first_claimed_input(engine, dependent->inputs);
-        if (!cause) {
-            continue;
-        }
-        if (dependent->state != Operation::State::Done) {
-            if (!dependent->doom) {
-                dependent->doom = cause;
-            }
-            continue;
-        }
-        claim_skipped(engine, dependent->label, dependent->outputs, *cause);
-        dependent->succeeded = false;
-        engine.mix_trace(0xc13);
-        fail_dependents(engine, *dependent);
-    }
-}
-
-/// C13: `operation` and its inputs' producers all landed: its outcome is final.
-void resolve(Engine& engine, Operation& operation) {
-    std::vector<std::shared_ptr<Operation>> dependents = std::move(operation.dependents);
-    operation.dependents.clear();
-    remove_unresolved(engine, operation);
-    for (const std::shared_ptr<Operation>& dependent : dependents) {
-        if (--dependent->unresolved_producers == 0 && dependent->state == Operation::State::Done &&
-            dependent->succeeded) {
-            resolve(engine, *dependent);
-        }
-    }
-}
-
-/// Registers `operation` as a consumer of every unresolved operation whose outputs it reads.
-void link_producers(Engine& engine, const std::shared_ptr<Operation>& operation) {
-    for (const std::shared_ptr<Operation>& producer : engine.unresolved) {
-        bool reads_it = false;
-        for (const Target& input : operation->inputs) {
-            for (const Target& output : producer->outputs) {
-                reads_it = reads_it || (input.device == output.device &&
-                                        overlap(input.key, output.key) != Overlap::Disjoint);
-            }
-        }
-        if (reads_it) {
-            producer->dependents.push_back(operation);
-            ++operation->unresolved_producers;
-        }
-    }
-}
 
 void record_accesses(Engine& engine, const Operation& operation) {
     const std::string label = where(operation);
@@ -177,17 +119,6 @@ Result<std::vector<BoundResource>> bind_resources(Engine& engine, SimDevice& dev
         bound.push_back(std::move(entry));
     }
     return bound;
-}
-
-/// Why a launch is refused before it runs (C10), if it is.
-std::optional<Error> refusal(const LaunchRequest& request) {
-    if (find_kernel(request.kernel) == nullptr) {
-        return Error::launch_refused(request.kernel, "no kernel of that name is registered");
-    }
-    if (!launchable(request.config)) {
-        return config_refusal(request.kernel, request.config);
-    }
-    return std::nullopt;
 }
 
 /// Runs one launch's kernel on `context`; records the kernel's failure, fault or throw.
@@ -234,6 +165,24 @@ void write_bytes(SimDevice& device, const Operation& operation) {
 
 // ---------------------------------------------------------------- Engine
 
+namespace {
+
+/// Whether `op` may run now: false when an input is known to end up claimed (C9, C13), in which
+/// case it is held back and writes nothing. An input whose producer is not known yet (unordered
+/// work) runs provisionally; its settlement decides.
+bool may_run(const Engine& engine, Operation& op) {
+    const SettlePipeline::Inputs inputs =
+        engine.pipeline.examine(op, [](const Work&) { return true; });
+    if (inputs == SettlePipeline::Inputs::Claimed) {
+        op.held_back = true;
+        return false;
+    }
+    op.provisional = inputs != SettlePipeline::Inputs::Clean;
+    return true;
+}
+
+}  // namespace
+
 void Engine::start(SimDevice& device, SimStream& stream,
                    const std::shared_ptr<Operation>& operation) {
     Operation& op = *operation;
@@ -246,7 +195,7 @@ void Engine::start(SimDevice& device, SimStream& stream,
     op.epoch = ++op.clock[op.stream_global];
     record(op, TraceRecord::Phase::Begin);
     mix_trace((std::uint64_t{op.device} << 48) ^ (std::uint64_t{op.stream_global} << 32) ^
-              op.sequence);
+              op.stream_sequence);
 
     if (device.loss_due()) {
         device.lose("injected device loss");
@@ -271,68 +220,54 @@ void Engine::start(SimDevice& device, SimStream& stream,
             finish(device, stream, operation);
             return;
         case Operation::Kind::Copy:
-            if (std::optional<Cause> cause = first_claimed_input(*this, op.inputs)) {
-                op.doom = cause;
-            } else {
-                link_producers(*this, operation);
+            if (may_run(*this, op)) {
                 copy_bytes(*this, device, op);
             }
             finish(device, stream, operation);
             return;
         case Operation::Kind::Launch:
-        case Operation::Kind::Replay:
+            // Refused (C10) or of no threads: nothing runs.
+            if (op.refused || op.touches_nothing || !may_run(*this, op)) {
+                finish(device, stream, operation);
+                return;
+            }
             break;
+        case Operation::Kind::Replay:
+            break;  // C14: a replay does not check inputs; the caller wrote fresh ones.
     }
+    run_launches(device, stream, operation);
+}
 
+void Engine::run_launches(SimDevice& device, SimStream& stream,
+                          const std::shared_ptr<Operation>& operation) {
+    Operation& op = *operation;
     std::vector<const LaunchRequest*> launches;
     if (op.kind == Operation::Kind::Launch) {
-        const LaunchRequest& request = *op.launch;
-        // An empty grid is a launch of nothing; blocks of no threads are refused below.
-        if (request.config.runs_nothing() && find_kernel(request.kernel) != nullptr) {
-            op.touches_nothing = true;  // C10: a launch with zero threads changes no claim.
-            finish(device, stream, operation);
-            return;
-        }
-        if (std::optional<Error> refused = refusal(request)) {
-            op.inputs.clear();  // C10: refused before it runs, only its outputs are claimed.
-            op.error = *refused;
-            finish(device, stream, operation);
-            return;
-        }
-        if (std::optional<Cause> cause = first_claimed_input(*this, op.inputs)) {
-            op.doom = cause;
-            finish(device, stream, operation);
-            return;
-        }
-        launches.push_back(&request);
+        launches.push_back(&*op.launch);
     } else {
-        // C14: a replay does not check inputs; the caller wrote fresh ones.
         for (const LaunchRequest& request : op.graph->launches()) {
             launches.push_back(&request);
         }
     }
-
-    link_producers(*this, operation);
-    unresolved.push_back(operation);
     op.host = std::make_unique<OperationHost>(*this, device, op);
     op.body = [this, &device, &op, launches] {
-        for (const LaunchRequest* const& request : launches) {
-            const std::size_t launch_index = static_cast<std::size_t>(&request - launches.data());
-            if (launch_index < op.injected.size() && op.injected[launch_index]) {
-                op.failure_code = op.injected[launch_index];  // Reported without running.
+        for (std::size_t index = 0; index < launches.size(); ++index) {
+            const LaunchRequest& request = *launches[index];
+            if (index < op.injected.size() && op.injected[index]) {
+                op.failure_code = op.injected[index];  // Reported without running.
                 return;
             }
             Result<std::vector<BoundResource>> bound = [&] {
                 std::lock_guard lock(mutex);
-                return bind_resources(*this, device, *request);
+                return bind_resources(*this, device, request);
             }();
             if (!bound) {
                 op.error = bound.error();
                 return;
             }
-            SimKernelContext context(request->kernel, std::move(*bound), request->args,
-                                     request->config.thread_count(), *op.host);
-            run_kernel(op, context, *request);
+            SimKernelContext context(request.kernel, std::move(*bound), request.args,
+                                     request.config.thread_count(), *op.host);
+            run_kernel(op, context, request);
             if (op.failure_code || op.fault || op.error) {
                 return;
             }
@@ -347,67 +282,59 @@ void Engine::start(SimDevice& device, SimStream& stream,
 void Engine::resume(SimDevice& device, SimStream& stream,
                     const std::shared_ptr<Operation>& operation) {
     operation->fiber->resume();
-    mix_trace(0x5e5e ^ operation->sequence);
+    mix_trace(0x5e5e ^ operation->stream_sequence);
     if (operation->fiber->finished()) {
         finish(device, stream, operation);
     }
 }
 
+/// What `op` reports when it ends, and the trace's outcome line for it.
+std::string Engine::report(SimDevice& device, SimStream& stream, Operation& op) {
+    if (op.touches_nothing || !op.is_work()) {
+        return op.error ? "failed: " + op.error->message() : "ok";
+    }
+    if (op.refused) {
+        return "failed: " + op.refused->message();  // Settled as refused; nothing ran.
+    }
+    if (op.held_back) {
+        op.report = Work::Report::NotRun;
+        return "skipped: an input is unwritten";
+    }
+    if (op.fault) {
+        device.lose(*op.fault);  // D1: a sticky fault loses the device.
+        op.report = Work::Report::Failed;
+        op.failure = *device.lost();
+        return "lost: " + *op.fault;
+    }
+    if (op.failure_code) {
+        op.report = Work::Report::Failed;
+        op.failure = Error::kernel_failed(
+            KernelFailedDetails{op.label, device.service(), stream.id, *op.failure_code});
+        return "failed: " + op.failure->message();
+    }
+    if (op.error) {
+        op.report = Work::Report::Failed;
+        op.failure = op.error;
+        return "failed: " + op.error->message();
+    }
+    op.report = Work::Report::Landed;
+    record_accesses(*this, op);
+    return "ok";
+}
+
 void Engine::finish(SimDevice& device, SimStream& stream,
                     const std::shared_ptr<Operation>& operation) {
     Operation& op = *operation;
-    bool failed = true;
-    std::string outcome = "ok";
-    if (op.touches_nothing) {
-        failed = false;
-    } else if (op.doom) {
-        claim_skipped(*this, op.label, op.outputs, *op.doom);
-        outcome = "skipped: " + cause_error(*this, *op.doom).message();
-    } else if (op.fault) {
-        device.lose(*op.fault);  // D1: a sticky fault loses the device.
-        claim_failed(*this, op.outputs, *device.lost());
-        outcome = "lost: " + *op.fault;
-    } else if (op.failure_code) {
-        Error error = Error::kernel_failed(
-            KernelFailedDetails{op.label, device.service(), stream.id, *op.failure_code});
-        claim_failed(*this, op.outputs, error);
-        outcome = "failed: " + error.message();
-    } else if (op.error) {
-        claim_failed(*this, op.outputs, *op.error);
-        outcome = "failed: " + op.error->message();
-    } else {
-        failed = false;
-        release_outputs(*this, op.outputs);
-        if (op.kind != Operation::Kind::Record && op.kind != Operation::Kind::Wait) {
-            record_accesses(*this, op);
-        }
-    }
-    op.succeeded = !failed;
-    if (stream.capture && op.captured) {
-        if (failed && !stream.capture->doomed) {
-            // C14: a failed or skipped scope dooms the window.
-            stream.capture->doomed = Error::torn_down(where(op) + " failed or was skipped");
-        } else if (!failed) {
-            for (const Target& output : op.outputs) {
-                auto& keys = stream.capture->write_set;
-                if (std::find(keys.begin(), keys.end(), output.key) == keys.end()) {
-                    keys.push_back(output.key);  // Deduplicated by claim key, nothing coarser.
-                }
-            }
-        }
-    }
+    std::string outcome = report(device, stream, op);
+    const bool failed = !outcome.starts_with("ok");
     merge_into(stream.clock, op.clock);
     op.state = Operation::State::Done;
-    if (failed) {
-        fail_dependents(*this, op);
-    } else if (op.unresolved_producers == 0) {
-        resolve(*this, op);
-    } else if (std::find(unresolved.begin(), unresolved.end(), operation) == unresolved.end()) {
-        unresolved.push_back(operation);
-    }
+    pipeline.settle_ready();
     mix_trace(failed ? 0xfa11 : 0x900d);
     record(op, TraceRecord::Phase::End, std::move(outcome));
-    op.held.clear();
+    if (!op.is_work()) {
+        op.held.clear();  // Work keeps its memory reserved until it is settled.
+    }
     op.context.reset();
     if (!stream.queue.empty() && stream.queue.front() == operation) {
         stream.queue.pop_front();

@@ -7,6 +7,7 @@
 
 #include "tandem/core/outcome.hpp"
 #include "tandem/core/server.hpp"
+#include "tandem/core/work.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -30,24 +31,24 @@ inline void merge_into(VectorClock& into, const VectorClock& from) {
     }
 }
 
-using tandem::Cause;
 using tandem::Target;
+using tandem::Work;
 
-struct Operation {
+/// An operation on a simulated stream. Those that touch bytes (writes, copies, launches, replays)
+/// are work of the settle pipeline, which decides their claims; records and waits only order
+/// streams.
+struct Operation final : Work {
     enum class Kind : std::uint8_t { Write, Copy, Launch, Record, Wait, Replay };
     enum class State : std::uint8_t { Queued, Running, Done };
 
     Kind kind;
     State state = State::Queued;
-    std::string label;
-    std::uint32_t device = 0;
     std::uint32_t stream_local = 0;
     std::uint32_t stream_global = 0;
-    std::uint64_t sequence = 0;
+    /// The position on its stream, from 1 (`Work::sequence` is the runtime-wide enqueue order).
+    std::uint64_t stream_sequence = 0;
 
-    std::vector<Target> inputs;
-    std::vector<Target> outputs;
-    /// Keeps every bound allocation reserved until the operation is done.
+    /// Keeps every bound allocation reserved until the operation is settled.
     std::vector<BufferBinding> held;
 
     // Payloads, by kind.
@@ -72,23 +73,21 @@ struct Operation {
     std::string blocked_on;
     std::optional<std::string> fault;
     std::optional<std::uint32_t> failure_code;
-    /// An error that ends the operation without a kernel code: a refusal, a throw, a deadlock.
+    /// An error that ends the operation without a kernel code: a throw, a deadlock, a lost device.
     std::optional<Error> error;
     /// Injected kernel faults, one entry per launch the operation runs, decided when it was
     /// enqueued so that "the nth launch from now" means program order, whatever the schedule.
-    /// Injected kernel faults, one entry per launch the operation runs, decided when it was
-    /// enqueued so that "the nth launch from now" means program order, whatever the schedule.
     std::vector<std::optional<std::uint32_t>> injected;
-    /// Enqueued inside a capture window of its stream (C14).
-    bool captured = false;
-    /// Launches with zero threads change no claim (C10).
+    /// Launches with zero threads change no claim (C10): not work of the pipeline.
     bool touches_nothing = false;
+    /// Held back when it started: an input was known to end up claimed (C9), so it wrote nothing.
+    bool held_back = false;
 
-    // Asynchronous resolution (rule C13).
-    std::size_t unresolved_producers = 0;
-    std::vector<std::shared_ptr<Operation>> dependents;
-    std::optional<Cause> doom;
-    bool succeeded = false;
+    /// Whether the settle pipeline decides this operation's claims.
+    [[nodiscard]] bool is_work() const {
+        return kind != Kind::Record && kind != Kind::Wait && !touches_nothing;
+    }
+    void on_settled() override { held.clear(); }
 };
 
 }  // namespace tandem::sim

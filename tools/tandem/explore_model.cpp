@@ -56,40 +56,35 @@ private:
             target[index] = Cell{values[index % values.size()], -1};
         }
     }
-    /// The failure a launch reading `name` on `device` is skipped with, if any (C9, P3): the
-    /// first claimed byte, then the shared memory's failure slot for a peer access.
-    std::optional<int> input_failure(const std::string& name, std::uint32_t device) {
+    /// The failure a launch reading `name` is skipped with, if any (C9, P3): the first claimed
+    /// byte, byte-precise on every device.
+    std::optional<int> input_failure(const std::string& name) {
         for (const Cell& cell : cells(name)) {
             if (cell.failure >= 0) {
                 return cell.failure;
             }
         }
-        const ModelRegion& region = regions_.at(name);
-        const int slot = peer_failure_[region.allocation];
-        if (region.device != device && slot >= 0) {
-            return slot;
-        }
         return std::nullopt;
     }
-    /// Whether an injected fault hits this launch, as the simulator counts: faults in order, each
-    /// of the kernel's counted, the first that hits wins.
+    /// Whether an injected fault hits this launch, as every backend counts: each armed fault on
+    /// the kernel counts every launch, and the first due, in the order they were armed, wins.
     std::optional<std::uint32_t> fault_due(std::uint32_t device, const std::string& kernel) {
+        std::optional<std::uint32_t> due;
         for (PendingFault& pending : faults_[device]) {
             if (pending.fault.kernel != kernel) {
                 continue;
             }
             ++pending.launches;
-            if (pending.fault.nth == 0 || pending.launches == pending.fault.nth) {
-                return pending.fault.code;
+            if (!due && (pending.fault.nth == 0 || pending.launches == pending.fault.nth)) {
+                due = pending.fault.code;
             }
         }
-        return std::nullopt;
+        return due;
     }
     std::string code_text(std::uint64_t code) { return "code " + std::to_string(code) + " on"; }
 
     void on(AllocateStep& step, Step&) {
         bytes_[step.name] = std::vector<Cell>(step.size_bytes);
-        peer_failure_[step.name] = -1;
         regions_[step.name] = ModelRegion{step.name, step.device, 0, step.size_bytes};
     }
     void on(SliceStep& step, Step&) {
@@ -104,7 +99,6 @@ private:
             values.push_back(std::to_integer<std::uint8_t>(value));
         }
         store(step.buffer, values);
-        peer_failure_[regions_.at(step.buffer).allocation] = -1;  // P5: repaired when enqueued.
     }
     void on(LaunchStep& step, Step&) {
         // The simulator draws injected faults when a launch is enqueued, so a launch that then
@@ -118,9 +112,6 @@ private:
         for (const LaunchResource& resource : step.resources) {
             (writes(resource.access) ? outputs : inputs).push_back(resource.buffer);
         }
-        for (const std::string& output : outputs) {
-            peer_failure_[regions_.at(output).allocation] = -1;  // P5: repaired when enqueued.
-        }
         if (step.kernel.starts_with("missing_")) {
             const int refused = token("'" + step.kernel + "'");
             for (const std::string& output : outputs) {
@@ -129,7 +120,7 @@ private:
             return;
         }
         for (const std::string& input : inputs) {
-            if (std::optional<int> failure = input_failure(input, step.device)) {
+            if (std::optional<int> failure = input_failure(input)) {
                 finish_failed(step, outputs, *failure);  // C9
                 return;
             }
@@ -144,13 +135,10 @@ private:
         }
         run_kernel(step, inputs, outputs);
     }
-    void finish_failed(const LaunchStep& step, const std::vector<std::string>& outputs,
+    void finish_failed(const LaunchStep&, const std::vector<std::string>& outputs,
                        int failure) {
         for (const std::string& output : outputs) {
             claim(output, failure);
-            if (regions_.at(output).device != step.device) {
-                peer_failure_[regions_.at(output).allocation] = failure;  // P4
-            }
         }
     }
     void run_kernel(const LaunchStep& step, const std::vector<std::string>& inputs,
@@ -207,7 +195,6 @@ private:
 
     std::map<std::string, std::vector<Cell>> bytes_;
     std::map<std::string, ModelRegion> regions_;
-    std::map<std::string, int> peer_failure_;
     std::map<std::uint32_t, std::vector<PendingFault>> faults_;
     std::vector<std::string> tokens_;
 };

@@ -10,6 +10,7 @@
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/server.hpp"
+#include "tandem/core/work.hpp"
 
 #include <memory>
 #include <mutex>
@@ -76,14 +77,10 @@ protected:
         return {};
     }
     /// Opens the capture window `window` of `stream` (C14); InvalidArgument if one is open.
-    template <typename Window>
-    static Status open_capture(std::optional<Window>& window, StreamId stream) {
-        if (window) {
-            return Error::invalid_argument(to_string(stream) + " is already capturing");
-        }
-        window.emplace();
-        return {};
-    }
+    static Status open_capture(std::shared_ptr<CaptureWindow>& window, StreamId stream);
+    /// Ends `window`, whose work is all settled: a doomed window is refused, and what it recorded
+    /// is claimed with the refusal (C14). None when the window may become a graph.
+    std::optional<Error> close_capture(CaptureWindow& window);
 
     const ServiceId service_;
     ClaimStore claims_;

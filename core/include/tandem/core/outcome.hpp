@@ -1,8 +1,9 @@
 #pragma once
 
 // The claims an operation's outcome leaves, across the devices its bytes live on. Every backend
-// decides outcomes its own way (a scheduler step on sim, a status word on cuda); what an outcome
-// does to claims is the same everywhere, and lives here.
+// learns outcomes its own way (a scheduler step on sim, a status word on cuda); what an outcome
+// does to claims is the same everywhere, and lives here. The settle pipeline
+// (`settle_pipeline.hpp`) is the one caller.
 
 #include "tandem/core/claim_store.hpp"
 #include "tandem/core/peer_memory.hpp"
@@ -40,23 +41,29 @@ public:
     [[nodiscard]] virtual ClaimStore& claims_of(std::uint32_t device) const = 0;
     [[nodiscard]] virtual std::optional<Error> lost(std::uint32_t device) const = 0;
     [[nodiscard]] virtual ServiceId service_of(std::uint32_t device) const = 0;
+    /// Whether kernels on `accessor` may bind the shared memory of `owner` (P7).
+    [[nodiscard]] virtual bool peer_access_granted(std::uint32_t owner,
+                                                   ServiceId accessor) const = 0;
 };
 
-/// The first input whose bytes are claimed, whose owner is lost (D1), or whose shared memory
-/// carries a failure (P3); in declared order.
+/// The first input whose bytes are claimed on their owner (C9, P3) or whose owner is lost (D1), in
+/// declared order. Byte-precise: shared memory whose other bytes failed does not make a clean
+/// input claimed, and its failure slot decides nothing.
 std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
                                          std::span<const Target> inputs);
 /// The error a device other than the cause's sees: the owner's full report for a claim.
 Error cause_error(const DeviceDirectory& devices, const Cause& cause);
-/// C9: the operation `label` did not run because of `cause`; its outputs take that failure,
-/// with a skip record (a cross-device hop becomes a new failure carrying the owner's report).
-void claim_skipped(const DeviceDirectory& devices, std::string_view label,
+/// C9: the operation `label`, which `runner` ran (or would have), did not run because of
+/// `cause`; its outputs take that failure, with a skip record naming `runner` (a cross-device hop
+/// becomes a new failure carrying the owner's report).
+void claim_skipped(const DeviceDirectory& devices, ServiceId runner, std::string_view label,
                    std::span<const Target> outputs, const Cause& cause);
 /// C8: the operation failed with `error`; one new failure per device claims its outputs (P4 for
 /// shared memory: the peer memory is marked too).
 void claim_failed(const DeviceDirectory& devices, std::span<const Target> outputs,
                   const Error& error);
-/// C3: the operation landed; its outputs' claims are released.
+/// C3: the operation landed; its outputs' claims are released, and the failure slot of shared
+/// memory it wrote is cleared (P5: in program order, since the pipeline settles in that order).
 void release_outputs(const DeviceDirectory& devices, std::span<const Target> outputs);
 
 }  // namespace tandem

@@ -1,0 +1,208 @@
+#pragma once
+
+// The one path from work to claims, which every backend calls. A backend enqueues each unit of
+// work (`Work`) when the host enqueues it, asks `examine` before it runs the work, fills in the
+// report when the work ends, and calls `settle_ready`. The pipeline settles work in enqueue
+// order, so outcomes follow program order whatever order failures happen to be learned in: a
+// consumer of failed work is skipped (C9, C13) even when it ran before the failure was known, and
+// a rewrite enqueued before that failure was known still repairs the bytes (C3, P5).
+//
+// Settling in enqueue order costs nothing extra on the GPU backend, which learns outcomes in
+// batches at a sync; on the simulator a finished work waits for the older ones. What it buys is
+// one decision per rule, in one place: the refusal (C10), the input check at settlement (C9, C13,
+// P3, D1), the failure (C8, P4), the release (C3), and the capture window (C14).
+//
+// `examine` answers before work runs whether its inputs are already known to end up claimed, by
+// walking, for each input byte, the newest unsettled writer enqueued before it: skipped work must
+// not write (its bytes would otherwise show through a later write that covers them only in part).
+
+#include "tandem/core/detail/id_table.hpp"
+#include "tandem/core/work.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+class SettlePipeline {
+public:
+    /// What is known of a work's inputs before it runs.
+    enum class Inputs : std::uint8_t {
+        /// No byte is claimed and no unsettled work writes any: final.
+        Clean,
+        /// Some byte will be claimed when the work settles, whatever else happens: it must not run.
+        Claimed,
+        /// Depends on producers whose outcome is not known yet; each was visited.
+        Pending,
+        /// The walk stopped (too many writers, or the visitor could not follow a producer): settle
+        /// what is pending and ask again.
+        Undecided,
+    };
+
+    explicit SettlePipeline(const DeviceDirectory& devices) : devices_(devices) {}
+    SettlePipeline(const SettlePipeline&) = delete;
+    SettlePipeline& operator=(const SettlePipeline&) = delete;
+
+    /// Why a launch of `request`, recorded as `work`, is refused before it runs (C10), if it is:
+    /// its kernel is not `registered` on the backend, its configuration is past a GPU's limits,
+    /// or it binds shared memory whose owner did not grant the launching device access (P7). The
+    /// same on every backend; the common launch passes with two tests.
+    [[nodiscard]] std::optional<Error> refusal(const Work& work, const LaunchRequest& request,
+                                               bool registered) const {
+        if (registered && launchable(request.config) && !binds_peer_memory(work)) {
+            return std::nullopt;
+        }
+        return refusal_slow(work, request, registered);
+    }
+
+    /// Appends `work` in enqueue order. It is settled once its report is in (or it was refused)
+    /// and every older work is settled.
+    void enqueue(std::shared_ptr<Work> work);
+
+    /// What is known of `consumer`'s inputs (enqueued or about to be). `visit(producer)` is called
+    /// for each unsettled producer whose outcome decides a byte and is not known yet, newest
+    /// first; it returns false when the caller cannot follow that producer. At most
+    /// `writers_max` writers are walked per input.
+    template <typename Visit>
+    Inputs examine(const Work& consumer, Visit&& visit,
+                   std::size_t writers_max = std::numeric_limits<std::size_t>::max()) const;
+
+    /// Settles work from the oldest while its outcome is known; `recycle` receives each settled
+    /// record.
+    template <typename Recycle>
+    void settle_ready(Recycle&& recycle);
+    void settle_ready() {
+        settle_ready([](std::shared_ptr<Work>&&) {});
+    }
+
+    /// Whether unsettled work writes any byte of `keys` on `device`.
+    [[nodiscard]] bool writes_unsettled(std::uint32_t device, std::span<const ClaimKey> keys) const;
+    /// Whether work that `device` runs is unsettled.
+    [[nodiscard]] bool unsettled_on(std::uint32_t device) const;
+    [[nodiscard]] bool empty() const { return pending_.empty(); }
+    [[nodiscard]] std::size_t size() const { return pending_.size(); }
+    /// The unsettled work, oldest first, for a backend to fill in reports.
+    [[nodiscard]] const std::deque<std::shared_ptr<Work>>& pending() const { return pending_; }
+
+private:
+    [[nodiscard]] static bool binds_peer_memory(const Work& work) {
+        for (const std::vector<Target>* targets : {&work.inputs, &work.outputs}) {
+            for (const Target& target : *targets) {
+                if (target.device != work.device) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+    [[nodiscard]] std::optional<Error> refusal_slow(const Work& work, const LaunchRequest& request,
+                                                    bool registered) const;
+
+    struct Writers {
+        std::vector<Work*> works;  // Enqueue order; the first `settled` are settled.
+        std::size_t settled = 0;
+    };
+
+    void settle(Work& work);
+    void unindex(const Work& work);
+    /// Removes `range` from `uncovered_`; whether any byte of it was there.
+    bool cover(ByteRange range) const;
+    /// Whether the unsettled `writer` will leave the bytes it writes claimed.
+    static bool leaves_claimed(const Work& writer) {
+        return writer.refused.has_value() || writer.report == Work::Report::Failed ||
+               writer.report == Work::Report::NotRun;
+    }
+    /// Whether the outcome of the unsettled `writer` is not known yet.
+    static bool undecided(const Work& writer) {
+        return writer.report == Work::Report::Pending ||
+               (writer.report == Work::Report::Landed && writer.provisional);
+    }
+    /// Whether the claims now on the bytes of `input` that no unsettled writer covers
+    /// (`uncovered_`) make it claimed.
+    [[nodiscard]] bool uncovered_claimed(const Target& input) const;
+
+    const DeviceDirectory& devices_;
+    std::deque<std::shared_ptr<Work>> pending_;
+    /// The unsettled work writing each allocation, by `MemoryId`.
+    detail::IdTable<Writers> writers_;
+    std::vector<std::size_t> unsettled_per_device_;
+    std::uint64_t next_sequence_ = 1;
+    /// Scratch of `examine`, kept for its storage.
+    mutable std::vector<ByteRange> uncovered_;
+    mutable std::vector<ClaimKey> uncovered_keys_;
+};
+
+template <typename Visit>
+SettlePipeline::Inputs SettlePipeline::examine(const Work& consumer, Visit&& visit,
+                                               std::size_t writers_max) const {
+    const std::uint64_t before =
+        consumer.sequence != 0 ? consumer.sequence : std::numeric_limits<std::uint64_t>::max();
+    bool pending = false;
+    for (const Target& input : consumer.inputs) {
+        if (devices_.lost(input.device)) {
+            return Inputs::Claimed;  // D1: the owner's memory reads as failed.
+        }
+        if (input.key.range.empty()) {
+            continue;  // An empty range never fails (C6).
+        }
+        uncovered_.assign(1, input.key.range);
+        if (const Writers* list = writers_.find(input.key.memory.value)) {
+            std::size_t walked = 0;
+            for (std::size_t index = list->works.size();
+                 index-- > list->settled && !uncovered_.empty();) {
+                const Work& writer = *list->works[index];
+                if (writer.sequence >= before) {
+                    continue;  // Later in program order: it cannot feed the consumer.
+                }
+                if (++walked > writers_max) {
+                    return Inputs::Undecided;
+                }
+                bool decides = false;
+                for (const Target& output : writer.outputs) {
+                    if (output.device == input.device && output.key.memory == input.key.memory) {
+                        decides = cover(output.key.range) || decides;
+                    }
+                }
+                if (!decides) {
+                    continue;
+                }
+                if (leaves_claimed(writer)) {
+                    return Inputs::Claimed;
+                }
+                if (undecided(writer)) {
+                    pending = true;
+                    if (!visit(writer)) {
+                        return Inputs::Undecided;
+                    }
+                }
+            }
+        }
+        if (!uncovered_.empty() && uncovered_claimed(input)) {
+            return Inputs::Claimed;
+        }
+    }
+    return pending ? Inputs::Pending : Inputs::Clean;
+}
+
+template <typename Recycle>
+void SettlePipeline::settle_ready(Recycle&& recycle) {
+    while (!pending_.empty()) {
+        Work& oldest = *pending_.front();
+        if (oldest.report == Work::Report::Pending && !oldest.refused) {
+            return;
+        }
+        settle(oldest);
+        unindex(oldest);
+        std::shared_ptr<Work> settled = std::move(pending_.front());
+        pending_.pop_front();
+        recycle(std::move(settled));
+    }
+}
+
+}  // namespace tandem

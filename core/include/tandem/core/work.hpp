@@ -1,0 +1,87 @@
+#pragma once
+
+// A unit of work as every backend records it: what it reads and writes, on which device and
+// stream, what the host knew when it was enqueued, and what the backend reported when it ended.
+// The settle pipeline (`settle_pipeline.hpp`) turns that into claims, in enqueue order, by the
+// same rules on every backend; a backend only runs the work and fills in `report`.
+//
+// A backend derives its own record from `Work` (what it needs to run it: a payload, a status
+// word) and hands the pipeline a shared pointer; the pipeline keeps it until it is settled.
+
+#include "tandem/core/error.hpp"
+#include "tandem/core/outcome.hpp"
+#include "tandem/core/server.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+/// A recording window of one stream (C14): the launches a replay runs, and what it releases.
+struct CaptureWindow {
+    std::vector<LaunchRequest> launches;
+    /// The outputs of the window's settled, clean launches, deduplicated by claim key: exactly
+    /// what a replay writes.
+    std::vector<ClaimKey> write_set;
+    /// Why the window is refused when it ends: the first of its work that failed or was skipped.
+    std::optional<Error> doomed;
+    /// Work of the window not settled yet; the window can end once this is zero.
+    std::size_t unsettled = 0;
+};
+
+struct Work {
+    /// What the backend learned when the work ended.
+    enum class Report : std::uint8_t {
+        /// Not ended, or ended without the host knowing how yet.
+        Pending,
+        /// Ran and wrote its outputs.
+        Landed,
+        /// Ran and failed with `failure`; its outputs are unwritten.
+        Failed,
+        /// Did not run (a producer of its inputs failed or was skipped): it wrote nothing.
+        NotRun,
+    };
+
+    virtual ~Work() = default;
+
+    /// The kernel's name, or what the work is ("host write", "copy").
+    std::string label;
+    /// The device that runs it, as the runtime's `DeviceDirectory` numbers them.
+    std::uint32_t device = 0;
+    StreamId stream;
+    /// The bytes it reads: checked before it runs (C9, P3) and when it settles (C13).
+    std::vector<Target> inputs;
+    /// The bytes it writes: released when it lands (C3), claimed when it fails (C8) or is
+    /// skipped (C9).
+    std::vector<Target> outputs;
+    /// False for a replay, which does not check inputs (C14).
+    bool checks_inputs = true;
+    /// Known before it ran: refused (C10) or failed to enqueue. Its outputs take this error and
+    /// its inputs are not checked.
+    std::optional<Error> refused;
+
+    Report report = Report::Pending;
+    /// With `Report::Failed`: the kernel's code, the sticky fault, the throw.
+    std::optional<Error> failure;
+    /// Landed, but it ran before every producer of its inputs was known to have landed, so a
+    /// consumer cannot take its bytes as clean until it settles.
+    bool provisional = false;
+    /// The recording window it was enqueued in, if any.
+    std::shared_ptr<CaptureWindow> window;
+
+    /// Set by the pipeline: the enqueue order across every device of the runtime.
+    std::uint64_t sequence = 0;
+    bool settled = false;
+    /// After settlement: whether its outputs were claimed (failed, skipped or refused).
+    bool failed = false;
+
+    /// Called once the work is settled: release what kept its memory reserved.
+    virtual void on_settled() {}
+    /// Empties the record for reuse, keeping the storage of its vectors.
+    void reset_work();
+};
+
+}  // namespace tandem

@@ -1,0 +1,181 @@
+#include "tandem/core/settle_pipeline.hpp"
+
+#include <algorithm>
+
+namespace tandem {
+
+void Work::reset_work() {
+    label.clear();
+    device = 0;
+    stream = StreamId{};
+    inputs.clear();
+    outputs.clear();
+    checks_inputs = true;
+    refused.reset();
+    report = Report::Pending;
+    failure.reset();
+    provisional = false;
+    window.reset();
+    sequence = 0;
+    settled = false;
+    failed = false;
+}
+
+std::optional<Error> SettlePipeline::refusal_slow(const Work& work, const LaunchRequest& request,
+                                                  bool registered) const {
+    if (!registered) {
+        return Error::launch_refused(request.kernel, "no kernel of that name is registered");
+    }
+    if (!launchable(request.config)) {
+        return config_refusal(request.kernel, request.config);
+    }
+    const ServiceId runner = devices_.service_of(work.device);
+    for (const std::vector<Target>* targets : {&work.inputs, &work.outputs}) {
+        for (const Target& target : *targets) {
+            if (target.device != work.device &&
+                !devices_.peer_access_granted(target.device, runner)) {
+                const ServiceId owner = devices_.service_of(target.device);
+                return Error::launch_refused(
+                    request.kernel, "it binds shared memory of " + to_string(owner) + ", which " +
+                                        "never granted " + to_string(runner) +
+                                        " access (grant_peer_access on the owner's client)");
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
+    work->sequence = next_sequence_++;
+    for (const Target& output : work->outputs) {
+        Writers& list = writers_.find_or_insert(output.key.memory.value);
+        if (list.works.empty() || list.works.back() != work.get()) {
+            list.works.push_back(work.get());
+        }
+    }
+    if (unsettled_per_device_.size() <= work->device) {
+        unsettled_per_device_.resize(work->device + 1, 0);
+    }
+    ++unsettled_per_device_[work->device];
+    if (work->window) {
+        ++work->window->unsettled;
+    }
+    pending_.push_back(std::move(work));
+}
+
+bool SettlePipeline::cover(ByteRange range) const {
+    bool covered = false;
+    for (std::size_t index = 0; index < uncovered_.size();) {
+        const ByteRange piece = uncovered_[index];
+        if (range.empty() || piece.end <= range.begin || range.end <= piece.begin) {
+            ++index;
+            continue;
+        }
+        covered = true;
+        const ByteRange before{piece.begin, std::max(piece.begin, range.begin)};
+        const ByteRange after{std::min(piece.end, range.end), piece.end};
+        uncovered_.erase(uncovered_.begin() + static_cast<std::ptrdiff_t>(index));
+        for (const ByteRange& rest : {before, after}) {
+            if (!rest.empty()) {
+                uncovered_.insert(uncovered_.begin() + static_cast<std::ptrdiff_t>(index), rest);
+                ++index;
+            }
+        }
+    }
+    return covered;
+}
+
+bool SettlePipeline::uncovered_claimed(const Target& input) const {
+    const ClaimStore& claims = devices_.claims_of(input.device);
+    if (claims.nothing_claimed()) {
+        return false;
+    }
+    uncovered_keys_.clear();
+    for (const ByteRange& range : uncovered_) {
+        uncovered_keys_.push_back(ClaimKey{input.key.memory, range});
+    }
+    return claims.first_claimed(uncovered_keys_).has_value();
+}
+
+void SettlePipeline::settle(Work& work) {
+    const ServiceId runner = devices_.service_of(work.device);
+    std::optional<Cause> cause;
+    const bool lost = work.report == Work::Report::Failed && work.failure &&
+                      work.failure->kind() == ErrorKind::DeviceLost;
+    if (!work.refused && !lost && work.checks_inputs) {
+        // In enqueue order, the claims on the inputs now are the claims the work met in program
+        // order: a claimed input means it was skipped (C9), or consumed bytes of failed work
+        // before anyone knew (C13), whatever it reported itself.
+        cause = first_claimed_input(devices_, work.inputs);
+    }
+    work.failed = true;
+    if (work.refused) {
+        claim_failed(devices_, work.outputs, *work.refused);  // C10, or it never reached a queue.
+    } else if (cause) {
+        claim_skipped(devices_, runner, work.label, work.outputs, *cause);
+    } else if (work.report == Work::Report::Failed) {
+        claim_failed(devices_, work.outputs, *work.failure);  // C8, P4, D1.
+    } else if (work.report == Work::Report::NotRun) {
+        // Only work whose input will be claimed is held back; should that ever not hold, its
+        // outputs still must not read as written.
+        claim_failed(devices_, work.outputs,
+                     Error::torn_down("'" + work.label +
+                                      "' did not run, and no input of it was found claimed"));
+    } else {
+        work.failed = false;
+        release_outputs(devices_, work.outputs);  // C3.
+    }
+    if (CaptureWindow* window = work.window.get()) {
+        --window->unsettled;
+        if (work.failed && !window->doomed) {
+            // C14: a failed or skipped scope dooms the window.
+            window->doomed = Error::torn_down("'" + work.label + "' failed or was skipped");
+        } else if (!work.failed) {
+            for (const Target& output : work.outputs) {
+                auto& keys = window->write_set;
+                if (std::find(keys.begin(), keys.end(), output.key) == keys.end()) {
+                    keys.push_back(output.key);  // Deduplicated by claim key, nothing coarser.
+                }
+            }
+        }
+    }
+    --unsettled_per_device_[work.device];
+    work.settled = true;
+    work.on_settled();
+}
+
+void SettlePipeline::unindex(const Work& work) {
+    for (const Target& output : work.outputs) {
+        Writers* list = writers_.find(output.key.memory.value);
+        if (list == nullptr || list->settled == list->works.size() ||
+            list->works[list->settled] != &work) {
+            continue;  // A second output on the same allocation: counted with the first.
+        }
+        if (++list->settled == list->works.size()) {
+            writers_.erase(output.key.memory.value);
+        }
+    }
+}
+
+bool SettlePipeline::writes_unsettled(std::uint32_t device, std::span<const ClaimKey> keys) const {
+    for (const ClaimKey& key : keys) {
+        const Writers* list = writers_.find(key.memory.value);
+        if (list == nullptr) {
+            continue;
+        }
+        for (std::size_t index = list->settled; index < list->works.size(); ++index) {
+            for (const Target& output : list->works[index]->outputs) {
+                if (output.device == device && overlap(output.key, key) != Overlap::Disjoint) {
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
+}
+
+bool SettlePipeline::unsettled_on(std::uint32_t device) const {
+    return device < unsettled_per_device_.size() && unsettled_per_device_[device] != 0;
+}
+
+}  // namespace tandem
