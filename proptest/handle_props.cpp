@@ -6,6 +6,7 @@
 // binding never upgrades to a later occupant of the same bytes.
 
 #include "tandem/core/handle.hpp"
+#include "../core/tests/runtime_key_for_tests.hpp"
 #include "tandem/core/memory_manager.hpp"
 
 #include <gtest/gtest.h>
@@ -43,7 +44,7 @@ std::vector<Handle> fresh_parents() {
     const auto count = *rc::gen::inRange<std::size_t>(1, 3);
     for (std::size_t index = 0; index < count; ++index) {
         const auto size = *rc::gen::inRange<std::uint64_t>(0, 40);
-        parents.emplace_back(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0,
+        parents.emplace_back(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0,
                              stream0, size);
     }
     return parents;
@@ -79,7 +80,7 @@ RC_GTEST_PROP(HandleProperties, claim_keys_are_equal_exactly_for_the_same_alloca
 
 RC_GTEST_PROP(HandleProperties, any_offsets_give_a_valid_handle_or_invalid_argument, ()) {
     const auto size = *rc::gen::arbitrary<std::uint64_t>();
-    Handle handle(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0, stream0, size);
+    Handle handle(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0, stream0, size);
     // Offsets drawn from the whole 64-bit range, biased towards the edges where arithmetic wraps.
     const auto offset = rc::gen::oneOf(rc::gen::arbitrary<std::uint64_t>(),
                                        rc::gen::inRange<std::uint64_t>(0, 64),
@@ -116,7 +117,7 @@ RC_GTEST_PROP(HandleProperties, a_weak_upgrade_never_resolves_to_a_later_occupan
         auto allocated = manager.allocate(size, stream0);
         RC_ASSERT(allocated.ok());
         const std::uint64_t address = allocated->allocation().address;
-        Handle handle(std::move(*allocated), device0, stream0, size);
+        Handle handle(detail::RuntimeKeyForTests::key(), std::move(*allocated), device0, stream0, size);
         if (*rc::gen::arbitrary<bool>()) {
             // Drop it: its bytes go back to the pool and the next allocation may land on them.
             dead.emplace_back(handle.binding().downgrade(), address);

@@ -163,6 +163,8 @@ Status Client::wait_event(StreamId stream, const Event& event) {
 Status Client::sync() { return server_->sync(); }
 
 Status Client::sync(std::span<const Handle> handles) {
+    // A sync that names handles waits for every queued writer of their bytes, on any device, as a
+    // read does (C6).
     std::vector<ClaimKey> keys;
     keys.reserve(handles.size());
     for (const Handle& handle : handles) {
@@ -171,10 +173,7 @@ Status Client::sync(std::span<const Handle> handles) {
         }
         keys.push_back(handle.claim_key());
     }
-    if (Status synced = server_->sync(); !synced) {
-        return synced;
-    }
-    return server_->check(keys);
+    return server_->sync(keys);
 }
 
 Result<Handle> Client::share_with_peers(const Handle& handle) {

@@ -24,7 +24,7 @@ Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
     if (binding.service() != service_) {
         return Error::wrong_service(service_, binding.service());
     }
-    return PeerMemory(binding.memory(), binding.memory().allocation().address, service_,
+    return PeerMemory(RuntimeKey{}, binding.memory(), binding.memory().allocation().address, service_,
                       weak_from_this());
 }
 

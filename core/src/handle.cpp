@@ -22,7 +22,7 @@ Overlap overlap(const ClaimKey& a, const ClaimKey& b) {
 
 // ---------------------------------------------------------------- Handle
 
-Handle::Handle(ManagedMemoryHandle memory, ServiceId service, StreamId stream,
+Handle::Handle(RuntimeKey, ManagedMemoryHandle memory, ServiceId service, StreamId stream,
                std::uint64_t size_bytes)
     : memory_(std::move(memory)), service_(service), stream_(stream), extent_(size_bytes) {}
 

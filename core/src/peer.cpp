@@ -3,8 +3,8 @@
 
 namespace tandem {
 
-PeerMemory::PeerMemory(ManagedMemoryBinding pin, std::uint64_t address, ServiceId owner_service,
-                       std::weak_ptr<PeerOwner> owner)
+PeerMemory::PeerMemory(RuntimeKey, ManagedMemoryBinding pin, std::uint64_t address,
+                       ServiceId owner_service, std::weak_ptr<PeerOwner> owner)
     : shared_(std::make_shared<Shared>(std::move(pin), address, owner_service, std::move(owner))) {}
 
 std::uint64_t PeerMemory::address() const { return shared_->address; }

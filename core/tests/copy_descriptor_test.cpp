@@ -1,4 +1,5 @@
 #include "tandem/core/copy_descriptor.hpp"
+#include "runtime_key_for_tests.hpp"
 #include "tandem/core/kernel_resource.hpp"
 
 #include <gtest/gtest.h>
@@ -7,7 +8,7 @@ namespace tandem {
 namespace {
 
 BufferBinding fresh_binding(std::uint64_t size_bytes, std::uint64_t offset_start = 0) {
-    Handle handle(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
+    Handle handle(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
                   ServiceId{1, 0}, StreamId{1}, size_bytes);
     return handle.add_offset_start(offset_start)->binding();
 }

@@ -1,4 +1,5 @@
 #include "tandem/core/handle.hpp"
+#include "runtime_key_for_tests.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +10,7 @@ constexpr ServiceId device0{7, 0};
 constexpr StreamId stream0{1};
 
 Handle fresh_handle(std::uint64_t size_bytes) {
-    return Handle(ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0, stream0,
+    return Handle(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0, stream0,
                   size_bytes);
 }
 
@@ -149,7 +150,7 @@ TEST(ReleaseSink, hears_once_when_the_last_reference_goes) {
     auto sink = std::make_shared<Counter>();
     MemoryId id = MemoryId::next();
     {
-        Handle handle(ManagedMemoryHandle::create(AllocationInfo{.id = id}, sink.get()), device0, stream0, 8);
+        Handle handle(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = id}, sink.get()), device0, stream0, 8);
         BufferBinding binding = handle.binding();
         { Handle gone = std::move(handle); }
         EXPECT_EQ(sink->calls, 0);

@@ -169,7 +169,7 @@ Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id
     if (!allocated) {
         return allocated.error();
     }
-    return Result<Handle>(std::in_place, std::move(*allocated), service_, stream_id, size_bytes);
+    return Result<Handle>(std::in_place, key(), std::move(*allocated), service_, stream_id, size_bytes);
 }
 
 std::uint8_t* CudaDevice::device_pointer(const BufferBinding& binding) const {
@@ -445,6 +445,16 @@ Status CudaDevice::sync() {
     (void)engine_.resolve_all();
     memory_.sweep();
     return refuse_if_lost();
+}
+
+Status CudaDevice::sync(std::span<const ClaimKey> keys) {
+    std::lock_guard lock(engine_.mutex);
+    (void)engine_.resolve_all();  // Every device: a writer of the keys may run on any.
+    memory_.sweep();
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    return claims_.check(keys);
 }
 
 Status CudaDevice::grant_peer_access(ServiceId accessor) {

@@ -38,7 +38,7 @@ Result<CaptureGraph> CudaDevice::end_capture(StreamId stream_id) {
         (void)claims_.fail(window->write_set, native.error());
         return native.error();
     }
-    CaptureGraph graph(service_, std::move(window->launches), std::move(window->write_set));
+    CaptureGraph graph(key(), service_, std::move(window->launches), std::move(window->write_set));
     graph.set_native(std::move(*native));
     return graph;
 }

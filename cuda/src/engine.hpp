@@ -102,6 +102,7 @@ public:
     Result<Event> record_event(StreamId stream) override;
     Status wait_event(StreamId stream, const Event& event) override;
     Status sync() override;
+    Status sync(std::span<const ClaimKey> keys) override;
     Status grant_peer_access(ServiceId accessor) override;
     [[nodiscard]] bool peer_access_granted(ServiceId accessor) const override;
     Status begin_capture(StreamId stream) override;

@@ -144,7 +144,7 @@ Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id)
     }
     fill_garbage(allocated->allocation());
     engine_.mix_trace(allocated->allocation().address ^ size_bytes);
-    return Result<Handle>(std::in_place, std::move(*allocated), service_, stream_id, size_bytes);
+    return Result<Handle>(std::in_place, key(), std::move(*allocated), service_, stream_id, size_bytes);
 }
 
 Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operation) {
@@ -391,6 +391,22 @@ Status SimDevice::sync() {
     return refuse_if_lost();
 }
 
+Status SimDevice::sync(std::span<const ClaimKey> keys) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status synced = sync(); !synced) {
+        return synced;
+    }
+    Status drained = engine_.run_until([&] { return !engine_.pipeline.writes_unsettled(index_, keys); });
+    sweep();
+    if (!drained) {
+        return drained;
+    }
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    return claims_.check(keys);
+}
+
 Status SimDevice::grant_peer_access(ServiceId accessor) {
     std::lock_guard lock(engine_.mutex);
     if (engine_.device_of(accessor) == nullptr) {
@@ -433,7 +449,7 @@ Result<CaptureGraph> SimDevice::end_capture(StreamId stream_id) {
     if (std::optional<Error> refusal = close_capture(*window)) {
         return *refusal;
     }
-    return CaptureGraph(service_, std::move(window->launches), std::move(window->write_set));
+    return CaptureGraph(key(), service_, std::move(window->launches), std::move(window->write_set));
 }
 
 Status SimDevice::replay(const CaptureGraph& graph, StreamId stream_id) {

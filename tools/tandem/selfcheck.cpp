@@ -1,10 +1,10 @@
-// `tandem selfcheck`: a short program over one in-process device (host storage, one claim store)
-// that exercises the core rules end to end and prints each check as it passes or fails.
+// `tandem selfcheck`: a short program on the reference backend (host memory, work run on the
+// caller's thread) that exercises the core rules end to end through the client and prints each
+// check as it passes or fails.
 
 #include "commands.hpp"
 
-#include "tandem/core/claim_store.hpp"
-#include "tandem/core/memory_manager.hpp"
+#include "tandem/core/reference_runtime.hpp"
 
 #include <cstdio>
 #include <string>
@@ -29,57 +29,51 @@ private:
     int failures_ = 0;
 };
 
+LaunchArgument in(const Handle& handle) { return {handle, AccessMode::Read, std::nullopt}; }
+LaunchArgument out(const Handle& handle) { return {handle, AccessMode::Write, std::nullopt}; }
+
+void check_rules(Client& client, Checker& checker) {
+    Handle input = *client.allocate(1024);
+    Handle output = *client.allocate(1024);
+    Handle batch = *client.allocate(2048);
+    Handle left = *batch.slice(0, 1024);
+    Handle right = *batch.slice(1024, 1024);
+
+    (void)client.launch("fail", LaunchConfig::linear(1), {out(input)}, KernelArgs().u64(7));
+    checker.check("C8", "a failed launch claims its write set", !client.read(input).ok());
+
+    (void)client.launch("copy", LaunchConfig::linear(1024), {in(input), out(output)});
+    Result<std::vector<std::byte>> read = client.read(output);
+    const auto* details = read.ok() ? nullptr : read.error().details_as<UnwrittenDetails>();
+    checker.check("C9", "a launch reading claimed bytes is skipped", details != nullptr);
+    checker.check("C7", "the read's report walks back to the root error",
+                  details != nullptr && details->chain.size() == 1 &&
+                      details->chain[0].kernel == "copy" &&
+                      details->root->details_as<KernelFailedDetails>()->code == 7);
+
+    (void)client.launch("fill", LaunchConfig::linear(1024), {out(input)}, KernelArgs().u64(1));
+    checker.check("C3", "writing a stale buffer again repairs it", client.read(input).ok());
+
+    (void)client.launch("fail", LaunchConfig::linear(1), {out(left)}, KernelArgs().u64(8));
+    (void)client.write(right, std::vector<std::byte>(1024, std::byte{2}));
+    checker.check("C6", "a sibling of a claimed slice reads clean",
+                  client.read(right).ok() && !client.read(left).ok());
+}
+
 int run_selfcheck() {
-    constexpr ServiceId device{0x5e1f, 0};
-    constexpr StreamId stream{1};
-    HostStorage storage(64 << 20);
-    ManualStreamOrder order;
-    MemoryManager memory(storage, order);
-    ClaimStore claims(device);
-    memory.set_freed_listener([&claims](const AllocationInfo& info) { claims.forget(info.id); });
-
-    auto allocate = [&](std::uint64_t size) {
-        auto allocated = memory.allocate(size, stream);
-        return Handle(std::move(*allocated), device, stream, size);
-    };
-    std::printf("tandem selfcheck: core rules on one in-process device\n");
-    Checker checker;
-    {
-        Handle input = allocate(1024);
-        Handle output = allocate(1024);
-        Handle batch = allocate(2048);
-        Handle left = *batch.slice(0, 1024);
-        Handle right = *batch.slice(1024, 1024);
-        const ClaimKey in[] = {input.binding().claim_key()};
-        const ClaimKey out[] = {output.binding().claim_key()};
-        const ClaimKey sibling[] = {left.binding().claim_key()};
-        const ClaimKey other_sibling[] = {right.binding().claim_key()};
-
-        WriteScope producer = claims.enter_launch("producer", {}, in);
-        FailureId failure = producer.fail(Error::kernel_failed({"producer", device, stream, 7}));
-        checker.check("C8", "a failed launch claims its write set", !claims.check(in).ok());
-
-        WriteScope consumer = claims.enter_launch("consumer", in, out);
-        checker.check("C9", "a launch reading claimed bytes is skipped",
-                      consumer.skipped() && consumer.failure() == failure);
-        Status read = claims.check(out);
-        const auto* details = read.ok() ? nullptr : read.error().details_as<UnwrittenDetails>();
-        checker.check("C7", "the read's report walks back to the root error",
-                      details != nullptr && details->chain.size() == 1 &&
-                          details->chain[0].kernel == "consumer" &&
-                          details->root->details_as<KernelFailedDetails>()->code == 7);
-
-        WriteScope rewrite = claims.enter_launch("fill", {}, in);
-        rewrite.succeed();
-        checker.check("C3", "writing a stale buffer again repairs it", claims.check(in).ok());
-
-        (void)claims.begin_write("half", sibling).fail(Error::torn_down("half"));
-        checker.check("C6", "a sibling of a claimed slice reads clean",
-                      claims.check(other_sibling).ok() && !claims.check(sibling).ok());
+    std::printf("tandem selfcheck: core rules on the reference backend\n");
+    Result<std::shared_ptr<reference::ReferenceRuntime>> runtime =
+        reference::ReferenceRuntime::create(reference::ReferenceOptions{.devices = 1});
+    if (!runtime) {
+        std::fprintf(stderr, "tandem selfcheck: %s\n", runtime.error().report().c_str());
+        return 1;
     }
-    memory.sweep();
+    Client client = (*runtime)->client(0);
+    Checker checker;
+    check_rules(client, checker);
+    (void)(*runtime)->sync_all();
     checker.check("C4", "once every handle is dropped and swept, the graph is empty",
-                  claims.drained() && memory.live_count() == 0);
+                  (*runtime)->drained());
     return checker.finish();
 }
 

@@ -53,7 +53,8 @@ public:
     Result<Event> record_event(StreamId stream);
     Status wait_event(StreamId stream, const Event& event);
     Status sync();
-    /// Waits for all work, then fails if any byte of the handles is claimed (C6).
+    /// Waits for this device's work and every writer of the handles' bytes on any device, then
+    /// fails if any byte of them is claimed (C6).
     Status sync(std::span<const Handle> handles);
 
     /// `handle` with its allocation shared with the other devices (P2: pinned while shared).

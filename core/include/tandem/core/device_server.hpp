@@ -42,6 +42,8 @@ protected:
     DeviceServer(ServiceId service, std::recursive_mutex& engine_mutex)
         : service_(service), claims_(service), engine_mutex_(engine_mutex) {}
 
+    /// What a backend shows to build handles and capture graphs.
+    static RuntimeKey key() { return RuntimeKey{}; }
     /// The device's loss, for a call that must not run on a lost device; success otherwise.
     /// Under the engine's lock.
     [[nodiscard]] Status refuse_if_lost() const;

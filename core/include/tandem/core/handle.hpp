@@ -12,6 +12,7 @@
 #include "tandem/core/memory_reference.hpp"
 #include "tandem/core/peer_memory.hpp"
 #include "tandem/core/result.hpp"
+#include "tandem/core/runtime_key.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -38,7 +39,8 @@ class WeakBufferBinding;
 
 class Handle {
 public:
-    Handle(ManagedMemoryHandle memory, ServiceId service, StreamId stream,
+    /// Only a backend builds a handle, over memory it allocated (`RuntimeKey`).
+    Handle(RuntimeKey, ManagedMemoryHandle memory, ServiceId service, StreamId stream,
            std::uint64_t size_bytes);
 
     [[nodiscard]] const ManagedMemoryHandle& memory() const { return memory_; }

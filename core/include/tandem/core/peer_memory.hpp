@@ -12,6 +12,7 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/ids.hpp"
 #include "tandem/core/memory_reference.hpp"
+#include "tandem/core/runtime_key.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -33,8 +34,8 @@ class PeerMemory {
 public:
     /// Memory at `address` on `owner`, pinned by `pin`. Only the owning client builds one, from
     /// the address its device resolved.
-    PeerMemory(ManagedMemoryBinding pin, std::uint64_t address, ServiceId owner_service,
-               std::weak_ptr<PeerOwner> owner);
+    PeerMemory(RuntimeKey, ManagedMemoryBinding pin, std::uint64_t address,
+               ServiceId owner_service, std::weak_ptr<PeerOwner> owner);
 
     /// The device address of the allocation's first byte.
     [[nodiscard]] std::uint64_t address() const;

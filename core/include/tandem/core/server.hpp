@@ -44,7 +44,8 @@ struct LaunchRequest {
 /// deduplicated by claim key.
 class CaptureGraph {
 public:
-    CaptureGraph(ServiceId device, std::vector<LaunchRequest> launches,
+    /// Only a backend builds one, from a window it recorded (`RuntimeKey`).
+    CaptureGraph(RuntimeKey, ServiceId device, std::vector<LaunchRequest> launches,
                  std::vector<ClaimKey> write_set)
         : device_(device), launches_(std::move(launches)), write_set_(std::move(write_set)) {}
 
@@ -88,6 +89,9 @@ public:
     virtual Status wait_event(StreamId stream, const Event& event) = 0;
     /// Waits for all work of this device.
     virtual Status sync() = 0;
+    /// Waits for all work of this device and for every writer of `keys` on any device, then
+    /// fails iff some byte of some key is claimed (C6), as a read of them would.
+    virtual Status sync(std::span<const ClaimKey> keys) = 0;
     /// Fails iff some byte of some key is claimed (C6), or the device is lost (D1).
     [[nodiscard]] virtual Status check(std::span<const ClaimKey> keys) const = 0;
 

@@ -169,6 +169,8 @@ public:
 
     /// Reports failure `code`; the first code a launch reports is kept.
     __device__ void fail(std::uint32_t code) const { claim_status(code); }
+    /// A trap: a sticky error of the GPU, which loses the device (D1).
+    __device__ void trap() const { __trap(); }
 
     template <typename T>
     __device__ void wait_until_equal(const CudaView<T>& view, std::uint64_t index, T value) const {

@@ -9,6 +9,7 @@
 // synchronises, applying the same claims the simulator applies (rules C8, C9, C13).
 
 #include "tandem/core/client.hpp"
+#include "tandem/core/runtime.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -49,21 +50,23 @@ GpuReport probe_gpus();
 
 class CudaEngine;
 
-class CudaRuntime {
+class CudaRuntime final : public Runtime {
 public:
     /// A runtime over the first `options.devices` visible GPUs. Errors: no driver or no GPU
     /// (`DeviceLost` naming the CUDA error), fewer GPUs than asked for (`InvalidArgument`).
     static Result<std::shared_ptr<CudaRuntime>> create(CudaOptions options = {});
-    ~CudaRuntime();
+    ~CudaRuntime() override;
+
+    [[nodiscard]] std::string_view backend() const override { return "cuda"; }
     CudaRuntime(const CudaRuntime&) = delete;
     CudaRuntime& operator=(const CudaRuntime&) = delete;
 
-    [[nodiscard]] std::size_t device_count() const;
-    [[nodiscard]] Client client(std::size_t index) const;
-    [[nodiscard]] std::uint64_t runtime_id() const;
-    Status sync_all();
+    [[nodiscard]] std::size_t device_count() const override;
+    [[nodiscard]] Client client(std::size_t index) const override;
+    [[nodiscard]] std::uint64_t runtime_id() const override;
+    Status sync_all() override;
     /// No claim, no failure and no live allocation on any device (after `sync_all`).
-    [[nodiscard]] bool drained() const;
+    [[nodiscard]] bool drained() const override;
     /// Launches on device `index` that the GPU itself did not compute, resolved so far: their
     /// kernel found a failed producer's status word before computing (C13 on the device, for
     /// producers on the same GPU or on one whose memory this GPU was granted).

@@ -9,6 +9,7 @@
 // mode each stream runs on a worker thread instead (real concurrency, for thread sanitizers).
 
 #include "tandem/core/client.hpp"
+#include "tandem/core/runtime.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -76,23 +77,25 @@ struct DeviceSnapshot {
 
 class Engine;
 
-class SimRuntime {
+class SimRuntime final : public Runtime {
 public:
     /// A runtime with `options.devices` devices. `InvalidArgument` for zero or too many devices;
     /// errors from the system (no /dev/shm, say) as they come.
     static Result<std::shared_ptr<SimRuntime>> create(SimOptions options = {});
-    ~SimRuntime();
+    ~SimRuntime() override;
+
+    [[nodiscard]] std::string_view backend() const override { return "sim"; }
     SimRuntime(const SimRuntime&) = delete;
     SimRuntime& operator=(const SimRuntime&) = delete;
 
-    [[nodiscard]] std::size_t device_count() const;
+    [[nodiscard]] std::size_t device_count() const override;
     /// The client of device `index` (`index < device_count()`).
-    [[nodiscard]] Client client(std::size_t index) const;
-    [[nodiscard]] std::uint64_t runtime_id() const;
+    [[nodiscard]] Client client(std::size_t index) const override;
+    [[nodiscard]] std::uint64_t runtime_id() const override;
     [[nodiscard]] const SimOptions& options() const;
 
     /// Runs every device's work to the end.
-    Status sync_all();
+    Status sync_all() override;
     /// A hash of every scheduling decision and outcome so far: equal for equal seeds.
     [[nodiscard]] std::uint64_t trace_hash() const;
     /// How many scheduler steps ran.
@@ -102,7 +105,7 @@ public:
     [[nodiscard]] std::vector<TraceRecord> trace() const;
     [[nodiscard]] std::vector<DeviceSnapshot> inspect() const;
     /// No claim, no failure and no live allocation on any device (after `sync_all`).
-    [[nodiscard]] bool drained() const;
+    [[nodiscard]] bool drained() const override;
     [[nodiscard]] std::vector<std::string> segment_names() const;
 
 private:

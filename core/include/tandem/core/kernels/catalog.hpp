@@ -124,6 +124,16 @@ struct FailWithCode {
     }
 };
 
+/// Stops the device with a sticky fault from inside (a trap): the device is lost (D1), and on a
+/// GPU every later call of the process on it fails. Resources: any (its outputs are claimed).
+struct Trap {
+    static constexpr const char* name = "trap";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        ctx.trap();
+    }
+};
+
 /// The producer of a cross-device handoff: copies buffer 0 (read) into buffer 1 (write, usually
 /// peer memory), then sets the u32 flag in buffer 2 (read-write, usually peer memory) to 1 with
 /// a system-scope release. Run it with one thread: the flag must follow every byte.
@@ -192,7 +202,7 @@ struct KernelList {
 
 /// The whole catalog. Every backend registers it from this one list, so a kernel added here
 /// reaches them all.
-using Catalog = KernelList<Empty, Fill, Copy, Add, Axpy, ReduceSum, Checksum, FailWithCode,
+using Catalog = KernelList<Empty, Fill, Copy, Add, Axpy, ReduceSum, Checksum, FailWithCode, Trap,
                            HandoffProduce, HandoffConsume, TiledCopy>;
 
 }  // namespace tandem::kernels

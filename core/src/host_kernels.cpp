@@ -1,4 +1,4 @@
-#include "tandem/sim/kernel_registry.hpp"
+#include "tandem/core/host_kernels.hpp"
 
 #include "tandem/core/kernels/catalog.hpp"
 
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <utility>
 
-namespace tandem::sim {
+namespace tandem {
 namespace {
 
 template <typename Kernel>
@@ -70,4 +70,4 @@ Status register_kernel(std::string name, KernelRunner runner) {
     return {};
 }
 
-}  // namespace tandem::sim
+}  // namespace tandem

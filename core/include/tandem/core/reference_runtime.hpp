@@ -1,0 +1,55 @@
+#pragma once
+
+// The reference backend: the smallest runtime that obeys the whole Server contract. Each device's
+// memory is host memory; work runs on the caller's thread, in full, when it is enqueued, with
+// every kernel access checked as on the simulator. There is no scheduler and no concurrency, so
+// its outcomes are the contract's and nothing else: the conformance suite's first instantiation,
+// and the template to copy when adding a backend (`core/src/reference/`).
+//
+// What it cannot do, by construction: a kernel that waits for another kernel (a cross-device
+// handoff) waits for work that can never run while it does, and is reported as a deadlock
+// (`TornDown`) instead of hanging.
+
+#include "tandem/core/runtime.hpp"
+
+#include <cstdint>
+#include <memory>
+
+namespace tandem::reference {
+
+struct ReferenceOptions {
+    /// At most this many devices per runtime.
+    static constexpr std::uint32_t max_devices = 64;
+
+    std::uint32_t devices = 2;
+    /// Draws injected faults by probability.
+    std::uint64_t seed = 1;
+    /// Bytes each device's pools may reserve from the host.
+    std::uint64_t capacity_bytes = std::uint64_t{64} << 20;
+    PoolOptions pools{};
+};
+
+class ReferenceEngine;
+
+class ReferenceRuntime final : public Runtime {
+public:
+    /// A runtime of `options.devices` devices; `InvalidArgument` for zero or too many devices or
+    /// a capacity below one pool page.
+    static Result<std::shared_ptr<ReferenceRuntime>> create(ReferenceOptions options = {});
+    ~ReferenceRuntime() override;
+    ReferenceRuntime(const ReferenceRuntime&) = delete;
+    ReferenceRuntime& operator=(const ReferenceRuntime&) = delete;
+
+    [[nodiscard]] std::string_view backend() const override { return "reference"; }
+    [[nodiscard]] std::size_t device_count() const override;
+    [[nodiscard]] Client client(std::size_t index) const override;
+    [[nodiscard]] std::uint64_t runtime_id() const override;
+    Status sync_all() override;
+    [[nodiscard]] bool drained() const override;
+
+private:
+    explicit ReferenceRuntime(std::unique_ptr<ReferenceEngine> engine);
+    std::unique_ptr<ReferenceEngine> engine_;
+};
+
+}  // namespace tandem::reference

@@ -1,0 +1,32 @@
+#pragma once
+
+// A runtime: the devices of one instance of a backend, and the client of each. Every backend's
+// runtime is one (`sim::SimRuntime`, `cuda::CudaRuntime`, the reference backend's), so a program
+// or a test suite written against this interface runs on any of them.
+
+#include "tandem/core/client.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace tandem {
+
+class Runtime {
+public:
+    virtual ~Runtime() = default;
+
+    /// The backend's name: "reference", "sim" or "cuda".
+    [[nodiscard]] virtual std::string_view backend() const = 0;
+    [[nodiscard]] virtual std::size_t device_count() const = 0;
+    /// The client of device `index` (`index < device_count()`).
+    [[nodiscard]] virtual Client client(std::size_t index) const = 0;
+    /// Unique across runtime instances in a process and across processes.
+    [[nodiscard]] virtual std::uint64_t runtime_id() const = 0;
+    /// Waits for every device's work; the first failure other than a lost device, if any.
+    virtual Status sync_all() = 0;
+    /// No claim, no failure and no live allocation on any device (after `sync_all`).
+    [[nodiscard]] virtual bool drained() const = 0;
+};
+
+}  // namespace tandem

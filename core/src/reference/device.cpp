@@ -1,0 +1,468 @@
+// ReferenceDevice: the Server of one device of host memory. Every call that enqueues work runs
+// it before it returns, on the caller's thread, so the settle pipeline settles it at once.
+
+#include "reference.hpp"
+
+#include "tandem/core/host_kernels.hpp"
+
+#include <cstring>
+
+namespace tandem::reference {
+namespace {
+
+/// Thrown out of a kernel whose wait can never be satisfied: nothing else runs while it waits.
+struct WaitsForever {
+    std::string what;
+};
+
+class ReferenceHost final : public KernelHost {
+public:
+    explicit ReferenceHost(const MemoryManager& memory) : memory_(memory) {}
+    void yield() override {}
+    void block_until(const std::function<bool()>& ready, const std::string& what) override {
+        if (!ready()) {
+            throw WaitsForever{what};
+        }
+    }
+    void on_release(std::uint64_t) override {}
+    void on_acquire(std::uint64_t) override {}
+    [[nodiscard]] std::string describe_address(std::uint64_t address) const override {
+        if (auto info = memory_.find_address(address)) {
+            return "it lies in " + to_string(info->id) + " (" + std::to_string(info->size_bytes) +
+                   " bytes, live)";
+        }
+        return "it lies in no live allocation of this device";
+    }
+    [[nodiscard]] bool threaded() const override { return false; }
+
+private:
+    const MemoryManager& memory_;
+};
+
+std::byte* host(std::uint64_t address) { return reinterpret_cast<std::byte*>(address); }
+
+}  // namespace
+
+ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
+                                 std::uint64_t capacity_bytes, PoolOptions pools)
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex),
+      engine_(engine),
+      index_(index),
+      storage_(capacity_bytes),
+      memory_(storage_, order_, pools) {
+    memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
+    streams_.push_back(ReferenceStream{StreamId{1}, nullptr});
+}
+
+Result<StreamId> ReferenceDevice::create_stream() {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    const StreamId id{streams_.back().id.value + 1};
+    streams_.push_back(ReferenceStream{id, nullptr});
+    return id;
+}
+
+Result<Handle> ReferenceDevice::allocate(std::uint64_t size_bytes, StreamId stream) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status admitted = admit_allocation(streams_, stream, size_bytes, memory_); !admitted) {
+        return admitted.error();
+    }
+    Result<ManagedMemoryHandle> allocated = memory_.allocate(size_bytes, stream);
+    if (!allocated) {
+        return allocated.error();
+    }
+    return Result<Handle>(std::in_place, key(), std::move(*allocated), service_, stream,
+                          size_bytes);
+}
+
+Status ReferenceDevice::submit(const std::shared_ptr<ReferenceWork>& work,
+                               const std::function<void()>& run) {
+    if (faults_.loss_due()) {
+        mark_lost("injected device loss");
+    }
+    engine_.pipeline.enqueue(work);
+    if (std::optional<Error> gone = lost_) {
+        work->report = Work::Report::Failed;  // D1.
+        work->failure = *gone;
+    } else if (!work->refused) {
+        const auto inputs = engine_.pipeline.examine(*work, [](const Work&) { return true; });
+        if (inputs == SettlePipeline::Inputs::Claimed) {
+            work->report = Work::Report::NotRun;  // C9: skipped work writes nothing.
+        } else {
+            run();
+        }
+    }
+    engine_.pipeline.settle_ready();
+    return {};
+}
+
+Status ReferenceDevice::write(const BufferBinding& target, std::span<const std::byte> bytes,
+                              StreamId stream) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    if (target.service() != service_) {
+        return Error::wrong_service(service_, target.service());  // P1
+    }
+    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+        return found.error();
+    }
+    auto work = std::make_shared<ReferenceWork>();
+    work->label = "host write";
+    work->device = index_;
+    work->stream = stream;
+    work->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
+    work->held.push_back(target);
+    return submit(work, [&] {
+        if (!bytes.empty()) {
+            std::memcpy(host(target.start_address()), bytes.data(), bytes.size());
+        }
+        work->report = Work::Report::Landed;
+    });
+}
+
+Result<std::vector<std::byte>> ReferenceDevice::read(const BufferBinding& source) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (source.service() != service_) {
+        return Error::wrong_service(service_, source.service());
+    }
+    const ClaimKey keys[] = {source.claim_key()};
+    if (Status readable = claims_.check(keys); !readable) {
+        return readable.error();
+    }
+    const std::byte* from = host(source.start_address());
+    return std::vector<std::byte>(from, from + source.size_in_use());
+}
+
+Result<std::vector<std::byte>> ReferenceDevice::read_strided(const CopyDescriptor& source) {
+    std::lock_guard lock(engine_.mutex);
+    const BufferBinding& binding = source.binding();
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (binding.service() != service_) {
+        return Error::wrong_service(service_, binding.service());
+    }
+    std::vector<ClaimKey> keys;
+    const std::vector<std::uint64_t> offsets = source.element_offsets();
+    for (std::uint64_t offset : offsets) {
+        keys.push_back(ClaimKey{binding.memory_id(), {offset, offset + source.elem_size_bytes()}});
+    }
+    if (Status readable = claims_.check(keys); !readable) {
+        return readable.error();
+    }
+    const std::byte* base = host(binding.memory().allocation().address);
+    std::vector<std::byte> bytes;
+    for (std::uint64_t offset : offsets) {
+        bytes.insert(bytes.end(), base + offset, base + offset + source.elem_size_bytes());
+    }
+    return bytes;
+}
+
+Status ReferenceDevice::copy(const KernelResource& source, const BufferBinding& target,
+                             StreamId stream) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    if (target.service() != service_) {
+        return Error::wrong_service(service_, target.service());
+    }
+    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+        return found.error();
+    }
+    auto work = std::make_shared<ReferenceWork>();
+    work->label = "copy";
+    work->device = index_;
+    work->stream = stream;
+    const BufferBinding& from = source.buffer_binding();
+    std::uint64_t from_address = from.start_address();
+    if (const PeerBinding* peer = source.peer_binding()) {
+        ReferenceDevice* owner = engine_.device_of(peer->memory().owner_service());
+        if (owner == nullptr) {
+            return Error::peer_unreachable(service_, peer->memory().owner_service(),
+                                           "the owner is not a device of this runtime");
+        }
+        work->label = "peer copy from device " + std::to_string(owner->index());
+        work->inputs.push_back(Target{owner->index(), from.claim_key(), peer->memory()});
+        from_address = peer->address();
+    } else if (from.service() != service_) {
+        return Error::wrong_service(service_, from.service());
+    } else {
+        work->inputs.push_back(Target{index_, from.claim_key(), from.peer()});
+    }
+    work->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
+    work->held = {from, target};
+    return submit(work, [&] {
+        if (target.size_in_use() != 0) {
+            std::memmove(host(target.start_address()), host(from_address), target.size_in_use());
+        }
+        work->report = Work::Report::Landed;
+    });
+}
+
+Status ReferenceDevice::add_targets(const LaunchRequest& request, ReferenceWork& work) {
+    for (const KernelResource& resource : request.resources) {
+        const BufferBinding& binding = resource.buffer_binding();
+        Target target{index_, binding.claim_key(), binding.peer()};
+        if (const PeerBinding* peer = resource.peer_binding()) {
+            ReferenceDevice* owner = engine_.device_of(peer->memory().owner_service());
+            if (owner == nullptr) {
+                return Error::peer_unreachable(service_, peer->memory().owner_service(),
+                                               "the owner is not a device of this runtime");
+            }
+            target = Target{owner->index(), binding.claim_key(), peer->memory()};
+        } else if (binding.service() != service_) {
+            return Error::wrong_service(service_, binding.service());  // P1
+        }
+        if (reads(resource.access())) {
+            work.inputs.push_back(target);
+        }
+        if (writes(resource.access())) {
+            work.outputs.push_back(target);
+        }
+        work.held.push_back(binding);
+    }
+    return {};
+}
+
+Status ReferenceDevice::launch(LaunchRequest&& request) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    Result<ReferenceStream*> found = find_stream(streams_, request.stream);
+    if (!found) {
+        return found.error();
+    }
+    auto work = std::make_shared<ReferenceWork>();
+    work->label = request.kernel;
+    work->device = index_;
+    work->stream = request.stream;
+    if (Status targets = add_targets(request, *work); !targets) {
+        return targets;
+    }
+    // Drawn for every launch enqueued, in program order, as on every backend.
+    const std::optional<std::uint32_t> injected =
+        faults_.kernel_fault_due(request.kernel, engine_.rng);
+    const bool registered = find_kernel(request.kernel) != nullptr;
+    if (registered && request.config.runs_nothing()) {
+        return {};  // C10: a launch of nothing changes no claim; a window does not record it.
+    }
+    if ((work->refused = engine_.pipeline.refusal(*work, request, registered))) {
+        work->inputs.clear();  // C10: only its declared outputs are claimed.
+    } else if ((*found)->capture) {
+        (*found)->capture->launches.push_back(request);
+        work->window = (*found)->capture;
+    }
+    return submit(work, [&] { run_launches({&request}, {injected}, *work); });
+}
+
+void ReferenceDevice::run_launches(const std::vector<const LaunchRequest*>& launches,
+                                   const std::vector<std::optional<std::uint32_t>>& injected,
+                                   ReferenceWork& work) {
+    work.report = Work::Report::Landed;
+    for (std::size_t index = 0; index < launches.size(); ++index) {
+        const LaunchRequest& request = *launches[index];
+        if (injected[index]) {
+            work.report = Work::Report::Failed;  // Reported without running, as on a GPU.
+            work.failure = Error::kernel_failed(
+                KernelFailedDetails{request.kernel, service_, work.stream, *injected[index]});
+            return;
+        }
+        run_kernel(request, work);
+        if (work.report != Work::Report::Landed) {
+            return;
+        }
+    }
+}
+
+std::vector<BoundResource> ReferenceDevice::bind(const LaunchRequest& request) const {
+    std::vector<BoundResource> bound;
+    for (const KernelResource& resource : request.resources) {
+        const BufferBinding& binding = resource.buffer_binding();
+        BoundResource entry;
+        entry.access = resource.access();
+        entry.size_bytes = binding.size_in_use();
+        entry.address = binding.start_address();
+        entry.owner_device = index_;
+        if (const PeerBinding* peer = resource.peer_binding()) {
+            const ReferenceDevice& owner = *engine_.device_of(peer->memory().owner_service());
+            entry.address = peer->address();
+            entry.owner_device = owner.index();
+            entry.granted = owner.granted_locked(service_);
+        }
+        entry.host = host(entry.address);
+        if (const auto* map = std::get_if<TensorMapBinding>(&resource.binding())) {
+            entry.tensor_map = map->descriptor();
+        }
+        bound.push_back(std::move(entry));
+    }
+    return bound;
+}
+
+void ReferenceDevice::run_kernel(const LaunchRequest& request, ReferenceWork& work) {
+    ReferenceHost kernel_host(memory_);
+    HostKernelContext context(request.kernel, bind(request), request.args,
+                              request.config.thread_count(), kernel_host);
+    try {
+        find_kernel(request.kernel)(context, request.config);
+        if (std::optional<std::uint32_t> code = context.failure_code()) {
+            work.report = Work::Report::Failed;
+            work.failure = Error::kernel_failed(
+                KernelFailedDetails{request.kernel, service_, work.stream, *code});
+        }
+        return;
+    } catch (const HostFault& fault) {
+        mark_lost(fault.report);  // D1: a sticky fault loses the device.
+        work.failure = *lost_;
+    } catch (const WaitsForever& wait) {
+        work.failure = Error::torn_down("deadlock: " + wait.what +
+                                        ", and the reference backend runs one kernel at a time");
+    } catch (const std::exception& thrown) {
+        work.failure = Error::torn_down("'" + request.kernel + "' threw: " + thrown.what());
+    }
+    work.report = Work::Report::Failed;
+}
+
+Result<Event> ReferenceDevice::record_event(StreamId stream) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+        return found.error();
+    }
+    return Event{service_, stream, engine_.next_event++};  // Complete: its work is done.
+}
+
+Status ReferenceDevice::wait_event(StreamId stream, const Event& event) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    ReferenceDevice* owner = engine_.device_of(event.device);
+    if (owner == nullptr || event.sequence == 0 || event.sequence >= engine_.next_event) {
+        return Error::invalid_argument("the event does not belong to this runtime");
+    }
+    if (std::optional<Error> gone = owner->lost_) {
+        return Error::device_lost(event.device, "cannot wait on an event of a lost device")
+            .caused_by(*gone);
+    }
+    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+        return found.error();
+    }
+    return {};
+}
+
+Status ReferenceDevice::sync() {
+    std::lock_guard lock(engine_.mutex);
+    memory_.sweep();
+    return refuse_if_lost();
+}
+
+Status ReferenceDevice::sync(std::span<const ClaimKey> keys) {
+    std::lock_guard lock(engine_.mutex);
+    memory_.sweep();
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    return claims_.check(keys);
+}
+
+Status ReferenceDevice::grant_peer_access(ServiceId accessor) {
+    std::lock_guard lock(engine_.mutex);
+    if (engine_.device_of(accessor) == nullptr) {
+        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
+    }
+    granted_.insert(accessor);
+    return {};
+}
+
+bool ReferenceDevice::peer_access_granted(ServiceId accessor) const {
+    std::lock_guard lock(engine_.mutex);
+    return granted_locked(accessor);
+}
+
+Status ReferenceDevice::begin_capture(StreamId stream) {
+    std::lock_guard lock(engine_.mutex);
+    Result<ReferenceStream*> found = find_stream(streams_, stream);
+    if (!found) {
+        return found.error();
+    }
+    return open_capture((*found)->capture, stream);
+}
+
+Result<CaptureGraph> ReferenceDevice::end_capture(StreamId stream) {
+    std::lock_guard lock(engine_.mutex);
+    Result<ReferenceStream*> found = find_stream(streams_, stream);
+    if (!found) {
+        return found.error();
+    }
+    if (!(*found)->capture) {
+        return Error::invalid_argument(to_string(stream) + " is not capturing");
+    }
+    std::shared_ptr<CaptureWindow> window = std::move((*found)->capture);
+    if (std::optional<Error> refusal = close_capture(*window)) {
+        return *refusal;
+    }
+    return CaptureGraph(key(), service_, std::move(window->launches),
+                        std::move(window->write_set));
+}
+
+Status ReferenceDevice::replay(const CaptureGraph& graph, StreamId stream) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive;
+    }
+    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+        return found.error();
+    }
+    auto work = std::make_shared<ReferenceWork>();
+    work->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
+    work->device = index_;
+    work->stream = stream;
+    work->checks_inputs = false;  // C14: the caller wrote fresh inputs first.
+    for (const ClaimKey& written : graph.write_set()) {
+        work->outputs.push_back(Target{index_, written, std::nullopt});
+    }
+    std::vector<const LaunchRequest*> launches;
+    std::vector<std::optional<std::uint32_t>> injected;
+    for (const LaunchRequest& launch : graph.launches()) {
+        launches.push_back(&launch);
+        injected.push_back(faults_.kernel_fault_due(launch.kernel, engine_.rng));
+    }
+    return submit(work, [&] { run_launches(launches, injected, *work); });
+}
+
+MemoryUsage ReferenceDevice::memory_usage() const {
+    std::lock_guard lock(engine_.mutex);
+    return memory_.usage();
+}
+
+Status ReferenceDevice::inject(const Fault& fault) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status armed = faults_.arm(fault); !armed) {
+        return armed;
+    }
+    if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
+        if (loss->after_operations == 0) {
+            mark_lost("injected device loss");
+        }
+    } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
+        // Work runs when it is enqueued: a delay holds nothing back, but is checked the same way.
+        if (Result<ReferenceStream*> found = find_stream(streams_, delay->stream); !found) {
+            return found.error();
+        }
+        return FaultPlan::check_delay(0, delay->steps);
+    }
+    return {};
+}
+
+}  // namespace tandem::reference

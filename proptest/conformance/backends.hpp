@@ -1,0 +1,99 @@
+#pragma once
+
+// The backends the conformance suite and the property suites run on: one list, so a new backend
+// added here gets every suite. Each makes a runtime of a given number of devices, or says why it
+// cannot here (no GPU, fewer GPUs than asked for); a test that needs what is missing skips and
+// says so by name.
+
+#include "tandem/core/reference_runtime.hpp"
+#include "tandem/core/runtime.hpp"
+
+#ifdef TANDEM_HAVE_SIM
+#include "tandem/sim/runtime.hpp"
+#endif
+#ifdef TANDEM_HAVE_CUDA
+#include "tandem/cuda/runtime.hpp"
+#endif
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tandem::conformance {
+
+/// A runtime of a backend, or why there is none.
+struct Made {
+    std::shared_ptr<Runtime> runtime;
+    std::string why_not;
+};
+
+struct ReferenceBackend {
+    static constexpr const char* name = "reference";
+    static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
+        auto runtime = reference::ReferenceRuntime::create(
+            reference::ReferenceOptions{.devices = devices, .seed = seed});
+        if (!runtime) {
+            return {nullptr, runtime.error().report()};
+        }
+        return {*runtime, {}};
+    }
+};
+
+#ifdef TANDEM_HAVE_SIM
+struct SimBackend {
+    static constexpr const char* name = "sim";
+    static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
+        auto runtime = sim::SimRuntime::create(
+            sim::SimOptions{.devices = devices, .seed = seed, .capacity_bytes = 64 << 20});
+        if (!runtime) {
+            return {nullptr, runtime.error().report()};
+        }
+        return {*runtime, {}};
+    }
+};
+#endif
+
+#ifdef TANDEM_HAVE_CUDA
+struct CudaBackend {
+    static constexpr const char* name = "cuda";
+    static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
+        const cuda::GpuReport gpus = cuda::probe_gpus();
+        if (!gpus.problem.empty()) {
+            return {nullptr, "no usable GPU here: " + gpus.problem};
+        }
+        if (gpus.names.size() < devices) {
+            return {nullptr, "needs " + std::to_string(devices) + " GPUs; this machine has " +
+                                 std::to_string(gpus.names.size())};
+        }
+        auto runtime = cuda::CudaRuntime::create(
+            cuda::CudaOptions{.devices = devices, .seed = seed, .capacity_bytes = 256 << 20});
+        if (!runtime) {
+            return {nullptr, runtime.error().report()};
+        }
+        return {*runtime, {}};
+    }
+};
+#endif
+
+using Backends = ::testing::Types<ReferenceBackend
+#ifdef TANDEM_HAVE_SIM
+                                  ,
+                                  SimBackend
+#endif
+#ifdef TANDEM_HAVE_CUDA
+                                  ,
+                                  CudaBackend
+#endif
+                                  >;
+
+/// Names the typed instantiations after their backend: `Conformance/sim.<test>`.
+struct BackendNames {
+    template <typename Backend>
+    static std::string GetName(int) {
+        return Backend::name;
+    }
+};
+
+}  // namespace tandem::conformance

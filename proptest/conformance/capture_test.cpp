@@ -1,0 +1,99 @@
+// Capture and replay (C14) on every backend: what a replay releases is exactly what it writes.
+
+#include "support.hpp"
+
+namespace tandem::conformance {
+namespace {
+
+template <typename Backend>
+class Capture : public Conformance<Backend> {};
+TYPED_TEST_SUITE(Capture, Backends, BackendNames);
+
+TYPED_TEST(Capture, c14_a_clean_capture_replays_and_releases_its_write_set) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    Handle output = this->allocate(client, 64);
+    this->fill(client, input, 3);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    this->copy_kernel(client, input, output);
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    ASSERT_TRUE(graph) << graph.error().report();
+    EXPECT_EQ(graph->write_set().size(), 1u);
+    this->fail(client, output, 5);
+    this->fill(client, input, 4);
+    ASSERT_TRUE(client.replay(*graph, stream));
+    EXPECT_EQ(this->read_bytes(client, output), filled(64, 4));
+}
+
+TYPED_TEST(Capture, c14_a_doomed_capture_is_refused_and_claims_what_it_recorded) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    Handle recorded = this->allocate(client, 64);
+    Handle failed = this->allocate(client, 64);
+    this->fill(client, input, 3);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    this->copy_kernel(client, input, recorded);
+    this->fail(client, failed, 6);
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    ASSERT_FALSE(graph);
+    EXPECT_EQ(graph.error().kind(), ErrorKind::LaunchRefused);
+    std::optional<Error> error = this->read_error(client, recorded);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_of(*error)->kind(), ErrorKind::LaunchRefused) << error->report();
+}
+
+TYPED_TEST(Capture, c14_a_failed_replay_claims_its_write_set) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle output = this->allocate(client, 64);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.inject(KernelFault{"fill", 2, 1.0, 8}));
+    ASSERT_TRUE(client.begin_capture(stream));
+    this->fill(client, output, 1);
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    ASSERT_TRUE(graph) << graph.error().report();
+    ASSERT_FALSE(this->read_error(client, output));
+    ASSERT_TRUE(client.replay(*graph, stream));
+    std::optional<Error> error = this->read_error(client, output);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_code(*error), 8u) << error->report();
+}
+
+// Break f: a launch of no threads, a host write and a copy inside a window write nothing a
+// replay writes, so they are not in its write set, and a replay leaves their bytes' claims.
+TYPED_TEST(Capture, c14_a_replay_releases_exactly_the_bytes_its_launches_write) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle idle = this->allocate(client, 64);
+    Handle written = this->allocate(client, 64);
+    Handle copied = this->allocate(client, 64);
+    Handle filled_once = this->allocate(client, 64);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    ASSERT_TRUE(client.launch("fill", LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}}, {out(idle)},
+                              KernelArgs().u64(1)));
+    ASSERT_TRUE(client.write(written, filled(64, 2)));
+    ASSERT_TRUE(client.copy(written, copied));
+    this->fill(client, filled_once, 3);
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    ASSERT_TRUE(graph) << graph.error().report();
+    ASSERT_EQ(graph->write_set().size(), 1u);
+    EXPECT_EQ(graph->write_set()[0], filled_once.claim_key());
+    for (const Handle* each : {&idle, &written, &copied, &filled_once}) {
+        this->fail(client, *each, 9);
+    }
+    ASSERT_TRUE(client.replay(*graph, stream));
+    EXPECT_EQ(this->read_bytes(client, filled_once), filled(64, 3));
+    for (const Handle* each : {&idle, &written, &copied}) {
+        std::optional<Error> error = this->read_error(client, *each);
+        ASSERT_TRUE(error) << "a replay released bytes it never writes";
+        EXPECT_EQ(root_code(*error), 9u);
+    }
+}
+
+}  // namespace
+}  // namespace tandem::conformance

@@ -1,0 +1,88 @@
+// Device loss (D1) and injected faults, on every backend.
+
+#include "support.hpp"
+
+namespace tandem::conformance {
+namespace {
+
+template <typename Backend>
+class DeviceLoss : public Conformance<Backend> {};
+TYPED_TEST_SUITE(DeviceLoss, Backends, BackendNames);
+
+TYPED_TEST(DeviceLoss, d1_an_injected_loss_fails_every_later_operation_with_device_lost) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle buffer = this->allocate(client, 64);
+    this->fill(client, buffer, 1);
+    ASSERT_TRUE(client.sync());
+    ASSERT_TRUE(client.inject(DeviceLossFault{0}));
+    EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::DeviceLost);
+    EXPECT_EQ(client.read(buffer).error().kind(), ErrorKind::DeviceLost);
+    EXPECT_EQ(client.sync().error().kind(), ErrorKind::DeviceLost);
+    EXPECT_EQ(client.launch("fill", LaunchConfig::linear(64), {out(buffer)}).error().kind(),
+              ErrorKind::DeviceLost);
+}
+
+// Break j: a kernel that traps loses its device, with the fault in the report; later calls
+// fail with DeviceLost, and nothing hangs. (On a GPU the trap poisons every GPU of the process:
+// containment needs one process per device.)
+TYPED_TEST(DeviceLoss, d1_a_kernel_that_traps_loses_its_device) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle buffer = this->allocate(client, 64);
+    ASSERT_TRUE(client.launch("trap", LaunchConfig::linear(1), {out(buffer)}));
+    Status synced = client.sync();
+    ASSERT_FALSE(synced);
+    ASSERT_EQ(synced.error().kind(), ErrorKind::DeviceLost) << synced.error().report();
+    const std::string report = synced.error().report();
+    EXPECT_TRUE(report.find("trap") != std::string::npos ||
+                report.find("cudaError") != std::string::npos)
+        << report;
+    EXPECT_EQ(client.read(buffer).error().kind(), ErrorKind::DeviceLost);
+    EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::DeviceLost);
+    EXPECT_EQ(client.launch("fill", LaunchConfig::linear(64), {out(buffer)}).error().kind(),
+              ErrorKind::DeviceLost);
+}
+
+// Break d: every armed fault counts every launch of its kernel.
+TYPED_TEST(DeviceLoss, faults_armed_for_the_first_and_second_launch_hit_exactly_those) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    ASSERT_TRUE(client.inject(KernelFault{"fill", 1, 1.0, 41}));
+    ASSERT_TRUE(client.inject(KernelFault{"fill", 2, 1.0, 42}));
+    Handle first = this->allocate(client, 64);
+    Handle second = this->allocate(client, 64);
+    Handle third = this->allocate(client, 64);
+    this->fill(client, first, 1);
+    this->fill(client, second, 2);
+    this->fill(client, third, 3);
+    std::optional<Error> one = this->read_error(client, first);
+    std::optional<Error> two = this->read_error(client, second);
+    ASSERT_TRUE(one);
+    ASSERT_TRUE(two);
+    EXPECT_EQ(root_code(*one), 41u);
+    EXPECT_EQ(root_code(*two), 42u);
+    EXPECT_EQ(this->read_bytes(client, third), filled(64, 3));
+}
+
+TYPED_TEST(DeviceLoss, d1_peers_reading_a_lost_devices_memory_are_skipped_with_its_loss) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client owner = runtime->client(0);
+    Client peer = runtime->client(1);
+    Handle source = this->share(owner, this->allocate(owner, 64), peer);
+    this->fill(owner, source, 1);
+    ASSERT_TRUE(owner.sync());
+    ASSERT_TRUE(owner.inject(DeviceLossFault{0}));
+    Handle local = this->allocate(peer, 64);
+    this->copy_kernel(peer, source, local);
+    std::optional<Error> error = this->read_error(peer, local);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_of(*error)->kind(), ErrorKind::DeviceLost) << error->report();
+    // The peer keeps working.
+    Handle fresh = this->allocate(peer, 64);
+    this->fill(peer, fresh, 5);
+    EXPECT_EQ(this->read_bytes(peer, fresh), filled(64, 5));
+}
+
+}  // namespace
+}  // namespace tandem::conformance
