@@ -8,8 +8,10 @@
 // otherwise it fails naming why. The model keeps, per byte of every buffer, the code of the
 // failure that claims it (0 when clean) and the value it holds (-1 when never written). A read
 // must fail exactly when some byte is claimed, name exactly the root codes of those claims, and
-// otherwise return the model's values. Cross-device work is ordered with events both ways, so
-// program order is the order of effect.
+// otherwise return the model's values. Work goes to several streams of each device and across
+// devices, ordered with events after the work before it, so program order is the order of
+// effect; copies go through kernels and through the client's copy, some inside a capture window
+// that is replayed.
 
 #include "tandem/core/client.hpp"
 
@@ -31,6 +33,8 @@ struct ModelBuffer {
 };
 
 struct ClientModel {
+    /// Streams each device uses: its default stream and two it creates.
+    static constexpr std::uint32_t streams = 3;
     std::uint32_t devices = 2;
     std::vector<std::optional<ModelBuffer>> buffers;
     std::uint64_t next_code = 100;
@@ -42,7 +46,35 @@ struct ClientModel {
 struct ClientSut {
     std::vector<Client> clients;
     std::vector<std::optional<Handle>> handles;
+    /// Per device, its streams (`ClientModel::streams` of them), and the one its last work used.
+    std::vector<std::vector<StreamId>> streams;
+    std::vector<std::uint32_t> last_stream;
     Client client(std::uint32_t device) const { return clients.at(device); }
+
+    /// The clients of `runtime`'s first `devices` devices, each with its streams, and every pair
+    /// granted peer access.
+    template <typename Runtime>
+    static ClientSut of(Runtime& runtime, std::uint32_t devices) {
+        ClientSut sut;
+        for (std::uint32_t device = 0; device < devices; ++device) {
+            Client client = runtime.client(device);
+            std::vector<StreamId> streams{client.default_stream()};
+            while (streams.size() < ClientModel::streams) {
+                Result<StreamId> created = client.create_stream();
+                RC_ASSERT(created.ok());
+                streams.push_back(*created);
+            }
+            sut.clients.push_back(client);
+            sut.streams.push_back(std::move(streams));
+            sut.last_stream.push_back(0);
+        }
+        for (Client& owner : sut.clients) {
+            for (const Client& accessor : sut.clients) {
+                RC_ASSERT(owner.grant_peer_access(accessor.service()).ok());
+            }
+        }
+        return sut;
+    }
 };
 
 using Command = rc::state::Command<ClientModel, ClientSut>;
@@ -103,16 +135,23 @@ inline void root_codes(const Error& error, std::set<std::uint64_t>& codes) {
     }
 }
 
-/// Orders `from`'s work before `to`'s later work.
-inline void order(const ClientSut& sut, std::uint32_t from, std::uint32_t to) {
-    if (from == to) {
-        return;
+/// Orders the last work of device `from` before what device `to` enqueues next on its stream
+/// `stream` (an index of `ClientModel::streams`), and makes that stream `to`'s last.
+inline StreamId order(ClientSut& sut, std::uint32_t from, std::uint32_t to,
+                      std::uint32_t stream) {
+    const StreamId source_stream = sut.streams[from][sut.last_stream[from]];
+    const StreamId target_stream = sut.streams[to][stream];
+    if (from != to || source_stream != target_stream) {
+        Result<Event> event = sut.client(from).record_event(source_stream);
+        RC_ASSERT(event.ok());
+        RC_ASSERT(sut.client(to).wait_event(target_stream, *event).ok());
     }
-    Client source = sut.client(from);
-    Result<Event> event = source.record_event(source.default_stream());
-    RC_ASSERT(event.ok());
-    Client target = sut.client(to);
-    RC_ASSERT(target.wait_event(target.default_stream(), *event).ok());
+    sut.last_stream[to] = stream;
+    return target_stream;
+}
+
+inline std::uint32_t pick_stream() {
+    return *rc::gen::inRange<std::uint32_t>(0, ClientModel::streams);
 }
 
 struct Allocate : Command {
@@ -142,9 +181,10 @@ struct Write : Command {
     Range range;
     std::uint8_t value;
     bool through_kernel;
+    std::uint32_t stream;
     explicit Write(const ClientModel& model)
         : range(pick_range(model)), value(*rc::gen::arbitrary<std::uint8_t>()),
-          through_kernel(*rc::gen::arbitrary<bool>()) {}
+          through_kernel(*rc::gen::arbitrary<bool>()), stream(pick_stream()) {}
     void checkPreconditions(const ClientModel& model) const override { RC_PRE(valid(model, range)); }
     void apply(ClientModel& model) const override {
         ModelBuffer& buffer = *model.buffers[range.buffer];
@@ -154,24 +194,29 @@ struct Write : Command {
         }
     }
     void run(const ClientModel& model, ClientSut& sut) const override {
-        Client client = sut.client(model.buffers[range.buffer]->device);
+        const std::uint32_t device = model.buffers[range.buffer]->device;
+        Client client = sut.client(device);
+        // A host write goes to its handle's stream, the default one here.
+        const StreamId on = order(sut, device, device, through_kernel ? stream : 0);
         Handle target = slice(sut, range);
         if (through_kernel) {
             RC_ASSERT(client.launch("fill", LaunchConfig::linear(range.length, 16),
                                     {LaunchArgument{target, AccessMode::Write, std::nullopt}},
-                                    KernelArgs().u64(value)).ok());
+                                    KernelArgs().u64(value), on).ok());
         } else {
             RC_ASSERT(client.write(target, std::vector<std::byte>(range.length, std::byte{value})).ok());
         }
     }
     void show(std::ostream& out) const override {
-        out << (through_kernel ? "fill " : "write ") << range << " with " << int(value);
+        out << (through_kernel ? "fill " : "write ") << range << " with " << int(value)
+            << " on stream " << stream;
     }
 };
 
 struct Fail : Command {
     Range range;
-    explicit Fail(const ClientModel& model) : range(pick_range(model)) {}
+    std::uint32_t stream;
+    explicit Fail(const ClientModel& model) : range(pick_range(model)), stream(pick_stream()) {}
     void checkPreconditions(const ClientModel& model) const override { RC_PRE(valid(model, range)); }
     void apply(ClientModel& model) const override {
         ModelBuffer& buffer = *model.buffers[range.buffer];
@@ -181,12 +226,17 @@ struct Fail : Command {
         }
     }
     void run(const ClientModel& model, ClientSut& sut) const override {
-        Client client = sut.client(model.buffers[range.buffer]->device);
-        RC_ASSERT(client.launch("fail", LaunchConfig::linear(1),
-                                {LaunchArgument{slice(sut, range), AccessMode::Write, std::nullopt}},
-                                KernelArgs().u64(model.next_code)).ok());
+        const std::uint32_t device = model.buffers[range.buffer]->device;
+        const StreamId on = order(sut, device, device, stream);
+        RC_ASSERT(sut.client(device)
+                      .launch("fail", LaunchConfig::linear(1),
+                              {LaunchArgument{slice(sut, range), AccessMode::Write, std::nullopt}},
+                              KernelArgs().u64(model.next_code), on)
+                      .ok());
     }
-    void show(std::ostream& out) const override { out << "kernel failing over " << range; }
+    void show(std::ostream& out) const override {
+        out << "kernel failing over " << range << " on stream " << stream;
+    }
 };
 
 struct InjectCopyFault : Command {
@@ -223,30 +273,43 @@ struct Share : Command {
     void show(std::ostream& out) const override { out << "share #" << buffer; }
 };
 
-/// A copy kernel on the target's device; a source on another device must be shared (a peer read).
+/// A copy on the target's device: a copy kernel, the client's copy, or a copy kernel recorded in
+/// a capture window and replayed once. A source on another device must be shared (a peer read).
 struct Copy : Command {
+    enum class Way : std::uint8_t { Kernel, Client, Captured };
     Range source;
     Range target;
-    explicit Copy(const ClientModel& model) : source(pick_range(model)), target(pick_range(model)) {}
+    std::uint32_t stream;
+    Way way;
+    explicit Copy(const ClientModel& model)
+        : source(pick_range(model)), target(pick_range(model)), stream(pick_stream()),
+          way(*rc::gen::element(Way::Kernel, Way::Client, Way::Captured)) {}
     void checkPreconditions(const ClientModel& model) const override {
         RC_PRE(bool(valid(model, source) && valid(model, target) && source.length == target.length));
         RC_PRE(source.buffer != target.buffer);
         const ModelBuffer& from = *model.buffers[source.buffer];
         RC_PRE(bool(from.device == model.buffers[target.buffer]->device || from.shared));
     }
+    /// The code the copy's target ends up claimed with; 0 when it lands.
+    std::uint64_t outcome(ClientModel& model) const {
+        const ModelBuffer& from = *model.buffers[source.buffer];
+        const std::uint32_t device = model.buffers[target.buffer]->device;
+        // An injected fault takes the next copy kernel enqueued on the device (the client's copy
+        // is not a launch, whatever a backend runs it with); a claimed input still skips that
+        // copy first (C9), with the input's failure.
+        const std::uint64_t injected =
+            way == Way::Client ? 0 : std::exchange(model.pending_copy_fault[device], 0);
+        for (std::uint64_t at = 0; at < source.length; ++at) {
+            if (from.claim[source.begin + at] != 0) {
+                return from.claim[source.begin + at];
+            }
+        }
+        return injected;
+    }
     void apply(ClientModel& model) const override {
         const ModelBuffer from = *model.buffers[source.buffer];
+        const std::uint64_t claimed = outcome(model);
         ModelBuffer& to = *model.buffers[target.buffer];
-        // An injected fault takes the next copy enqueued on the device; a claimed input still
-        // skips that copy first (C9), with the input's failure.
-        const std::uint64_t injected = std::exchange(model.pending_copy_fault[to.device], 0);
-        std::uint64_t claimed = 0;
-        for (std::uint64_t at = 0; at < source.length && claimed == 0; ++at) {
-            claimed = from.claim[source.begin + at];
-        }
-        if (claimed == 0) {
-            claimed = injected;
-        }
         for (std::uint64_t at = 0; at < target.length; ++at) {
             to.claim[target.begin + at] = claimed;
             if (claimed == 0) {
@@ -255,22 +318,51 @@ struct Copy : Command {
         }
     }
     void run(const ClientModel& model, ClientSut& sut) const override {
+        ClientModel scratch = model;
+        const bool lands = outcome(scratch) == 0;
         const std::uint32_t from = model.buffers[source.buffer]->device;
         const std::uint32_t to = model.buffers[target.buffer]->device;
-        order(sut, from, to);
-        RC_ASSERT(sut.client(to)
-                      .launch("copy", LaunchConfig::linear(target.length, 8),
-                              {LaunchArgument{slice(sut, source), AccessMode::Read, std::nullopt},
-                               LaunchArgument{slice(sut, target), AccessMode::Write, std::nullopt}})
-                      .ok());
-        order(sut, to, from);
+        const StreamId on = order(sut, from, to, stream);
+        Client client = sut.client(to);
+        if (way == Way::Client) {
+            RC_ASSERT(client.copy(slice(sut, source), slice(sut, target), on).ok());
+        } else if (way == Way::Kernel) {
+            launch_copy(sut, client, on);
+        } else {
+            RC_ASSERT(client.begin_capture(on).ok());
+            launch_copy(sut, client, on);
+            Result<CaptureGraph> graph = client.end_capture(on);
+            // C14: a window whose copy failed or was skipped is refused; a clean one replays.
+            RC_ASSERT(graph.ok() == lands);
+            if (graph.ok()) {
+                RC_ASSERT(graph->write_set().size() == 1u);
+                RC_ASSERT(client.replay(*graph, on).ok());
+            } else {
+                RC_ASSERT(graph.error().kind() == ErrorKind::LaunchRefused);
+            }
+        }
+        order(sut, to, from, sut.last_stream[from]);
     }
-    void show(std::ostream& out) const override { out << "copy " << source << " to " << target; }
+    void launch_copy(const ClientSut& sut, Client& client, StreamId on) const {
+        RC_ASSERT(client.launch("copy", LaunchConfig::linear(target.length, 8),
+                              {LaunchArgument{slice(sut, source), AccessMode::Read, std::nullopt},
+                               LaunchArgument{slice(sut, target), AccessMode::Write, std::nullopt}},
+                              KernelArgs(), on)
+                      .ok());
+    }
+    void show(std::ostream& out) const override {
+        const char* ways[] = {"copy kernel", "client copy", "captured copy kernel, replayed,"};
+        out << ways[static_cast<int>(way)] << " " << source << " to " << target << " on stream "
+            << stream;
+    }
 };
 
 struct Read : Command {
     Range range;
-    explicit Read(const ClientModel& model) : range(pick_range(model)) {}
+    /// Through `sync` naming the handle instead: it fails exactly as the read would (C6).
+    bool through_sync;
+    explicit Read(const ClientModel& model)
+        : range(pick_range(model)), through_sync(*rc::gen::arbitrary<bool>()) {}
     void checkPreconditions(const ClientModel& model) const override { RC_PRE(valid(model, range)); }
     void apply(ClientModel&) const override {}
     void run(const ClientModel& model, ClientSut& sut) const override {
@@ -280,6 +372,17 @@ struct Read : Command {
             if (buffer.claim[at] != 0) {
                 expected.insert(buffer.claim[at]);
             }
+        }
+        if (through_sync) {
+            const Handle named[] = {slice(sut, range)};
+            Status synced = sut.client(buffer.device).sync(named);
+            RC_ASSERT(synced.ok() == expected.empty());
+            if (!synced.ok()) {
+                std::set<std::uint64_t> codes;
+                root_codes(synced.error(), codes);
+                RC_ASSERT(codes == expected);
+            }
+            return;
         }
         auto read = sut.client(buffer.device).read(slice(sut, range));
         RC_ASSERT(read.ok() == expected.empty());
@@ -296,7 +399,9 @@ struct Read : Command {
             }
         }
     }
-    void show(std::ostream& out) const override { out << "read " << range; }
+    void show(std::ostream& out) const override {
+        out << (through_sync ? "sync naming " : "read ") << range;
+    }
 };
 
 struct Free : Command {

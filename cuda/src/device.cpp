@@ -363,7 +363,7 @@ Status CudaDevice::copy_as_launch(const KernelResource& source, const BufferBind
     request.stream = resolved.stream->id;
     request.resources.push_back(source);  // Bound for reading by the client.
     request.resources.push_back(KernelResource::buffer(target, AccessMode::Write));
-    return enqueue_launch(request, *resolved.stream, true, nullptr, label);
+    return enqueue_launch(request, *resolved.stream, true, nullptr, &label);
 }
 
 Error CudaDevice::refusal_of(const std::string& label, cudaError_t status) {

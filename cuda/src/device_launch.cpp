@@ -187,20 +187,24 @@ bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params)
 }
 
 Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_stream,
-                                  bool check_inputs, PendingOp* replay, const std::string& label) {
+                                  bool check_inputs, PendingOp* replay,
+                                  const std::string* as_copy) {
     if (engine_.pipeline.size() >= status_slots / 2) {
         (void)engine_.resolve_all();  // Keep status words from wrapping onto unsettled work.
     }
     // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
     // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
-    const std::optional<std::uint32_t> injected =
-        faults_.kernel_faults_armed() ? kernel_fault_due(request.kernel) : std::nullopt;
+    const std::optional<std::uint32_t> injected = faults_.kernel_faults_armed() && as_copy == nullptr
+                                                      ? kernel_fault_due(request.kernel)
+                                                      : std::nullopt;
     const Launcher launcher = find_launcher(request.kernel);
     if (launcher != nullptr && request.config.runs_nothing()) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.
     }
-    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Launch);
-    op->label = label.empty() ? request.kernel : label;
+    // A copy run as a kernel stays a copy: a window records launches only (C14).
+    std::shared_ptr<PendingOp> op =
+        engine_.new_op(as_copy != nullptr ? PendingOp::Kind::Copy : PendingOp::Kind::Launch);
+    op->label = as_copy != nullptr ? *as_copy : request.kernel;
     op->device = index_;
     op->stream = request.stream;
     if (Status found = targets(request, op->inputs, op->outputs); !found) {
@@ -227,7 +231,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
             op->report = Work::Report::NotRun;  // C9: skipped work writes nothing.
             runs = false;
         }
-        if (target_stream.capture && !op->refused) {
+        if (target_stream.capture && !op->refused && as_copy == nullptr) {
             target_stream.capture->launches.push_back(request);
         }
     }

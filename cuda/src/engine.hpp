@@ -157,8 +157,10 @@ private:
     /// Enqueues `request` on `stream` (the request's, found by the caller); a replay passes its
     /// own op, whose status word every launch shares. Its resources move into the work that
     /// holds them.
+    /// `as_copy` names the client copy it runs for: such a launch draws no injected kernel fault
+    /// (a copy is not a launch) and is labelled as the copy.
     Status enqueue_launch(LaunchRequest& request, CudaStream& stream, bool check_inputs,
-                          PendingOp* replay, const std::string& label = {});
+                          PendingOp* replay, const std::string* as_copy = nullptr);
     /// Fills `params.producers` with the producers of `consumer`'s inputs the GPU checks before it
     /// computes; false when an input is known to end up claimed, so the launch must not run.
     bool add_producers(const Work& consumer, TensorLaunchParams& params);

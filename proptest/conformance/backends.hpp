@@ -31,6 +31,7 @@ struct Made {
 
 struct ReferenceBackend {
     static constexpr const char* name = "reference";
+    static std::uint32_t devices_available() { return reference::ReferenceOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = reference::ReferenceRuntime::create(
             reference::ReferenceOptions{.devices = devices, .seed = seed});
@@ -44,6 +45,7 @@ struct ReferenceBackend {
 #ifdef TANDEM_HAVE_SIM
 struct SimBackend {
     static constexpr const char* name = "sim";
+    static std::uint32_t devices_available() { return sim::SimOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = sim::SimRuntime::create(
             sim::SimOptions{.devices = devices, .seed = seed, .capacity_bytes = 64 << 20});
@@ -58,6 +60,10 @@ struct SimBackend {
 #ifdef TANDEM_HAVE_CUDA
 struct CudaBackend {
     static constexpr const char* name = "cuda";
+    static std::uint32_t devices_available() {
+        const cuda::GpuReport gpus = cuda::probe_gpus();
+        return gpus.problem.empty() ? static_cast<std::uint32_t>(gpus.names.size()) : 0;
+    }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         const cuda::GpuReport gpus = cuda::probe_gpus();
         if (!gpus.problem.empty()) {
