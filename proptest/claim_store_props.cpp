@@ -1,4 +1,5 @@
-// Property: one device's claim store agrees with the byte model after every step.
+// Property: one device's claim store, with work settled through the settle pipeline every
+// backend calls, agrees with the byte model after every step.
 //
 // Oracle: a read returns bytes iff every byte it returns was last written by work that succeeded;
 // otherwise it fails naming why. The model holds a failure id per byte; the store must hold
@@ -8,6 +9,7 @@
 
 #include "byte_model.hpp"
 
+#include "../core/tests/one_device.hpp"
 #include "tandem/core/claim_store.hpp"
 
 #include <gtest/gtest.h>
@@ -16,7 +18,6 @@
 #include <rapidcheck/state.h>
 
 #include <set>
-#include <stdexcept>
 
 namespace tandem {
 namespace {
@@ -35,7 +36,9 @@ struct StoreModel {
 };
 
 struct StoreUnderTest {
-    ClaimStore store{device0};
+    testing::OneDevice device{device0};
+    ClaimStore& store = device.store;
+    SettlePipeline pipeline{device};
     std::vector<MemoryId> allocations;
 
     [[nodiscard]] ClaimKey key(const ModelRange& range) const {
@@ -213,7 +216,9 @@ struct Scope : CheckedCommand<Scope> {
           outcome(*rc::gen::element(Outcome::Succeed, Outcome::Fail, Outcome::Throw)) {}
     void checkPreconditions(const StoreModel& state) const override { RC_PRE(fits(state, writes)); }
     void apply(StoreModel& state) const override {
-        const std::uint64_t failure = outcome == Outcome::Succeed ? 0 : state.next_failure++;
+        // Work that writes nothing names no failure: the pipeline has no bytes to claim.
+        const std::uint64_t failure =
+            outcome == Outcome::Succeed ? 0 : (writes.empty() ? 0 : state.next_failure++);
         if (outcome == Outcome::Throw) {
             state.torn_down.insert(failure);
         }
@@ -223,20 +228,17 @@ struct Scope : CheckedCommand<Scope> {
     }
     void step(const StoreModel& state, StoreUnderTest& sut) const {
         const std::vector<ClaimKey> keys = sut.keys(writes);
+        auto work = testing::work_over("work", {}, keys);
         if (outcome == Outcome::Throw) {
-            try {
-                WriteScope scope = sut.store.begin_write("thrower", keys);
-                throw std::runtime_error("work threw");
-            } catch (const std::runtime_error&) {
-            }
-            return;
-        }
-        WriteScope scope = sut.store.begin_write("work", keys);
-        if (outcome == Outcome::Succeed) {
-            scope.succeed();
+            // A backend reports work whose code threw as torn down (C8).
+            testing::run_through(sut.pipeline, work, Error::torn_down("work threw"));
+        } else if (outcome == Outcome::Fail) {
+            testing::run_through(sut.pipeline, work, root_error(state.next_failure));
         } else {
-            RC_ASSERT(scope.fail(root_error(state.next_failure)).value == state.next_failure);
+            testing::run_through(sut.pipeline, work);
         }
+        RC_ASSERT(work->settled);
+        RC_ASSERT(work->failed == (outcome != Outcome::Succeed));
     }
     void show(std::ostream& out) const override {
         const char* names[] = {"succeeds", "fails", "throws"};
@@ -255,7 +257,7 @@ struct Launch : CheckedCommand<Launch> {
     }
     void apply(StoreModel& state) const override {
         std::uint64_t failure = state.model.first_claimed(inputs);
-        if (failure == 0 && kernel_fails) {
+        if (failure == 0 && kernel_fails && !outputs.empty()) {
             failure = state.next_failure++;
         }
         for (const ModelRange& range : outputs) {
@@ -265,16 +267,17 @@ struct Launch : CheckedCommand<Launch> {
     void step(const StoreModel& state, StoreUnderTest& sut) const {
         const std::vector<ClaimKey> in = sut.keys(inputs);
         const std::vector<ClaimKey> out = sut.keys(outputs);
-        WriteScope scope = sut.store.enter_launch("kernel", in, out);
+        auto work = testing::work_over("kernel", in, out);
         const std::uint64_t claimed = state.model.first_claimed(inputs);
-        RC_ASSERT(scope.skipped() == (claimed != 0));
-        if (scope.skipped()) {
-            RC_ASSERT(scope.failure()->value == claimed);
-        } else if (kernel_fails) {
-            (void)scope.fail(root_error(state.next_failure));
-        } else {
-            scope.succeed();
+        std::optional<Error> failure;
+        if (kernel_fails) {
+            failure = root_error(state.next_failure);
         }
+        testing::run_through(sut.pipeline, work, failure);
+        // C9: held back exactly when an input is claimed; the outputs then carry its failure,
+        // which the byte model checks after the step.
+        RC_ASSERT((work->report == Work::Report::NotRun) == (claimed != 0));
+        RC_ASSERT(work->settled);
     }
     void show(std::ostream& out) const override {
         out << "launch reading " << inputs << " writing " << outputs

@@ -322,7 +322,11 @@ struct Copy : Command {
         const bool lands = outcome(scratch) == 0;
         const std::uint32_t from = model.buffers[source.buffer]->device;
         const std::uint32_t to = model.buffers[target.buffer]->device;
-        const StreamId on = order(sut, from, to, stream);
+        // After the target device's last work, and the source device's (a peer read).
+        StreamId on = order(sut, to, to, stream);
+        if (from != to) {
+            on = order(sut, from, to, stream);
+        }
         Client client = sut.client(to);
         if (way == Way::Client) {
             RC_ASSERT(client.copy(slice(sut, source), slice(sut, target), on).ok());

@@ -6,42 +6,6 @@
 
 namespace tandem {
 
-// ---------------------------------------------------------------- WriteScope
-
-WriteScope::WriteScope(ClaimStore& store, std::string_view label, std::span<const ClaimKey> writes,
-                       State state, std::optional<FailureId> failure)
-    : store_(&store), label_(label), writes_(writes), state_(state), failure_(failure) {}
-
-WriteScope::WriteScope(WriteScope&& other) noexcept
-    : store_(other.store_),
-      label_(other.label_),
-      writes_(other.writes_),
-      state_(std::exchange(other.state_, State::Done)),
-      failure_(other.failure_) {}
-
-WriteScope::~WriteScope() {
-    if (state_ == State::Open) {
-        fail(Error::torn_down("work '" + std::string(label_) +
-                              "' was torn down before it finished writing"));
-    }
-}
-
-void WriteScope::succeed() {
-    assert(state_ == State::Open && "a write scope ends once");
-    std::lock_guard lock(store_->mutex_);
-    for (const ClaimKey& key : writes_) {
-        store_->release_locked(key);
-    }
-    state_ = State::Done;
-}
-
-FailureId WriteScope::fail(Error error) {
-    assert(state_ == State::Open && "a write scope ends once");
-    state_ = State::Done;
-    failure_ = store_->fail(writes_, std::move(error));
-    return *failure_;
-}
-
 // ---------------------------------------------------------------- ClaimStore
 
 ClaimStore::ClaimStore(ServiceId device) : device_(device) {}
@@ -184,27 +148,6 @@ Status ClaimStore::check(std::span<const ClaimKey> reads) const {
         errors.push_back(graph_.report(found[index], found_in[index]));
     }
     return Error::several(std::move(errors));
-}
-
-WriteScope ClaimStore::begin_write(std::string_view label, std::span<const ClaimKey> writes) {
-    return WriteScope(*this, label, writes, WriteScope::State::Open, std::nullopt);
-}
-
-WriteScope ClaimStore::enter_launch(std::string_view kernel, std::span<const ClaimKey> inputs,
-                                    std::span<const ClaimKey> outputs) {
-    std::lock_guard lock(mutex_);
-    std::optional<std::pair<ClaimKey, FailureId>> claimed = first_claimed_locked(inputs);
-    if (!claimed) {
-        return WriteScope(*this, kernel, outputs, WriteScope::State::Open, std::nullopt);
-    }
-    const auto [needed, failure] = *claimed;
-    SkipRecord record{std::string(kernel), device_, needed,
-                      std::vector<ClaimKey>(outputs.begin(), outputs.end())};
-    graph_.add_skip(failure, std::move(record));
-    for (const ClaimKey& key : outputs) {
-        claim_locked(key, failure);
-    }
-    return WriteScope(*this, kernel, outputs, WriteScope::State::Skipped, failure);
 }
 
 void ClaimStore::add_skip(FailureId failure, SkipRecord record) {

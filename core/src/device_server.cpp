@@ -2,12 +2,6 @@
 
 namespace tandem {
 
-void DeviceServer::claim_from_peer(const ClaimKey& key, const Error& error) {
-    std::lock_guard lock(engine_mutex_);
-    const ClaimKey keys[] = {key};
-    (void)claims_.fail(keys, error);
-}
-
 Status DeviceServer::check(std::span<const ClaimKey> keys) const {
     std::lock_guard lock(engine_mutex_);
     if (Status alive = refuse_if_lost(); !alive) {

@@ -49,6 +49,10 @@ void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
     work->sequence = next_sequence_++;
     for (const Target& output : work->outputs) {
         Writers& list = writers_.find_or_insert(output.key.memory.value);
+        if (list.works.empty() && list.works.capacity() == 0 && !spare_lists_.empty()) {
+            list.works = std::move(spare_lists_.back());
+            spare_lists_.pop_back();
+        }
         if (list.works.empty() || list.works.back() != work.get()) {
             list.works.push_back(work.get());
         }
@@ -60,7 +64,20 @@ void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
     if (work->window) {
         ++work->window->unsettled;
     }
-    pending_.push_back(std::move(work));
+    if (count_ == ring_.size()) {
+        grow();
+    }
+    ring_[(head_ + count_) & (ring_.size() - 1)] = std::move(work);
+    ++count_;
+}
+
+void SettlePipeline::grow() {
+    std::vector<std::shared_ptr<Work>> larger(ring_.empty() ? 64 : ring_.size() * 2);
+    for (std::size_t index = 0; index < count_; ++index) {
+        larger[index] = std::move(ring_[(head_ + index) & (ring_.size() - 1)]);
+    }
+    ring_ = std::move(larger);
+    head_ = 0;
 }
 
 bool SettlePipeline::cover(ByteRange range) const {
@@ -152,6 +169,10 @@ void SettlePipeline::unindex(const Work& work) {
             continue;  // A second output on the same allocation: counted with the first.
         }
         if (++list->settled == list->works.size()) {
+            if (spare_lists_.size() < spare_lists_max) {
+                list->works.clear();
+                spare_lists_.push_back(std::move(list->works));
+            }
             writers_.erase(output.key.memory.value);
         }
     }

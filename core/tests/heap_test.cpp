@@ -1,7 +1,8 @@
-// Rule C12: the success path of a write scope, one claim of one range per written buffer,
-// allocates nothing on the heap. This executable replaces the global operator new to count.
+// Rule C12: the success path of the settle pipeline every backend calls, one claim of one range
+// per written buffer, allocates nothing on the heap once warm. This executable replaces the global
+// operator new to count.
 
-#include "tandem/core/claim_store.hpp"
+#include "one_device.hpp"
 
 #include <gtest/gtest.h>
 
@@ -26,23 +27,58 @@ void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
 namespace tandem {
 namespace {
 
-TEST(HeapAllocations, the_success_path_of_a_write_scope_allocates_nothing) {
-    ClaimStore store(ServiceId{1, 0});
-    MemoryId input = MemoryId::next();
-    MemoryId output = MemoryId::next();
-    ClaimKey inputs[] = {{input, {0, 4096}}};
-    ClaimKey outputs[] = {{output, {0, 4096}}, {output, {4096, 8192}}};
-    // Warm up once so lazily built state (none expected) cannot hide in the count.
-    store.enter_launch("warm", inputs, outputs).succeed();
+/// One launch as a backend records it, reusing a settled record as the CUDA device does.
+void launch(SettlePipeline& pipeline, std::vector<std::shared_ptr<Work>>& spare,
+            std::span<const ClaimKey> inputs, std::span<const ClaimKey> outputs) {
+    std::shared_ptr<Work> work = std::move(spare.back());
+    spare.pop_back();
+    work->reset_work();
+    work->label.assign("axpy");
+    for (const ClaimKey& key : inputs) {
+        work->inputs.push_back(Target{0, key, std::nullopt});
+    }
+    for (const ClaimKey& key : outputs) {
+        work->outputs.push_back(Target{0, key, std::nullopt});
+    }
+    (void)pipeline.examine(*work, [](const Work&) { return true; });
+    pipeline.enqueue(std::move(work));
+}
 
+TEST(HeapAllocations, the_success_path_of_the_settle_pipeline_allocates_nothing) {
+    testing::OneDevice device(ServiceId{1, 0});
+    SettlePipeline pipeline(device);
+    const MemoryId input = MemoryId::next();
+    const MemoryId output = MemoryId::next();
+    const ClaimKey inputs[] = {{input, {0, 4096}}};
+    const ClaimKey outputs[] = {{output, {0, 4096}}, {output, {4096, 8192}}};
+    std::vector<std::shared_ptr<Work>> spare;
+    for (int index = 0; index < 128; ++index) {
+        spare.push_back(std::make_shared<Work>());
+    }
+    spare.reserve(256);
+    const auto settle_all = [&] {
+        pipeline.for_each_pending([](Work& work) { work.report = Work::Report::Landed; });
+        pipeline.settle_ready([&](std::shared_ptr<Work>&& work) { spare.push_back(std::move(work)); });
+    };
+    // Warm up: the ring, the writer table and each record's vectors reach their sizes.
+    for (int round = 0; round < 2; ++round) {
+        for (int index = 0; index < 100; ++index) {
+            launch(pipeline, spare, inputs, outputs);
+        }
+        settle_all();
+    }
     const long before = heap_allocations.load();
-    for (int launch = 0; launch < 1000; ++launch) {
-        WriteScope scope = store.enter_launch("axpy", inputs, outputs);
-        scope.succeed();
+    for (int batch = 0; batch < 10; ++batch) {
+        for (int index = 0; index < 100; ++index) {
+            launch(pipeline, spare, inputs, outputs);
+        }
+        settle_all();
     }
     const long after = heap_allocations.load();
     EXPECT_EQ(after - before, 0) << "heap allocations on 1000 successful launches";
-    std::printf("heap allocations on 1000 successful scopes: %ld\n", after - before);
+    std::printf("heap allocations on 1000 successful launches through the pipeline: %ld\n",
+                after - before);
+    EXPECT_TRUE(device.store.drained());
 }
 
 TEST(HeapAllocations, a_write_over_an_exactly_claimed_range_releases_without_allocating) {
@@ -51,7 +87,7 @@ TEST(HeapAllocations, a_write_over_an_exactly_claimed_range_releases_without_all
     ClaimKey outputs[] = {{output, {0, 4096}}};
     (void)store.fail(outputs, Error::torn_down("earlier failure"));
     const long before = heap_allocations.load();
-    store.begin_write("rewrite", outputs).succeed();
+    store.release(outputs[0]);
     const long after = heap_allocations.load();
     EXPECT_EQ(after - before, 0);
     EXPECT_TRUE(store.drained());

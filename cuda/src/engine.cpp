@@ -148,9 +148,7 @@ Status CudaEngine::resolve_all() {
         devices[state.device]->reuse_event(state.event);
     }
     events.clear();
-    for (const std::shared_ptr<Work>& work : pipeline.pending()) {
-        fill_report(static_cast<PendingOp&>(*work));
-    }
+    pipeline.for_each_pending([this](Work& work) { fill_report(static_cast<PendingOp&>(work)); });
     pipeline.settle_ready([this](std::shared_ptr<Work>&& work) {
         if (work.use_count() == 1 && spare_ops_.size() < max_spare_ops) {
             auto op = std::static_pointer_cast<PendingOp>(std::move(work));

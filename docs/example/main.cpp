@@ -1,21 +1,27 @@
-// Uses the installed package: a failed kernel claims its output, a launch reading it is skipped,
-// and the read of the skipped launch's output reports the chain back to the root.
-#include <tandem/core/claim_store.hpp>
+// Uses the installed package, with the reference backend of tandem::core: a failed kernel claims
+// its output, a launch reading it is skipped, and the read of the skipped launch's output reports
+// the chain back to the root.
+#include <tandem/core/reference_runtime.hpp>
 
 #include <cstdio>
 
 int main() {
     using namespace tandem;
-    ClaimStore store(ServiceId{1, 0});
-    const ClaimKey produced[] = {{MemoryId::next(), {0, 256}}};
-    const ClaimKey consumed[] = {{MemoryId::next(), {0, 256}}};
-
-    WriteScope producer = store.enter_launch("producer", {}, produced);
-    producer.fail(Error::kernel_failed({"producer", store.device(), StreamId{1}, 7}));
-    WriteScope consumer = store.enter_launch("consumer", produced, consumed);
-
-    Status read = store.check(consumed);
-    if (read.ok() || !consumer.skipped()) {
+    auto runtime = reference::ReferenceRuntime::create({.devices = 1});
+    if (!runtime) {
+        std::printf("%s\n", runtime.error().report().c_str());
+        return 1;
+    }
+    Client client = (*runtime)->client(0);
+    Handle produced = *client.allocate(256);
+    Handle consumed = *client.allocate(256);
+    (void)client.launch("fail", LaunchConfig::linear(1),
+                        {{produced, AccessMode::Write, std::nullopt}}, KernelArgs().u64(7));
+    (void)client.launch("copy", LaunchConfig::linear(256),
+                        {{produced, AccessMode::Read, std::nullopt},
+                         {consumed, AccessMode::Write, std::nullopt}});
+    Result<std::vector<std::byte>> read = client.read(consumed);
+    if (read.ok()) {
         std::puts("expected the read to fail");
         return 1;
     }

@@ -27,7 +27,7 @@ TYPED_TEST(LateFailures, c13_a_consumer_enqueued_before_the_failure_was_known_ta
 // Break g: a consumer of failed work that ran before the failure was known (another stream,
 // unordered) is skipped, and a clean write enqueued after it still lands on its bytes.
 TYPED_TEST(LateFailures, c13_a_late_failure_leaves_the_bytes_a_later_write_landed_on_clean) {
-    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    for (std::uint64_t seed = 1; seed <= 16; ++seed) {
         std::shared_ptr<Runtime> runtime = this->make(1, seed);
         if (!runtime) {
             GTEST_SKIP() << this->why_not;
@@ -36,7 +36,9 @@ TYPED_TEST(LateFailures, c13_a_late_failure_leaves_the_bytes_a_later_write_lande
         const StreamId side = *client.create_stream();
         Handle a = this->allocate(client, 64);
         Handle b = this->allocate(client, 64);
-        this->fail(client, a, 8);
+        // Many blocks: the producer ends (and reports) only after the other stream ran.
+        ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(4096, 32), {out(a)},
+                                  KernelArgs().u64(8)));
         this->copy_kernel(client, a, b, side);
         this->fill(client, b, 4, side);
         EXPECT_EQ(this->read_bytes(client, b), filled(64, 4)) << "seed " << seed;

@@ -1,12 +1,13 @@
 #pragma once
 
-// One device's claims and failure graph, and the write scopes that move bytes between them.
+// One device's claims and failure graph: which bytes failed or skipped work should have written,
+// and why. The settle pipeline (`settle_pipeline.hpp`) is what changes them, by rules C2 to C9;
+// the store keeps C1 and C4 and answers reads (C6, C7).
 //
-// This is where rules C1 to C12 live for a device. Every operation takes the store's lock, so
-// streams and workers of a device may share one store. The success path of a write scope, one
-// release of one range per written buffer, allocates nothing on the heap (C12): the write set is
-// a span the caller owns, releases of unclaimed or exactly claimed ranges erase in place, and
-// failures are only named (and their errors built) when something really failed.
+// Every operation takes the store's lock, so streams and workers of a device may share one store.
+// The success path, one release of one range per written buffer, allocates nothing on the heap
+// (C12): releases of unclaimed or exactly claimed ranges erase in place, and failures are only
+// named (and their errors built) when something really failed.
 
 #include "tandem/core/claims.hpp"
 #include "tandem/core/error.hpp"
@@ -25,43 +26,6 @@
 #include <vector>
 
 namespace tandem {
-
-class ClaimStore;
-
-/// The outcome of a piece of work over its write set (C8). Open until `succeed()` or `fail()`;
-/// one still open when destroyed (the code running the work threw) claims its write set with a
-/// `TornDown` failure. A scope entered for a launch whose input was claimed is born skipped (C9).
-class WriteScope {
-public:
-    WriteScope(WriteScope&& other) noexcept;
-    WriteScope& operator=(WriteScope&&) = delete;
-    WriteScope(const WriteScope&) = delete;
-    WriteScope& operator=(const WriteScope&) = delete;
-    ~WriteScope();
-
-    /// Whether the work must not run: an input was claimed and the write set took its failure.
-    [[nodiscard]] bool skipped() const { return state_ == State::Skipped; }
-    [[nodiscard]] bool open() const { return state_ == State::Open; }
-    /// The failure the write set carries, once the scope failed or was skipped.
-    [[nodiscard]] std::optional<FailureId> failure() const { return failure_; }
-
-    /// The work landed: release every claim on the write set (C3).
-    void succeed();
-    /// The work failed: one new failure carrying `error` claims the write set.
-    FailureId fail(Error error);
-
-private:
-    friend class ClaimStore;
-    enum class State : std::uint8_t { Open, Done, Skipped };
-    WriteScope(ClaimStore& store, std::string_view label, std::span<const ClaimKey> writes,
-               State state, std::optional<FailureId> failure);
-
-    ClaimStore* store_;
-    std::string_view label_;
-    std::span<const ClaimKey> writes_;
-    State state_;
-    std::optional<FailureId> failure_;
-};
 
 class ClaimStore {
 public:
@@ -92,13 +56,6 @@ public:
     [[nodiscard]] std::optional<std::pair<ClaimKey, FailureId>> first_claimed(
         std::span<const ClaimKey> inputs) const;
 
-    /// A scope over `writes` for work that reads nothing checked here (a host write, say).
-    [[nodiscard]] WriteScope begin_write(std::string_view label, std::span<const ClaimKey> writes);
-    /// A scope for a launch of `kernel` (C9): if an input is claimed, the scope is born skipped,
-    /// the outputs take the first claimed input's failure and a skip record is added.
-    [[nodiscard]] WriteScope enter_launch(std::string_view kernel,
-                                          std::span<const ClaimKey> inputs,
-                                          std::span<const ClaimKey> outputs);
     /// Records that work was skipped because of `failure` (a cross-device hop, say).
     void add_skip(FailureId failure, SkipRecord record);
     /// A new failure, carried by nothing yet; claim with it or it is dropped at the next claim.
@@ -117,7 +74,6 @@ public:
     [[nodiscard]] std::optional<std::string> check_invariants() const;
 
 private:
-    friend class WriteScope;
     void claim_locked(const ClaimKey& key, FailureId failure);
     void release_locked(const ClaimKey& key);
     void recount(MemoryId memory, const TouchedFailures& touched, FailureId except);

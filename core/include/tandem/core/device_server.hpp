@@ -24,8 +24,6 @@ namespace tandem {
 class DeviceServer : public Server, public std::enable_shared_from_this<DeviceServer> {
 public:
     [[nodiscard]] ServiceId service() const final { return service_; }
-    /// Claims `key` with `error`: work on a peer that should have written it failed (P4).
-    void claim_from_peer(const ClaimKey& key, const Error& error) final;
     /// DeviceLost once lost (D1), otherwise the first claim on `keys` (C9).
     [[nodiscard]] Status check(std::span<const ClaimKey> keys) const final;
     /// The memory of `binding` as peers bind it, pinned while a peer binding holds it. Refused

@@ -4,10 +4,11 @@
 //
 // It holds the device address the owner resolved for the allocation's first byte and a binding
 // that pins the allocation there: a pinned allocation is never freed, reused or relocated, so the
-// address stays valid while any clone lives (rule P2). Failures cross devices through its slot:
-// the owner marks it when work that should have written the memory failed (P3), and a peer
-// kernel that failed to write it marks it and claims the bytes on the owner (P4). Clones share
-// one slot; copying costs one atomic increment.
+// address stays valid while any clone lives (rule P2). Its failure slot tells a peer cheaply that
+// the memory carries a failure: the settle pipeline marks it when work writing the memory failed
+// or was skipped (P4) and clears it when a write landed (P5), in program order. The owner's claims
+// decide, byte by byte (P3); the slot never decides more than they would. Clones share one slot;
+// copying costs one atomic increment.
 
 #include "tandem/core/error.hpp"
 #include "tandem/core/ids.hpp"
@@ -21,13 +22,11 @@
 
 namespace tandem {
 
-/// The owning device, as shared memory reaches it: where a peer's failure is reported.
+/// The owning device, as shared memory reaches it.
 class PeerOwner {
 public:
     virtual ~PeerOwner() = default;
     [[nodiscard]] virtual ServiceId service() const = 0;
-    /// Work on a peer that should have written `key` failed with `error`: claim the bytes.
-    virtual void claim_from_peer(const ClaimKey& key, const Error& error) = 0;
 };
 
 class PeerMemory {
@@ -49,7 +48,7 @@ public:
     [[nodiscard]] std::optional<Error> failure() const;
     /// The work that should have written the memory failed with `error`.
     void fail(Error error) const;
-    /// Work writing the memory was enqueued. Returns whether it carried a failure until now.
+    /// Work writing the memory landed. Returns whether it carried a failure until now.
     bool repair() const;
 
     /// How many clones of this memory live (for tests of pinning).

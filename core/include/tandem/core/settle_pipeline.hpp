@@ -20,7 +20,6 @@
 #include "tandem/core/work.hpp"
 
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -85,10 +84,15 @@ public:
     [[nodiscard]] bool writes_unsettled(std::uint32_t device, std::span<const ClaimKey> keys) const;
     /// Whether work that `device` runs is unsettled.
     [[nodiscard]] bool unsettled_on(std::uint32_t device) const;
-    [[nodiscard]] bool empty() const { return pending_.empty(); }
-    [[nodiscard]] std::size_t size() const { return pending_.size(); }
-    /// The unsettled work, oldest first, for a backend to fill in reports.
-    [[nodiscard]] const std::deque<std::shared_ptr<Work>>& pending() const { return pending_; }
+    [[nodiscard]] bool empty() const { return count_ == 0; }
+    [[nodiscard]] std::size_t size() const { return count_; }
+    /// Calls `visit(work)` for the unsettled work, oldest first, for a backend to fill in reports.
+    template <typename Visit>
+    void for_each_pending(Visit&& visit) const {
+        for (std::size_t index = 0; index < count_; ++index) {
+            visit(*ring_[(head_ + index) & (ring_.size() - 1)]);
+        }
+    }
 
 private:
     [[nodiscard]] static bool binds_peer_memory(const Work& work) {
@@ -104,13 +108,20 @@ private:
     [[nodiscard]] std::optional<Error> refusal_slow(const Work& work, const LaunchRequest& request,
                                                     bool registered) const;
 
+    /// The unsettled writers of one allocation, in enqueue order; the first `settled` are
+    /// settled.
     struct Writers {
-        std::vector<Work*> works;  // Enqueue order; the first `settled` are settled.
+        std::vector<Work*> works;
         std::size_t settled = 0;
     };
+    /// Emptied writer lists kept for their storage: a list comes and goes with the work on its
+    /// allocation, and must not cost a heap round trip each time (C12).
+    static constexpr std::size_t spare_lists_max = 256;
 
     void settle(Work& work);
     void unindex(const Work& work);
+    /// Doubles the ring, keeping the order.
+    void grow();
     /// Removes `range` from `uncovered_`; whether any byte of it was there.
     bool cover(ByteRange range) const;
     /// Whether the unsettled `writer` will leave the bytes it writes claimed.
@@ -128,7 +139,11 @@ private:
     [[nodiscard]] bool uncovered_claimed(const Target& input) const;
 
     const DeviceDirectory& devices_;
-    std::deque<std::shared_ptr<Work>> pending_;
+    /// The unsettled work in enqueue order: a ring of a power-of-two size that grows when full
+    /// and is never shrunk, so that settling and enqueueing touch no heap once it is warm.
+    std::vector<std::shared_ptr<Work>> ring_;
+    std::size_t head_ = 0;
+    std::size_t count_ = 0;
     /// The unsettled work writing each allocation, by `MemoryId`.
     detail::IdTable<Writers> writers_;
     std::vector<std::size_t> unsettled_per_device_;
@@ -136,6 +151,7 @@ private:
     /// Scratch of `examine`, kept for its storage.
     mutable std::vector<ByteRange> uncovered_;
     mutable std::vector<ClaimKey> uncovered_keys_;
+    std::vector<std::vector<Work*>> spare_lists_;
 };
 
 template <typename Visit>
@@ -192,15 +208,17 @@ SettlePipeline::Inputs SettlePipeline::examine(const Work& consumer, Visit&& vis
 
 template <typename Recycle>
 void SettlePipeline::settle_ready(Recycle&& recycle) {
-    while (!pending_.empty()) {
-        Work& oldest = *pending_.front();
+    while (count_ != 0) {
+        std::shared_ptr<Work>& front = ring_[head_];
+        Work& oldest = *front;
         if (oldest.report == Work::Report::Pending && !oldest.refused) {
             return;
         }
         settle(oldest);
         unindex(oldest);
-        std::shared_ptr<Work> settled = std::move(pending_.front());
-        pending_.pop_front();
+        std::shared_ptr<Work> settled = std::move(front);
+        head_ = (head_ + 1) & (ring_.size() - 1);
+        --count_;
         recycle(std::move(settled));
     }
 }

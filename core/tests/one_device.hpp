@@ -1,0 +1,55 @@
+#pragma once
+
+// One device's claim store as the settle pipeline sees a runtime: for tests of core that drive
+// the pipeline without a backend.
+
+#include "tandem/core/outcome.hpp"
+#include "tandem/core/settle_pipeline.hpp"
+
+#include <memory>
+
+namespace tandem::testing {
+
+class OneDevice final : public DeviceDirectory {
+public:
+    explicit OneDevice(ServiceId service) : store(service) {}
+    ClaimStore& claims_of(std::uint32_t) const override { return store; }
+    std::optional<Error> lost(std::uint32_t) const override { return std::nullopt; }
+    ServiceId service_of(std::uint32_t) const override { return store.device(); }
+    bool peer_access_granted(std::uint32_t, ServiceId) const override { return true; }
+
+    mutable ClaimStore store;
+};
+
+/// Work on device 0 writing `outputs` and reading `inputs`.
+inline std::shared_ptr<Work> work_over(std::string label, std::span<const ClaimKey> inputs,
+                                       std::span<const ClaimKey> outputs) {
+    auto work = std::make_shared<Work>();
+    work->label = std::move(label);
+    for (const ClaimKey& key : inputs) {
+        work->inputs.push_back(Target{0, key, std::nullopt});
+    }
+    for (const ClaimKey& key : outputs) {
+        work->outputs.push_back(Target{0, key, std::nullopt});
+    }
+    return work;
+}
+
+/// Enqueues `work`, runs it as a backend would (held back when an input is known claimed,
+/// otherwise failing with `failure` if given, else landing) and settles.
+inline void run_through(SettlePipeline& pipeline, const std::shared_ptr<Work>& work,
+                        std::optional<Error> failure = std::nullopt) {
+    pipeline.enqueue(work);
+    if (pipeline.examine(*work, [](const Work&) { return true; }) ==
+        SettlePipeline::Inputs::Claimed) {
+        work->report = Work::Report::NotRun;
+    } else if (failure) {
+        work->report = Work::Report::Failed;
+        work->failure = std::move(failure);
+    } else {
+        work->report = Work::Report::Landed;
+    }
+    pipeline.settle_ready();
+}
+
+}  // namespace tandem::testing
