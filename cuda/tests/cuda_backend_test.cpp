@@ -159,78 +159,6 @@ TEST_F(CudaBackend, a_write_after_a_failed_kernel_repairs_the_bytes_for_a_pendin
     EXPECT_EQ(runtime->skipped_on_device(0), 0u);
 }
 
-TEST_F(CudaBackend, a_refused_launch_claims_only_its_outputs) {
-    Client client = runtime->client(0);
-    Handle input = allocate(client, 64);
-    Handle output = allocate(client, 64);
-    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64)));
-    ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{1, 1, 1}, Dim3{2048, 1, 1}},
-                              {in(input), out(output)}));
-    EXPECT_TRUE(client.read(input));
-    auto read = client.read(output);
-    ASSERT_FALSE(read);
-    EXPECT_EQ(unwritten(read.error())->root->kind(), ErrorKind::LaunchRefused);
-}
-
-// Refused by tandem with the simulator's report, before the driver sees it; a block of no threads
-// in a grid that is not empty was a launch of nothing here, and refused on the simulator.
-TEST_F(CudaBackend, a_launch_past_the_limits_or_of_empty_blocks_is_refused_as_on_the_simulator) {
-    Client client = runtime->client(0);
-    Handle input = allocate(client, 64);
-    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64)));
-    const std::pair<LaunchConfig, const char*> refused[] = {
-        {LaunchConfig{Dim3{1, max_grid_dims.y + 1, 1}, Dim3{32, 1, 1}}, "over the limit"},
-        {LaunchConfig{Dim3{1, 1, 1}, Dim3{1, 1, max_block_dims.z * 2}}, "over the limit"},
-        {LaunchConfig::linear(UINT64_MAX, 256), "over the limit"},
-        {LaunchConfig{Dim3{max_grid_x, 65535, 65535}, Dim3{1024, 1, 1}}, "2^64 - 1 threads"},
-        {LaunchConfig{Dim3{4, 1, 1}, Dim3{0, 1, 1}}, "a block of zero threads"},
-    };
-    for (const auto& [config, reason] : refused) {
-        Handle output = allocate(client, 64);
-        ASSERT_TRUE(client.write(output, std::vector<std::byte>(64)));
-        ASSERT_TRUE(client.launch("copy", config, {in(input), out(output)}));
-        EXPECT_TRUE(client.read(input));
-        auto read = client.read(output);
-        ASSERT_FALSE(read) << reason;
-        const Error& root = *unwritten(read.error())->root;
-        ASSERT_EQ(root.kind(), ErrorKind::LaunchRefused);
-        EXPECT_NE(root.message().find(reason), std::string::npos) << root.message();
-    }
-}
-
-TEST_F(CudaBackend, an_injected_kernel_fault_fails_the_nth_launch) {
-    Client client = runtime->client(0);
-    ASSERT_TRUE(client.inject(KernelFault{"fill", 2, 1.0, 13}));
-    Handle a = allocate(client, 64);
-    Handle b = allocate(client, 64);
-    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(a)}, KernelArgs().u64(1)));
-    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(b)}, KernelArgs().u64(1)));
-    EXPECT_TRUE(client.read(a));
-    auto read = client.read(b);
-    ASSERT_FALSE(read);
-    EXPECT_EQ(unwritten(read.error())->root->details_as<KernelFailedDetails>()->code, 13u);
-}
-
-TEST_F(CudaBackend, a_capture_replays_and_a_failed_replay_claims_its_write_set) {
-    Client client = runtime->client(0);
-    Handle input = allocate(client, 64);
-    Handle output = allocate(client, 64);
-    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64, std::byte{3})));
-    const StreamId stream = client.default_stream();
-    ASSERT_TRUE(client.begin_capture(stream));
-    ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(input), out(output)}));
-    auto graph = client.end_capture(stream);
-    ASSERT_TRUE(graph) << graph.error().report();
-    ASSERT_TRUE(client.write(input, std::vector<std::byte>(64, std::byte{4})));
-    ASSERT_TRUE(client.replay(*graph, stream));
-    auto read = client.read(output);
-    ASSERT_TRUE(read) << read.error().report();
-    EXPECT_EQ(read->front(), std::byte{4});
-    ASSERT_TRUE(client.inject(KernelFault{"copy", 1, 1.0, 9}));
-    ASSERT_TRUE(client.replay(*graph, stream));
-    EXPECT_FALSE(client.read(output));
-}
-
 TEST_F(CudaBackend, a_capture_becomes_a_cuda_graph_that_replays_on_any_stream_and_fails_as_one) {
     Client client = runtime->client(0);
     Handle input = allocate(client, 4096);
@@ -367,21 +295,6 @@ TEST_F(CudaBackend, a_tiled_copy_the_tma_cannot_take_moves_by_elements_with_the_
     EXPECT_EQ(runtime->tma_launches(0), before);
 }
 
-TEST_F(CudaBackend, a_strided_read_returns_the_view_in_order) {
-    Client client = runtime->client(0);
-    Handle matrix = allocate(client, 16 * 4);
-    std::vector<std::uint32_t> values(16);
-    for (std::uint32_t i = 0; i < 16; ++i) {
-        values[i] = i;
-    }
-    ASSERT_TRUE(client.write(matrix, std::as_bytes(std::span(values))));
-    auto column = client.read_strided(matrix, {4}, {4}, 4);
-    ASSERT_TRUE(column) << column.error().report();
-    std::vector<std::uint32_t> got(4);
-    std::memcpy(got.data(), column->data(), column->size());
-    EXPECT_EQ(got, (std::vector<std::uint32_t>{0, 4, 8, 12}));
-}
-
 TEST_F(CudaTwoGpus, work_on_one_gpu_leaves_the_callers_current_device_as_it_was) {
     // Each call makes its GPU current and then the caller's again; the guard that does it skips
     // the runtime when it finds a context it knows current, so both ways round are checked.
@@ -398,15 +311,6 @@ TEST_F(CudaTwoGpus, work_on_one_gpu_leaves_the_callers_current_device_as_it_was)
         ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
         EXPECT_EQ(after, current);
     }
-}
-
-TEST_F(CudaTwoGpus, a_handle_of_another_device_is_refused) {
-    Client zero = runtime->client(0);
-    Client one = runtime->client(1);
-    Handle theirs = allocate(one, 64);
-    Status write = zero.write(theirs, std::vector<std::byte>(64));
-    ASSERT_FALSE(write);
-    EXPECT_EQ(write.error().kind(), ErrorKind::WrongService);
 }
 
 TEST_F(CudaTwoGpus, a_peer_kernel_reads_shared_memory_and_is_skipped_when_the_owner_failed) {
@@ -460,23 +364,6 @@ TEST_F(CudaTwoGpus,
     EXPECT_EQ(root->code, 77u);
     EXPECT_EQ(runtime->skipped_on_device(1), 1u);
     EXPECT_EQ(runtime->skipped_on_device(0), 0u);
-}
-
-TEST_F(CudaTwoGpus, a_peer_write_failure_claims_the_owner_bytes) {
-    Client owner = runtime->client(0);
-    Client peer = runtime->client(1);
-    std::optional<Handle> shared_memory = share_from_gpu0(64);
-    ASSERT_TRUE(shared_memory);
-    Handle shared = *shared_memory;
-    ASSERT_TRUE(owner.write(shared, std::vector<std::byte>(64)));
-    ASSERT_TRUE(owner.sync());
-    ASSERT_TRUE(peer.launch("fail", LaunchConfig::linear(1), {out(shared)}, KernelArgs().u64(12)));
-    ASSERT_TRUE(peer.sync());
-    auto read = owner.read(shared);
-    ASSERT_FALSE(read);
-    const auto* root = unwritten(read.error())->root->details_as<KernelFailedDetails>();
-    ASSERT_NE(root, nullptr) << read.error().report();
-    EXPECT_EQ(root->device, peer.service());
 }
 
 TEST_F(CudaTwoGpus, the_handoff_completes_across_two_gpus) {
@@ -594,18 +481,6 @@ TEST_F(CudaBackend,
     EXPECT_TRUE(client.allocate(64));
 }
 
-// Allocations skip the engine's lock while nothing is armed; each of these must still see the
-// state the lock guards.
-TEST_F(CudaBackend, an_armed_allocation_fault_hits_the_nth_allocation_and_later_ones_succeed) {
-    Client client = runtime->client(0);
-    Handle first = allocate(client, 64);
-    ASSERT_TRUE(client.inject(AllocationFault{3}));
-    EXPECT_TRUE(client.allocate(64));
-    EXPECT_TRUE(client.allocate(64));
-    EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::OutOfMemory);
-    EXPECT_TRUE(client.allocate(64));
-}
-
 TEST_F(CudaBackend, allocations_name_a_stream_that_exists_and_a_lost_device_refuses_them) {
     Client client = runtime->client(0);
     EXPECT_EQ(client.allocate(64, StreamId{0}).error().kind(), ErrorKind::InvalidArgument);
@@ -615,17 +490,6 @@ TEST_F(CudaBackend, allocations_name_a_stream_that_exists_and_a_lost_device_refu
     EXPECT_TRUE(client.allocate(64, *created));
     ASSERT_TRUE(client.inject(DeviceLossFault{0}));
     EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::DeviceLost);
-}
-
-TEST_F(CudaBackend, dropping_every_handle_drains) {
-    {
-        Client client = runtime->client(0);
-        Handle a = allocate(client, 64);
-        ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(1), {out(a)}, KernelArgs().u64(1)));
-        ASSERT_TRUE(client.sync());
-    }
-    ASSERT_TRUE(runtime->sync_all());
-    EXPECT_TRUE(runtime->drained());
 }
 
 }  // namespace

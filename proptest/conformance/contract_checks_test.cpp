@@ -1,0 +1,110 @@
+// Bad input and the limits every backend refuses the same way: a launch a GPU would refuse (C10),
+// faults armed wrongly, allocations on streams that do not exist, and strided views.
+
+#include "support.hpp"
+
+#include <cmath>
+
+namespace tandem::conformance {
+namespace {
+
+template <typename Backend>
+class ContractChecks : public Conformance<Backend> {};
+TYPED_TEST_SUITE(ContractChecks, Backends, BackendNames);
+
+TYPED_TEST(ContractChecks, c10_a_launch_a_gpu_would_refuse_is_refused_and_claims_its_outputs) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    ASSERT_TRUE(client.write(input, filled(64, 5)));
+    const std::pair<LaunchConfig, const char*> refused[] = {
+        {LaunchConfig{Dim3{1, max_grid_dims.y + 1, 1}, Dim3{32, 1, 1}}, "over the limit"},
+        {LaunchConfig{Dim3{1, 1, 1}, Dim3{1, 1, max_block_dims.z * 2}}, "over the limit"},
+        {LaunchConfig::linear(UINT64_MAX, 256), "over the limit"},
+        {LaunchConfig{Dim3{max_grid_x, 65535, 65535}, Dim3{1024, 1, 1}}, "2^64 - 1 threads"},
+        {LaunchConfig{Dim3{4, 1, 1}, Dim3{0, 1, 1}}, "a block of zero threads"},
+    };
+    for (const auto& [config, reason] : refused) {
+        Handle output = this->allocate(client, 64);
+        ASSERT_TRUE(client.write(output, filled(64, 1)));
+        ASSERT_TRUE(client.launch("copy", config, {in(input), out(output)}));
+        EXPECT_EQ(this->read_bytes(client, input), filled(64, 5));
+        std::optional<Error> error = this->read_error(client, output);
+        ASSERT_TRUE(error) << reason;
+        const Error& root = *root_of(*error);
+        ASSERT_EQ(root.kind(), ErrorKind::LaunchRefused) << root.report();
+        EXPECT_NE(root.message().find(reason), std::string::npos) << root.message();
+    }
+}
+
+TYPED_TEST(ContractChecks, a_fault_probability_outside_zero_to_one_or_nan_is_invalid) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    for (double probability : {-0.5, 1.5, std::nan("")}) {
+        EXPECT_EQ(client.inject(KernelFault{"fill", 0, probability, 1}).error().kind(),
+                  ErrorKind::InvalidArgument);
+    }
+    EXPECT_TRUE(client.inject(KernelFault{"fill", 0, 0.0, 1}));
+}
+
+TYPED_TEST(ContractChecks, a_stream_delay_past_its_bound_or_on_no_stream_is_invalid) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    const StreamId side = *client.create_stream();
+    EXPECT_EQ(client.inject(StreamDelay{side, UINT64_MAX}).error().kind(),
+              ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.inject(StreamDelay{StreamId{99}, 1}).error().kind(),
+              ErrorKind::InvalidArgument);
+    EXPECT_TRUE(client.inject(StreamDelay{side, 10}));
+}
+
+TYPED_TEST(ContractChecks, an_armed_allocation_fault_hits_the_nth_allocation_with_its_figures) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    ASSERT_TRUE(client.inject(AllocationFault{2}));
+    // A request the manager refuses as wrong is not an allocation: it does not count.
+    EXPECT_EQ(client.allocate(0).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.allocate(UINT64_MAX).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_TRUE(client.allocate(64));
+    Result<Handle> failed = client.allocate(64);
+    ASSERT_FALSE(failed);
+    ASSERT_EQ(failed.error().kind(), ErrorKind::OutOfMemory);
+    EXPECT_EQ(failed.error().details_as<OutOfMemoryDetails>()->requested_bytes, 64u);
+    EXPECT_TRUE(client.allocate(64));
+}
+
+TYPED_TEST(ContractChecks, an_allocation_names_a_stream_that_exists) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    EXPECT_EQ(client.allocate(64, StreamId{0}).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.allocate(64, StreamId{99}).error().kind(), ErrorKind::InvalidArgument);
+    Result<StreamId> created = client.create_stream();
+    ASSERT_TRUE(created);
+    EXPECT_TRUE(client.allocate(64, *created));
+}
+
+TYPED_TEST(ContractChecks, c6_a_strided_read_returns_the_view_in_order_and_checks_its_bytes) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle matrix = this->allocate(client, 16 * 4);
+    std::vector<std::uint32_t> values(16);
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        values[i] = i;
+    }
+    ASSERT_TRUE(client.write(matrix, std::as_bytes(std::span(values))));
+    Result<std::vector<std::byte>> column = client.read_strided(matrix, {4}, {4}, 4);
+    ASSERT_TRUE(column) << column.error().report();
+    std::vector<std::uint32_t> got(4);
+    std::memcpy(got.data(), column->data(), column->size());
+    EXPECT_EQ(got, (std::vector<std::uint32_t>{0, 4, 8, 12}));
+    // A claimed byte outside the view leaves it readable; one inside fails it.
+    this->fail(client, *matrix.slice(4, 4), 3);
+    EXPECT_TRUE(client.read_strided(matrix, {4}, {4}, 4));
+    this->fail(client, *matrix.slice(16, 4), 4);
+    Result<std::vector<std::byte>> failed = client.read_strided(matrix, {4}, {4}, 4);
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(root_code(failed.error()), 4u) << failed.error().report();
+}
+
+}  // namespace
+}  // namespace tandem::conformance
