@@ -41,6 +41,39 @@ std::optional<Error> DeviceServer::close_capture(CaptureWindow& window) {
     return refusal;
 }
 
+Status DeviceServer::inject(const Fault& fault) {
+    std::lock_guard lock(engine_mutex_);
+    if (Status armed = faults_.arm(fault); !armed) {
+        return armed;
+    }
+    do_fault_armed();
+    if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
+        if (loss->after_operations == 0) {
+            do_lose_now();
+        }
+    } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
+        return do_delay(delay->stream, delay->steps);
+    }
+    return {};
+}
+
+Status DeviceServer::grant_peer_access(ServiceId accessor) {
+    std::lock_guard lock(engine_mutex_);
+    if (accessor == service_) {
+        return {};
+    }
+    if (Status admitted = do_admit_peer(accessor); !admitted) {
+        return admitted;
+    }
+    granted_.insert(accessor);
+    return {};
+}
+
+bool DeviceServer::peer_access_granted(ServiceId accessor) const {
+    std::lock_guard lock(engine_mutex_);
+    return granted_locked(accessor);
+}
+
 std::optional<Error> DeviceServer::lost() const {
     std::lock_guard lock(engine_mutex_);
     return lost_;

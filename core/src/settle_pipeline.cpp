@@ -45,6 +45,40 @@ std::optional<Error> SettlePipeline::refusal_slow(const Work& work, const Launch
     return std::nullopt;
 }
 
+Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) const {
+    const ServiceId runner = devices_.service_of(work.device);
+    for (const KernelResource& resource : request.resources) {
+        const BufferBinding& binding = resource.buffer_binding();
+        const PeerBinding* peer = resource.peer_binding();
+        std::uint32_t device = work.device;
+        if (peer != nullptr) {
+            const std::optional<std::uint32_t> owner = devices_.index_of(peer->memory().owner_service());
+            if (!owner) {
+                return Error::peer_unreachable(runner, peer->memory().owner_service(),
+                                               "the owner is not a device of this runtime");
+            }
+            device = *owner;
+        } else if (binding.service() != runner) {
+            return Error::wrong_service(runner, binding.service());  // P1
+        }
+        // Built where they are stored: a copy of a just-built target stalls on its stores.
+        const auto add = [&](std::vector<Target>& targets) {
+            Target& target = targets.emplace_back();
+            target.device = device;
+            target.key.memory = binding.memory_id();
+            target.key.range = binding.range();
+            target.peer = peer != nullptr ? std::optional<PeerMemory>(peer->memory()) : binding.peer();
+        };
+        if (reads(resource.access())) {
+            add(work.inputs);
+        }
+        if (writes(resource.access())) {
+            add(work.outputs);
+        }
+    }
+    return {};
+}
+
 void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
     work->sequence = next_sequence_++;
     for (const Target& output : work->outputs) {

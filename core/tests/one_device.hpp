@@ -17,6 +17,9 @@ public:
     std::optional<Error> lost(std::uint32_t) const override { return std::nullopt; }
     ServiceId service_of(std::uint32_t) const override { return store.device(); }
     bool peer_access_granted(std::uint32_t, ServiceId) const override { return true; }
+    std::optional<std::uint32_t> index_of(ServiceId service) const override {
+        return service == store.device() ? std::optional<std::uint32_t>(0) : std::nullopt;
+    }
 
     mutable ClaimStore store;
 };

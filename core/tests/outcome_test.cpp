@@ -14,6 +14,10 @@ public:
     std::optional<Error> lost(std::uint32_t) const override { return std::nullopt; }
     ServiceId service_of(std::uint32_t device) const override { return ServiceId{5, device}; }
     bool peer_access_granted(std::uint32_t, ServiceId) const override { return true; }
+    std::optional<std::uint32_t> index_of(ServiceId service) const override {
+        return service.device_index < 2 ? std::optional<std::uint32_t>(service.device_index)
+                                        : std::nullopt;
+    }
 };
 
 TEST(Outcome, a_skip_applied_after_its_failure_was_dropped_still_names_the_root) {

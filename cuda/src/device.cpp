@@ -457,8 +457,12 @@ Status CudaDevice::sync(std::span<const ClaimKey> keys) {
     return claims_.check(keys);
 }
 
-Status CudaDevice::grant_peer_access(ServiceId accessor) {
+MemoryUsage CudaDevice::memory_usage() const {
     std::lock_guard lock(engine_.mutex);
+    return memory_.usage();
+}
+
+Status CudaDevice::do_admit_peer(ServiceId accessor) {
     CudaDevice* peer = engine_.device_of(accessor);
     if (peer == nullptr) {
         return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
@@ -485,45 +489,26 @@ Status CudaDevice::grant_peer_access(ServiceId accessor) {
         }
         enabled.insert({peer->ordinal_, ordinal_});
     }
-    granted_.insert(accessor);
     return {};
 }
 
-bool CudaDevice::peer_access_granted(ServiceId accessor) const {
-    std::lock_guard lock(engine_.mutex);
-    return accessor == service_ || granted_.contains(accessor);
+void CudaDevice::do_lose_now() {
+    (void)engine_.resolve_all();
+    lose("injected device loss (simulated)");
 }
 
-MemoryUsage CudaDevice::memory_usage() const {
-    std::lock_guard lock(engine_.mutex);
-    return memory_.usage();
-}
-
-Status CudaDevice::inject(const Fault& fault) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status armed = faults_.arm(fault); !armed) {
-        return armed;
+Status CudaDevice::do_delay(StreamId stream_id, std::uint64_t steps) {
+    Result<CudaStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
     }
-    update_quick_allocation();
-    if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
-        if (loss->after_operations == 0) {
-            (void)engine_.resolve_all();
-            lose("injected device loss (simulated)");
-        }
-    } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
-        Result<CudaStream*> found = stream(delay->stream);
-        if (!found) {
-            return found.error();
-        }
-        if (Status bounded = FaultPlan::check_delay((*found)->delay_steps, delay->steps);
-            !bounded) {
-            return bounded;
-        }
-        DeviceGuard guard(ordinal_);
-        // One scheduler step of the simulator is taken as one microsecond on the GPU.
-        (void)launch_delay((*found)->handle, delay->steps);
-        (*found)->delay_steps += delay->steps;
+    if (Status bounded = FaultPlan::check_delay((*found)->delay_steps, steps); !bounded) {
+        return bounded;
     }
+    DeviceGuard guard(ordinal_);
+    // One scheduler step of the simulator is taken as one microsecond on the GPU.
+    (void)launch_delay((*found)->handle, steps);
+    (*found)->delay_steps += steps;
     return {};
 }
 

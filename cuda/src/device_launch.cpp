@@ -94,40 +94,6 @@ void encode_tma(const LaunchRequest& request, TensorLaunchParams& params) {
 
 }  // namespace
 
-Status CudaDevice::targets(const LaunchRequest& request, std::vector<Target>& inputs,
-                           std::vector<Target>& outputs) {
-    for (const KernelResource& resource : request.resources) {
-        const BufferBinding& binding = resource.buffer_binding();
-        const PeerBinding* peer = resource.peer_binding();
-        std::uint32_t device = index_;
-        if (peer != nullptr) {
-            CudaDevice* owner = engine_.device_of(peer->memory().owner_service());
-            if (owner == nullptr) {
-                return Error::peer_unreachable(service_, peer->memory().owner_service(),
-                                               "the owner is not a device of this runtime");
-            }
-            device = owner->index_;
-        } else if (binding.service() != service_) {
-            return Error::wrong_service(service_, binding.service());  // P1
-        }
-        // Built where they are stored: a copy of a just-built target stalls on its stores.
-        const auto add = [&](std::vector<Target>& targets) {
-            Target& target = targets.emplace_back();
-            target.device = device;
-            target.key.memory = binding.memory_id();
-            target.key.range = binding.range();
-            target.peer = peer != nullptr ? std::optional<PeerMemory>(peer->memory()) : binding.peer();
-        };
-        if (reads(resource.access())) {
-            add(inputs);
-        }
-        if (writes(resource.access())) {
-            add(outputs);
-        }
-    }
-    return {};
-}
-
 void CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParams& params) const {
     encode_resources(request, params,
                      [this](const BufferBinding& binding) { return device_pointer(binding); });
@@ -207,7 +173,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     op->label = as_copy != nullptr ? *as_copy : request.kernel;
     op->device = index_;
     op->stream = request.stream;
-    if (Status found = targets(request, op->inputs, op->outputs); !found) {
+    if (Status found = engine_.pipeline.add_targets(request, *op); !found) {
         return found;
     }
     // Reused, not zeroed (about a kilobyte): `encode_params` writes every field a kernel reads.

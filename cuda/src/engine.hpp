@@ -103,13 +103,10 @@ public:
     Status wait_event(StreamId stream, const Event& event) override;
     Status sync() override;
     Status sync(std::span<const ClaimKey> keys) override;
-    Status grant_peer_access(ServiceId accessor) override;
-    [[nodiscard]] bool peer_access_granted(ServiceId accessor) const override;
     Status begin_capture(StreamId stream) override;
     Result<CaptureGraph> end_capture(StreamId stream) override;
     Status replay(const CaptureGraph& graph, StreamId stream) override;
     [[nodiscard]] MemoryUsage memory_usage() const override;
-    Status inject(const Fault& fault) override;
 
     [[nodiscard]] int ordinal() const { return ordinal_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
@@ -125,11 +122,7 @@ public:
     }
     void lose(const std::string& reason);
     [[nodiscard]] std::optional<Error> lost_locked() const { return lost_; }
-    /// Whether kernels on `accessor` may bind this device's shared memory; under the engine's
-    /// lock.
-    [[nodiscard]] bool granted_locked(ServiceId accessor) const {
-        return accessor == service_ || granted_.contains(accessor);
-    }
+
     /// Counts a resolved launch whose kernel found a failed producer and did not compute.
     void count_skipped_on_device() { ++skipped_on_device_; }
     [[nodiscard]] std::uint64_t skipped_on_device() const { return skipped_on_device_; }
@@ -141,6 +134,10 @@ public:
     void reuse_event(cudaEvent_t event) { spare_events_.push_back(event); }
 
 private:
+    void do_lose_now() override;
+    Status do_delay(StreamId stream, std::uint64_t steps) override;
+    void do_fault_armed() override { update_quick_allocation(); }
+    Status do_admit_peer(ServiceId accessor) override;
     Result<CudaStream*> stream(StreamId id);
     /// Whether `quick_allocation_` may hold now; call after `lost_` or the fault plan changed.
     void update_quick_allocation();
@@ -177,9 +174,6 @@ private:
     /// The error of work the CUDA runtime did not take: the device's loss for a sticky error
     /// (D1), `LaunchRefused` naming the CUDA error otherwise (nothing ran).
     Error refusal_of(const std::string& label, cudaError_t status);
-    /// Appends what `request` reads to `inputs` and what it writes to `outputs`.
-    Status targets(const LaunchRequest& request, std::vector<Target>& inputs,
-                   std::vector<Target>& outputs);
     /// The resources and arguments of `request` as its kernel receives them.
     /// Every field of `params` a kernel may read; the request is within the launch limits.
     void encode_params(const LaunchRequest& request, TensorLaunchParams& params) const;
@@ -234,6 +228,10 @@ public:
     [[nodiscard]] std::optional<Error> lost(std::uint32_t device) const override;
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
     [[nodiscard]] bool peer_access_granted(std::uint32_t owner, ServiceId accessor) const override;
+    [[nodiscard]] std::optional<std::uint32_t> index_of(ServiceId service) const override {
+        return device_of(service) != nullptr ? std::optional<std::uint32_t>(service.device_index)
+                                             : std::nullopt;
+    }
 
     [[nodiscard]] CudaDevice* device_of(ServiceId service) const;
     /// A pending op of `kind` to fill: a settled one reused, or a new one.

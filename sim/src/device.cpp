@@ -293,26 +293,11 @@ Status SimDevice::launch(LaunchRequest&& request) {
     operation->kind = Operation::Kind::Launch;
     operation->label = request.kernel;
     operation->device = index_;
+    if (Status targets = engine_.pipeline.add_targets(request, *operation); !targets) {
+        return targets;
+    }
     for (const KernelResource& resource : request.resources) {
-        const BufferBinding& binding = resource.buffer_binding();
-        Target target{index_, binding.claim_key(), binding.peer()};
-        if (const PeerBinding* peer = resource.peer_binding()) {
-            SimDevice* owner = engine_.device_of(peer->memory().owner_service());
-            if (owner == nullptr) {
-                return Error::peer_unreachable(service_, peer->memory().owner_service(),
-                                               "the owner is not a device of this runtime");
-            }
-            target = Target{owner->index(), binding.claim_key(), peer->memory()};
-        } else if (binding.service() != service_) {
-            return Error::wrong_service(service_, binding.service());  // P1
-        }
-        if (reads(resource.access())) {
-            operation->inputs.push_back(target);
-        }
-        if (writes(resource.access())) {
-            operation->outputs.push_back(target);
-        }
-        operation->held.push_back(binding);
+        operation->held.push_back(resource.buffer_binding());
     }
     // Drawn for every launch enqueued, in program order, as on GPUs.
     operation->injected.push_back(kernel_fault_due(request.kernel));
@@ -407,20 +392,6 @@ Status SimDevice::sync(std::span<const ClaimKey> keys) {
     return claims_.check(keys);
 }
 
-Status SimDevice::grant_peer_access(ServiceId accessor) {
-    std::lock_guard lock(engine_.mutex);
-    if (engine_.device_of(accessor) == nullptr) {
-        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
-    }
-    granted_.insert(accessor);
-    return {};
-}
-
-bool SimDevice::peer_access_granted(ServiceId accessor) const {
-    std::lock_guard lock(engine_.mutex);
-    return engine_.options.grant_all_peers || accessor == service_ || granted_.contains(accessor);
-}
-
 Status SimDevice::begin_capture(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<SimStream*> found = stream(stream_id);
@@ -476,26 +447,24 @@ MemoryUsage SimDevice::memory_usage() const {
     return memory_.usage();
 }
 
-Status SimDevice::inject(const Fault& fault) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status armed = faults_.arm(fault); !armed) {
-        return armed;
+Status SimDevice::do_admit_peer(ServiceId accessor) {
+    if (engine_.device_of(accessor) == nullptr) {
+        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
     }
-    if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
-        if (loss->after_operations == 0) {
-            lose("injected device loss");
-        }
-    } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
-        Result<SimStream*> found = stream(delay->stream);
-        if (!found) {
-            return found.error();
-        }
-        if (Status bounded = FaultPlan::check_delay((*found)->delay_steps, delay->steps);
-            !bounded) {
-            return bounded;
-        }
-        (*found)->delay_steps += delay->steps;
+    return {};
+}
+
+bool SimDevice::do_grants_all_peers() const { return engine_.options.grant_all_peers; }
+
+Status SimDevice::do_delay(StreamId stream_id, std::uint64_t steps) {
+    Result<SimStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
     }
+    if (Status bounded = FaultPlan::check_delay((*found)->delay_steps, steps); !bounded) {
+        return bounded;
+    }
+    (*found)->delay_steps += steps;
     return {};
 }
 

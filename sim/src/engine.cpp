@@ -19,7 +19,7 @@ std::optional<Error> Engine::lost(std::uint32_t device) const { return devices[d
 ServiceId Engine::service_of(std::uint32_t device) const { return devices[device]->service(); }
 
 bool Engine::peer_access_granted(std::uint32_t owner, ServiceId accessor) const {
-    return devices[owner]->peer_access_granted(accessor);
+    return devices[owner]->granted_locked(accessor);
 }
 
 SimDevice* Engine::device_of(ServiceId service) const {

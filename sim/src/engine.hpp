@@ -85,13 +85,10 @@ public:
     Status wait_event(StreamId stream, const Event& event) override;
     Status sync() override;
     Status sync(std::span<const ClaimKey> keys) override;
-    Status grant_peer_access(ServiceId accessor) override;
-    [[nodiscard]] bool peer_access_granted(ServiceId accessor) const override;
     Status begin_capture(StreamId stream) override;
     Result<CaptureGraph> end_capture(StreamId stream) override;
     Status replay(const CaptureGraph& graph, StreamId stream) override;
     [[nodiscard]] MemoryUsage memory_usage() const override;
-    Status inject(const Fault& fault) override;
 
     // Engine side.
     [[nodiscard]] std::uint32_t index() const { return index_; }
@@ -110,6 +107,10 @@ public:
     void sweep();
 
 private:
+    void do_lose_now() override { lose("injected device loss"); }
+    Status do_delay(StreamId stream, std::uint64_t steps) override;
+    Status do_admit_peer(ServiceId accessor) override;
+    [[nodiscard]] bool do_grants_all_peers() const override;
     Result<SimStream*> stream(StreamId id);
     Status enqueue(StreamId stream, std::shared_ptr<Operation> operation);
     /// Runs the device's work until `stream` has drained, and every unresolved writer of `keys`.
@@ -142,6 +143,10 @@ public:
     [[nodiscard]] std::optional<Error> lost(std::uint32_t device) const override;
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
     [[nodiscard]] bool peer_access_granted(std::uint32_t owner, ServiceId accessor) const override;
+    [[nodiscard]] std::optional<std::uint32_t> index_of(ServiceId service) const override {
+        return device_of(service) != nullptr ? std::optional<std::uint32_t>(service.device_index)
+                                             : std::nullopt;
+    }
 
     SimOptions options;
     std::uint64_t runtime_id;

@@ -207,31 +207,6 @@ Status ReferenceDevice::copy(const KernelResource& source, const BufferBinding& 
     });
 }
 
-Status ReferenceDevice::add_targets(const LaunchRequest& request, ReferenceWork& work) {
-    for (const KernelResource& resource : request.resources) {
-        const BufferBinding& binding = resource.buffer_binding();
-        Target target{index_, binding.claim_key(), binding.peer()};
-        if (const PeerBinding* peer = resource.peer_binding()) {
-            ReferenceDevice* owner = engine_.device_of(peer->memory().owner_service());
-            if (owner == nullptr) {
-                return Error::peer_unreachable(service_, peer->memory().owner_service(),
-                                               "the owner is not a device of this runtime");
-            }
-            target = Target{owner->index(), binding.claim_key(), peer->memory()};
-        } else if (binding.service() != service_) {
-            return Error::wrong_service(service_, binding.service());  // P1
-        }
-        if (reads(resource.access())) {
-            work.inputs.push_back(target);
-        }
-        if (writes(resource.access())) {
-            work.outputs.push_back(target);
-        }
-        work.held.push_back(binding);
-    }
-    return {};
-}
-
 Status ReferenceDevice::launch(LaunchRequest&& request) {
     std::lock_guard lock(engine_.mutex);
     if (Status alive = refuse_if_lost(); !alive) {
@@ -245,8 +220,11 @@ Status ReferenceDevice::launch(LaunchRequest&& request) {
     work->label = request.kernel;
     work->device = index_;
     work->stream = request.stream;
-    if (Status targets = add_targets(request, *work); !targets) {
+    if (Status targets = engine_.pipeline.add_targets(request, *work); !targets) {
         return targets;
+    }
+    for (const KernelResource& resource : request.resources) {
+        work->held.push_back(resource.buffer_binding());
     }
     // Drawn for every launch enqueued, in program order, as on every backend.
     const std::optional<std::uint32_t> injected =
@@ -376,20 +354,6 @@ Status ReferenceDevice::sync(std::span<const ClaimKey> keys) {
     return claims_.check(keys);
 }
 
-Status ReferenceDevice::grant_peer_access(ServiceId accessor) {
-    std::lock_guard lock(engine_.mutex);
-    if (engine_.device_of(accessor) == nullptr) {
-        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
-    }
-    granted_.insert(accessor);
-    return {};
-}
-
-bool ReferenceDevice::peer_access_granted(ServiceId accessor) const {
-    std::lock_guard lock(engine_.mutex);
-    return granted_locked(accessor);
-}
-
 Status ReferenceDevice::begin_capture(StreamId stream) {
     std::lock_guard lock(engine_.mutex);
     Result<ReferenceStream*> found = find_stream(streams_, stream);
@@ -446,23 +410,18 @@ MemoryUsage ReferenceDevice::memory_usage() const {
     return memory_.usage();
 }
 
-Status ReferenceDevice::inject(const Fault& fault) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status armed = faults_.arm(fault); !armed) {
-        return armed;
-    }
-    if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
-        if (loss->after_operations == 0) {
-            mark_lost("injected device loss");
-        }
-    } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
-        // Work runs when it is enqueued: a delay holds nothing back, but is checked the same way.
-        if (Result<ReferenceStream*> found = find_stream(streams_, delay->stream); !found) {
-            return found.error();
-        }
-        return FaultPlan::check_delay(0, delay->steps);
+Status ReferenceDevice::do_admit_peer(ServiceId accessor) {
+    if (engine_.device_of(accessor) == nullptr) {
+        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
     }
     return {};
+}
+
+Status ReferenceDevice::do_delay(StreamId stream, std::uint64_t steps) {
+    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+        return found.error();
+    }
+    return FaultPlan::check_delay(0, steps);
 }
 
 }  // namespace tandem::reference

@@ -52,29 +52,23 @@ public:
     Status wait_event(StreamId stream, const Event& event) override;
     Status sync() override;
     Status sync(std::span<const ClaimKey> keys) override;
-    Status grant_peer_access(ServiceId accessor) override;
-    [[nodiscard]] bool peer_access_granted(ServiceId accessor) const override;
     Status begin_capture(StreamId stream) override;
     Result<CaptureGraph> end_capture(StreamId stream) override;
     Status replay(const CaptureGraph& graph, StreamId stream) override;
     [[nodiscard]] MemoryUsage memory_usage() const override;
-    Status inject(const Fault& fault) override;
 
     [[nodiscard]] std::uint32_t index() const { return index_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
     [[nodiscard]] const MemoryManager& memory() const { return memory_; }
-    /// Whether `accessor` may bind this device's shared memory; under the engine's lock.
-    [[nodiscard]] bool granted_locked(ServiceId accessor) const {
-        return accessor == service_ || granted_.contains(accessor);
-    }
 
 private:
+    void do_lose_now() override { mark_lost("injected device loss"); }
+    /// Work runs when it is enqueued: a delay holds nothing back, but is checked the same way.
+    Status do_delay(StreamId stream, std::uint64_t steps) override;
+    Status do_admit_peer(ServiceId accessor) override;
     /// Enqueues `work` on the pipeline and, unless it was refused or an input is known claimed,
     /// runs it at once with `run`, which reports how it ended; then settles.
     Status submit(const std::shared_ptr<ReferenceWork>& work, const std::function<void()>& run);
-    /// What a launch reads and writes, on which device; P1 for memory of another device that was
-    /// not shared.
-    Status add_targets(const LaunchRequest& request, ReferenceWork& work);
     /// Runs the kernels of `launches` one after the other into `work`'s report; the first that
     /// fails ends it. `injected` holds one drawn fault per launch.
     void run_launches(const std::vector<const LaunchRequest*>& launches,
@@ -106,6 +100,10 @@ public:
     }
     [[nodiscard]] bool peer_access_granted(std::uint32_t owner, ServiceId accessor) const override {
         return devices[owner]->granted_locked(accessor);
+    }
+    [[nodiscard]] std::optional<std::uint32_t> index_of(ServiceId service) const override {
+        return device_of(service) != nullptr ? std::optional<std::uint32_t>(service.device_index)
+                                             : std::nullopt;
     }
     [[nodiscard]] ReferenceDevice* device_of(ServiceId service) const {
         if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {

@@ -30,6 +30,20 @@ public:
     /// when the device is lost or the binding is another device's (P1).
     Result<PeerMemory> share(const BufferBinding& binding) final;
     [[nodiscard]] std::optional<Error> lost() const final;
+    /// Arms `fault` (`FaultPlan::arm`: `InvalidArgument` for a probability outside [0, 1] or an
+    /// allocation counted from 0); a loss with no delay loses the device now (D1); a stream delay
+    /// is checked against its bound and applied by the backend (`do_delay`). The same on every
+    /// backend.
+    Status inject(const Fault& fault) final;
+    /// Lets kernels on `accessor` bind this device's shared memory (P7) once the backend admits
+    /// the pair (`do_admit_peer`: `PeerUnreachable` for a device of no runtime of this process, or
+    /// GPUs that cannot reach each other).
+    Status grant_peer_access(ServiceId accessor) final;
+    [[nodiscard]] bool peer_access_granted(ServiceId accessor) const final;
+    /// `peer_access_granted` for a caller that holds the engine's lock.
+    [[nodiscard]] bool granted_locked(ServiceId accessor) const {
+        return accessor == service_ || granted_.contains(accessor) || do_grants_all_peers();
+    }
 
     [[nodiscard]] ClaimStore& claims() { return claims_; }
     [[nodiscard]] const ClaimStore& claims() const { return claims_; }
@@ -39,6 +53,19 @@ public:
 protected:
     DeviceServer(ServiceId service, std::recursive_mutex& engine_mutex)
         : service_(service), claims_(service), engine_mutex_(engine_mutex) {}
+
+    // Hooks: what differs between backends, called under the engine's lock.
+    /// An injected loss with no delay: learn what can be learned of pending work, then lose the
+    /// device.
+    virtual void do_lose_now() = 0;
+    /// Holds `stream` back `steps` more, or says why not (no such stream, past the bound).
+    virtual Status do_delay(StreamId stream, std::uint64_t steps) = 0;
+    /// A fault was armed (a backend that skips its lock while none is armed looks again).
+    virtual void do_fault_armed() {}
+    /// Whether `accessor`'s kernels can reach this device's memory at all; enables the pair.
+    virtual Status do_admit_peer(ServiceId accessor) = 0;
+    /// Whether every device may bind this device's shared memory without a grant.
+    [[nodiscard]] virtual bool do_grants_all_peers() const { return false; }
 
     /// What a backend shows to build handles and capture graphs.
     static RuntimeKey key() { return RuntimeKey{}; }

@@ -41,6 +41,8 @@ public:
     [[nodiscard]] virtual ClaimStore& claims_of(std::uint32_t device) const = 0;
     [[nodiscard]] virtual std::optional<Error> lost(std::uint32_t device) const = 0;
     [[nodiscard]] virtual ServiceId service_of(std::uint32_t device) const = 0;
+    /// The number of the device `service` names, if it is one of this runtime's.
+    [[nodiscard]] virtual std::optional<std::uint32_t> index_of(ServiceId service) const = 0;
     /// Whether kernels on `accessor` may bind the shared memory of `owner` (P7).
     [[nodiscard]] virtual bool peer_access_granted(std::uint32_t owner,
                                                    ServiceId accessor) const = 0;

@@ -60,6 +60,11 @@ public:
         return refusal_slow(work, request, registered);
     }
 
+    /// Appends to `work` (run by `work.device`) what `request` reads and writes, each on the
+    /// device that owns it: `WrongService` for a buffer of another device that was not shared
+    /// (P1), `PeerUnreachable` for shared memory of no device of this runtime.
+    Status add_targets(const LaunchRequest& request, Work& work) const;
+
     /// Appends `work` in enqueue order. It is settled once its report is in (or it was refused)
     /// and every older work is settled.
     void enqueue(std::shared_ptr<Work> work);
