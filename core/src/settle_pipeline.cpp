@@ -229,6 +229,29 @@ bool SettlePipeline::writes_unsettled(std::uint32_t device, std::span<const Clai
     return false;
 }
 
+std::optional<std::string> SettlePipeline::check_invariants() const {
+    std::size_t per_device = 0;
+    for (std::size_t count : unsettled_per_device_) {
+        per_device += count;
+    }
+    if (per_device != count_) {
+        return "the per-device counts of unsettled work add up to " + std::to_string(per_device) +
+               ", not " + std::to_string(count_);
+    }
+    std::optional<std::string> broken;
+    writers_.for_each([&](std::uint64_t memory, const Writers& list) {
+        for (std::size_t index = list.settled; index < list.works.size() && !broken; ++index) {
+            const Work& work = *list.works[index];
+            if (work.settled) {
+                broken = "settled work is still a writer of memory #" + std::to_string(memory);
+            } else if (index > list.settled && list.works[index - 1]->sequence >= work.sequence) {
+                broken = "the writers of memory #" + std::to_string(memory) + " are out of order";
+            }
+        }
+    });
+    return broken;
+}
+
 bool SettlePipeline::unsettled_on(std::uint32_t device) const {
     return device < unsettled_per_device_.size() && unsettled_per_device_[device] != 0;
 }

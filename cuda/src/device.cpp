@@ -242,10 +242,7 @@ Result<std::vector<std::byte>> CudaDevice::read(const BufferBinding& source) {
     const cudaError_t status =
         cudaMemcpy(bytes.data(), pointer, bytes.size(), cudaMemcpyDeviceToHost);
     if (status != cudaSuccess) {
-        if (sticky(status)) {
-            lose(cuda_error_text(status));
-        }
-        return Error::torn_down("device to host copy failed: " + cuda_error_text(status));
+        return call_error("the device to host copy of the read", status);
     }
     return bytes;
 }
@@ -270,9 +267,11 @@ Result<std::vector<std::byte>> CudaDevice::read_strided(const CopyDescriptor& so
     }
     std::vector<std::byte> whole(binding.size());
     DeviceGuard guard(ordinal_);
-    if (cudaMemcpy(whole.data(), reinterpret_cast<void*>(binding.memory().allocation().address),
-                   whole.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
-        return Error::torn_down("device to host copy failed");
+    const cudaError_t status =
+        cudaMemcpy(whole.data(), reinterpret_cast<void*>(binding.memory().allocation().address),
+                   whole.size(), cudaMemcpyDeviceToHost);
+    if (status != cudaSuccess) {
+        return call_error("the device to host copy of the strided read", status);
     }
     std::vector<std::byte> bytes;
     for (std::uint64_t offset : offsets) {
@@ -366,6 +365,29 @@ Status CudaDevice::copy_as_launch(const KernelResource& source, const BufferBind
     return enqueue_launch(request, *resolved.stream, true, nullptr, &label);
 }
 
+Error CudaDevice::call_error(const std::string& what, cudaError_t status) {
+    if (sticky(status)) {
+        lose(cuda_error_text(status));  // D1.
+        return *lost_;
+    }
+    cudaGetLastError();  // Not sticky: leave it for no later call.
+    const std::string text = what + " failed: " + cuda_error_text(status);
+    switch (status) {
+        case cudaErrorMemoryAllocation: {
+            std::size_t free_bytes = 0;
+            std::size_t total_bytes = 0;
+            cudaMemGetInfo(&free_bytes, &total_bytes);
+            return Error::out_of_memory(
+                text, OutOfMemoryDetails{0, free_bytes, storage_.reserved_bytes(), free_bytes});
+        }
+        case cudaErrorPeerAccessNotEnabled:
+        case cudaErrorPeerAccessUnsupported:
+            return Error::peer_unreachable(service_, service_, text);
+        default:
+            return Error::invalid_argument(text);
+    }
+}
+
 Error CudaDevice::refusal_of(const std::string& label, cudaError_t status) {
     if (sticky(status)) {
         lose(cuda_error_text(status));  // D1.
@@ -407,9 +429,7 @@ Result<cudaEvent_t> CudaDevice::take_event() {
     cudaEvent_t event = nullptr;
     const cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
     if (status != cudaSuccess) {
-        cudaGetLastError();
-        return Error::out_of_memory("cudaEventCreate failed: " + cuda_error_text(status),
-                                    OutOfMemoryDetails{});
+        return call_error("cudaEventCreate", status);
     }
     return event;
 }

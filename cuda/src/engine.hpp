@@ -171,6 +171,11 @@ private:
     /// Enqueues a copy as the catalog's copy kernel, which checks its producers' status words.
     Status copy_as_launch(const KernelResource& source, const BufferBinding& target,
                           const WriteTarget& resolved, const std::string& label);
+    /// The error of a call the CUDA runtime failed (a read's copy, an event's creation): the
+    /// device's loss for a sticky error (D1), `OutOfMemory` with the device's figures when memory
+    /// ran out, `PeerUnreachable` without peer access, `InvalidArgument` naming the CUDA error
+    /// otherwise. Never `TornDown`: nothing threw.
+    Error call_error(const std::string& what, cudaError_t status);
     /// The error of work the CUDA runtime did not take: the device's loss for a sticky error
     /// (D1), `LaunchRefused` naming the CUDA error otherwise (nothing ran).
     Error refusal_of(const std::string& label, cudaError_t status);

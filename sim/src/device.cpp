@@ -41,7 +41,7 @@ SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segmen
       memory_(storage_, order_, engine.options.pools) {
     memory_.set_freed_listener([this](const AllocationInfo& info) {
         claims_.forget(info.id);  // C5: a new occupant starts clean.
-        engine_.races.forget(info.id);
+        engine_.races.forget(info.id, info.address, info.size_bytes);
         freed_.push_back(FreedRecord{info.id, info.address, info.size_bytes, engine_.steps});
         if (freed_.size() > max_freed_records) {
             freed_.pop_front();
@@ -160,6 +160,12 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
     operation->stream_sequence = target.next_sequence++;
     operation->host_clock = engine_.host_clock;
     if (operation->is_work()) {
+        if (engine_.pipeline.size() >= Engine::max_unsettled_work) {
+            // Runs the oldest work until there is room: this call pays for what it must, not for
+            // everything queued.
+            (void)engine_.run_until(
+                [this] { return engine_.pipeline.size() < Engine::max_unsettled_work; });
+        }
         engine_.pipeline.enqueue(operation);
     }
     target.queue.push_back(std::move(operation));
@@ -342,7 +348,7 @@ Status SimDevice::wait_event(StreamId stream_id, const Event& event) {
         return alive;
     }
     SimDevice* owner = engine_.device_of(event.device);
-    if (owner == nullptr || !engine_.events.contains(event.sequence)) {
+    if (owner == nullptr || event.sequence == 0 || event.sequence >= engine_.next_event) {
         return Error::invalid_argument("the event does not belong to this runtime");
     }
     if (owner->lost_) {

@@ -40,6 +40,20 @@ bool Engine::other_work_waiting(const Operation& operation) const {
     return false;
 }
 
+void Engine::forget_events() {
+    while (events.size() > max_recorded_events && oldest_remembered_event < next_event) {
+        auto found = events.find(oldest_remembered_event);
+        if (found != events.end()) {
+            if (!found->second.completed) {
+                return;  // Still to come: everything newer stays too.
+            }
+            merge_into(forgotten_events_clock, found->second.clock);
+            events.erase(found);
+        }
+        ++oldest_remembered_event;
+    }
+}
+
 void Engine::mix_trace(std::uint64_t value) {
     trace_hash = (trace_hash ^ value) * 0x100000001b3ULL;
 }
@@ -63,7 +77,7 @@ bool runnable(const Engine& engine, const SimStream& stream) {
     }
     const Operation& head = *stream.queue.front();
     if (head.state == Operation::State::Queued) {
-        return head.kind != Operation::Kind::Wait || engine.events.at(head.event).completed;
+        return head.kind != Operation::Kind::Wait || engine.event_completed(head.event);
     }
     // A running kernel: runnable unless it waits on something still false. In threads mode a
     // running kernel belongs to its worker.

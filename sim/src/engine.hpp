@@ -165,7 +165,28 @@ public:
         VectorClock clock;
         std::uint32_t device = 0;
     };
+    /// Recorded events remembered. Past it, completed events are forgotten, oldest first, and
+    /// their clocks merged into `forgotten_events_clock`, which a wait on a forgotten event (one
+    /// recorded, completed and no longer here) merges.
+    static constexpr std::size_t max_recorded_events = 1 << 14;
     std::unordered_map<std::uint64_t, EventState> events;
+    VectorClock forgotten_events_clock;
+    std::uint64_t oldest_remembered_event = 1;
+    /// Whether event `sequence` (recorded here) has completed.
+    [[nodiscard]] bool event_completed(std::uint64_t sequence) const {
+        auto found = events.find(sequence);
+        return found == events.end() || found->second.completed;
+    }
+    /// The clock a wait on event `sequence` merges.
+    [[nodiscard]] const VectorClock& event_clock(std::uint64_t sequence) const {
+        auto found = events.find(sequence);
+        return found == events.end() ? forgotten_events_clock : found->second.clock;
+    }
+    /// Forgets completed events, oldest first, while more than the bound are remembered.
+    void forget_events();
+
+    /// Work enqueued and not settled, at most; an enqueue past it runs the oldest work first.
+    static constexpr std::size_t max_unsettled_work = 1 << 15;
     std::uint64_t next_event = 1;
     std::uint32_t next_stream_global = 0;
 
@@ -201,6 +222,9 @@ private:
     /// Fills in the report of `op`, which just ended; returns the trace's outcome line.
     std::string report(SimDevice& device, SimStream& stream, Operation& op);
     void finish(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation);
+    /// Checks every claim store's and the pipeline's invariants; a broken one is a bug of the
+    /// simulator, reported and aborted on at once, at the step that broke it.
+    void check_state() const;
     void worker(std::uint32_t device, std::uint32_t stream_local);
 
     std::vector<std::thread> workers_;

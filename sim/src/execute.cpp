@@ -5,6 +5,8 @@
 #include "engine.hpp"
 #include "tandem/sim/kernel_registry.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace tandem::sim {
@@ -209,10 +211,11 @@ void Engine::start(SimDevice& device, SimStream& stream,
         case Operation::Kind::Record:
             events[op.event].completed = true;
             events[op.event].clock = op.clock;
+            forget_events();
             finish(device, stream, operation);
             return;
         case Operation::Kind::Wait:
-            merge_into(op.clock, events[op.event].clock);
+            merge_into(op.clock, event_clock(op.event));
             finish(device, stream, operation);
             return;
         case Operation::Kind::Write:
@@ -288,6 +291,24 @@ void Engine::resume(SimDevice& device, SimStream& stream,
     }
 }
 
+void Engine::check_state() const {
+    // The pipeline's books cost what is pending to walk: checked while that stays small.
+    constexpr std::size_t pipeline_checked_max = 1024;
+    std::optional<std::string> broken =
+        pipeline.size() <= pipeline_checked_max ? pipeline.check_invariants() : std::nullopt;
+    for (const auto& device : devices) {
+        if (!broken) {
+            broken = device->claims().check_invariants();
+        }
+    }
+    if (broken) {
+        std::fprintf(stderr, "tandem simulator: invariant broken at step %llu (seed %llu): %s\n",
+                     static_cast<unsigned long long>(steps),
+                     static_cast<unsigned long long>(options.seed), broken->c_str());
+        std::abort();
+    }
+}
+
 /// What `op` reports when it ends, and the trace's outcome line for it.
 std::string Engine::report(SimDevice& device, SimStream& stream, Operation& op) {
     if (op.touches_nothing || !op.is_work()) {
@@ -330,6 +351,9 @@ void Engine::finish(SimDevice& device, SimStream& stream,
     merge_into(stream.clock, op.clock);
     op.state = Operation::State::Done;
     pipeline.settle_ready();
+    if (options.mode == SchedulerMode::Deterministic) {
+        check_state();  // After every settle, as a simulation checks its state every step.
+    }
     mix_trace(failed ? 0xfa11 : 0x900d);
     record(op, TraceRecord::Phase::End, std::move(outcome));
     if (!op.is_work()) {

@@ -39,6 +39,11 @@ void RaceDetector::record(MemoryId memory, const Access& access) {
 }
 
 void RaceDetector::release(std::uint64_t address, const VectorClock& clock) {
+    if (!releases_.contains(address) && releases_.size() >= max_release_addresses) {
+        auto oldest = releases_.begin();
+        merge_into(release_horizon_, oldest->second);
+        releases_.erase(oldest);
+    }
     merge_into(releases_[address], clock);
 }
 
@@ -46,9 +51,16 @@ void RaceDetector::acquire(std::uint64_t address, VectorClock& clock) const {
     auto found = releases_.find(address);
     if (found != releases_.end()) {
         merge_into(clock, found->second);
+    } else {
+        merge_into(clock, release_horizon_);  // Empty until the bound was reached.
     }
 }
 
-void RaceDetector::forget(MemoryId memory) { accesses_.erase(memory); }
+void RaceDetector::forget(MemoryId memory, std::uint64_t address, std::uint64_t size_bytes) {
+    accesses_.erase(memory);
+    std::erase_if(releases_, [&](const auto& entry) {
+        return entry.first >= address && entry.first - address < size_bytes;
+    });
+}
 
 }  // namespace tandem::sim

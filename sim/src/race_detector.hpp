@@ -25,6 +25,10 @@ public:
     static constexpr std::size_t max_records_per_allocation = 32;
     /// Reports kept per run.
     static constexpr std::size_t max_reports = 256;
+    /// Addresses whose last system-scope release is remembered. Past it, the oldest ones are
+    /// merged into one horizon clock that an acquire of a forgotten address merges: ordering is
+    /// over-approximated, so the bound may hide a race but never reports a false one.
+    static constexpr std::size_t max_release_addresses = 4096;
 
     struct Access {
         ByteRange range;
@@ -42,13 +46,16 @@ public:
     void release(std::uint64_t address, const VectorClock& clock);
     /// A system-scope acquire at `address`: merges the last release there into `clock`.
     void acquire(std::uint64_t address, VectorClock& clock) const;
-    void forget(MemoryId memory);
+    /// The allocation `memory` at [address, address + size_bytes) was freed: its records go.
+    void forget(MemoryId memory, std::uint64_t address, std::uint64_t size_bytes);
+    [[nodiscard]] std::size_t release_addresses() const { return releases_.size(); }
 
     [[nodiscard]] const std::vector<RaceReport>& reports() const { return reports_; }
 
 private:
     std::unordered_map<MemoryId, std::deque<Access>> accesses_;
     std::unordered_map<std::uint64_t, VectorClock> releases_;
+    VectorClock release_horizon_;
     std::vector<RaceReport> reports_;
 };
 

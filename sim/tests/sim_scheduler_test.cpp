@@ -240,3 +240,45 @@ TEST(SimThreads, a_failure_on_one_stream_reaches_a_peer_consumer_and_spares_an_u
 
 }  // namespace
 }  // namespace tandem::sim
+
+namespace tandem::sim {
+namespace {
+
+using namespace testing;
+
+// The engine remembers a bounded number of recorded events; one it forgot (completed long ago)
+// is still a valid event to wait on, and orders what waits after everything it covered.
+TEST(SimBounds, a_wait_on_an_event_recorded_long_ago_is_valid_and_orders) {
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    Client other = runtime->client(1);
+    Handle buffer = allocate(client, 64);
+    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(buffer)}, KernelArgs().u64(3)));
+    Result<Event> first = client.record_event(client.default_stream());
+    ASSERT_TRUE(first);
+    for (int index = 0; index < 20'000; ++index) {
+        ASSERT_TRUE(client.record_event(client.default_stream()));
+    }
+    ASSERT_TRUE(client.sync());
+    ASSERT_TRUE(other.wait_event(other.default_stream(), *first));
+    EXPECT_TRUE(runtime->races().empty());
+}
+
+// Work that is never synchronised is bounded too: past the bound an enqueue runs the oldest work
+// first, and every outcome is still right.
+TEST(SimBounds, an_unsynchronised_program_past_the_bound_of_unsettled_work_keeps_its_outcomes) {
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    Handle buffer = allocate(client, 8);
+    ASSERT_TRUE(client.write(buffer, std::vector<std::byte>(8, std::byte{0})));
+    for (int index = 0; index < 40'000; ++index) {
+        ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(8), {out(buffer)},
+                                  KernelArgs().u64(index % 200)));
+    }
+    auto read = client.read(buffer);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(read->front(), std::byte{39'999 % 200});
+}
+
+}  // namespace
+}  // namespace tandem::sim

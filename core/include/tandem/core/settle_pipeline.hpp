@@ -89,6 +89,9 @@ public:
     [[nodiscard]] bool writes_unsettled(std::uint32_t device, std::span<const ClaimKey> keys) const;
     /// Whether work that `device` runs is unsettled.
     [[nodiscard]] bool unsettled_on(std::uint32_t device) const;
+    /// A description of the first broken invariant of the pipeline's own books (the ring and the
+    /// counts agree, writer lists are in enqueue order and hold only unsettled work), or none.
+    [[nodiscard]] std::optional<std::string> check_invariants() const;
     [[nodiscard]] bool empty() const { return count_ == 0; }
     [[nodiscard]] std::size_t size() const { return count_; }
     /// Calls `visit(work)` for the unsettled work, oldest first, for a backend to fill in reports.
