@@ -140,7 +140,7 @@ private:
     }
 
     void step() {
-        switch (data_.ConsumeIntegralInRange<int>(0, 15)) {
+        switch (data_.ConsumeIntegralInRange<int>(0, 17)) {
             case 0:
                 allocate();
                 break;
@@ -185,6 +185,12 @@ private:
                 break;
             case 14:
                 grant();
+                break;
+            case 15:
+                capture();
+                break;
+            case 16:
+                replay();
                 break;
             default:
                 read_strided();
@@ -460,6 +466,59 @@ private:
         }
     }
 
+    /// A window of up to two launches on one stream; the graph is kept for `replay`.
+    void capture() {
+        const std::size_t index = pick_client();
+        const StreamId stream = pick_stream(index);
+        Status begun = client(index).begin_capture(stream);
+        if (!valid_stream(index, stream)) {
+            expect_refused(begun, ErrorKind::InvalidArgument, "begin_capture on no stream");
+            return;
+        }
+        if (!begun) {
+            expect_refused(begun, ErrorKind::InvalidArgument, "begin_capture twice");
+        }
+        const std::size_t launches = data_.ConsumeIntegralInRange<std::size_t>(0, 2);
+        for (std::size_t n = 0; n < launches && !slots_.empty(); ++n) {
+            Slot* slot = pick_slot();
+            (void)client(index).launch("fill", hostile_config(),
+                                       {LaunchArgument{slot->handle, AccessMode::Write, std::nullopt}},
+                                       KernelArgs().u64(7), stream);
+        }
+        Result<CaptureGraph> graph = client(index).end_capture(stream);
+        if (graph) {
+            if (graphs_.size() < max_graphs) {
+                graphs_.push_back(GraphSlot{*graph, index});
+            }
+        } else {
+            expect_ok_or(graph, {ErrorKind::LaunchRefused, ErrorKind::DeviceLost,
+                                 ErrorKind::TornDown, ErrorKind::InvalidArgument},
+                         "end_capture");
+        }
+    }
+
+    /// Replays a kept graph through any client: one of another device or runtime is refused with
+    /// `WrongService`, so a graph never reaches a device that did not record it.
+    void replay() {
+        if (graphs_.empty()) {
+            return;
+        }
+        const GraphSlot& slot =
+            graphs_[data_.ConsumeIntegralInRange<std::size_t>(0, graphs_.size() - 1)];
+        const std::size_t index = pick_client();
+        const StreamId stream = pick_stream(index);
+        Status replayed = client(index).replay(slot.graph, stream);
+        if (slot.graph.device() != client(index).service()) {
+            expect_refused(replayed, ErrorKind::WrongService, "replay of another device's graph");
+        } else if (lost(index)) {
+            expect_refused(replayed, ErrorKind::DeviceLost, "replay on a lost device");
+        } else if (!valid_stream(index, stream)) {
+            expect_refused(replayed, ErrorKind::InvalidArgument, "replay on no stream");
+        } else if (!replayed) {
+            violated("replay refused at once: " + replayed.error().report());
+        }
+    }
+
     void share() {
         Slot* slot = pick_slot();
         if (slot == nullptr) {
@@ -692,6 +751,12 @@ private:
     std::vector<std::vector<StreamId>> streams_;
     std::vector<Slot> slots_;
     std::vector<EventSlot> events_;
+    struct GraphSlot {
+        CaptureGraph graph;
+        std::size_t client = 0;
+    };
+    static constexpr std::size_t max_graphs = 8;
+    std::vector<GraphSlot> graphs_;
 };
 
 }  // namespace

@@ -291,16 +291,16 @@ Status SimDevice::launch(LaunchRequest&& request) {
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;
     }
-    Result<SimStream*> found = stream(request.stream);
-    if (!found) {
-        return found.error();
-    }
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Launch;
     operation->label = request.kernel;
     operation->device = index_;
     if (Status targets = engine_.pipeline.add_targets(request, *operation); !targets) {
         return targets;
+    }
+    Result<SimStream*> found = stream(request.stream);
+    if (!found) {
+        return found.error();
     }
     for (const KernelResource& resource : request.resources) {
         operation->held.push_back(resource.buffer_binding());

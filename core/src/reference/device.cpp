@@ -212,16 +212,16 @@ Status ReferenceDevice::launch(LaunchRequest&& request) {
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;
     }
-    Result<ReferenceStream*> found = find_stream(streams_, request.stream);
-    if (!found) {
-        return found.error();
-    }
     auto work = std::make_shared<ReferenceWork>();
     work->label = request.kernel;
     work->device = index_;
     work->stream = request.stream;
     if (Status targets = engine_.pipeline.add_targets(request, *work); !targets) {
         return targets;
+    }
+    Result<ReferenceStream*> found = find_stream(streams_, request.stream);
+    if (!found) {
+        return found.error();
     }
     for (const KernelResource& resource : request.resources) {
         work->held.push_back(resource.buffer_binding());
