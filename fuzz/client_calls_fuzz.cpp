@@ -475,7 +475,9 @@ private:
             expect_refused(begun, ErrorKind::InvalidArgument, "begin_capture on no stream");
             return;
         }
-        if (!begun) {
+        if (!begun && lost(index)) {
+            expect_refused(begun, ErrorKind::DeviceLost, "begin_capture on a lost device");
+        } else if (!begun) {
             expect_refused(begun, ErrorKind::InvalidArgument, "begin_capture twice");
         }
         const std::size_t launches = data_.ConsumeIntegralInRange<std::size_t>(0, 2);

@@ -148,10 +148,7 @@ Status Client::launch(std::string kernel, LaunchConfig config,
         }
         request.resources.push_back(std::move(*bound));
     }
-    if (Status within = check_launch_limits(request.resources); !within) {
-        return within;
-    }
-    return server_->launch(std::move(request));
+    return server_->launch(std::move(request));  // Checks the launch limits.
 }
 
 Result<Event> Client::record_event(StreamId stream) { return server_->record_event(stream); }

@@ -91,6 +91,7 @@ bool DeviceServer::mark_lost(const std::string& reason) {
         return false;
     }
     lost_ = Error::device_lost(service_, reason);
+    lost_flag_.store(true, std::memory_order_release);
     return true;
 }
 

@@ -26,7 +26,7 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
     streams_.push_back(CudaStream{StreamId{1}, handle, 0, {}});
-    stream_count_.store(1, std::memory_order_release);
+    set_stream_count(1);
     constexpr std::size_t status_bytes = status_slots * sizeof(unsigned long long);
     // The host copy is pinned, so that fetching the words after a sync is one direct copy.
     cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&status_device_), status_bytes);
@@ -133,11 +133,8 @@ void CudaDevice::push(std::shared_ptr<PendingOp> op, CudaStream& target) {
     engine_.pipeline.enqueue(std::move(op));
 }
 
-Result<StreamId> CudaDevice::create_stream() {
+Result<StreamId> CudaDevice::do_create_stream() {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
     if (streams_.size() >= max_streams) {
         return Error::invalid_argument("a device has at most " + std::to_string(max_streams) +
                                        " streams");
@@ -147,22 +144,24 @@ Result<StreamId> CudaDevice::create_stream() {
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
     const StreamId id{streams_.back().id.value + 1};
     streams_.push_back(CudaStream{id, handle, 0, {}});  // Capacity reserved: no reallocation.
-    stream_count_.store(streams_.size(), std::memory_order_release);
+    set_stream_count(streams_.size());
     return id;
 }
 
-Result<Handle> CudaDevice::allocate(std::uint64_t size_bytes, StreamId stream_id) {
-    // The common case takes only the memory manager's lock: the engine's is needed only to refuse
-    // on a lost device, an unknown stream or an armed fault. An allocation that reads the flag just
-    // before a loss or an armed fault is ordered before them, as it would be had it taken the
-    // engine's lock first.
-    if (!quick_allocation_.load(std::memory_order_acquire) || stream_id.value == 0 ||
-        stream_id.value > stream_count_.load(std::memory_order_acquire)) {
+Result<Handle> CudaDevice::do_allocate(std::uint64_t size_bytes, StreamId stream_id) {
+    // The common case takes only the memory manager's lock: the Server checked the device and
+    // the stream without one, and the engine's is needed only for an armed fault. An allocation
+    // that reads the flag just before a loss or an armed fault is ordered before them, as it
+    // would be had it taken the engine's lock first.
+    if (!quick_allocation_.load(std::memory_order_acquire)) {
         std::lock_guard lock(engine_.mutex);
-        const Status admitted = admit_allocation(streams_, stream_id, size_bytes, memory_);
+        std::optional<Error> injected = lost_;
+        if (!injected) {
+            injected = allocation_fault(size_bytes, memory_);
+        }
         update_quick_allocation();  // A failure that came due is no longer armed.
-        if (!admitted) {
-            return admitted.error();
+        if (injected) {
+            return *injected;
         }
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);
@@ -179,12 +178,6 @@ std::uint8_t* CudaDevice::device_pointer(const BufferBinding& binding) const {
 
 Result<CudaDevice::WriteTarget> CudaDevice::write_target(const BufferBinding& target,
                                                          StreamId stream_id) {
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
-    if (target.service() != service_) {
-        return Error::wrong_service(service_, target.service());  // P1
-    }
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
@@ -192,7 +185,7 @@ Result<CudaDevice::WriteTarget> CudaDevice::write_target(const BufferBinding& ta
     return WriteTarget{*found, device_pointer(target)};
 }
 
-Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte> bytes,
+Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                          StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<WriteTarget> resolved = write_target(target, stream_id);
@@ -223,11 +216,8 @@ Status CudaDevice::write(const BufferBinding& target, std::span<const std::byte>
     return {};
 }
 
-Result<std::vector<std::byte>> CudaDevice::read(const BufferBinding& source) {
+Result<std::vector<std::byte>> CudaDevice::do_read(const BufferBinding& source) {
     std::lock_guard lock(engine_.mutex);
-    if (source.service() != service_) {
-        return Error::wrong_service(service_, source.service());
-    }
     (void)engine_.resolve_all();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
@@ -247,12 +237,9 @@ Result<std::vector<std::byte>> CudaDevice::read(const BufferBinding& source) {
     return bytes;
 }
 
-Result<std::vector<std::byte>> CudaDevice::read_strided(const CopyDescriptor& source) {
+Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor& source) {
     std::lock_guard lock(engine_.mutex);
     const BufferBinding& binding = source.binding();
-    if (binding.service() != service_) {
-        return Error::wrong_service(service_, binding.service());
-    }
     (void)engine_.resolve_all();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
@@ -282,7 +269,7 @@ Result<std::vector<std::byte>> CudaDevice::read_strided(const CopyDescriptor& so
     return bytes;
 }
 
-Status CudaDevice::copy(const KernelResource& source, const BufferBinding& target,
+Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                         StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<WriteTarget> resolved = write_target(target, stream_id);
@@ -303,9 +290,6 @@ Status CudaDevice::copy(const KernelResource& source, const BufferBinding& targe
         op->label = "peer copy from device " + std::to_string(owner->index_);
         op->inputs.push_back(Target{owner->index_, from.claim_key(), peer->memory()});
     } else {
-        if (from.service() != service_) {
-            return Error::wrong_service(service_, from.service());
-        }
         op->label = "copy";
         op->inputs.push_back(Target{index_, from.claim_key(), from.peer()});
     }
@@ -396,11 +380,8 @@ Error CudaDevice::refusal_of(const std::string& label, cudaError_t status) {
     return Error::launch_refused(label, "the CUDA runtime refused it: " + cuda_error_text(status));
 }
 
-Result<Event> CudaDevice::record_event(StreamId stream_id) {
+Result<Event> CudaDevice::do_record_event(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
@@ -434,11 +415,8 @@ Result<cudaEvent_t> CudaDevice::take_event() {
     return event;
 }
 
-Status CudaDevice::wait_event(StreamId stream_id, const Event& event) {
+Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
     CudaDevice* owner = engine_.device_of(event.device);
     if (owner == nullptr || event.sequence == 0 || event.sequence >= engine_.next_event) {
         return Error::invalid_argument("the event does not belong to this runtime");
@@ -460,14 +438,14 @@ Status CudaDevice::wait_event(StreamId stream_id, const Event& event) {
     return {};
 }
 
-Status CudaDevice::sync() {
+Status CudaDevice::do_sync() {
     std::lock_guard lock(engine_.mutex);
     (void)engine_.resolve_all();
     memory_.sweep();
     return refuse_if_lost();
 }
 
-Status CudaDevice::sync(std::span<const ClaimKey> keys) {
+Status CudaDevice::do_sync(std::span<const ClaimKey> keys) {
     std::lock_guard lock(engine_.mutex);
     (void)engine_.resolve_all();  // Every device: a writer of the keys may run on any.
     memory_.sweep();
@@ -477,7 +455,7 @@ Status CudaDevice::sync(std::span<const ClaimKey> keys) {
     return claims_.check(keys);
 }
 
-MemoryUsage CudaDevice::memory_usage() const {
+MemoryUsage CudaDevice::do_memory_usage() const {
     std::lock_guard lock(engine_.mutex);
     return memory_.usage();
 }

@@ -10,7 +10,7 @@
 
 namespace tandem::cuda {
 
-Status CudaDevice::begin_capture(StreamId stream_id) {
+Status CudaDevice::do_begin_capture(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
@@ -19,7 +19,7 @@ Status CudaDevice::begin_capture(StreamId stream_id) {
     return open_capture((*found)->capture, stream_id);
 }
 
-Result<CaptureGraph> CudaDevice::end_capture(StreamId stream_id) {
+Result<CaptureGraph> CudaDevice::do_end_capture(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
@@ -64,11 +64,8 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(
     return std::static_pointer_cast<void>(std::move(*graph));
 }
 
-Status CudaDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
+Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
         return found.error();

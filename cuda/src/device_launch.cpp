@@ -113,11 +113,8 @@ const unsigned long long* CudaDevice::readable_status_word(const PendingOp& prod
     return owner.status_device_ + producer.slot;
 }
 
-Status CudaDevice::launch(LaunchRequest&& request) {
+Status CudaDevice::do_launch(LaunchRequest&& request) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
     Result<CudaStream*> found = stream(request.stream);
     if (!found) {
         return found.error();

@@ -90,23 +90,23 @@ public:
     CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes);
     ~CudaDevice() override;
 
-    Result<StreamId> create_stream() override;
-    Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream) override;
-    Status write(const BufferBinding& target, std::span<const std::byte> bytes,
+    Result<StreamId> do_create_stream() override;
+    Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) override;
+    Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                  StreamId stream) override;
-    Result<std::vector<std::byte>> read(const BufferBinding& source) override;
-    Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source) override;
-    Status copy(const KernelResource& source, const BufferBinding& target,
+    Result<std::vector<std::byte>> do_read(const BufferBinding& source) override;
+    Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) override;
+    Status do_copy(const KernelResource& source, const BufferBinding& target,
                 StreamId stream) override;
-    Status launch(LaunchRequest&& request) override;
-    Result<Event> record_event(StreamId stream) override;
-    Status wait_event(StreamId stream, const Event& event) override;
-    Status sync() override;
-    Status sync(std::span<const ClaimKey> keys) override;
-    Status begin_capture(StreamId stream) override;
-    Result<CaptureGraph> end_capture(StreamId stream) override;
-    Status replay(const CaptureGraph& graph, StreamId stream) override;
-    [[nodiscard]] MemoryUsage memory_usage() const override;
+    Status do_launch(LaunchRequest&& request) override;
+    Result<Event> do_record_event(StreamId stream) override;
+    Status do_wait_event(StreamId stream, const Event& event) override;
+    Status do_sync() override;
+    Status do_sync(std::span<const ClaimKey> keys) override;
+    Status do_begin_capture(StreamId stream) override;
+    Result<CaptureGraph> do_end_capture(StreamId stream) override;
+    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
+    [[nodiscard]] MemoryUsage do_memory_usage() const override;
 
     [[nodiscard]] int ordinal() const { return ordinal_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
@@ -216,9 +216,6 @@ private:
     /// needs nothing the engine's lock guards, only the memory manager (whose own lock serialises
     /// it). Changed under the engine's lock, with `lost_` and the fault plan.
     std::atomic<bool> quick_allocation_{true};
-    /// How many streams exist; ids run from 1 and streams are never destroyed, so an id is valid
-    /// iff it is at most this. Readable without the engine's lock.
-    std::atomic<std::uint64_t> stream_count_{0};
 
     /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
     void count_operation();

@@ -49,6 +49,7 @@ SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segmen
     });
     streams_.reserve(max_streams);
     streams_.push_back(SimStream{StreamId{1}, engine.next_stream_global++, {}, 1, 0, {}, {}});
+    set_stream_count(streams_.size());
 }
 
 SimDevice::~SimDevice() = default;
@@ -116,27 +117,25 @@ void SimDevice::fill_garbage(const AllocationInfo& info) {
     }
 }
 
-Result<StreamId> SimDevice::create_stream() {
+Result<StreamId> SimDevice::do_create_stream() {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
     if (streams_.size() >= max_streams) {
         return Error::invalid_argument("a device has at most " + std::to_string(max_streams) +
                                        " streams");
     }
     const StreamId id{streams_.back().id.value + 1};
     streams_.push_back(SimStream{id, engine_.next_stream_global++, {}, 1, 0, {}, {}});
+    set_stream_count(streams_.size());
     if (engine_.options.mode == SchedulerMode::Threads) {
         engine_.start_workers();
     }
     return id;
 }
 
-Result<Handle> SimDevice::allocate(std::uint64_t size_bytes, StreamId stream_id) {
+Result<Handle> SimDevice::do_allocate(std::uint64_t size_bytes, StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status admitted = admit_allocation(streams_, stream_id, size_bytes, memory_); !admitted) {
-        return admitted.error();
+    if (std::optional<Error> injected = allocation_fault(size_bytes, memory_)) {
+        return *injected;
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);
     if (!allocated) {
@@ -173,15 +172,9 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
     return {};
 }
 
-Status SimDevice::write(const BufferBinding& target, std::span<const std::byte> bytes,
+Status SimDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                         StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
-    if (target.service() != service_) {
-        return Error::wrong_service(service_, target.service());
-    }
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Write;
     operation->label = "host write";
@@ -209,12 +202,6 @@ Status SimDevice::drain_for_read(StreamId stream_id, std::span<const ClaimKey> k
 
 Result<std::vector<std::byte>> SimDevice::read_ranges(const BufferBinding& source,
                                                       const std::vector<ByteRange>& ranges) {
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
-    if (source.service() != service_) {
-        return Error::wrong_service(service_, source.service());
-    }
     std::vector<ClaimKey> keys;
     for (const ByteRange& range : ranges) {
         keys.push_back(ClaimKey{source.memory_id(), range});
@@ -237,12 +224,12 @@ Result<std::vector<std::byte>> SimDevice::read_ranges(const BufferBinding& sourc
     return bytes;
 }
 
-Result<std::vector<std::byte>> SimDevice::read(const BufferBinding& source) {
+Result<std::vector<std::byte>> SimDevice::do_read(const BufferBinding& source) {
     std::lock_guard lock(engine_.mutex);
     return read_ranges(source, {source.range()});
 }
 
-Result<std::vector<std::byte>> SimDevice::read_strided(const CopyDescriptor& source) {
+Result<std::vector<std::byte>> SimDevice::do_read_strided(const CopyDescriptor& source) {
     std::lock_guard lock(engine_.mutex);
     const BufferBinding& binding = source.binding();
     // Claims are checked over the bytes the view covers; the bytes come back in view order.
@@ -253,15 +240,9 @@ Result<std::vector<std::byte>> SimDevice::read_strided(const CopyDescriptor& sou
     return read_ranges(binding, elements);
 }
 
-Status SimDevice::copy(const KernelResource& source, const BufferBinding& target,
+Status SimDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                        StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
-    if (target.service() != service_) {
-        return Error::wrong_service(service_, target.service());
-    }
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Copy;
     const BufferBinding& from = source.buffer_binding();
@@ -274,9 +255,6 @@ Status SimDevice::copy(const KernelResource& source, const BufferBinding& target
         operation->label = "peer copy from device " + std::to_string(owner->index());
         operation->inputs.push_back(Target{owner->index(), from.claim_key(), peer->memory()});
     } else {
-        if (from.service() != service_) {
-            return Error::wrong_service(service_, from.service());
-        }
         operation->label = "copy";
         operation->inputs.push_back(Target{index_, from.claim_key(), std::nullopt});
     }
@@ -286,11 +264,8 @@ Status SimDevice::copy(const KernelResource& source, const BufferBinding& target
     return enqueue(stream_id, std::move(operation));
 }
 
-Status SimDevice::launch(LaunchRequest&& request) {
+Status SimDevice::do_launch(LaunchRequest&& request) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Launch;
     operation->label = request.kernel;
@@ -324,11 +299,8 @@ Status SimDevice::launch(LaunchRequest&& request) {
     return enqueue(stream_id, std::move(operation));
 }
 
-Result<Event> SimDevice::record_event(StreamId stream_id) {
+Result<Event> SimDevice::do_record_event(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Record;
     operation->label = "record event";
@@ -342,11 +314,8 @@ Result<Event> SimDevice::record_event(StreamId stream_id) {
     return Event{service_, stream_id, event};
 }
 
-Status SimDevice::wait_event(StreamId stream_id, const Event& event) {
+Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
     SimDevice* owner = engine_.device_of(event.device);
     if (owner == nullptr || event.sequence == 0 || event.sequence >= engine_.next_event) {
         return Error::invalid_argument("the event does not belong to this runtime");
@@ -362,7 +331,7 @@ Status SimDevice::wait_event(StreamId stream_id, const Event& event) {
     return enqueue(stream_id, std::move(operation));
 }
 
-Status SimDevice::sync() {
+Status SimDevice::do_sync() {
     std::lock_guard lock(engine_.mutex);
     Status drained = engine_.run_until([this] {
         for (const SimStream& each : streams_) {
@@ -382,7 +351,7 @@ Status SimDevice::sync() {
     return refuse_if_lost();
 }
 
-Status SimDevice::sync(std::span<const ClaimKey> keys) {
+Status SimDevice::do_sync(std::span<const ClaimKey> keys) {
     std::lock_guard lock(engine_.mutex);
     if (Status synced = sync(); !synced) {
         return synced;
@@ -398,7 +367,7 @@ Status SimDevice::sync(std::span<const ClaimKey> keys) {
     return claims_.check(keys);
 }
 
-Status SimDevice::begin_capture(StreamId stream_id) {
+Status SimDevice::do_begin_capture(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<SimStream*> found = stream(stream_id);
     if (!found) {
@@ -407,7 +376,7 @@ Status SimDevice::begin_capture(StreamId stream_id) {
     return open_capture((*found)->capture, stream_id);
 }
 
-Result<CaptureGraph> SimDevice::end_capture(StreamId stream_id) {
+Result<CaptureGraph> SimDevice::do_end_capture(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<SimStream*> found = stream(stream_id);
     if (!found) {
@@ -429,11 +398,8 @@ Result<CaptureGraph> SimDevice::end_capture(StreamId stream_id) {
     return CaptureGraph(key(), service_, std::move(window->launches), std::move(window->write_set));
 }
 
-Status SimDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
+Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Replay;
     operation->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
@@ -448,7 +414,7 @@ Status SimDevice::replay(const CaptureGraph& graph, StreamId stream_id) {
     return enqueue(stream_id, std::move(operation));
 }
 
-MemoryUsage SimDevice::memory_usage() const {
+MemoryUsage SimDevice::do_memory_usage() const {
     std::lock_guard lock(engine_.mutex);
     return memory_.usage();
 }

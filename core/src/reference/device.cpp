@@ -52,22 +52,21 @@ ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
       memory_(storage_, order_, pools) {
     memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
     streams_.push_back(ReferenceStream{StreamId{1}, nullptr});
+    set_stream_count(1);
 }
 
-Result<StreamId> ReferenceDevice::create_stream() {
+Result<StreamId> ReferenceDevice::do_create_stream() {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
     const StreamId id{streams_.back().id.value + 1};
     streams_.push_back(ReferenceStream{id, nullptr});
+    set_stream_count(streams_.size());
     return id;
 }
 
-Result<Handle> ReferenceDevice::allocate(std::uint64_t size_bytes, StreamId stream) {
+Result<Handle> ReferenceDevice::do_allocate(std::uint64_t size_bytes, StreamId stream) {
     std::lock_guard lock(engine_.mutex);
-    if (Status admitted = admit_allocation(streams_, stream, size_bytes, memory_); !admitted) {
-        return admitted.error();
+    if (std::optional<Error> injected = allocation_fault(size_bytes, memory_)) {
+        return *injected;
     }
     Result<ManagedMemoryHandle> allocated = memory_.allocate(size_bytes, stream);
     if (!allocated) {
@@ -98,15 +97,9 @@ Status ReferenceDevice::submit(const std::shared_ptr<ReferenceWork>& work,
     return {};
 }
 
-Status ReferenceDevice::write(const BufferBinding& target, std::span<const std::byte> bytes,
+Status ReferenceDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                               StreamId stream) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
-    if (target.service() != service_) {
-        return Error::wrong_service(service_, target.service());  // P1
-    }
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
@@ -124,14 +117,8 @@ Status ReferenceDevice::write(const BufferBinding& target, std::span<const std::
     });
 }
 
-Result<std::vector<std::byte>> ReferenceDevice::read(const BufferBinding& source) {
+Result<std::vector<std::byte>> ReferenceDevice::do_read(const BufferBinding& source) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
-    if (source.service() != service_) {
-        return Error::wrong_service(service_, source.service());
-    }
     const ClaimKey keys[] = {source.claim_key()};
     if (Status readable = claims_.check(keys); !readable) {
         return readable.error();
@@ -140,15 +127,9 @@ Result<std::vector<std::byte>> ReferenceDevice::read(const BufferBinding& source
     return std::vector<std::byte>(from, from + source.size_in_use());
 }
 
-Result<std::vector<std::byte>> ReferenceDevice::read_strided(const CopyDescriptor& source) {
+Result<std::vector<std::byte>> ReferenceDevice::do_read_strided(const CopyDescriptor& source) {
     std::lock_guard lock(engine_.mutex);
     const BufferBinding& binding = source.binding();
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
-    if (binding.service() != service_) {
-        return Error::wrong_service(service_, binding.service());
-    }
     std::vector<ClaimKey> keys;
     const std::vector<std::uint64_t> offsets = source.element_offsets();
     for (std::uint64_t offset : offsets) {
@@ -165,15 +146,9 @@ Result<std::vector<std::byte>> ReferenceDevice::read_strided(const CopyDescripto
     return bytes;
 }
 
-Status ReferenceDevice::copy(const KernelResource& source, const BufferBinding& target,
+Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                              StreamId stream) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
-    if (target.service() != service_) {
-        return Error::wrong_service(service_, target.service());
-    }
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
@@ -192,8 +167,6 @@ Status ReferenceDevice::copy(const KernelResource& source, const BufferBinding& 
         work->label = "peer copy from device " + std::to_string(owner->index());
         work->inputs.push_back(Target{owner->index(), from.claim_key(), peer->memory()});
         from_address = peer->address();
-    } else if (from.service() != service_) {
-        return Error::wrong_service(service_, from.service());
     } else {
         work->inputs.push_back(Target{index_, from.claim_key(), from.peer()});
     }
@@ -207,11 +180,8 @@ Status ReferenceDevice::copy(const KernelResource& source, const BufferBinding& 
     });
 }
 
-Status ReferenceDevice::launch(LaunchRequest&& request) {
+Status ReferenceDevice::do_launch(LaunchRequest&& request) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
     auto work = std::make_shared<ReferenceWork>();
     work->label = request.kernel;
     work->device = index_;
@@ -309,22 +279,16 @@ void ReferenceDevice::run_kernel(const LaunchRequest& request, ReferenceWork& wo
     work.report = Work::Report::Failed;
 }
 
-Result<Event> ReferenceDevice::record_event(StreamId stream) {
+Result<Event> ReferenceDevice::do_record_event(StreamId stream) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive.error();
-    }
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
     return Event{service_, stream, engine_.next_event++};  // Complete: its work is done.
 }
 
-Status ReferenceDevice::wait_event(StreamId stream, const Event& event) {
+Status ReferenceDevice::do_wait_event(StreamId stream, const Event& event) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
     ReferenceDevice* owner = engine_.device_of(event.device);
     if (owner == nullptr || event.sequence == 0 || event.sequence >= engine_.next_event) {
         return Error::invalid_argument("the event does not belong to this runtime");
@@ -339,13 +303,13 @@ Status ReferenceDevice::wait_event(StreamId stream, const Event& event) {
     return {};
 }
 
-Status ReferenceDevice::sync() {
+Status ReferenceDevice::do_sync() {
     std::lock_guard lock(engine_.mutex);
     memory_.sweep();
     return refuse_if_lost();
 }
 
-Status ReferenceDevice::sync(std::span<const ClaimKey> keys) {
+Status ReferenceDevice::do_sync(std::span<const ClaimKey> keys) {
     std::lock_guard lock(engine_.mutex);
     memory_.sweep();
     if (Status alive = refuse_if_lost(); !alive) {
@@ -354,7 +318,7 @@ Status ReferenceDevice::sync(std::span<const ClaimKey> keys) {
     return claims_.check(keys);
 }
 
-Status ReferenceDevice::begin_capture(StreamId stream) {
+Status ReferenceDevice::do_begin_capture(StreamId stream) {
     std::lock_guard lock(engine_.mutex);
     Result<ReferenceStream*> found = find_stream(streams_, stream);
     if (!found) {
@@ -363,7 +327,7 @@ Status ReferenceDevice::begin_capture(StreamId stream) {
     return open_capture((*found)->capture, stream);
 }
 
-Result<CaptureGraph> ReferenceDevice::end_capture(StreamId stream) {
+Result<CaptureGraph> ReferenceDevice::do_end_capture(StreamId stream) {
     std::lock_guard lock(engine_.mutex);
     Result<ReferenceStream*> found = find_stream(streams_, stream);
     if (!found) {
@@ -380,11 +344,8 @@ Result<CaptureGraph> ReferenceDevice::end_capture(StreamId stream) {
                         std::move(window->write_set));
 }
 
-Status ReferenceDevice::replay(const CaptureGraph& graph, StreamId stream) {
+Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
     std::lock_guard lock(engine_.mutex);
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
@@ -405,7 +366,7 @@ Status ReferenceDevice::replay(const CaptureGraph& graph, StreamId stream) {
     return submit(work, [&] { run_launches(launches, injected, *work); });
 }
 
-MemoryUsage ReferenceDevice::memory_usage() const {
+MemoryUsage ReferenceDevice::do_memory_usage() const {
     std::lock_guard lock(engine_.mutex);
     return memory_.usage();
 }

@@ -12,6 +12,7 @@
 #include "tandem/core/server.hpp"
 #include "tandem/core/work.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +52,17 @@ public:
     [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
 
 protected:
+    [[nodiscard]] bool maybe_lost() const final { return lost_flag_.load(std::memory_order_acquire); }
+    /// Stream ids run from 1 and streams are never destroyed: an id is valid iff it is at most
+    /// the count, which a backend sets (`set_stream_count`) as it creates them.
+    [[nodiscard]] bool has_stream(StreamId stream) const final {
+        return stream.value != 0 && stream.value <= stream_count_.load(std::memory_order_acquire);
+    }
+    void set_stream_count(std::uint64_t count) {
+        stream_count_.store(count, std::memory_order_release);
+    }
+
+protected:
     DeviceServer(ServiceId service, std::recursive_mutex& engine_mutex)
         : service_(service), claims_(service), engine_mutex_(engine_mutex) {}
 
@@ -85,23 +97,12 @@ protected:
         }
         return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
     }
-    /// Whether an allocation of `size_bytes` on stream `id` (one of `streams`) may go ahead: the
-    /// device's loss (D1), InvalidArgument for a stream it does not have, or an injected
-    /// allocation failure now due (drawn here, so only an allocation that passed the other checks
-    /// counts). Under the engine's lock.
-    template <typename Stream>
-    Status admit_allocation(std::vector<Stream>& streams, StreamId id, std::uint64_t size_bytes,
-                            const MemoryManager& memory) {
-        if (Status alive = refuse_if_lost(); !alive) {
-            return alive;
-        }
-        if (Result<Stream*> found = find_stream(streams, id); !found) {
-            return found.error();
-        }
-        if (std::optional<Error> injected = faults_.allocation_fault_due(size_bytes, memory)) {
-            return *injected;
-        }
-        return {};
+    /// The injected allocation failure due for an allocation of `size_bytes`, if one is (drawn
+    /// here, after the Server's checks, so only an allocation that passed them counts). Under the
+    /// engine's lock.
+    [[nodiscard]] std::optional<Error> allocation_fault(std::uint64_t size_bytes,
+                                                        const MemoryManager& memory) {
+        return faults_.allocation_fault_due(size_bytes, memory);
     }
     /// Opens the capture window `window` of `stream` (C14); InvalidArgument if one is open.
     static Status open_capture(std::shared_ptr<CaptureWindow>& window, StreamId stream);
@@ -119,6 +120,9 @@ protected:
 
 private:
     std::recursive_mutex& engine_mutex_;
+    /// `lost_` is set, readable without the lock.
+    std::atomic<bool> lost_flag_{false};
+    std::atomic<std::uint64_t> stream_count_{0};
 };
 
 }  // namespace tandem

@@ -64,34 +64,60 @@ private:
     std::shared_ptr<void> native_;
 };
 
+/// One device, as its client reaches it. The public calls are not virtual: each checks what every
+/// backend must check, once, here (the device is not lost, the stream exists, the memory is this
+/// device's, the launch is within the limits), then calls the backend's `do_` hook, which does
+/// only what differs between backends. A call the caller got wrong changes nothing.
+///
+/// Error kinds, and when (every call on a lost device returns its `DeviceLost` first):
+/// - `InvalidArgument`: a stream that does not exist, a launch over `max_launch_resources`
+///   resources or `max_launch_tensor_maps` tensor maps, a capture window already open or not
+///   open, an event of no device of this runtime, an allocation of 0 or too many bytes.
+/// - `WrongService`: memory of another device that was not shared with peers (P1).
+/// - `PeerUnreachable`: shared memory or an event whose owner is no device of this runtime, or
+///   GPUs that cannot reach each other.
+/// - `OutOfMemory`: an allocation (or an event on a GPU) the device has no room for, with figures.
+/// - `Unwritten`, `Several`: a read or a sync naming bytes that failed or skipped work claims.
+/// - `LaunchRefused`: ending a capture window whose work failed (C14).
+/// - `TornDown`: a wait the simulator found can never be satisfied (a deadlock).
+/// Work that fails after it was enqueued does not fail its call: its outputs are claimed, and a
+/// later read says why (C8).
 class Server : public PeerOwner {
 public:
     [[nodiscard]] StreamId default_stream() const { return StreamId{1}; }
-    virtual Result<StreamId> create_stream() = 0;
-
-    virtual Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream) = 0;
+    /// A new stream of this device.
+    Result<StreamId> create_stream();
+    /// An allocation of `size_bytes` on `stream`. `InvalidArgument` for 0 bytes, more than the
+    /// largest allocation, or no such stream; `OutOfMemory` (with figures) when it does not fit or
+    /// an injected allocation fault is due.
+    Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream);
     /// Enqueues a host-to-device write of `bytes` (copied now) into the binding's bytes.
-    virtual Status write(const BufferBinding& target, std::span<const std::byte> bytes,
-                         StreamId stream) = 0;
-    /// Waits for the work before it, then returns the bytes, or why they cannot be read (C6).
-    virtual Result<std::vector<std::byte>> read(const BufferBinding& source) = 0;
-    virtual Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source) = 0;
+    Status write(const BufferBinding& target, std::span<const std::byte> bytes, StreamId stream);
+    /// Waits for the work before it and for every writer of its bytes on any device, then returns
+    /// the bytes, or why they cannot be read (C6: `Unwritten`, `Several`).
+    Result<std::vector<std::byte>> read(const BufferBinding& source);
+    /// `read` of the elements a strided view covers, in view order.
+    Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source);
     /// Enqueues a copy into `target` (this device) from `source`: a buffer of this device or
-    /// shared memory of a peer.
-    virtual Status copy(const KernelResource& source, const BufferBinding& target,
-                        StreamId stream) = 0;
+    /// shared memory of a peer (no grant needed: a copy is not a kernel).
+    Status copy(const KernelResource& source, const BufferBinding& target, StreamId stream);
     /// Enqueues `request`. The server moves out what it keeps; the caller then clears the rest,
-    /// and may reuse the request's storage for its next launch.
-    virtual Status launch(LaunchRequest&& request) = 0;
+    /// and may reuse the request's storage for its next launch. A launch the device refuses
+    /// before it runs (an unknown kernel, a configuration past a GPU's limits, shared memory never
+    /// granted) is enqueued and claims its outputs (C10).
+    Status launch(LaunchRequest&& request);
 
-    virtual Result<Event> record_event(StreamId stream) = 0;
+    /// A point in `stream`'s work that another stream, of any device, can wait for.
+    Result<Event> record_event(StreamId stream);
     /// Later work on `stream` waits for `event`, which may belong to another device.
-    virtual Status wait_event(StreamId stream, const Event& event) = 0;
-    /// Waits for all work of this device.
-    virtual Status sync() = 0;
+    /// `InvalidArgument` for an event of no device of this runtime, `DeviceLost` for an event of
+    /// a lost device.
+    Status wait_event(StreamId stream, const Event& event);
+    /// Waits for all work of this device; `DeviceLost` if it is (or became) lost.
+    Status sync();
     /// Waits for all work of this device and for every writer of `keys` on any device, then
     /// fails iff some byte of some key is claimed (C6), as a read of them would.
-    virtual Status sync(std::span<const ClaimKey> keys) = 0;
+    Status sync(std::span<const ClaimKey> keys);
     /// Fails iff some byte of some key is claimed (C6), or the device is lost (D1).
     [[nodiscard]] virtual Status check(std::span<const ClaimKey> keys) const = 0;
 
@@ -101,14 +127,48 @@ public:
     virtual Status grant_peer_access(ServiceId accessor) = 0;
     [[nodiscard]] virtual bool peer_access_granted(ServiceId accessor) const = 0;
 
-    virtual Status begin_capture(StreamId stream) = 0;
-    virtual Result<CaptureGraph> end_capture(StreamId stream) = 0;
-    virtual Status replay(const CaptureGraph& graph, StreamId stream) = 0;
+    /// Opens a recording window on `stream` (C14); `InvalidArgument` if one is open.
+    Status begin_capture(StreamId stream);
+    /// Ends the window: its graph, or `LaunchRefused` when its work failed or was skipped (what
+    /// it recorded is then claimed); `InvalidArgument` if none is open.
+    Result<CaptureGraph> end_capture(StreamId stream);
+    /// Enqueues a replay of `graph`, which this device recorded (`WrongService` otherwise).
+    Status replay(const CaptureGraph& graph, StreamId stream);
 
-    [[nodiscard]] virtual MemoryUsage memory_usage() const = 0;
+    [[nodiscard]] MemoryUsage memory_usage() const { return do_memory_usage(); }
     virtual Status inject(const Fault& fault) = 0;
     /// The sticky fault that lost this device, if it is lost (D1).
     [[nodiscard]] virtual std::optional<Error> lost() const = 0;
+
+protected:
+    /// Whether the device may be lost: a cheap test before `lost()`, which takes the lock.
+    [[nodiscard]] virtual bool maybe_lost() const = 0;
+    /// Whether `stream` is a stream of this device.
+    [[nodiscard]] virtual bool has_stream(StreamId stream) const = 0;
+
+private:
+    /// The device's loss, or `InvalidArgument` for a stream it does not have; none otherwise.
+    [[nodiscard]] std::optional<Error> refusal(StreamId stream) const;
+    [[nodiscard]] std::optional<Error> loss() const;
+    [[nodiscard]] std::optional<Error> foreign(const BufferBinding& binding) const;
+
+    virtual Result<StreamId> do_create_stream() = 0;
+    virtual Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) = 0;
+    virtual Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
+                            StreamId stream) = 0;
+    virtual Result<std::vector<std::byte>> do_read(const BufferBinding& source) = 0;
+    virtual Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) = 0;
+    virtual Status do_copy(const KernelResource& source, const BufferBinding& target,
+                           StreamId stream) = 0;
+    virtual Status do_launch(LaunchRequest&& request) = 0;
+    virtual Result<Event> do_record_event(StreamId stream) = 0;
+    virtual Status do_wait_event(StreamId stream, const Event& event) = 0;
+    virtual Status do_sync() = 0;
+    virtual Status do_sync(std::span<const ClaimKey> keys) = 0;
+    virtual Status do_begin_capture(StreamId stream) = 0;
+    virtual Result<CaptureGraph> do_end_capture(StreamId stream) = 0;
+    virtual Status do_replay(const CaptureGraph& graph, StreamId stream) = 0;
+    [[nodiscard]] virtual MemoryUsage do_memory_usage() const = 0;
 };
 
 }  // namespace tandem

@@ -1,0 +1,143 @@
+#include "tandem/core/server.hpp"
+
+namespace tandem {
+
+std::optional<Error> Server::loss() const {
+    if (maybe_lost()) [[unlikely]] {
+        return lost();
+    }
+    return std::nullopt;
+}
+
+std::optional<Error> Server::refusal(StreamId stream) const {
+    if (std::optional<Error> gone = loss()) [[unlikely]] {
+        return gone;
+    }
+    if (!has_stream(stream)) [[unlikely]] {
+        return Error::invalid_argument(to_string(stream) + " does not exist on " +
+                                       to_string(service()));
+    }
+    return std::nullopt;
+}
+
+std::optional<Error> Server::foreign(const BufferBinding& binding) const {
+    if (binding.service() != service()) [[unlikely]] {
+        return Error::wrong_service(service(), binding.service());  // P1
+    }
+    return std::nullopt;
+}
+
+Result<StreamId> Server::create_stream() {
+    if (std::optional<Error> gone = loss()) {
+        return *gone;
+    }
+    return do_create_stream();
+}
+
+Result<Handle> Server::allocate(std::uint64_t size_bytes, StreamId stream) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    return do_allocate(size_bytes, stream);
+}
+
+Status Server::write(const BufferBinding& target, std::span<const std::byte> bytes,
+                     StreamId stream) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    if (std::optional<Error> wrong = foreign(target)) {
+        return *wrong;
+    }
+    return do_write(target, bytes, stream);
+}
+
+Result<std::vector<std::byte>> Server::read(const BufferBinding& source) {
+    if (std::optional<Error> wrong = foreign(source)) {
+        return *wrong;
+    }
+    if (std::optional<Error> gone = loss()) {
+        return *gone;
+    }
+    return do_read(source);
+}
+
+Result<std::vector<std::byte>> Server::read_strided(const CopyDescriptor& source) {
+    if (std::optional<Error> wrong = foreign(source.binding())) {
+        return *wrong;
+    }
+    if (std::optional<Error> gone = loss()) {
+        return *gone;
+    }
+    return do_read_strided(source);
+}
+
+Status Server::copy(const KernelResource& source, const BufferBinding& target, StreamId stream) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    if (std::optional<Error> wrong = foreign(target)) {
+        return *wrong;
+    }
+    if (source.peer_binding() == nullptr) {
+        if (std::optional<Error> wrong = foreign(source.buffer_binding())) {
+            return *wrong;
+        }
+    }
+    return do_copy(source, target, stream);
+}
+
+Status Server::launch(LaunchRequest&& request) {
+    if (std::optional<Error> refused = refusal(request.stream)) {
+        return *refused;
+    }
+    if (Status within = check_launch_limits(request.resources); !within) [[unlikely]] {
+        return within;
+    }
+    return do_launch(std::move(request));
+}
+
+Result<Event> Server::record_event(StreamId stream) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    return do_record_event(stream);
+}
+
+Status Server::wait_event(StreamId stream, const Event& event) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    return do_wait_event(stream, event);
+}
+
+Status Server::sync() { return do_sync(); }
+
+Status Server::sync(std::span<const ClaimKey> keys) { return do_sync(keys); }
+
+Status Server::begin_capture(StreamId stream) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    return do_begin_capture(stream);
+}
+
+Result<CaptureGraph> Server::end_capture(StreamId stream) {
+    if (!has_stream(stream)) {
+        return Error::invalid_argument(to_string(stream) + " does not exist on " +
+                                       to_string(service()));
+    }
+    return do_end_capture(stream);
+}
+
+Status Server::replay(const CaptureGraph& graph, StreamId stream) {
+    if (graph.device() != service()) {
+        return Error::wrong_service(service(), graph.device());
+    }
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    return do_replay(graph, stream);
+}
+
+}  // namespace tandem
