@@ -483,9 +483,10 @@ private:
         const std::size_t launches = data_.ConsumeIntegralInRange<std::size_t>(0, 2);
         for (std::size_t n = 0; n < launches && !slots_.empty(); ++n) {
             Slot* slot = pick_slot();
-            (void)client(index).launch("fill", hostile_config(),
-                                       {LaunchArgument{slot->handle, AccessMode::Write, std::nullopt}},
-                                       KernelArgs().u64(7), stream);
+            (void)client(index).launch(
+                "fill", hostile_config(),
+                {LaunchArgument{slot->handle, AccessMode::Write, std::nullopt}},
+                KernelArgs().u64(7), stream);
         }
         Result<CaptureGraph> graph = client(index).end_capture(stream);
         if (graph) {
@@ -493,8 +494,9 @@ private:
                 graphs_.push_back(GraphSlot{*graph, index});
             }
         } else {
-            expect_ok_or(graph, {ErrorKind::LaunchRefused, ErrorKind::DeviceLost,
-                                 ErrorKind::TornDown, ErrorKind::InvalidArgument},
+            expect_ok_or(graph,
+                         {ErrorKind::LaunchRefused, ErrorKind::DeviceLost, ErrorKind::TornDown,
+                          ErrorKind::InvalidArgument},
                          "end_capture");
         }
     }

@@ -64,22 +64,22 @@ rc::Gen<ModelRange> gen_range(const StoreModel& state) {
     for (const auto& allocation : state.model.bytes) {
         sizes.push_back(allocation.size());
     }
-    return rc::gen::mapcat(rc::gen::inRange<std::size_t>(0, sizes.size()), [sizes](std::size_t index) {
-        const std::uint64_t size = sizes[index];
-        return rc::gen::mapcat(rc::gen::inRange<std::uint64_t>(0, size + 1),
-                               [index, size](std::uint64_t begin) {
-                                   return rc::gen::map(
-                                       rc::gen::inRange<std::uint64_t>(begin, size + 1),
-                                       [index, begin](std::uint64_t end) {
-                                           return ModelRange{index, begin, end};
-                                       });
-                               });
-    });
+    return rc::gen::mapcat(
+        rc::gen::inRange<std::size_t>(0, sizes.size()), [sizes](std::size_t index) {
+            const std::uint64_t size = sizes[index];
+            return rc::gen::mapcat(
+                rc::gen::inRange<std::uint64_t>(0, size + 1), [index, size](std::uint64_t begin) {
+                    return rc::gen::map(rc::gen::inRange<std::uint64_t>(begin, size + 1),
+                                        [index, begin](std::uint64_t end) {
+                                            return ModelRange{index, begin, end};
+                                        });
+                });
+        });
 }
 
 rc::Gen<std::vector<ModelRange>> gen_ranges(const StoreModel& state) {
-    return rc::gen::container<std::vector<ModelRange>>(
-        *rc::gen::inRange<std::size_t>(0, 4), gen_range(state));
+    return rc::gen::container<std::vector<ModelRange>>(*rc::gen::inRange<std::size_t>(0, 4),
+                                                       gen_range(state));
 }
 
 /// After every step: the store holds exactly the model's claims, and its own invariants hold.
@@ -137,7 +137,9 @@ struct ClaimWithNewFailure : CheckedCommand<ClaimWithNewFailure> {
         ClaimKey keys[] = {sut.key(range)};
         RC_ASSERT(sut.store.fail(keys, root_error(state.next_failure)).value == state.next_failure);
     }
-    void show(std::ostream& out) const override { out << "claim " << range << " with a new failure"; }
+    void show(std::ostream& out) const override {
+        out << "claim " << range << " with a new failure";
+    }
 };
 
 struct ClaimWithLiveFailure : CheckedCommand<ClaimWithLiveFailure> {
@@ -251,7 +253,9 @@ struct Launch : CheckedCommand<Launch> {
     std::vector<ModelRange> outputs;
     bool kernel_fails;
     explicit Launch(const StoreModel& state)
-        : inputs(*gen_ranges(state)), outputs(*gen_ranges(state)), kernel_fails(*rc::gen::arbitrary<bool>()) {}
+        : inputs(*gen_ranges(state)),
+          outputs(*gen_ranges(state)),
+          kernel_fails(*rc::gen::arbitrary<bool>()) {}
     void checkPreconditions(const StoreModel& state) const override {
         RC_PRE(bool(fits(state, inputs) && fits(state, outputs)));
     }

@@ -24,7 +24,6 @@
 
 namespace tandem::model {
 
-
 struct ModelBuffer {
     std::uint32_t device = 0;
     bool shared = false;
@@ -137,8 +136,7 @@ inline void root_codes(const Error& error, std::set<std::uint64_t>& codes) {
 
 /// Orders the last work of device `from` before what device `to` enqueues next on its stream
 /// `stream` (an index of `ClientModel::streams`), and makes that stream `to`'s last.
-inline StreamId order(ClientSut& sut, std::uint32_t from, std::uint32_t to,
-                      std::uint32_t stream) {
+inline StreamId order(ClientSut& sut, std::uint32_t from, std::uint32_t to, std::uint32_t stream) {
     const StreamId source_stream = sut.streams[from][sut.last_stream[from]];
     const StreamId target_stream = sut.streams[to][stream];
     if (from != to || source_stream != target_stream) {
@@ -183,9 +181,13 @@ struct Write : Command {
     bool through_kernel;
     std::uint32_t stream;
     explicit Write(const ClientModel& model)
-        : range(pick_range(model)), value(*rc::gen::arbitrary<std::uint8_t>()),
-          through_kernel(*rc::gen::arbitrary<bool>()), stream(pick_stream()) {}
-    void checkPreconditions(const ClientModel& model) const override { RC_PRE(valid(model, range)); }
+        : range(pick_range(model)),
+          value(*rc::gen::arbitrary<std::uint8_t>()),
+          through_kernel(*rc::gen::arbitrary<bool>()),
+          stream(pick_stream()) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(valid(model, range));
+    }
     void apply(ClientModel& model) const override {
         ModelBuffer& buffer = *model.buffers[range.buffer];
         for (std::uint64_t at = range.begin; at < range.begin + range.length; ++at) {
@@ -200,11 +202,14 @@ struct Write : Command {
         const StreamId on = order(sut, device, device, through_kernel ? stream : 0);
         Handle target = slice(sut, range);
         if (through_kernel) {
-            RC_ASSERT(client.launch("fill", LaunchConfig::linear(range.length, 16),
-                                    {LaunchArgument{target, AccessMode::Write, std::nullopt}},
-                                    KernelArgs().u64(value), on).ok());
+            RC_ASSERT(client
+                          .launch("fill", LaunchConfig::linear(range.length, 16),
+                                  {LaunchArgument{target, AccessMode::Write, std::nullopt}},
+                                  KernelArgs().u64(value), on)
+                          .ok());
         } else {
-            RC_ASSERT(client.write(target, std::vector<std::byte>(range.length, std::byte{value})).ok());
+            RC_ASSERT(
+                client.write(target, std::vector<std::byte>(range.length, std::byte{value})).ok());
         }
     }
     void show(std::ostream& out) const override {
@@ -217,7 +222,9 @@ struct Fail : Command {
     Range range;
     std::uint32_t stream;
     explicit Fail(const ClientModel& model) : range(pick_range(model)), stream(pick_stream()) {}
-    void checkPreconditions(const ClientModel& model) const override { RC_PRE(valid(model, range)); }
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(valid(model, range));
+    }
     void apply(ClientModel& model) const override {
         ModelBuffer& buffer = *model.buffers[range.buffer];
         const std::uint64_t code = model.next_code++;
@@ -250,23 +257,27 @@ struct InjectCopyFault : Command {
         model.pending_copy_fault[device] = model.next_code++;
     }
     void run(const ClientModel& model, ClientSut& sut) const override {
-        RC_ASSERT(sut.client(device)
-                      .inject(KernelFault{"copy", 1, 1.0,
-                                          static_cast<std::uint32_t>(model.next_code)})
-                      .ok());
+        RC_ASSERT(
+            sut.client(device)
+                .inject(KernelFault{"copy", 1, 1.0, static_cast<std::uint32_t>(model.next_code)})
+                .ok());
     }
-    void show(std::ostream& out) const override { out << "the next copy on device " << device << " fails"; }
+    void show(std::ostream& out) const override {
+        out << "the next copy on device " << device << " fails";
+    }
 };
 
 struct Share : Command {
     std::size_t buffer;
     explicit Share(const ClientModel& model) : buffer(pick_range(model).buffer) {}
     void checkPreconditions(const ClientModel& model) const override {
-        RC_PRE(bool(buffer < model.buffers.size() && model.buffers[buffer] && !model.buffers[buffer]->shared));
+        RC_PRE(bool(buffer < model.buffers.size() && model.buffers[buffer] &&
+                    !model.buffers[buffer]->shared));
     }
     void apply(ClientModel& model) const override { model.buffers[buffer]->shared = true; }
     void run(const ClientModel& model, ClientSut& sut) const override {
-        Result<Handle> shared = sut.client(model.buffers[buffer]->device).share_with_peers(*sut.handles[buffer]);
+        Result<Handle> shared =
+            sut.client(model.buffers[buffer]->device).share_with_peers(*sut.handles[buffer]);
         RC_ASSERT(shared.ok());
         sut.handles[buffer] = *shared;
     }
@@ -282,10 +293,13 @@ struct Copy : Command {
     std::uint32_t stream;
     Way way;
     explicit Copy(const ClientModel& model)
-        : source(pick_range(model)), target(pick_range(model)), stream(pick_stream()),
+        : source(pick_range(model)),
+          target(pick_range(model)),
+          stream(pick_stream()),
           way(*rc::gen::element(Way::Kernel, Way::Client, Way::Captured)) {}
     void checkPreconditions(const ClientModel& model) const override {
-        RC_PRE(bool(valid(model, source) && valid(model, target) && source.length == target.length));
+        RC_PRE(
+            bool(valid(model, source) && valid(model, target) && source.length == target.length));
         RC_PRE(source.buffer != target.buffer);
         const ModelBuffer& from = *model.buffers[source.buffer];
         RC_PRE(bool(from.device == model.buffers[target.buffer]->device || from.shared));
@@ -348,7 +362,8 @@ struct Copy : Command {
         order(sut, to, from, sut.last_stream[from]);
     }
     void launch_copy(const ClientSut& sut, Client& client, StreamId on) const {
-        RC_ASSERT(client.launch("copy", LaunchConfig::linear(target.length, 8),
+        RC_ASSERT(client
+                      .launch("copy", LaunchConfig::linear(target.length, 8),
                               {LaunchArgument{slice(sut, source), AccessMode::Read, std::nullopt},
                                LaunchArgument{slice(sut, target), AccessMode::Write, std::nullopt}},
                               KernelArgs(), on)
@@ -367,7 +382,9 @@ struct Read : Command {
     bool through_sync;
     explicit Read(const ClientModel& model)
         : range(pick_range(model)), through_sync(*rc::gen::arbitrary<bool>()) {}
-    void checkPreconditions(const ClientModel& model) const override { RC_PRE(valid(model, range)); }
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(valid(model, range));
+    }
     void apply(ClientModel&) const override {}
     void run(const ClientModel& model, ClientSut& sut) const override {
         const ModelBuffer& buffer = *model.buffers[range.buffer];
@@ -421,15 +438,17 @@ struct Free : Command {
 
 struct Sync : Command {
     std::uint32_t device;
-    explicit Sync(const ClientModel& model) : device(*rc::gen::inRange<std::uint32_t>(0, model.devices)) {}
-    void checkPreconditions(const ClientModel& model) const override { RC_PRE(device < model.devices); }
+    explicit Sync(const ClientModel& model)
+        : device(*rc::gen::inRange<std::uint32_t>(0, model.devices)) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(device < model.devices);
+    }
     void apply(ClientModel&) const override {}
     void run(const ClientModel&, ClientSut& sut) const override {
         RC_ASSERT(sut.client(device).sync().ok());
     }
     void show(std::ostream& out) const override { out << "sync device " << device; }
 };
-
 
 /// Every command of a client program, for `rc::state::check`.
 inline auto client_program() {

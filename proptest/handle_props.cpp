@@ -5,8 +5,8 @@
 // handle whose bytes lie inside its allocation or is refused with `InvalidArgument`; a weak
 // binding never upgrades to a later occupant of the same bytes.
 
-#include "tandem/core/handle.hpp"
 #include "../core/tests/runtime_key_for_tests.hpp"
+#include "tandem/core/handle.hpp"
 #include "tandem/core/memory_manager.hpp"
 
 #include <gtest/gtest.h>
@@ -44,8 +44,10 @@ std::vector<Handle> fresh_parents() {
     const auto count = *rc::gen::inRange<std::size_t>(1, 3);
     for (std::size_t index = 0; index < count; ++index) {
         const auto size = *rc::gen::inRange<std::uint64_t>(0, 40);
-        parents.emplace_back(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0,
-                             stream0, size);
+        parents.emplace_back(
+            detail::RuntimeKeyForTests::key(),
+            ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0,
+            stream0, size);
     }
     return parents;
 }
@@ -59,9 +61,9 @@ RC_GTEST_PROP(HandleProperties, overlap_equals_the_byte_set_relation, ()) {
     std::vector<std::pair<std::uint64_t, std::uint64_t>> common;
     std::set_intersection(bytes_a.begin(), bytes_a.end(), bytes_b.begin(), bytes_b.end(),
                           std::back_inserter(common));
-    Overlap expected = common.empty()         ? Overlap::Disjoint
-                       : bytes_a == bytes_b   ? Overlap::Same
-                                              : Overlap::Partial;
+    Overlap expected = common.empty()       ? Overlap::Disjoint
+                       : bytes_a == bytes_b ? Overlap::Same
+                                            : Overlap::Partial;
     RC_ASSERT(a.overlap(b) == expected);
     RC_ASSERT(b.overlap(a) == expected);
 }
@@ -80,11 +82,13 @@ RC_GTEST_PROP(HandleProperties, claim_keys_are_equal_exactly_for_the_same_alloca
 
 RC_GTEST_PROP(HandleProperties, any_offsets_give_a_valid_handle_or_invalid_argument, ()) {
     const auto size = *rc::gen::arbitrary<std::uint64_t>();
-    Handle handle(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0, stream0, size);
+    Handle handle(detail::RuntimeKeyForTests::key(),
+                  ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
+                  device0, stream0, size);
     // Offsets drawn from the whole 64-bit range, biased towards the edges where arithmetic wraps.
-    const auto offset = rc::gen::oneOf(rc::gen::arbitrary<std::uint64_t>(),
-                                       rc::gen::inRange<std::uint64_t>(0, 64),
-                                       rc::gen::just(UINT64_MAX), rc::gen::just(size));
+    const auto offset =
+        rc::gen::oneOf(rc::gen::arbitrary<std::uint64_t>(), rc::gen::inRange<std::uint64_t>(0, 64),
+                       rc::gen::just(UINT64_MAX), rc::gen::just(size));
     const auto steps = *rc::gen::inRange<int>(1, 6);
     for (int step = 0; step < steps; ++step) {
         const std::uint64_t bytes = *offset;
@@ -117,7 +121,8 @@ RC_GTEST_PROP(HandleProperties, a_weak_upgrade_never_resolves_to_a_later_occupan
         auto allocated = manager.allocate(size, stream0);
         RC_ASSERT(allocated.ok());
         const std::uint64_t address = allocated->allocation().address;
-        Handle handle(detail::RuntimeKeyForTests::key(), std::move(*allocated), device0, stream0, size);
+        Handle handle(detail::RuntimeKeyForTests::key(), std::move(*allocated), device0, stream0,
+                      size);
         if (*rc::gen::arbitrary<bool>()) {
             // Drop it: its bytes go back to the pool and the next allocation may land on them.
             dead.emplace_back(handle.binding().downgrade(), address);

@@ -18,8 +18,8 @@ Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
     if (binding.service() != service_) {
         return Error::wrong_service(service_, binding.service());
     }
-    return PeerMemory(RuntimeKey{}, binding.memory(), binding.memory().allocation().address, service_,
-                      weak_from_this());
+    return PeerMemory(RuntimeKey{}, binding.memory(), binding.memory().allocation().address,
+                      service_, weak_from_this());
 }
 
 Status DeviceServer::open_capture(std::shared_ptr<CaptureWindow>& window, StreamId stream) {
@@ -34,8 +34,8 @@ std::optional<Error> DeviceServer::close_capture(CaptureWindow& window) {
     if (!window.doomed) {
         return std::nullopt;
     }
-    Error refusal = Error::launch_refused("capture", "the recording window was doomed: " +
-                                                         window.doomed->message())
+    Error refusal = Error::launch_refused(
+                        "capture", "the recording window was doomed: " + window.doomed->message())
                         .caused_by(*window.doomed);
     (void)claims_.fail(window.write_set, refusal);
     return refusal;

@@ -49,9 +49,9 @@ std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel
         if (state.fault.nth != 0 && state.launches != state.fault.nth) {
             continue;
         }
-        const bool hits = state.fault.probability >= 1.0 ||
-                          std::uniform_real_distribution<double>(0.0, 1.0)(rng) <
-                              state.fault.probability;
+        const bool hits =
+            state.fault.probability >= 1.0 ||
+            std::uniform_real_distribution<double>(0.0, 1.0)(rng) < state.fault.probability;
         if (hits && !due) {
             due = state.fault.code;
         }

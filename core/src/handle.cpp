@@ -4,9 +4,12 @@ namespace tandem {
 
 std::string_view to_string(Overlap overlap) {
     switch (overlap) {
-        case Overlap::Disjoint: return "Disjoint";
-        case Overlap::Same: return "Same";
-        case Overlap::Partial: return "Partial";
+        case Overlap::Disjoint:
+            return "Disjoint";
+        case Overlap::Same:
+            return "Same";
+        case Overlap::Partial:
+            return "Partial";
     }
     return "Unknown";
 }

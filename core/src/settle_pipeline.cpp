@@ -52,7 +52,8 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
         const PeerBinding* peer = resource.peer_binding();
         std::uint32_t device = work.device;
         if (peer != nullptr) {
-            const std::optional<std::uint32_t> owner = devices_.index_of(peer->memory().owner_service());
+            const std::optional<std::uint32_t> owner =
+                devices_.index_of(peer->memory().owner_service());
             if (!owner) {
                 return Error::peer_unreachable(runner, peer->memory().owner_service(),
                                                "the owner is not a device of this runtime");
@@ -67,7 +68,8 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
             target.device = device;
             target.key.memory = binding.memory_id();
             target.key.range = binding.range();
-            target.peer = peer != nullptr ? std::optional<PeerMemory>(peer->memory()) : binding.peer();
+            target.peer =
+                peer != nullptr ? std::optional<PeerMemory>(peer->memory()) : binding.peer();
         };
         if (reads(resource.access())) {
             add(work.inputs);

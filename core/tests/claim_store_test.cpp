@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-
 namespace tandem {
 namespace {
 
@@ -51,8 +50,9 @@ TEST_F(ClaimStoreTest, a_read_names_every_distinct_failure_once_in_order_of_disc
     ASSERT_EQ(errors.size(), 2u);
     EXPECT_EQ(errors[0].details_as<UnwrittenDetails>()->failure, f1);
     EXPECT_EQ(errors[1].details_as<UnwrittenDetails>()->failure, f2);
-    EXPECT_EQ(errors[0].details_as<UnwrittenDetails>()->root->details_as<KernelFailedDetails>()->code,
-              1u);
+    EXPECT_EQ(
+        errors[0].details_as<UnwrittenDetails>()->root->details_as<KernelFailedDetails>()->code,
+        1u);
 }
 
 TEST_F(ClaimStoreTest, an_empty_read_never_fails) {

@@ -10,8 +10,9 @@ constexpr ServiceId device0{7, 0};
 constexpr StreamId stream0{1};
 
 Handle fresh_handle(std::uint64_t size_bytes) {
-    return Handle(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0, stream0,
-                  size_bytes);
+    return Handle(detail::RuntimeKeyForTests::key(),
+                  ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
+                  device0, stream0, size_bytes);
 }
 
 TEST(MemoryId, is_never_reused) {
@@ -150,7 +151,9 @@ TEST(ReleaseSink, hears_once_when_the_last_reference_goes) {
     auto sink = std::make_shared<Counter>();
     MemoryId id = MemoryId::next();
     {
-        Handle handle(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = id}, sink.get()), device0, stream0, 8);
+        Handle handle(detail::RuntimeKeyForTests::key(),
+                      ManagedMemoryHandle::create(AllocationInfo{.id = id}, sink.get()), device0,
+                      stream0, 8);
         BufferBinding binding = handle.binding();
         { Handle gone = std::move(handle); }
         EXPECT_EQ(sink->calls, 0);

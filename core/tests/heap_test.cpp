@@ -58,7 +58,8 @@ TEST(HeapAllocations, the_success_path_of_the_settle_pipeline_allocates_nothing)
     spare.reserve(256);
     const auto settle_all = [&] {
         pipeline.for_each_pending([](Work& work) { work.report = Work::Report::Landed; });
-        pipeline.settle_ready([&](std::shared_ptr<Work>&& work) { spare.push_back(std::move(work)); });
+        pipeline.settle_ready(
+            [&](std::shared_ptr<Work>&& work) { spare.push_back(std::move(work)); });
     };
     // Warm up: the ring, the writer table and each record's vectors reach their sizes.
     for (int round = 0; round < 2; ++round) {

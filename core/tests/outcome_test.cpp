@@ -25,7 +25,8 @@ TEST(Outcome, a_skip_applied_after_its_failure_was_dropped_still_names_the_root)
     const MemoryId source = MemoryId::next();
     const ClaimKey source_key{source, {0, 16}};
     const ClaimKey failed[] = {source_key};
-    (void)devices.zero.fail(failed, Error::kernel_failed({"producer", ServiceId{5, 0}, StreamId{1}, 77}));
+    (void)devices.zero.fail(failed,
+                            Error::kernel_failed({"producer", ServiceId{5, 0}, StreamId{1}, 77}));
     const Target inputs[] = {Target{0, source_key, std::nullopt}};
     std::optional<Cause> cause = first_claimed_input(devices, inputs);
     ASSERT_TRUE(cause.has_value());

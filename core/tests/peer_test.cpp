@@ -1,5 +1,5 @@
-#include "tandem/core/kernel_resource.hpp"
 #include "runtime_key_for_tests.hpp"
+#include "tandem/core/kernel_resource.hpp"
 #include "tandem/core/peer_binding.hpp"
 
 #include <gtest/gtest.h>
@@ -10,12 +10,14 @@ namespace {
 constexpr ServiceId owner{9, 0};
 
 Handle fresh_handle(std::uint64_t size_bytes) {
-    return Handle(detail::RuntimeKeyForTests::key(), ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), owner, StreamId{1},
-                  size_bytes);
+    return Handle(detail::RuntimeKeyForTests::key(),
+                  ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
+                  owner, StreamId{1}, size_bytes);
 }
 
 PeerMemory share(const Handle& handle, std::uint64_t address) {
-    return PeerMemory(detail::RuntimeKeyForTests::key(), handle.memory().binding(), address, owner, {});
+    return PeerMemory(detail::RuntimeKeyForTests::key(), handle.memory().binding(), address, owner,
+                      {});
 }
 
 TEST(PeerBinding, is_nothing_for_memory_never_shared) {

@@ -168,7 +168,8 @@ Result<Handle> CudaDevice::do_allocate(std::uint64_t size_bytes, StreamId stream
     if (!allocated) {
         return allocated.error();
     }
-    return Result<Handle>(std::in_place, key(), std::move(*allocated), service_, stream_id, size_bytes);
+    return Result<Handle>(std::in_place, key(), std::move(*allocated), service_, stream_id,
+                          size_bytes);
 }
 
 std::uint8_t* CudaDevice::device_pointer(const BufferBinding& binding) const {
@@ -186,7 +187,7 @@ Result<CudaDevice::WriteTarget> CudaDevice::write_target(const BufferBinding& ta
 }
 
 Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
-                         StreamId stream_id) {
+                            StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<WriteTarget> resolved = write_target(target, stream_id);
     if (!resolved) {
@@ -270,7 +271,7 @@ Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor&
 }
 
 Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& target,
-                        StreamId stream_id) {
+                           StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     Result<WriteTarget> resolved = write_target(target, stream_id);
     if (!resolved) {

@@ -129,17 +129,16 @@ bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params)
     // computes, each by its status word, the newest first. One it cannot read (a copy, a word on a
     // GPU that never granted this one) or one too many sends the host to learn them first.
     params.producer_count = 0;
-    const SettlePipeline::Inputs inputs =
-        engine_.pipeline.examine(consumer, [&](const Work& work) {
-            const auto& producer = static_cast<const PendingOp&>(work);
-            const unsigned long long* word =
-                producer.has_status_word ? readable_status_word(producer) : nullptr;
-            if (word == nullptr || params.producer_count == max_checked_producers) {
-                return false;
-            }
-            params.producers[params.producer_count++] = ProducerStatus{word, producer.launch_id};
-            return true;
-        });
+    const SettlePipeline::Inputs inputs = engine_.pipeline.examine(consumer, [&](const Work& work) {
+        const auto& producer = static_cast<const PendingOp&>(work);
+        const unsigned long long* word =
+            producer.has_status_word ? readable_status_word(producer) : nullptr;
+        if (word == nullptr || params.producer_count == max_checked_producers) {
+            return false;
+        }
+        params.producers[params.producer_count++] = ProducerStatus{word, producer.launch_id};
+        return true;
+    });
     if (inputs != SettlePipeline::Inputs::Undecided) {
         return inputs != SettlePipeline::Inputs::Claimed;
     }
@@ -157,9 +156,9 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     }
     // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
     // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
-    const std::optional<std::uint32_t> injected = faults_.kernel_faults_armed() && as_copy == nullptr
-                                                      ? kernel_fault_due(request.kernel)
-                                                      : std::nullopt;
+    const std::optional<std::uint32_t> injected =
+        faults_.kernel_faults_armed() && as_copy == nullptr ? kernel_fault_due(request.kernel)
+                                                            : std::nullopt;
     const Launcher launcher = find_launcher(request.kernel);
     if (launcher != nullptr && request.config.runs_nothing()) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.

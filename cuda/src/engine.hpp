@@ -93,11 +93,11 @@ public:
     Result<StreamId> do_create_stream() override;
     Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) override;
     Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
-                 StreamId stream) override;
+                    StreamId stream) override;
     Result<std::vector<std::byte>> do_read(const BufferBinding& source) override;
     Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) override;
     Status do_copy(const KernelResource& source, const BufferBinding& target,
-                StreamId stream) override;
+                   StreamId stream) override;
     Status do_launch(LaunchRequest&& request) override;
     Result<Event> do_record_event(StreamId stream) override;
     Status do_wait_event(StreamId stream, const Event& event) override;

@@ -17,9 +17,9 @@ int main() {
     Handle consumed = *client.allocate(256);
     (void)client.launch("fail", LaunchConfig::linear(1),
                         {{produced, AccessMode::Write, std::nullopt}}, KernelArgs().u64(7));
-    (void)client.launch("copy", LaunchConfig::linear(256),
-                        {{produced, AccessMode::Read, std::nullopt},
-                         {consumed, AccessMode::Write, std::nullopt}});
+    (void)client.launch(
+        "copy", LaunchConfig::linear(256),
+        {{produced, AccessMode::Read, std::nullopt}, {consumed, AccessMode::Write, std::nullopt}});
     Result<std::vector<std::byte>> read = client.read(consumed);
     if (read.ok()) {
         std::puts("expected the read to fail");

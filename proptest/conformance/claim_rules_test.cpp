@@ -100,7 +100,8 @@ TYPED_TEST(ClaimRules, c8_a_failed_kernel_claims_its_write_set_naming_kernel_dev
     EXPECT_EQ(failed->code, 42u);
 }
 
-TYPED_TEST(ClaimRules, c9_a_launch_with_a_claimed_input_takes_that_failure_and_writing_again_repairs) {
+TYPED_TEST(ClaimRules,
+           c9_a_launch_with_a_claimed_input_takes_that_failure_and_writing_again_repairs) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
     Handle input = this->allocate(client, 64);

@@ -37,8 +37,8 @@ TYPED_TEST(LateFailures, c13_a_late_failure_leaves_the_bytes_a_later_write_lande
         Handle a = this->allocate(client, 64);
         Handle b = this->allocate(client, 64);
         // Many blocks: the producer ends (and reports) only after the other stream ran.
-        ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(4096, 32), {out(a)},
-                                  KernelArgs().u64(8)));
+        ASSERT_TRUE(
+            client.launch("fail", LaunchConfig::linear(4096, 32), {out(a)}, KernelArgs().u64(8)));
         this->copy_kernel(client, a, b, side);
         this->fill(client, b, 4, side);
         EXPECT_EQ(this->read_bytes(client, b), filled(64, 4)) << "seed " << seed;
@@ -61,7 +61,7 @@ TYPED_TEST(LateFailures, c9_skipped_work_writes_nothing_that_a_later_partial_wri
     ASSERT_TRUE(client.write(target, filled(64, 5)));
     ASSERT_TRUE(client.write(small, filled(4, 9)));
     ASSERT_TRUE(client.sync());
-    this->fail(client, stale, 3);  // Claims `stale`; its bytes stay 7.
+    this->fail(client, stale, 3);              // Claims `stale`; its bytes stay 7.
     this->copy_kernel(client, stale, target);  // Skipped: must not write.
     this->copy_kernel(client, small, target);  // Writes 4 bytes, releases all 64.
     std::vector<std::byte> expected = filled(64, 5);

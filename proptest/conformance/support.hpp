@@ -15,7 +15,9 @@
 namespace tandem::conformance {
 
 inline LaunchArgument in(const Handle& handle) { return {handle, AccessMode::Read, std::nullopt}; }
-inline LaunchArgument out(const Handle& handle) { return {handle, AccessMode::Write, std::nullopt}; }
+inline LaunchArgument out(const Handle& handle) {
+    return {handle, AccessMode::Write, std::nullopt};
+}
 
 inline std::vector<std::byte> filled(std::size_t size, std::uint8_t value) {
     return std::vector<std::byte>(size, std::byte{value});
@@ -66,20 +68,21 @@ protected:
     }
     static void fill(Client& client, const Handle& handle, std::uint8_t value,
                      std::optional<StreamId> stream = std::nullopt) {
-        ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(std::max<std::uint64_t>(handle.size_in_use(), 1)),
-                                  {out(handle)}, KernelArgs().u64(value),
-                                  stream.value_or(client.default_stream())));
+        ASSERT_TRUE(client.launch(
+            "fill", LaunchConfig::linear(std::max<std::uint64_t>(handle.size_in_use(), 1)),
+            {out(handle)}, KernelArgs().u64(value), stream.value_or(client.default_stream())));
     }
     static void fail(Client& client, const Handle& handle, std::uint32_t code,
                      std::optional<StreamId> stream = std::nullopt) {
         ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(1), {out(handle)},
-                                  KernelArgs().u64(code), stream.value_or(client.default_stream())));
+                                  KernelArgs().u64(code),
+                                  stream.value_or(client.default_stream())));
     }
     static void copy_kernel(Client& client, const Handle& from, const Handle& to,
                             std::optional<StreamId> stream = std::nullopt) {
-        ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(std::max(from.size_in_use(), to.size_in_use())),
-                                  {in(from), out(to)}, KernelArgs(),
-                                  stream.value_or(client.default_stream())));
+        ASSERT_TRUE(client.launch(
+            "copy", LaunchConfig::linear(std::max(from.size_in_use(), to.size_in_use())),
+            {in(from), out(to)}, KernelArgs(), stream.value_or(client.default_stream())));
     }
     /// The error a read of `handle` fails with, or none when it reads.
     static std::optional<Error> read_error(Client& client, const Handle& handle) {

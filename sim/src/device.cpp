@@ -143,7 +143,8 @@ Result<Handle> SimDevice::do_allocate(std::uint64_t size_bytes, StreamId stream_
     }
     fill_garbage(allocated->allocation());
     engine_.mix_trace(allocated->allocation().address ^ size_bytes);
-    return Result<Handle>(std::in_place, key(), std::move(*allocated), service_, stream_id, size_bytes);
+    return Result<Handle>(std::in_place, key(), std::move(*allocated), service_, stream_id,
+                          size_bytes);
 }
 
 Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operation) {
@@ -173,7 +174,7 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
 }
 
 Status SimDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
-                        StreamId stream_id) {
+                           StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Write;
@@ -192,9 +193,8 @@ Status SimDevice::drain_for_read(StreamId stream_id, std::span<const ClaimKey> k
     SimStream* target = *found;
     // A read waits for the work before it on its stream, and for every writer of the bytes it
     // reads, on any device, until the writer is settled (C6, C13).
-    Status drained = engine_.run_until([&] {
-        return target->queue.empty() && !engine_.pipeline.writes_unsettled(index_, keys);
-    });
+    Status drained = engine_.run_until(
+        [&] { return target->queue.empty() && !engine_.pipeline.writes_unsettled(index_, keys); });
     merge_into(engine_.host_clock, target->clock);
     sweep();
     return drained;
@@ -241,7 +241,7 @@ Result<std::vector<std::byte>> SimDevice::do_read_strided(const CopyDescriptor& 
 }
 
 Status SimDevice::do_copy(const KernelResource& source, const BufferBinding& target,
-                       StreamId stream_id) {
+                          StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Copy;
@@ -356,7 +356,8 @@ Status SimDevice::do_sync(std::span<const ClaimKey> keys) {
     if (Status synced = sync(); !synced) {
         return synced;
     }
-    Status drained = engine_.run_until([&] { return !engine_.pipeline.writes_unsettled(index_, keys); });
+    Status drained =
+        engine_.run_until([&] { return !engine_.pipeline.writes_unsettled(index_, keys); });
     sweep();
     if (!drained) {
         return drained;

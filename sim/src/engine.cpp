@@ -7,7 +7,8 @@
 namespace tandem::sim {
 
 Engine::Engine(SimOptions sim_options)
-    : options(sim_options), runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)),
+    : options(sim_options),
+      runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)),
       rng(sim_options.seed) {}
 
 Engine::~Engine() { stop_workers(); }
@@ -147,7 +148,8 @@ Status Engine::resolve_deadlock() {
             waiters += (waiters.empty() ? "" : "; ") + head.label + " on device " +
                        std::to_string(device->index()) + " stream " +
                        std::to_string(stream.id.value) +
-                       (head.blocked_on.empty() ? std::string(" waits for an event") : " " + head.blocked_on);
+                       (head.blocked_on.empty() ? std::string(" waits for an event")
+                                                : " " + head.blocked_on);
             blocked.emplace_back(device.get(), &stream);
         }
     }

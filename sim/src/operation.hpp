@@ -52,9 +52,9 @@ struct Operation final : Work {
     std::vector<BufferBinding> held;
 
     // Payloads, by kind.
-    std::vector<std::byte> bytes;  // Write.
-    std::optional<LaunchRequest> launch;  // Launch.
-    std::uint64_t event = 0;  // Record, Wait.
+    std::vector<std::byte> bytes;               // Write.
+    std::optional<LaunchRequest> launch;        // Launch.
+    std::uint64_t event = 0;                    // Record, Wait.
     std::shared_ptr<const CaptureGraph> graph;  // Replay.
     std::optional<KernelResource> copy_source;  // Copy.
 

@@ -26,10 +26,9 @@ void RaceDetector::record(MemoryId memory, const Access& access) {
         if (reports_.size() < max_reports) {
             const std::uint64_t begin = std::max(other.range.begin, access.range.begin);
             const std::uint64_t end = std::min(other.range.end, access.range.end);
-            reports_.push_back(RaceReport{
-                (other.write ? "write by " : "read by ") + other.label,
-                (access.write ? "write by " : "read by ") + access.label,
-                ClaimKey{memory, ByteRange{begin, end}}});
+            reports_.push_back(RaceReport{(other.write ? "write by " : "read by ") + other.label,
+                                          (access.write ? "write by " : "read by ") + access.label,
+                                          ClaimKey{memory, ByteRange{begin, end}}});
         }
     }
     recent.push_back(access);

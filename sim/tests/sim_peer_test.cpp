@@ -251,7 +251,8 @@ TEST(SimHandoff, a_wait_that_can_never_be_satisfied_is_a_deadlock_not_a_hang) {
     Handle data = allocate(consumer, 64);
     Handle result = allocate(consumer, 64);
     ASSERT_TRUE(consumer.write(flag, std::vector<std::byte>(4)));
-    ASSERT_TRUE(consumer.launch("handoff_consume", LaunchConfig::linear(1), {in(flag), in(data), out(result)}));
+    ASSERT_TRUE(consumer.launch("handoff_consume", LaunchConfig::linear(1),
+                                {in(flag), in(data), out(result)}));
     Status synced = consumer.sync();
     ASSERT_FALSE(synced);
     EXPECT_EQ(synced.error().kind(), ErrorKind::TornDown);

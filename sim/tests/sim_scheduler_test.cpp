@@ -19,12 +19,15 @@ std::uint64_t mixed_program(SimOptions options) {
     Handle a = allocate(zero, 4096);
     Handle b = allocate(one, 4096);
     Handle c = allocate(one, 4096);
-    EXPECT_TRUE(zero.launch("fill", LaunchConfig::linear(4096, 256), {out(shared)}, KernelArgs().u64(3)));
-    EXPECT_TRUE(zero.launch("fail", LaunchConfig::linear(64, 8), {out(a)}, KernelArgs().u64(5), zero_side));
+    EXPECT_TRUE(
+        zero.launch("fill", LaunchConfig::linear(4096, 256), {out(shared)}, KernelArgs().u64(3)));
+    EXPECT_TRUE(
+        zero.launch("fail", LaunchConfig::linear(64, 8), {out(a)}, KernelArgs().u64(5), zero_side));
     auto event = zero.record_event(zero.default_stream());
     EXPECT_TRUE(one.wait_event(one.default_stream(), *event));
     EXPECT_TRUE(one.launch("copy", LaunchConfig::linear(4096, 256), {in(shared), out(b)}));
-    EXPECT_TRUE(one.launch("fill", LaunchConfig::linear(4096, 512), {out(c)}, KernelArgs().u64(1), one_side));
+    EXPECT_TRUE(one.launch("fill", LaunchConfig::linear(4096, 512), {out(c)}, KernelArgs().u64(1),
+                           one_side));
     EXPECT_TRUE(runtime->sync_all());
     EXPECT_TRUE(one.read(b));
     EXPECT_FALSE(zero.read(a));
@@ -75,9 +78,12 @@ TEST(SimAsynchronousFailures, work_that_consumed_outputs_before_the_failure_was_
         Handle a = allocate(client, 64);
         Handle b = allocate(client, 64);
         Handle c = allocate(client, 64);
-        ASSERT_TRUE(client.launch("fail", LaunchConfig::linear(16, 1), {out(a)}, KernelArgs().u64(21)));
-        ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64, 1), {in(a), out(b)}, KernelArgs(), side));
-        ASSERT_TRUE(client.launch("checksum", LaunchConfig::linear(1), {in(b), out(c)}, KernelArgs(), side));
+        ASSERT_TRUE(
+            client.launch("fail", LaunchConfig::linear(16, 1), {out(a)}, KernelArgs().u64(21)));
+        ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64, 1), {in(a), out(b)},
+                                  KernelArgs(), side));
+        ASSERT_TRUE(client.launch("checksum", LaunchConfig::linear(1), {in(b), out(c)},
+                                  KernelArgs(), side));
         ASSERT_TRUE(runtime->sync_all());
         const auto trace = runtime->trace();
         const Span producer = span_of(trace, "fail");
@@ -100,20 +106,24 @@ TEST(SimDelay, a_delayed_stream_starts_its_work_after_the_delay) {
     const StreamId side = *client.create_stream();
     ASSERT_TRUE(client.inject(StreamDelay{side, 50}));
     Handle a = allocate(client, 64);
-    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(a)}, KernelArgs().u64(1), side));
+    ASSERT_TRUE(
+        client.launch("fill", LaunchConfig::linear(64), {out(a)}, KernelArgs().u64(1), side));
     ASSERT_TRUE(runtime->sync_all());
     EXPECT_GE(span_of(runtime->trace(), "fill").begin, 50u);
-    EXPECT_EQ(client.inject(StreamDelay{StreamId{99}, 1}).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.inject(StreamDelay{StreamId{99}, 1}).error().kind(),
+              ErrorKind::InvalidArgument);
 }
 
 TEST(SimThreads, runs_a_multi_device_program_on_worker_threads) {
-    auto runtime = make_runtime(SimOptions{.mode = SchedulerMode::Threads, .grant_all_peers = true});
+    auto runtime =
+        make_runtime(SimOptions{.mode = SchedulerMode::Threads, .grant_all_peers = true});
     Client zero = runtime->client(0);
     Client one = runtime->client(1);
     Handle shared = *zero.share_with_peers(allocate(zero, 1 << 16));
     Handle failed = allocate(zero, 64);
     Handle copy = allocate(one, 1 << 16);
-    ASSERT_TRUE(zero.launch("fill", LaunchConfig::linear(1 << 16), {out(shared)}, KernelArgs().u64(4)));
+    ASSERT_TRUE(
+        zero.launch("fill", LaunchConfig::linear(1 << 16), {out(shared)}, KernelArgs().u64(4)));
     ASSERT_TRUE(zero.launch("fail", LaunchConfig::linear(1), {out(failed)}, KernelArgs().u64(2)));
     auto event = zero.record_event(zero.default_stream());
     ASSERT_TRUE(one.wait_event(one.default_stream(), *event));
@@ -127,7 +137,8 @@ TEST(SimThreads, runs_a_multi_device_program_on_worker_threads) {
 }
 
 TEST(SimThreads, the_handoff_completes_with_real_concurrency) {
-    auto runtime = make_runtime(SimOptions{.mode = SchedulerMode::Threads, .grant_all_peers = true});
+    auto runtime =
+        make_runtime(SimOptions{.mode = SchedulerMode::Threads, .grant_all_peers = true});
     Client producer = runtime->client(0);
     Client consumer = runtime->client(1);
     Handle data = *consumer.share_with_peers(allocate(consumer, 256));
@@ -137,8 +148,10 @@ TEST(SimThreads, the_handoff_completes_with_real_concurrency) {
     ASSERT_TRUE(consumer.write(flag, std::vector<std::byte>(4)));
     ASSERT_TRUE(producer.write(source, std::vector<std::byte>(256, std::byte{0x33})));
     ASSERT_TRUE(runtime->sync_all());
-    ASSERT_TRUE(consumer.launch("handoff_consume", LaunchConfig::linear(32, 8), {in(flag), in(data), out(result)}));
-    ASSERT_TRUE(producer.launch("handoff_produce", LaunchConfig::linear(1), {in(source), out(data), inout(flag)}));
+    ASSERT_TRUE(consumer.launch("handoff_consume", LaunchConfig::linear(32, 8),
+                                {in(flag), in(data), out(result)}));
+    ASSERT_TRUE(producer.launch("handoff_produce", LaunchConfig::linear(1),
+                                {in(source), out(data), inout(flag)}));
     auto read = consumer.read(result);
     ASSERT_TRUE(read) << read.error().report();
     EXPECT_EQ(*read, std::vector<std::byte>(256, std::byte{0x33}));
@@ -146,7 +159,8 @@ TEST(SimThreads, the_handoff_completes_with_real_concurrency) {
 
 /// The value a ring program fills buffer (round, device, stream) with.
 std::byte ring_value(int round, std::uint32_t device, std::size_t stream) {
-    return static_cast<std::byte>(round * 16 + static_cast<int>(device) * 4 + static_cast<int>(stream) + 1);
+    return static_cast<std::byte>(round * 16 + static_cast<int>(device) * 4 +
+                                  static_cast<int>(stream) + 1);
 }
 
 TEST(SimThreads, three_devices_with_three_streams_each_pass_buffers_along_a_ring_by_events) {
@@ -175,10 +189,11 @@ TEST(SimThreads, three_devices_with_three_streams_each_pass_buffers_along_a_ring
             const std::uint32_t next = (device + 1) % devices;
             for (std::size_t stream = 0; stream < streams_per_device; ++stream) {
                 Handle source = *owner.share_with_peers(allocate(owner, size_bytes));
-                ASSERT_TRUE(owner.launch("fill", LaunchConfig::linear(size_bytes, 256), {out(source)},
-                                         KernelArgs().u64(std::to_integer<std::uint64_t>(
-                                             ring_value(round, device, stream))),
-                                         streams[device][stream]));
+                ASSERT_TRUE(owner.launch(
+                    "fill", LaunchConfig::linear(size_bytes, 256), {out(source)},
+                    KernelArgs().u64(
+                        std::to_integer<std::uint64_t>(ring_value(round, device, stream))),
+                    streams[device][stream]));
                 auto event = owner.record_event(streams[device][stream]);
                 ASSERT_TRUE(event) << event.error().report();
                 ASSERT_TRUE(clients[next].wait_event(streams[next][stream], *event));
@@ -190,10 +205,12 @@ TEST(SimThreads, three_devices_with_three_streams_each_pass_buffers_along_a_ring
         }
         ASSERT_TRUE(runtime->sync_all());
         for (std::size_t index = 0; index < copies.size(); ++index) {
-            const std::uint32_t reader = (static_cast<std::uint32_t>(index / streams_per_device) + 1) % devices;
+            const std::uint32_t reader =
+                (static_cast<std::uint32_t>(index / streams_per_device) + 1) % devices;
             auto read = clients[reader].read(copies[index]);
             ASSERT_TRUE(read) << read.error().report();
-            EXPECT_EQ(*read, std::vector<std::byte>(size_bytes, expected[index])) << "round " << round;
+            EXPECT_EQ(*read, std::vector<std::byte>(size_bytes, expected[index]))
+                << "round " << round;
         }
     }
     EXPECT_TRUE(runtime->races().empty());
@@ -212,12 +229,16 @@ TEST(SimThreads, a_failure_on_one_stream_reaches_a_peer_consumer_and_spares_an_u
     Handle consumed = allocate(one, 4096);
     Handle unrelated = allocate(two, 4096);
     Handle unrelated_copy = allocate(two, 4096);
-    ASSERT_TRUE(zero.launch("fail", LaunchConfig::linear(64, 8), {out(failed)}, KernelArgs().u64(9), zero_side));
+    ASSERT_TRUE(zero.launch("fail", LaunchConfig::linear(64, 8), {out(failed)}, KernelArgs().u64(9),
+                            zero_side));
     auto event = zero.record_event(zero_side);
     ASSERT_TRUE(one.wait_event(one_side, *event));
-    ASSERT_TRUE(one.launch("copy", LaunchConfig::linear(4096, 256), {in(failed), out(consumed)}, KernelArgs(), one_side));
-    ASSERT_TRUE(two.launch("fill", LaunchConfig::linear(4096, 256), {out(unrelated)}, KernelArgs().u64(6), two_side));
-    ASSERT_TRUE(two.launch("copy", LaunchConfig::linear(4096, 256), {in(unrelated), out(unrelated_copy)}, KernelArgs(), two_side));
+    ASSERT_TRUE(one.launch("copy", LaunchConfig::linear(4096, 256), {in(failed), out(consumed)},
+                           KernelArgs(), one_side));
+    ASSERT_TRUE(two.launch("fill", LaunchConfig::linear(4096, 256), {out(unrelated)},
+                           KernelArgs().u64(6), two_side));
+    ASSERT_TRUE(two.launch("copy", LaunchConfig::linear(4096, 256),
+                           {in(unrelated), out(unrelated_copy)}, KernelArgs(), two_side));
     ASSERT_TRUE(runtime->sync_all());
 
     auto read = one.read(consumed);
@@ -253,7 +274,8 @@ TEST(SimBounds, a_wait_on_an_event_recorded_long_ago_is_valid_and_orders) {
     Client client = runtime->client(0);
     Client other = runtime->client(1);
     Handle buffer = allocate(client, 64);
-    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(buffer)}, KernelArgs().u64(3)));
+    ASSERT_TRUE(
+        client.launch("fill", LaunchConfig::linear(64), {out(buffer)}, KernelArgs().u64(3)));
     Result<Event> first = client.record_event(client.default_stream());
     ASSERT_TRUE(first);
     for (int index = 0; index < 20'000; ++index) {

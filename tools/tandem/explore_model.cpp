@@ -135,8 +135,7 @@ private:
         }
         run_kernel(step, inputs, outputs);
     }
-    void finish_failed(const LaunchStep&, const std::vector<std::string>& outputs,
-                       int failure) {
+    void finish_failed(const LaunchStep&, const std::vector<std::string>& outputs, int failure) {
         for (const std::string& output : outputs) {
             claim(output, failure);
         }

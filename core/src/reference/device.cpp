@@ -98,7 +98,7 @@ Status ReferenceDevice::submit(const std::shared_ptr<ReferenceWork>& work,
 }
 
 Status ReferenceDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
-                              StreamId stream) {
+                                 StreamId stream) {
     std::lock_guard lock(engine_.mutex);
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
@@ -147,7 +147,7 @@ Result<std::vector<std::byte>> ReferenceDevice::do_read_strided(const CopyDescri
 }
 
 Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBinding& target,
-                             StreamId stream) {
+                                StreamId stream) {
     std::lock_guard lock(engine_.mutex);
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
@@ -340,8 +340,7 @@ Result<CaptureGraph> ReferenceDevice::do_end_capture(StreamId stream) {
     if (std::optional<Error> refusal = close_capture(*window)) {
         return *refusal;
     }
-    return CaptureGraph(key(), service_, std::move(window->launches),
-                        std::move(window->write_set));
+    return CaptureGraph(key(), service_, std::move(window->launches), std::move(window->write_set));
 }
 
 Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {

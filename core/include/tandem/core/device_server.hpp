@@ -52,7 +52,9 @@ public:
     [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
 
 protected:
-    [[nodiscard]] bool maybe_lost() const final { return lost_flag_.load(std::memory_order_acquire); }
+    [[nodiscard]] bool maybe_lost() const final {
+        return lost_flag_.load(std::memory_order_acquire);
+    }
     /// Stream ids run from 1 and streams are never destroyed: an id is valid iff it is at most
     /// the count, which a backend sets (`set_stream_count`) as it creates them.
     [[nodiscard]] bool has_stream(StreamId stream) const final {

@@ -16,10 +16,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <functional>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -103,7 +103,8 @@ private:
 template <typename T>
 class HostTiledView {
 public:
-    HostTiledView(const HostKernelContext* context, std::size_t resource, const BoundResource& bound)
+    HostTiledView(const HostKernelContext* context, std::size_t resource,
+                  const BoundResource& bound)
         : bytes_(context, resource, bound), map_(*bound.tensor_map) {}
 
     [[nodiscard]] std::uint64_t tile_count() const {
@@ -132,7 +133,7 @@ private:
 class HostKernelContext {
 public:
     HostKernelContext(std::string kernel, std::vector<BoundResource> resources, KernelArgs args,
-                     std::uint64_t thread_count, KernelHost& host)
+                      std::uint64_t thread_count, KernelHost& host)
         : kernel_(std::move(kernel)),
           resources_(std::move(resources)),
           args_(args),
@@ -174,10 +175,10 @@ public:
         if (view.atomic_load_acquire(index) == value) {
             return;
         }
-        host_.block_until([&view, index, value] { return view.atomic_load_acquire(index) == value; },
-                          "'" + kernel_ + "' waits for element " + std::to_string(index) +
-                              " of resource " + std::to_string(view.resource_) + " to equal " +
-                              std::to_string(value));
+        host_.block_until(
+            [&view, index, value] { return view.atomic_load_acquire(index) == value; },
+            "'" + kernel_ + "' waits for element " + std::to_string(index) + " of resource " +
+                std::to_string(view.resource_) + " to equal " + std::to_string(value));
     }
 
     [[nodiscard]] KernelHost& host() const { return host_; }
@@ -225,7 +226,8 @@ T HostView<T>::atomic_load_acquire(std::uint64_t index) const {
     host.yield();
     T value;
     if (host.threaded() && reinterpret_cast<std::uintptr_t>(element(index)) % alignof(T) == 0) {
-        value = std::atomic_ref<T>(*reinterpret_cast<T*>(element(index))).load(std::memory_order_acquire);
+        value = std::atomic_ref<T>(*reinterpret_cast<T*>(element(index)))
+                    .load(std::memory_order_acquire);
     } else {
         std::memcpy(&value, element(index), sizeof(T));
     }
@@ -239,7 +241,8 @@ void HostView<T>::atomic_store_release(std::uint64_t index, T value) const {
     KernelHost& host = context_->host();
     host.on_release(context_->bound(resource_).address + index * sizeof(T));
     if (host.threaded() && reinterpret_cast<std::uintptr_t>(element(index)) % alignof(T) == 0) {
-        std::atomic_ref<T>(*reinterpret_cast<T*>(element(index))).store(value, std::memory_order_release);
+        std::atomic_ref<T>(*reinterpret_cast<T*>(element(index)))
+            .store(value, std::memory_order_release);
     } else {
         std::memcpy(element(index), &value, sizeof(T));
     }
@@ -300,7 +303,7 @@ void HostTiledView<T>::copy_tile_to(std::uint64_t tile, const HostTiledView& tar
 }
 
 inline void HostKernelContext::fault(std::size_t resource, std::uint64_t byte_offset,
-                                    bool write) const {
+                                     bool write) const {
     const BoundResource& bound = resources_[resource];
     const std::uint64_t address = bound.address + byte_offset;
     std::string what = write ? "store" : "load";
@@ -313,11 +316,13 @@ inline void HostKernelContext::fault(std::size_t resource, std::uint64_t byte_of
     } else {
         why = "the access is past the " + std::to_string(bound.size_bytes) + " bytes bound";
     }
-    raise("illegal " + what + " by '" + kernel_ + "' at address 0x" + [address] {
-        char text[24];
-        std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(address));
-        return std::string(text);
-    }() + " (resource " + std::to_string(resource) + ", byte " + std::to_string(byte_offset) +
+    raise("illegal " + what + " by '" + kernel_ + "' at address 0x" +
+          [address] {
+              char text[24];
+              std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(address));
+              return std::string(text);
+          }() +
+          " (resource " + std::to_string(resource) + ", byte " + std::to_string(byte_offset) +
           "): " + why + "; " + host_.describe_address(address));
 }
 

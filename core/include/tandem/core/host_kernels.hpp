@@ -5,8 +5,8 @@
 // catalog is always registered; programs and tests add their own single-source kernels with
 // `register_kernel`, for every host backend of the process.
 
-#include "tandem/core/result.hpp"
 #include "tandem/core/host_kernel_context.hpp"
+#include "tandem/core/result.hpp"
 
 #include <string>
 #include <string_view>

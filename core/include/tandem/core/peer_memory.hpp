@@ -33,8 +33,8 @@ class PeerMemory {
 public:
     /// Memory at `address` on `owner`, pinned by `pin`. Only the owning client builds one, from
     /// the address its device resolved.
-    PeerMemory(RuntimeKey, ManagedMemoryBinding pin, std::uint64_t address,
-               ServiceId owner_service, std::weak_ptr<PeerOwner> owner);
+    PeerMemory(RuntimeKey, ManagedMemoryBinding pin, std::uint64_t address, ServiceId owner_service,
+               std::weak_ptr<PeerOwner> owner);
 
     /// The device address of the allocation's first byte.
     [[nodiscard]] std::uint64_t address() const;

@@ -88,7 +88,8 @@ private:
             for (std::uint32_t dim = 0; dim < map_.rank; ++dim) {
                 const std::uint64_t coord = origin[dim] + offset[dim];
                 inside = inside && coord < map_.dims[dim];
-                from += dim == 0 ? coord * map_.elem_size_bytes : coord * map_.strides_bytes[dim - 1];
+                from +=
+                    dim == 0 ? coord * map_.elem_size_bytes : coord * map_.strides_bytes[dim - 1];
                 to += dim == 0 ? coord * target.map_.elem_size_bytes
                                : coord * target.map_.strides_bytes[dim - 1];
             }
@@ -125,7 +126,8 @@ public:
         if (params.ticket != nullptr) {
             status_ = params.ticket->status;
             launch_id_ = params.ticket->launch_id;
-            injected_code_ = reinterpret_cast<const std::uint32_t*>(params.ticket + 1)[params.replay_index];
+            injected_code_ =
+                reinterpret_cast<const std::uint32_t*>(params.ticket + 1)[params.replay_index];
         }
         if constexpr (sizeof(Params) == sizeof(TensorLaunchParams)) {
             // Every thread of every block constructs the context first thing, so the block-wide
@@ -137,10 +139,12 @@ public:
     }
 
     __device__ std::uint64_t thread_index() const {
-        const std::uint64_t block = blockIdx.x + std::uint64_t{gridDim.x} *
-                                                     (blockIdx.y + std::uint64_t{gridDim.y} * blockIdx.z);
-        const std::uint64_t within = threadIdx.x + std::uint64_t{blockDim.x} *
-                                                       (threadIdx.y + std::uint64_t{blockDim.y} * threadIdx.z);
+        const std::uint64_t block =
+            blockIdx.x +
+            std::uint64_t{gridDim.x} * (blockIdx.y + std::uint64_t{gridDim.y} * blockIdx.z);
+        const std::uint64_t within =
+            threadIdx.x +
+            std::uint64_t{blockDim.x} * (threadIdx.y + std::uint64_t{blockDim.y} * threadIdx.z);
         return block * (std::uint64_t{blockDim.x} * blockDim.y * blockDim.z) + within;
     }
     __device__ std::uint64_t thread_count() const {
@@ -199,7 +203,8 @@ public:
         }
         for (std::uint32_t index = 0; index < params_.producer_count; ++index) {
             const ProducerStatus& producer = params_.producers[index];
-            const unsigned long long word = *static_cast<const volatile unsigned long long*>(producer.word);
+            const unsigned long long word =
+                *static_cast<const volatile unsigned long long*>(producer.word);
             if ((word >> 32) == producer.launch_id) {
                 return true;
             }
