@@ -4,9 +4,21 @@
 #include "support.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 namespace tandem::conformance {
 namespace {
+
+// Break i: only a backend builds handles, peer memory and capture graphs (it shows a
+// `RuntimeKey`, which a program cannot make), so no program can forge an address, a size or a
+// write set for a backend to use.
+static_assert(!std::is_constructible_v<Handle, ManagedMemoryHandle, ServiceId, StreamId,
+                                       std::uint64_t>);
+static_assert(!std::is_constructible_v<PeerMemory, ManagedMemoryBinding, std::uint64_t, ServiceId,
+                                       std::weak_ptr<PeerOwner>>);
+static_assert(!std::is_constructible_v<CaptureGraph, ServiceId, std::vector<LaunchRequest>,
+                                       std::vector<ClaimKey>>);
+static_assert(!std::is_default_constructible_v<RuntimeKey>);
 
 template <typename Backend>
 class ContractChecks : public Conformance<Backend> {};
