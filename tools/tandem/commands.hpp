@@ -11,6 +11,18 @@ namespace tandem::tool {
 
 using Run = std::function<int()>;
 
+/// Refuses a negative count or seed as written: CLI11 would read "-5" into an unsigned option as
+/// 2^64 - 5.
+inline const CLI::Validator& non_negative() {
+    static const CLI::Validator validator(
+        [](std::string& value) {
+            return !value.empty() && value.front() == '-' ? std::string("must not be negative")
+                                                          : std::string();
+        },
+        "NON-NEGATIVE");
+    return validator;
+}
+
 /// `tandem selfcheck`: exercises the core rules on one in-process device and prints each check.
 Run add_selfcheck(CLI::App& app);
 /// `tandem clean`: removes segments of simulator runtimes whose process is gone.

@@ -55,10 +55,13 @@ ExploreProgram shrink(ExploreProgram program) {
     return program;
 }
 
-int report_violation(const ExploreFlags& flags, const ExploreProgram& program, const ScenarioResult& result) {
-    std::printf("violation: program seed %llu (explore --seed %llu --devices %u --steps %llu)\n%s\n",
-                static_cast<unsigned long long>(program.seed), static_cast<unsigned long long>(program.seed),
-                flags.devices, static_cast<unsigned long long>(flags.steps), result.failure.c_str());
+int report_violation(const ExploreFlags& flags, const ExploreProgram& program,
+                     const ScenarioResult& result) {
+    std::printf(
+        "violation: program seed %llu (explore --seed %llu --devices %u --steps %llu)\n%s\n",
+        static_cast<unsigned long long>(program.seed),
+        static_cast<unsigned long long>(program.seed), flags.devices,
+        static_cast<unsigned long long>(flags.steps), result.failure.c_str());
     const ExploreProgram shrunk = shrink(program);
     Scenario scenario = annotate(shrunk);
     scenario.name = "explore violation, seed " + std::to_string(program.seed);
@@ -141,13 +144,15 @@ int explore(const ExploreFlags& flags) {
     }
     const bool soak = flags.minutes > 0;
     if (soak) {
-        std::printf("tandem explore: programs from seed %llu for %g minutes, %u devices, %llu steps each\n",
-                    static_cast<unsigned long long>(flags.seed), flags.minutes, flags.devices,
-                    static_cast<unsigned long long>(flags.steps));
+        std::printf(
+            "tandem explore: programs from seed %llu for %g minutes, %u devices, %llu steps each\n",
+            static_cast<unsigned long long>(flags.seed), flags.minutes, flags.devices,
+            static_cast<unsigned long long>(flags.steps));
     } else {
         std::printf("tandem explore: %llu programs from seed %llu, %u devices, %llu steps each\n",
-                    static_cast<unsigned long long>(flags.runs), static_cast<unsigned long long>(flags.seed),
-                    flags.devices, static_cast<unsigned long long>(flags.steps));
+                    static_cast<unsigned long long>(flags.runs),
+                    static_cast<unsigned long long>(flags.seed), flags.devices,
+                    static_cast<unsigned long long>(flags.steps));
     }
     std::fflush(stdout);
     const auto started = std::chrono::steady_clock::now();
@@ -159,7 +164,8 @@ int explore(const ExploreFlags& flags) {
         if (soak ? std::chrono::steady_clock::now() >= deadline : run >= flags.runs) {
             break;
         }
-        const ExploreProgram program = generate_program(flags.devices, flags.steps, flags.seed + run);
+        const ExploreProgram program =
+            generate_program(flags.devices, flags.steps, flags.seed + run);
         const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
         if (!result.passed) {
             // A soak keeps going so that its summary still gives the figures; a run stops at the
@@ -185,7 +191,8 @@ int explore(const ExploreFlags& flags) {
     if (tally.programs < soak_warmup_programs) {
         tally.peak_kib_at_start = peak_resident_kib();
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (soak) {
         print_soak(tally, seconds);
         return tally.violations == 0 ? 0 : 1;
@@ -203,14 +210,24 @@ Run add_explore(CLI::App& app) {
     auto flags = std::make_shared<ExploreFlags>();
     auto* command = app.add_subcommand(
         "explore", "Run random programs with injected faults against the byte-level oracle");
-    auto* runs = command->add_option("--runs", flags->runs, "How many programs")->capture_default_str();
-    command->add_option("--minutes", flags->minutes, "Soak: run programs until this many minutes have passed")
-        ->check(CLI::PositiveNumber)
+    auto* runs = command->add_option("--runs", flags->runs, "How many programs")
+                     ->check(non_negative())
+                     ->capture_default_str();
+    command
+        ->add_option("--minutes", flags->minutes,
+                     "Soak: run programs until this many minutes have passed")
+        ->check(CLI::Range(1.0 / 60, 1e6).description("from 1/60 (a second) to 1000000 minutes"))
         ->excludes(runs);
-    command->add_option("--seed", flags->seed, "Seed of the first program (the next get seed+1, ...)")
+    command
+        ->add_option("--seed", flags->seed, "Seed of the first program (the next get seed+1, ...)")
+        ->check(non_negative())
         ->capture_default_str();
-    command->add_option("--devices", flags->devices, "Devices per program")->capture_default_str();
-    command->add_option("--steps", flags->steps, "Random units per program")->capture_default_str();
+    command->add_option("--devices", flags->devices, "Devices per program")
+        ->check(non_negative())
+        ->capture_default_str();
+    command->add_option("--steps", flags->steps, "Random units per program")
+        ->check(non_negative())
+        ->capture_default_str();
     command->add_option("--out", flags->out, "Folder for the shrunk program of a violation")
         ->capture_default_str();
     return [flags] { return explore(*flags); };

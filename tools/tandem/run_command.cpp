@@ -192,7 +192,8 @@ void add_common_flags(CLI::App* command, RunFlags& flags) {
     command->add_option("--backend", flags.backend, "Backend to run on: sim or cuda")
         ->check(CLI::IsMember({"sim", "cuda"}))
         ->capture_default_str();
-    command->add_option("--seed", flags.seed, "Seed for every scenario (overrides the file's)");
+    command->add_option("--seed", flags.seed, "Seed for every scenario (overrides the file's)")
+        ->check(non_negative());
     command->add_flag("--json", flags.json, "Print a machine-readable result on stdout");
     command->add_option("--trace", flags.trace, "Write a Chrome trace event file (Perfetto opens it)");
 }

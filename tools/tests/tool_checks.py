@@ -109,10 +109,32 @@ def check_trace(tool, scenarios):
     print(f"trace: ok ({len(events)} events, {begins} operations)")
 
 
+def check_command_line(tool):
+    """The edges a newcomer meets first: the version, help on a command, a mistyped command, and
+    numbers that would wrap."""
+    result = run(tool, "--version")
+    if result.returncode != 0 or not re.match(r"tandem \d+\.\d+\.\d+", result.stdout):
+        fail(f"--version: exit {result.returncode}: {result.stdout}{result.stderr}")
+    result = run(tool, "help", "run")
+    if result.returncode != 0 or "Usage: tandem run" not in result.stdout:
+        fail(f"help run: exit {result.returncode}: {result.stdout}{result.stderr}")
+    result = run(tool, "expore")
+    if result.returncode != 2 or "did you mean 'explore'" not in result.stderr:
+        fail(f"a mistyped command: exit {result.returncode}: {result.stderr}")
+    for args, needle in ((["explore", "--runs", "-5"], "must not be negative"),
+                         (["explore", "--seed", "-1", "--runs", "1"], "must not be negative"),
+                         (["explore", "--minutes", "0"], "not in range")):
+        result = run(tool, *args)
+        if result.returncode != 2 or needle not in result.stderr or len(result.stderr) > 400:
+            fail(f"{' '.join(args)}: exit {result.returncode}: {result.stderr}")
+    print("command line: ok")
+
+
 def main():
     tool, scenarios = sys.argv[1], sys.argv[2]
     check_malformed(tool)
     check_trace(tool, scenarios)
+    check_command_line(tool)
 
 
 if __name__ == "__main__":
