@@ -178,4 +178,21 @@ Result<TensorMapBinding> TensorMapBinding::make(BufferBinding binding,
     return TensorMapBinding(std::move(binding), std::move(descriptor));
 }
 
+std::vector<ClaimKey> CopyDescriptor::element_keys() const {
+    std::vector<ClaimKey> keys;
+    for (std::uint64_t offset : element_offsets()) {
+        keys.push_back(ClaimKey{binding_.memory_id(), {offset, offset + elem_size_bytes_}});
+    }
+    return keys;
+}
+
+std::vector<std::byte> CopyDescriptor::gather(const std::byte* allocation) const {
+    std::vector<std::byte> bytes;
+    bytes.reserve(element_count() * elem_size_bytes_);
+    for (std::uint64_t offset : element_offsets()) {
+        bytes.insert(bytes.end(), allocation + offset, allocation + offset + elem_size_bytes_);
+    }
+    return bytes;
+}
+
 }  // namespace tandem

@@ -1,5 +1,7 @@
 #include "tandem/core/server.hpp"
 
+#include "tandem/core/runtime.hpp"
+
 namespace tandem {
 
 std::optional<Error> Server::loss() const {
@@ -138,6 +140,17 @@ Status Server::replay(const CaptureGraph& graph, StreamId stream) {
         return *refused;
     }
     return do_replay(graph, stream);
+}
+
+Status sync_every_device(const Runtime& runtime) {
+    Status first;
+    for (std::size_t index = 0; index < runtime.device_count(); ++index) {
+        Status synced = runtime.client(index).sync();
+        if (first.ok() && !synced.ok() && synced.error().kind() != ErrorKind::DeviceLost) {
+            first = synced;
+        }
+    }
+    return first;
 }
 
 }  // namespace tandem

@@ -2,27 +2,12 @@
 // per written buffer, allocates nothing on the heap once warm. This executable replaces the global
 // operator new to count.
 
+#include "heap_counter.hpp"
 #include "one_device.hpp"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
-namespace {
-std::atomic<long> heap_allocations{0};
-}
-
-void* operator new(std::size_t size) {
-    heap_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void* memory = std::malloc(size == 0 ? 1 : size)) {
-        return memory;
-    }
-    throw std::bad_alloc();
-}
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
+using tandem::testing::heap_allocations;
 
 namespace tandem {
 namespace {

@@ -245,12 +245,7 @@ Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor&
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
     }
-    std::vector<ClaimKey> keys;
-    const std::vector<std::uint64_t> offsets = source.element_offsets();
-    for (std::uint64_t offset : offsets) {
-        keys.push_back(ClaimKey{binding.memory_id(), {offset, offset + source.elem_size_bytes()}});
-    }
-    if (Status readable = claims_.check(keys); !readable) {
+    if (Status readable = claims_.check(source.element_keys()); !readable) {
         return readable.error();
     }
     std::vector<std::byte> whole(binding.size());
@@ -261,13 +256,7 @@ Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor&
     if (status != cudaSuccess) {
         return call_error("the device to host copy of the strided read", status);
     }
-    std::vector<std::byte> bytes;
-    for (std::uint64_t offset : offsets) {
-        bytes.insert(
-            bytes.end(), whole.begin() + static_cast<std::ptrdiff_t>(offset),
-            whole.begin() + static_cast<std::ptrdiff_t>(offset + source.elem_size_bytes()));
-    }
-    return bytes;
+    return source.gather(whole.data());
 }
 
 Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& target,

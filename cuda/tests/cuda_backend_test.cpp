@@ -469,28 +469,5 @@ TEST_F(CudaBackend, out_of_memory_carries_its_figures) {
     EXPECT_TRUE(client.allocate(1 << 20));
 }
 
-// The simulator's fuzzer finding, on the GPU's device: an armed fault must not turn a wrong request
-// into OutOfMemory, nor be used up by it.
-TEST_F(CudaBackend,
-       a_wrong_allocation_is_invalid_even_with_a_fault_armed_and_leaves_the_fault_armed) {
-    Client client = runtime->client(0);
-    ASSERT_TRUE(client.inject(AllocationFault{1}));
-    EXPECT_EQ(client.allocate(0).error().kind(), ErrorKind::InvalidArgument);
-    EXPECT_EQ(client.allocate(UINT64_MAX).error().kind(), ErrorKind::InvalidArgument);
-    EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::OutOfMemory);
-    EXPECT_TRUE(client.allocate(64));
-}
-
-TEST_F(CudaBackend, allocations_name_a_stream_that_exists_and_a_lost_device_refuses_them) {
-    Client client = runtime->client(0);
-    EXPECT_EQ(client.allocate(64, StreamId{0}).error().kind(), ErrorKind::InvalidArgument);
-    EXPECT_EQ(client.allocate(64, StreamId{99}).error().kind(), ErrorKind::InvalidArgument);
-    Result<StreamId> created = client.create_stream();
-    ASSERT_TRUE(created);
-    EXPECT_TRUE(client.allocate(64, *created));
-    ASSERT_TRUE(client.inject(DeviceLossFault{0}));
-    EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::DeviceLost);
-}
-
 }  // namespace
 }  // namespace tandem::cuda

@@ -3,27 +3,12 @@
 // allocations are not C++ allocations and are not counted). This executable replaces the global
 // operator new to count, so it runs on its own.
 
+#include "../../core/tests/heap_counter.hpp"
 #include "tandem/cuda/runtime.hpp"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
-namespace {
-std::atomic<long> heap_allocations{0};
-}
-
-void* operator new(std::size_t size) {
-    heap_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void* memory = std::malloc(size == 0 ? 1 : size)) {
-        return memory;
-    }
-    throw std::bad_alloc();
-}
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
+using tandem::testing::heap_allocations;
 
 namespace tandem::cuda {
 namespace {

@@ -49,45 +49,52 @@ TYPED_TEST(LateFailures, c13_a_late_failure_leaves_the_bytes_a_later_write_lande
 }
 
 // Break e: the catalog's `copy` writes as many bytes as the smaller buffer holds, so a copy of 4
-// bytes into a 64-byte buffer releases all 64 and leaves 60 as they were. Had the skipped copy
+// bytes into a 64-byte buffer releases all 64 and leaves 60 as they were. Had the skipped work
 // before it written, those 60 bytes would be the skipped work's.
+struct PartialRewrite {
+    Handle stale;   // 64 bytes of 7, then claimed by a failure of code 3.
+    Handle target;  // 64 bytes of 5.
+    Handle small;   // 4 bytes of 9.
+
+    /// What `target` holds once `small` was copied into it by the catalog's `copy`.
+    static std::vector<std::byte> expected() {
+        std::vector<std::byte> bytes = filled(64, 5);
+        std::fill_n(bytes.begin(), 4, std::byte{9});
+        return bytes;
+    }
+};
+
+template <typename Fixture>
+PartialRewrite partial_rewrite(Fixture& test, Client& client) {
+    PartialRewrite buffers{test.allocate(client, 64), test.allocate(client, 64),
+                           test.allocate(client, 4)};
+    EXPECT_TRUE(client.write(buffers.stale, filled(64, 7)));
+    EXPECT_TRUE(client.write(buffers.target, filled(64, 5)));
+    EXPECT_TRUE(client.write(buffers.small, filled(4, 9)));
+    EXPECT_TRUE(client.sync());
+    test.fail(client, buffers.stale, 3);  // Not synced: on a GPU its outcome is not known yet.
+    return buffers;
+}
+
 TYPED_TEST(LateFailures, c9_skipped_work_writes_nothing_that_a_later_partial_write_leaves) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
-    Handle stale = this->allocate(client, 64);
-    Handle target = this->allocate(client, 64);
-    Handle small = this->allocate(client, 4);
-    ASSERT_TRUE(client.write(stale, filled(64, 7)));
-    ASSERT_TRUE(client.write(target, filled(64, 5)));
-    ASSERT_TRUE(client.write(small, filled(4, 9)));
-    ASSERT_TRUE(client.sync());
-    this->fail(client, stale, 3);              // Claims `stale`; its bytes stay 7.
-    this->copy_kernel(client, stale, target);  // Skipped: must not write.
-    this->copy_kernel(client, small, target);  // Writes 4 bytes, releases all 64.
-    std::vector<std::byte> expected = filled(64, 5);
-    std::fill_n(expected.begin(), 4, std::byte{9});
-    EXPECT_EQ(this->read_bytes(client, target), expected);
+    const PartialRewrite buffers = partial_rewrite(*this, client);
+    this->copy_kernel(client, buffers.stale, buffers.target);  // Skipped: must not write.
+    this->copy_kernel(client, buffers.small, buffers.target);  // Releases all 64 bytes.
+    EXPECT_EQ(this->read_bytes(client, buffers.target), PartialRewrite::expected());
 }
 
 TYPED_TEST(LateFailures, c9_a_skipped_copy_moves_no_byte) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
-    Handle stale = this->allocate(client, 64);
-    Handle target = this->allocate(client, 64);
-    Handle small = this->allocate(client, 4);
-    ASSERT_TRUE(client.write(stale, filled(64, 7)));
-    ASSERT_TRUE(client.write(target, filled(64, 5)));
-    ASSERT_TRUE(client.write(small, filled(4, 9)));
-    ASSERT_TRUE(client.sync());
-    this->fail(client, stale, 3);
-    ASSERT_TRUE(client.copy(stale, target));  // Its producer is not known yet: skipped.
-    std::optional<Error> error = this->read_error(client, target);
+    const PartialRewrite buffers = partial_rewrite(*this, client);
+    ASSERT_TRUE(client.copy(buffers.stale, buffers.target));  // Skipped: must not move a byte.
+    std::optional<Error> error = this->read_error(client, buffers.target);
     ASSERT_TRUE(error);
     EXPECT_EQ(root_code(*error), 3u) << error->report();
-    this->copy_kernel(client, small, target);
-    std::vector<std::byte> expected = filled(64, 5);
-    std::fill_n(expected.begin(), 4, std::byte{9});
-    EXPECT_EQ(this->read_bytes(client, target), expected);
+    this->copy_kernel(client, buffers.small, buffers.target);
+    EXPECT_EQ(this->read_bytes(client, buffers.target), PartialRewrite::expected());
 }
 
 TYPED_TEST(LateFailures, c9_a_chain_of_skipped_launches_writes_nothing_anywhere) {

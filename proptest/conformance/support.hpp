@@ -48,7 +48,7 @@ inline std::optional<std::uint32_t> root_code(const Error& error) {
 
 template <typename Backend>
 class Conformance : public ::testing::Test {
-protected:
+public:
     /// A runtime of `devices` devices, or null with `why_not` set: the test then skips.
     std::shared_ptr<Runtime> make(std::uint32_t devices, std::uint64_t seed = 1) {
         Made made = Backend::make(devices, seed);

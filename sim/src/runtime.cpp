@@ -7,8 +7,8 @@ namespace tandem::sim {
 Result<std::shared_ptr<SimRuntime>> SimRuntime::create(SimOptions options) {
     if (options.devices == 0 || options.devices > SimOptions::max_devices) {
         return Error::invalid_argument("a simulator runtime has 1 to " +
-                                       std::to_string(SimOptions::max_devices) +
-                                       " devices, not " + std::to_string(options.devices));
+                                       std::to_string(SimOptions::max_devices) + " devices, not " +
+                                       std::to_string(options.devices));
     }
     constexpr std::uint64_t max_capacity_bytes = std::uint64_t{1} << 40;
     if (options.capacity_bytes < options.pools.page_size_bytes ||
@@ -22,8 +22,7 @@ Result<std::shared_ptr<SimRuntime>> SimRuntime::create(SimOptions options) {
         if (!segment) {
             return segment.error();
         }
-        engine->devices.push_back(
-            std::make_shared<SimDevice>(*engine, index, std::move(*segment)));
+        engine->devices.push_back(std::make_shared<SimDevice>(*engine, index, std::move(*segment)));
     }
     if (options.mode == SchedulerMode::Threads) {
         engine->start_workers();
@@ -46,16 +45,7 @@ std::uint64_t SimRuntime::runtime_id() const { return engine_->runtime_id; }
 
 const SimOptions& SimRuntime::options() const { return engine_->options; }
 
-Status SimRuntime::sync_all() {
-    Status first;
-    for (const auto& device : engine_->devices) {
-        Status synced = device->sync();
-        if (first.ok() && !synced.ok() && synced.error().kind() != ErrorKind::DeviceLost) {
-            first = synced;
-        }
-    }
-    return first;
-}
+Status SimRuntime::sync_all() { return sync_every_device(*this); }
 
 std::uint64_t SimRuntime::trace_hash() const {
     std::lock_guard lock(engine_->mutex);
@@ -82,11 +72,10 @@ std::vector<DeviceSnapshot> SimRuntime::inspect() const {
     std::vector<DeviceSnapshot> snapshots;
     for (const auto& device : engine_->devices) {
         device->sweep();
-        snapshots.push_back(DeviceSnapshot{device->service(), device->segment().name(),
-                                           device->memory().usage(), device->memory().live_count(),
-                                           device->claims().claimed_allocation_count(),
-                                           device->claims().failure_count(),
-                                           device->lost().has_value()});
+        snapshots.push_back(DeviceSnapshot{
+            device->service(), device->segment().name(), device->memory().usage(),
+            device->memory().live_count(), device->claims().claimed_allocation_count(),
+            device->claims().failure_count(), device->lost().has_value()});
     }
     return snapshots;
 }

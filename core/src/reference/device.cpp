@@ -129,21 +129,10 @@ Result<std::vector<std::byte>> ReferenceDevice::do_read(const BufferBinding& sou
 
 Result<std::vector<std::byte>> ReferenceDevice::do_read_strided(const CopyDescriptor& source) {
     std::lock_guard lock(engine_.mutex);
-    const BufferBinding& binding = source.binding();
-    std::vector<ClaimKey> keys;
-    const std::vector<std::uint64_t> offsets = source.element_offsets();
-    for (std::uint64_t offset : offsets) {
-        keys.push_back(ClaimKey{binding.memory_id(), {offset, offset + source.elem_size_bytes()}});
-    }
-    if (Status readable = claims_.check(keys); !readable) {
+    if (Status readable = claims_.check(source.element_keys()); !readable) {
         return readable.error();
     }
-    const std::byte* base = host(binding.memory().allocation().address);
-    std::vector<std::byte> bytes;
-    for (std::uint64_t offset : offsets) {
-        bytes.insert(bytes.end(), base + offset, base + offset + source.elem_size_bytes());
-    }
-    return bytes;
+    return source.gather(host(source.binding().memory().allocation().address));
 }
 
 Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBinding& target,

@@ -40,16 +40,7 @@ Client ReferenceRuntime::client(std::size_t index) const {
 
 std::uint64_t ReferenceRuntime::runtime_id() const { return engine_->runtime_id; }
 
-Status ReferenceRuntime::sync_all() {
-    Status first;
-    for (const auto& device : engine_->devices) {
-        Status synced = device->sync();
-        if (first.ok() && !synced.ok() && synced.error().kind() != ErrorKind::DeviceLost) {
-            first = synced;
-        }
-    }
-    return first;
-}
+Status ReferenceRuntime::sync_all() { return sync_every_device(*this); }
 
 bool ReferenceRuntime::drained() const {
     std::lock_guard lock(engine_->mutex);

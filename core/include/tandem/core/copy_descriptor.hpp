@@ -33,6 +33,11 @@ public:
     [[nodiscard]] std::vector<ByteRange> byte_ranges() const;
     /// The allocation offset of each element's first byte, in row-major order of the view.
     [[nodiscard]] std::vector<std::uint64_t> element_offsets() const;
+    /// The claim key of each element, in view order: what a strided read checks (C6).
+    [[nodiscard]] std::vector<ClaimKey> element_keys() const;
+    /// The view's elements, in view order, out of `allocation`: the bytes of the whole
+    /// allocation, from its first byte.
+    [[nodiscard]] std::vector<std::byte> gather(const std::byte* allocation) const;
 
 private:
     CopyDescriptor(BufferBinding binding, std::vector<std::uint64_t> shape,

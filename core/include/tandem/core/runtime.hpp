@@ -29,4 +29,8 @@ public:
     [[nodiscard]] virtual bool drained() const = 0;
 };
 
+/// `sync` on every device of `runtime`, in order: the first failure other than a lost device, or
+/// success. What a runtime's `sync_all` does when nothing smarter is needed.
+Status sync_every_device(const Runtime& runtime);
+
 }  // namespace tandem
