@@ -10,15 +10,19 @@
 namespace tandem::tool {
 
 Run add_clean(CLI::App& app) {
-    auto* command = app.add_subcommand(
-        "clean", "Remove simulator segments left by processes that are gone");
+    auto* command =
+        app.add_subcommand("clean", "Remove simulator segments left by processes that are gone");
     auto dry_run = std::make_shared<bool>(false);
     command->add_flag("--dry-run", *dry_run, "List what would be removed, remove nothing");
     return [dry_run] {
         if (*dry_run) {
-            for (const sim::StaleSegment& segment : sim::list_segments()) {
+            const std::vector<sim::StaleSegment> segments = sim::list_segments();
+            for (const sim::StaleSegment& segment : segments) {
                 std::printf("%s %s (pid %d)\n", segment.owner_alive ? "keep  " : "remove",
                             segment.name.c_str(), segment.pid);
+            }
+            if (segments.empty()) {
+                std::printf("no simulator segments in /dev/shm: nothing to clean\n");
             }
             return 0;
         }
@@ -26,7 +30,8 @@ Run add_clean(CLI::App& app) {
         for (const std::string& name : removed) {
             std::printf("removed %s\n", name.c_str());
         }
-        std::printf("%zu stale segment%s removed\n", removed.size(), removed.size() == 1 ? "" : "s");
+        std::printf("%zu stale segment%s removed\n", removed.size(),
+                    removed.size() == 1 ? "" : "s");
         return 0;
     };
 }

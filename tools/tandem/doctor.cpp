@@ -9,8 +9,8 @@
 #endif
 #include "scenario_run.hpp"
 
-#include <cstdio>
 #include <sys/statvfs.h>
+#include <cstdio>
 
 namespace tandem::tool {
 namespace {
@@ -28,8 +28,8 @@ void print_peer_matrix(sim::SimRuntime& runtime) {
     for (std::size_t owner = 0; owner < runtime.device_count(); ++owner) {
         std::printf("  dev%-2zu", owner);
         for (std::size_t accessor = 0; accessor < runtime.device_count(); ++accessor) {
-            const bool granted =
-                runtime.client(owner).server().peer_access_granted(runtime.client(accessor).service());
+            const bool granted = runtime.client(owner).server().peer_access_granted(
+                runtime.client(accessor).service());
             std::printf(" %-5s", owner == accessor ? "self" : granted ? "yes" : "no");
         }
         std::printf("\n");
@@ -41,27 +41,32 @@ void print_peer_matrix(sim::SimRuntime& runtime) {
 void print_gpus() {
 #if TANDEM_TOOL_HAS_CUDA
     const cuda::GpuReport report = cuda::probe_gpus();
-    std::printf("backends: sim yes, cuda yes (driver %d, runtime %d)\n", report.driver_version,
-                report.runtime_version);
     if (!report.problem.empty()) {
-        std::printf("cuda: no usable GPU: %s\n", report.problem.c_str());
+        std::printf("backends: sim yes, cuda built (runtime %d) but no usable GPU: %s\n",
+                    report.runtime_version, report.problem.c_str());
         return;
     }
+    std::printf("backends: sim yes, cuda yes (driver %d, runtime %d)\n", report.driver_version,
+                report.runtime_version);
     for (std::size_t gpu = 0; gpu < report.names.size(); ++gpu) {
         const auto [major, minor] = report.compute_capabilities[gpu];
         const bool tma = report.tma_encoder && major >= 9;
         std::printf("  gpu %zu: %s, compute capability %d.%d, tensor memory accelerator %s\n", gpu,
-                    report.names[gpu].c_str(), major, minor, tma ? "used for tiled copies" : "not used");
+                    report.names[gpu].c_str(), major, minor,
+                    tma ? "used for tiled copies" : "not used");
     }
-    std::printf("peer access the driver allows (row: accessor, column: owner):\n       ");
-    for (std::size_t owner = 0; owner < report.names.size(); ++owner) {
-        std::printf(" gpu%-2zu", owner);
+    // Rows are owners and columns accessors, as in the simulator's matrix below.
+    std::printf("peer access the driver allows (row: owner, column: accessor):\n       ");
+    for (std::size_t accessor = 0; accessor < report.names.size(); ++accessor) {
+        std::printf(" gpu%-2zu", accessor);
     }
     std::printf("\n");
-    for (std::size_t accessor = 0; accessor < report.names.size(); ++accessor) {
-        std::printf("  gpu%-2zu", accessor);
-        for (std::size_t owner = 0; owner < report.names.size(); ++owner) {
-            std::printf(" %-5s", accessor == owner ? "self" : report.peer[accessor][owner] ? "yes" : "no");
+    for (std::size_t owner = 0; owner < report.names.size(); ++owner) {
+        std::printf("  gpu%-2zu", owner);
+        for (std::size_t accessor = 0; accessor < report.names.size(); ++accessor) {
+            std::printf(" %-5s", accessor == owner              ? "self"
+                                 : report.peer[accessor][owner] ? "yes"
+                                                                : "no");
         }
         std::printf("\n");
     }
@@ -80,10 +85,11 @@ int doctor(const DoctorFlags& flags) {
         std::printf("simulator: cannot start:\n%s", runtime.error().report().c_str());
         return 1;
     }
-    std::printf("simulator devices (default runtime of %u, capacity %llu bytes each):\n", flags.devices,
-                static_cast<unsigned long long>(options.capacity_bytes));
+    std::printf("simulator devices (default runtime of %u, capacity %llu bytes each):\n",
+                flags.devices, static_cast<unsigned long long>(options.capacity_bytes));
     for (const sim::DeviceSnapshot& device : (*runtime)->inspect()) {
-        std::printf("  %s  segment /dev/shm/%s\n", to_string(device.service).c_str(), device.segment.c_str());
+        std::printf("  %s  segment /dev/shm/%s\n", to_string(device.service).c_str(),
+                    device.segment.c_str());
     }
     print_peer_matrix(**runtime);
     struct statvfs shm {};
@@ -91,8 +97,10 @@ int doctor(const DoctorFlags& flags) {
         std::printf("/dev/shm: not available (the simulator needs it)\n");
         return 1;
     }
-    const double free_mib = static_cast<double>(shm.f_bavail) * static_cast<double>(shm.f_frsize) / (1 << 20);
-    const double size_mib = static_cast<double>(shm.f_blocks) * static_cast<double>(shm.f_frsize) / (1 << 20);
+    const double free_mib =
+        static_cast<double>(shm.f_bavail) * static_cast<double>(shm.f_frsize) / (1 << 20);
+    const double size_mib =
+        static_cast<double>(shm.f_blocks) * static_cast<double>(shm.f_frsize) / (1 << 20);
     std::printf("/dev/shm: %.0f MiB free of %.0f MiB\n", free_mib, size_mib);
     return 0;
 }
@@ -108,7 +116,8 @@ int inspect(const InspectFlags& flags) {
         std::fprintf(stderr, "%s\n", error->message.c_str());
         return 2;
     }
-    const ScenarioResult result = run_scenario(std::get<Scenario>(parsed), RunOptions{flags.seed, false, true});
+    const ScenarioResult result =
+        run_scenario(std::get<Scenario>(parsed), RunOptions{flags.seed, false, true});
     std::printf("%s: %s (seed %llu, %zu steps, %llu scheduler steps)\n", flags.file.c_str(),
                 result.passed ? "passed" : "FAILED", static_cast<unsigned long long>(result.seed),
                 result.steps_run, static_cast<unsigned long long>(result.scheduler_steps));
@@ -117,18 +126,20 @@ int inspect(const InspectFlags& flags) {
     }
     std::printf("devices after the last step:\n");
     for (const sim::DeviceSnapshot& device : result.devices) {
-        std::printf("  %s%s\n    in use %llu bytes, reserved %llu, free %llu, largest free block %llu\n"
-                    "    allocations %zu, claimed allocations %zu, failures %zu\n",
-                    to_string(device.service).c_str(), device.lost ? " (LOST)" : "",
-                    static_cast<unsigned long long>(device.usage.in_use_bytes),
-                    static_cast<unsigned long long>(device.usage.reserved_bytes),
-                    static_cast<unsigned long long>(device.usage.free_bytes),
-                    static_cast<unsigned long long>(device.usage.largest_free_block_bytes),
-                    device.allocations, device.claimed_allocations, device.failures);
+        std::printf(
+            "  %s%s\n    in use %llu bytes, reserved %llu, free %llu, largest free block %llu\n"
+            "    allocations %zu, claimed allocations %zu, failures %zu\n",
+            to_string(device.service).c_str(), device.lost ? " (LOST)" : "",
+            static_cast<unsigned long long>(device.usage.in_use_bytes),
+            static_cast<unsigned long long>(device.usage.reserved_bytes),
+            static_cast<unsigned long long>(device.usage.free_bytes),
+            static_cast<unsigned long long>(device.usage.largest_free_block_bytes),
+            device.allocations, device.claimed_allocations, device.failures);
     }
     std::printf("races: %zu\n", result.races.size());
     for (const sim::RaceReport& race : result.races) {
-        std::printf("  %s / %s on %s\n", race.first.c_str(), race.second.c_str(), to_string(race.bytes).c_str());
+        std::printf("  %s / %s on %s\n", race.first.c_str(), race.second.c_str(),
+                    to_string(race.bytes).c_str());
     }
     if (!result.passed) {
         std::printf("%s\n", result.failure.c_str());
@@ -140,8 +151,9 @@ int inspect(const InspectFlags& flags) {
 
 Run add_doctor(CLI::App& app) {
     auto flags = std::make_shared<DoctorFlags>();
-    auto* command = app.add_subcommand("doctor", "Show the backends built, simulator devices, peer "
-                                                 "access and free space in /dev/shm");
+    auto* command = app.add_subcommand("doctor",
+                                       "Show the backends built, simulator devices, peer "
+                                       "access and free space in /dev/shm");
     command->add_option("--devices", flags->devices, "Devices of the default runtime")
         ->check(CLI::Range(1, 64))
         ->capture_default_str();
@@ -151,7 +163,8 @@ Run add_doctor(CLI::App& app) {
 Run add_inspect(CLI::App& app) {
     auto flags = std::make_shared<InspectFlags>();
     auto* command = app.add_subcommand(
-        "inspect", "Run a scenario and print its devices, allocations, claims and failures at the end");
+        "inspect",
+        "Run a scenario and print its devices, allocations, claims and failures at the end");
     command->add_option("file", flags->file, "The scenario file")->required();
     command->add_option("--seed", flags->seed, "Seed (overrides the file's)");
     return [flags] { return inspect(*flags); };

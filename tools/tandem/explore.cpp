@@ -160,9 +160,21 @@ int explore(const ExploreFlags& flags) {
         started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double, std::ratio<60>>(flags.minutes));
     ExploreTally tally;
+    // A line on stderr every few seconds, so a long run shows it is alive; stdout keeps only the
+    // summary and the violations.
+    constexpr auto progress_every = std::chrono::seconds(5);
+    auto next_progress = started + progress_every;
     for (std::uint64_t run = 0;; ++run) {
-        if (soak ? std::chrono::steady_clock::now() >= deadline : run >= flags.runs) {
+        const auto now = std::chrono::steady_clock::now();
+        if (soak ? now >= deadline : run >= flags.runs) {
             break;
+        }
+        if (now >= next_progress) {
+            next_progress = now + progress_every;
+            std::fprintf(stderr, "tandem explore: %llu programs, %llu faults injected, %.0f s\n",
+                         static_cast<unsigned long long>(run),
+                         static_cast<unsigned long long>(tally.faults),
+                         std::chrono::duration<double>(now - started).count());
         }
         const ExploreProgram program =
             generate_program(flags.devices, flags.steps, flags.seed + run);

@@ -4,6 +4,8 @@
 #include "scenario.hpp"
 
 #include <cstring>
+#include <iomanip>
+#include <limits>
 #include <sstream>
 
 namespace tandem::tool {
@@ -21,14 +23,17 @@ std::vector<std::byte> ByteSpec::materialize(std::uint64_t size_bytes) const {
             break;
         case Kind::Pattern:
             for (std::size_t index = 0; index < bytes.size(); ++index) {
-                bytes[index] = std::byte{static_cast<std::uint8_t>(pattern_start + index * pattern_step)};
+                bytes[index] =
+                    std::byte{static_cast<std::uint8_t>(pattern_start + index * pattern_step)};
             }
             break;
         case Kind::F32:
-            std::memcpy(bytes.data(), f32.data(), std::min<std::size_t>(bytes.size(), f32.size() * 4));
+            std::memcpy(bytes.data(), f32.data(),
+                        std::min<std::size_t>(bytes.size(), f32.size() * 4));
             break;
         case Kind::U64:
-            std::memcpy(bytes.data(), u64.data(), std::min<std::size_t>(bytes.size(), u64.size() * 8));
+            std::memcpy(bytes.data(), u64.data(),
+                        std::min<std::size_t>(bytes.size(), u64.size() * 8));
             break;
     }
     return bytes;
@@ -63,12 +68,15 @@ std::string ByteSpec::describe() const {
             out << "]";
             break;
         case Kind::Pattern:
-            out << "pattern: {start: " << unsigned{pattern_start} << ", step: " << unsigned{pattern_step} << "}";
+            out << "pattern: {start: " << unsigned{pattern_start}
+                << ", step: " << unsigned{pattern_step} << "}";
             break;
         case Kind::F32:
             out << "f32: [";
             for (std::size_t index = 0; index < f32.size(); ++index) {
-                out << (index ? ", " : "") << f32[index];
+                out << (index ? ", " : "")
+                    << std::setprecision(std::numeric_limits<float>::max_digits10) << f32[index]
+                    << std::setprecision(6);
             }
             out << "]";
             break;
@@ -85,8 +93,9 @@ std::string ByteSpec::describe() const {
 
 std::string_view step_kind(const Action& action) {
     static constexpr std::string_view names[] = {
-        "allocate", "slice", "stream", "write", "launch", "share", "grant", "copy", "record",
-        "wait", "sync", "read", "free", "begin_capture", "end_capture", "replay", "inject"};
+        "allocate", "slice",         "stream",      "write",  "launch", "share",
+        "grant",    "copy",          "record",      "wait",   "sync",   "read",
+        "free",     "begin_capture", "end_capture", "replay", "inject"};
     static_assert(std::size(names) == std::variant_size_v<Action>);
     return names[action.index()];
 }
@@ -131,19 +140,22 @@ std::string step_body(const Action& action) {
         [&out](const auto& step) {
             using T = std::decay_t<decltype(step)>;
             if constexpr (std::is_same_v<T, AllocateStep>) {
-                out << "name: " << step.name << ", device: " << step.device << ", size: " << step.size_bytes;
+                out << "name: " << step.name << ", device: " << step.device
+                    << ", size: " << step.size_bytes;
             } else if constexpr (std::is_same_v<T, SliceStep>) {
-                out << "name: " << step.name << ", of: " << step.of << ", offset: " << step.offset_bytes
-                    << ", length: " << step.length_bytes;
+                out << "name: " << step.name << ", of: " << step.of
+                    << ", offset: " << step.offset_bytes << ", length: " << step.length_bytes;
             } else if constexpr (std::is_same_v<T, StreamStep>) {
                 out << "name: " << step.name << ", device: " << step.device;
             } else if constexpr (std::is_same_v<T, WriteStep>) {
-                out << "buffer: " << step.buffer << ", device: " << step.device << ", " << step.data.describe();
+                out << "buffer: " << step.buffer << ", device: " << step.device << ", "
+                    << step.data.describe();
             } else if constexpr (std::is_same_v<T, LaunchStep>) {
-                out << "kernel: " << step.kernel << ", device: " << step.device << ", stream: " << step.stream
-                    << ", grid: [" << step.config.grid.x << ", " << step.config.grid.y << ", "
-                    << step.config.grid.z << "], block: [" << step.config.block.x << ", "
-                    << step.config.block.y << ", " << step.config.block.z << "], resources: [";
+                out << "kernel: " << step.kernel << ", device: " << step.device
+                    << ", stream: " << step.stream << ", grid: [" << step.config.grid.x << ", "
+                    << step.config.grid.y << ", " << step.config.grid.z << "], block: ["
+                    << step.config.block.x << ", " << step.config.block.y << ", "
+                    << step.config.block.z << "], resources: [";
                 for (std::size_t index = 0; index < step.resources.size(); ++index) {
                     out << (index ? ", " : "") << "{buffer: " << step.resources[index].buffer
                         << ", access: " << access_name(step.resources[index].access) << "}";
@@ -152,7 +164,10 @@ std::string step_body(const Action& action) {
                 for (std::size_t index = 0; index < step.args.size(); ++index) {
                     out << (index ? ", " : "") << (step.args[index].is_f64 ? "{f64: " : "{u64: ");
                     if (step.args[index].is_f64) {
-                        out << step.args[index].f64 << "}";
+                        // Every digit a double needs, so the program written back replays
+                        // exactly (the default six digits rounded it).
+                        out << std::setprecision(std::numeric_limits<double>::max_digits10)
+                            << step.args[index].f64 << std::setprecision(6) << "}";
                     } else {
                         out << step.args[index].u64 << "}";
                     }
@@ -166,7 +181,8 @@ std::string step_body(const Action& action) {
                 out << "from: " << step.from << ", to: " << step.to << ", device: " << step.device
                     << ", stream: " << step.stream;
             } else if constexpr (std::is_same_v<T, RecordStep> || std::is_same_v<T, WaitStep>) {
-                out << "event: " << step.event << ", device: " << step.device << ", stream: " << step.stream;
+                out << "event: " << step.event << ", device: " << step.device
+                    << ", stream: " << step.stream;
             } else if constexpr (std::is_same_v<T, SyncStep>) {
                 if (step.device) {
                     out << "device: " << *step.device;
@@ -181,9 +197,11 @@ std::string step_body(const Action& action) {
             } else if constexpr (std::is_same_v<T, BeginCaptureStep>) {
                 out << "device: " << step.device << ", stream: " << step.stream;
             } else if constexpr (std::is_same_v<T, EndCaptureStep>) {
-                out << "device: " << step.device << ", stream: " << step.stream << ", graph: " << step.graph;
+                out << "device: " << step.device << ", stream: " << step.stream
+                    << ", graph: " << step.graph;
             } else if constexpr (std::is_same_v<T, ReplayStep>) {
-                out << "graph: " << step.graph << ", device: " << step.device << ", stream: " << step.stream;
+                out << "graph: " << step.graph << ", device: " << step.device
+                    << ", stream: " << step.stream;
             } else if constexpr (std::is_same_v<T, InjectStep>) {
                 out << fault_fields(step);
             }

@@ -6,6 +6,8 @@
 
 #include "scenario_parse_detail.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -15,11 +17,16 @@ namespace {
 
 ErrorKind error_kind(const YamlReader& reader, const YAML::Node& node) {
     static const std::map<std::string, ErrorKind> kinds{
-        {"OutOfMemory", ErrorKind::OutOfMemory},       {"InvalidArgument", ErrorKind::InvalidArgument},
-        {"WrongService", ErrorKind::WrongService},     {"LaunchRefused", ErrorKind::LaunchRefused},
-        {"KernelFailed", ErrorKind::KernelFailed},     {"Unwritten", ErrorKind::Unwritten},
-        {"Several", ErrorKind::Several},               {"DeviceLost", ErrorKind::DeviceLost},
-        {"PeerUnreachable", ErrorKind::PeerUnreachable}, {"TornDown", ErrorKind::TornDown},
+        {"OutOfMemory", ErrorKind::OutOfMemory},
+        {"InvalidArgument", ErrorKind::InvalidArgument},
+        {"WrongService", ErrorKind::WrongService},
+        {"LaunchRefused", ErrorKind::LaunchRefused},
+        {"KernelFailed", ErrorKind::KernelFailed},
+        {"Unwritten", ErrorKind::Unwritten},
+        {"Several", ErrorKind::Several},
+        {"DeviceLost", ErrorKind::DeviceLost},
+        {"PeerUnreachable", ErrorKind::PeerUnreachable},
+        {"TornDown", ErrorKind::TornDown},
     };
     const std::string value = reader.text(node, "an error kind");
     const auto found = kinds.find(value);
@@ -55,15 +62,18 @@ ByteSpec ScenarioParser::byte_spec(const YamlFields& fields, const std::string& 
     }
     if (fields.has("bytes")) {
         spec.kind = ByteSpec::Kind::List;
-        spec.list = reader_.list(fields.get("bytes"), "bytes",
-                                 [&](const YAML::Node& item) { return reader_.byte(item, "a byte"); });
+        spec.list = reader_.list(fields.get("bytes"), "bytes", [&](const YAML::Node& item) {
+            return reader_.byte(item, "a byte");
+        });
         ++given;
     }
     if (fields.has("pattern")) {
         YamlFields pattern(reader_, fields.get("pattern"), "a byte pattern", {"start", "step"});
         spec.kind = ByteSpec::Kind::Pattern;
-        spec.pattern_start = pattern.has("start") ? reader_.byte(pattern.get("start"), "a start byte") : 0;
-        spec.pattern_step = pattern.has("step") ? reader_.byte(pattern.get("step"), "a step byte") : 1;
+        spec.pattern_start =
+            pattern.has("start") ? reader_.byte(pattern.get("start"), "a start byte") : 0;
+        spec.pattern_step =
+            pattern.has("step") ? reader_.byte(pattern.get("step"), "a step byte") : 1;
         ++given;
     }
     if (fields.has("f32")) {
@@ -129,9 +139,11 @@ const ScenarioParser::BufferInfo& ScenarioParser::buffer(const YAML::Node& node)
     }
     const auto freed = freed_.find(name);
     if (freed != freed_.end()) {
-        reader_.fail(node, "buffer '" + name + "' was freed at line " + std::to_string(freed->second));
+        reader_.fail(node,
+                     "buffer '" + name + "' was freed at line " + std::to_string(freed->second));
     }
-    reader_.fail(node, "expected a buffer allocated or sliced by an earlier step, not '" + name + "'");
+    reader_.fail(node,
+                 "expected a buffer allocated or sliced by an earlier step, not '" + name + "'");
 }
 
 std::string ScenarioParser::stream(const YamlFields& fields, std::uint32_t on_device) const {
@@ -140,9 +152,9 @@ std::string ScenarioParser::stream(const YamlFields& fields, std::uint32_t on_de
     }
     const std::string name = reader_.name(fields.get("stream"), "a stream name");
     if (!streams_.contains({on_device, name})) {
-        reader_.fail(fields.get("stream"), "expected a stream of device " + std::to_string(on_device) +
-                                               " ('main' or one a 'stream' step created), not '" +
-                                               name + "'");
+        reader_.fail(fields.get("stream"),
+                     "expected a stream of device " + std::to_string(on_device) +
+                         " ('main' or one a 'stream' step created), not '" + name + "'");
     }
     return name;
 }
@@ -162,7 +174,8 @@ void ScenarioParser::parse_devices(const YAML::Node& node) {
                       {"count", "seed", "capacity", "grant_all", "grants"});
     scenario_.devices = reader_.u32(fields.require("count"), "a device count");
     if (scenario_.devices == 0 || scenario_.devices > max_devices) {
-        reader_.fail(fields.get("count"), "expected 1 to " + std::to_string(max_devices) + " devices");
+        reader_.fail(fields.get("count"),
+                     "expected 1 to " + std::to_string(max_devices) + " devices");
     }
     if (fields.has("seed")) {
         scenario_.seed = reader_.u64(fields.get("seed"), "a seed");
@@ -171,18 +184,20 @@ void ScenarioParser::parse_devices(const YAML::Node& node) {
         scenario_.capacity_bytes = reader_.u64(fields.get("capacity"), "a capacity in bytes");
         if (*scenario_.capacity_bytes < (std::uint64_t{2} << 20) ||
             *scenario_.capacity_bytes > (std::uint64_t{1} << 34)) {
-            reader_.fail(fields.get("capacity"), "expected a capacity between 2 MiB (one pool page) "
-                                                 "and 16 GiB");
+            reader_.fail(fields.get("capacity"),
+                         "expected a capacity between 2 MiB (one pool page) "
+                         "and 16 GiB");
         }
     }
     if (fields.has("grant_all")) {
         scenario_.grant_all_peers = reader_.boolean(fields.get("grant_all"), "grant_all");
     }
     if (fields.has("grants")) {
-        scenario_.grants = reader_.list(fields.get("grants"), "grants", [&](const YAML::Node& item) {
-            YamlFields grant(reader_, item, "a grant", {"owner", "accessor"});
-            return GrantStep{device(grant.require("owner")), device(grant.require("accessor"))};
-        });
+        scenario_.grants =
+            reader_.list(fields.get("grants"), "grants", [&](const YAML::Node& item) {
+                YamlFields grant(reader_, item, "a grant", {"owner", "accessor"});
+                return GrantStep{device(grant.require("owner")), device(grant.require("accessor"))};
+            });
     }
 }
 
@@ -205,13 +220,14 @@ void ScenarioParser::parse_top(const YAML::Node& root) {
         scenario_.races = races == "none" ? RaceExpectation::None : RaceExpectation::Reported;
     }
     if (fields.has("backends")) {
-        scenario_.backends = reader_.list(fields.get("backends"), "backends", [&](const YAML::Node& item) {
-            std::string backend = reader_.text(item, "a backend");
-            if (backend != "sim" && backend != "cuda") {
-                reader_.fail(item, "expected 'sim' or 'cuda', not '" + backend + "'");
-            }
-            return backend;
-        });
+        scenario_.backends =
+            reader_.list(fields.get("backends"), "backends", [&](const YAML::Node& item) {
+                std::string backend = reader_.text(item, "a backend");
+                if (backend != "sim" && backend != "cuda") {
+                    reader_.fail(item, "expected 'sim' or 'cuda', not '" + backend + "'");
+                }
+                return backend;
+            });
     }
     if (fields.has("faults")) {
         scenario_.faults = reader_.list(fields.get("faults"), "faults",
@@ -228,9 +244,10 @@ void ScenarioParser::parse_top(const YAML::Node& root) {
 
 Step ScenarioParser::step(const YAML::Node& node) {
     if (!node.IsMap() || node.size() != 1 || !node.begin()->first.IsScalar()) {
-        reader_.fail(node, "expected a step: a mapping with one key naming its kind (allocate, "
-                           "slice, stream, write, launch, share, grant, copy, record, wait, sync, "
-                           "read, free, begin_capture, end_capture, replay, inject)");
+        reader_.fail(node,
+                     "expected a step: a mapping with one key naming its kind (allocate, "
+                     "slice, stream, write, launch, share, grant, copy, record, wait, sync, "
+                     "read, free, begin_capture, end_capture, replay, inject)");
     }
     const YAML::Node key = node.begin()->first;
     const YAML::Node body = node.begin()->second;
@@ -264,7 +281,9 @@ std::variant<Scenario, ParseError> parse_scenario_text(const std::string& text,
 std::variant<Scenario, ParseError> parse_scenario_file(const std::string& path) {
     std::ifstream file(path);
     if (!file) {
-        return ParseError{path + ": cannot be read"};
+        // The reason the system gave (no such file, permission denied), read right after the
+        // open that failed.
+        return ParseError{path + ": cannot be read: " + std::strerror(errno)};
     }
     std::ostringstream text;
     text << file.rdbuf();
