@@ -1,5 +1,6 @@
 // Fuzz target: random sequences of client calls with hostile offsets, services and sizes, on a
-// two-device simulator and a one-device runtime whose handles are foreign to it.
+// two-device runtime and a one-device runtime whose handles are foreign to it. The first byte of
+// an input picks the backend: the simulator or the reference backend, which obey one contract.
 //
 // The oracle: a call the caller got wrong is refused with the kind the contract names for it
 // (`InvalidArgument` for offsets, sizes, streams and faults; `WrongService` for a handle of
@@ -8,10 +9,12 @@
 // a call that is right either succeeds or fails with a kind that work can fail with at run time.
 // No input may crash, hang, or trip AddressSanitizer or UndefinedBehaviorSanitizer.
 
+#include "tandem/core/reference_runtime.hpp"
 #include "tandem/sim/runtime.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -111,10 +114,10 @@ std::uint64_t hostile_u64(FuzzedDataProvider& data, std::uint64_t near) {
 class Harness {
 public:
     explicit Harness(FuzzedDataProvider& data) : data_(data) {
+        const bool reference = data_.ConsumeBool();
         const std::uint64_t seed = data_.ConsumeIntegral<std::uint64_t>();
-        main_ = create({.devices = 2, .seed = seed, .capacity_bytes = device_capacity_bytes});
-        foreign_ =
-            create({.devices = 1, .seed = seed + 1, .capacity_bytes = device_capacity_bytes});
+        main_ = create(reference, 2, seed);
+        foreign_ = create(reference, 1, seed + 1);
         clients_ = {main_->client(0), main_->client(1), foreign_->client(0)};
         streams_.resize(clients_.size());
         for (std::size_t index = 0; index < clients_.size(); ++index) {
@@ -131,8 +134,24 @@ public:
     }
 
 private:
-    static std::shared_ptr<sim::SimRuntime> create(sim::SimOptions options) {
-        auto runtime = sim::SimRuntime::create(options);
+    static std::shared_ptr<Runtime> create(bool reference, std::uint32_t devices,
+                                           std::uint64_t seed) {
+        Result<std::shared_ptr<Runtime>> runtime = [&]() -> Result<std::shared_ptr<Runtime>> {
+            if (reference) {
+                auto made = reference::ReferenceRuntime::create(
+                    {.devices = devices, .seed = seed, .capacity_bytes = device_capacity_bytes});
+                if (!made) {
+                    return made.error();
+                }
+                return std::shared_ptr<Runtime>(*made);
+            }
+            auto made = sim::SimRuntime::create(
+                {.devices = devices, .seed = seed, .capacity_bytes = device_capacity_bytes});
+            if (!made) {
+                return made.error();
+            }
+            return std::shared_ptr<Runtime>(*made);
+        }();
         if (!runtime) {
             violated("cannot create a runtime: " + runtime.error().report());
         }
@@ -140,6 +159,9 @@ private:
     }
 
     void step() {
+        for (std::size_t index = 0; index < clients_.size(); ++index) {
+            lost_before_[index] = clients_[index].server().lost().has_value();
+        }
         switch (data_.ConsumeIntegralInRange<int>(0, 17)) {
             case 0:
                 allocate();
@@ -200,7 +222,10 @@ private:
 
     std::size_t pick_client() { return data_.ConsumeIntegralInRange<std::size_t>(0, 2); }
     Client& client(std::size_t index) { return clients_[index]; }
-    bool lost(std::size_t index) { return clients_[index].server().lost().has_value(); }
+    /// Whether the device was lost before this step's call: a call on a lost device is refused
+    /// with `DeviceLost` first, while the call that loses it (a backend that runs work when it is
+    /// enqueued counts an injected loss there) is accepted, its work failing with the loss.
+    bool lost(std::size_t index) const { return lost_before_[index]; }
     bool same_runtime(std::size_t a, std::size_t b) const { return (a < 2) == (b < 2); }
 
     Slot* pick_slot() {
@@ -749,8 +774,9 @@ private:
     }
 
     FuzzedDataProvider& data_;
-    std::shared_ptr<sim::SimRuntime> main_;
-    std::shared_ptr<sim::SimRuntime> foreign_;
+    std::shared_ptr<Runtime> main_;
+    std::shared_ptr<Runtime> foreign_;
+    std::array<bool, 3> lost_before_{};
     std::vector<Client> clients_;
     std::vector<std::vector<StreamId>> streams_;
     std::vector<Slot> slots_;
