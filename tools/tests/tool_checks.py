@@ -109,6 +109,26 @@ def check_trace(tool, scenarios):
     print(f"trace: ok ({len(events)} events, {begins} operations)")
 
 
+def check_json_of_names_that_are_not_utf8(tool, scenarios):
+    """--json stays valid JSON when a scenario's path and name are not UTF-8."""
+    with tempfile.TemporaryDirectory() as folder:
+        source = os.path.join(scenarios, "01-partial-writes.yaml")
+        with open(source, "rb") as file:
+            text = file.read()
+        text = re.sub(rb"^name: .*$", b"name: caf\xe9 \xff", text, count=1, flags=re.M)
+        path = os.path.join(os.fsencode(folder), b"odd-\xff\xfe.yaml")
+        with open(path, "wb") as file:
+            file.write(text)
+        result = subprocess.run([tool, "run", "--json", path], capture_output=True, timeout=300)
+        try:
+            summary = json.loads(result.stdout.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            fail(f"--json with a name that is not UTF-8 is not JSON ({error}): {result.stdout!r}")
+        if "\ufffd" not in summary["scenarios"][0]["file"]:
+            fail(f"the odd bytes of the path are not replaced: {summary}")
+    print("json of names that are not utf-8: ok")
+
+
 def check_command_line(tool):
     """The edges a newcomer meets first: the version, help on a command, a mistyped command, and
     numbers that would wrap."""
@@ -135,6 +155,7 @@ def main():
     check_malformed(tool)
     check_trace(tool, scenarios)
     check_command_line(tool)
+    check_json_of_names_that_are_not_utf8(tool, scenarios)
 
 
 if __name__ == "__main__":
