@@ -496,13 +496,15 @@ private:
         const std::size_t index = pick_client();
         const StreamId stream = pick_stream(index);
         Status begun = client(index).begin_capture(stream);
+        if (lost(index)) {  // A lost device refuses first, whatever else is wrong.
+            expect_refused(begun, ErrorKind::DeviceLost, "begin_capture on a lost device");
+            return;
+        }
         if (!valid_stream(index, stream)) {
             expect_refused(begun, ErrorKind::InvalidArgument, "begin_capture on no stream");
             return;
         }
-        if (!begun && lost(index)) {
-            expect_refused(begun, ErrorKind::DeviceLost, "begin_capture on a lost device");
-        } else if (!begun) {
+        if (!begun) {
             expect_refused(begun, ErrorKind::InvalidArgument, "begin_capture twice");
         }
         const std::size_t launches = data_.ConsumeIntegralInRange<std::size_t>(0, 2);
