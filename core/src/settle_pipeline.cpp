@@ -81,6 +81,27 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
     return {};
 }
 
+Status SettlePipeline::add_copy_targets(const KernelResource& source, const BufferBinding& target,
+                                        Work& work) const {
+    const BufferBinding& from = source.buffer_binding();
+    if (const PeerBinding* peer = source.peer_binding()) {
+        const std::optional<std::uint32_t> owner =
+            devices_.index_of(peer->memory().owner_service());
+        if (!owner) {
+            return Error::peer_unreachable(devices_.service_of(work.device),
+                                           peer->memory().owner_service(),
+                                           "the owner is not a device of this runtime");
+        }
+        work.label = "peer copy from device " + std::to_string(*owner);
+        work.inputs.push_back(Target{*owner, from.claim_key(), peer->memory()});
+    } else {
+        work.label = "copy";
+        work.inputs.push_back(Target{work.device, from.claim_key(), from.peer()});
+    }
+    work.outputs.push_back(Target{work.device, target.claim_key(), target.peer()});
+    return {};
+}
+
 void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
     work->sequence = next_sequence_++;
     for (const Target& output : work->outputs) {

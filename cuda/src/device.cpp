@@ -269,21 +269,10 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Copy);
     op->device = index_;
     op->stream = stream_id;
-    const BufferBinding& from = source.buffer_binding();
-    CudaDevice* owner = this;
-    if (const PeerBinding* peer = source.peer_binding()) {
-        owner = engine_.device_of(peer->memory().owner_service());
-        if (owner == nullptr) {
-            return Error::peer_unreachable(service_, peer->memory().owner_service(),
-                                           "the owner is not a device of this runtime");
-        }
-        op->label = "peer copy from device " + std::to_string(owner->index_);
-        op->inputs.push_back(Target{owner->index_, from.claim_key(), peer->memory()});
-    } else {
-        op->label = "copy";
-        op->inputs.push_back(Target{index_, from.claim_key(), from.peer()});
+    if (Status targets = engine_.pipeline.add_copy_targets(source, target, *op); !targets) {
+        return targets;
     }
-    op->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
+    const CudaDevice* owner = engine_.devices[op->inputs.front().device].get();
     op->held.push_back(source);
     op->held.push_back(KernelResource::buffer(target));
     // C9: a copy whose input will end up claimed does not move a byte. One whose producers are

@@ -245,22 +245,12 @@ Status SimDevice::do_copy(const KernelResource& source, const BufferBinding& tar
     std::lock_guard lock(engine_.mutex);
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Copy;
-    const BufferBinding& from = source.buffer_binding();
-    if (const PeerBinding* peer = source.peer_binding()) {
-        SimDevice* owner = engine_.device_of(peer->memory().owner_service());
-        if (owner == nullptr) {
-            return Error::peer_unreachable(service_, peer->memory().owner_service(),
-                                           "the owner is not a device of this runtime");
-        }
-        operation->label = "peer copy from device " + std::to_string(owner->index());
-        operation->inputs.push_back(Target{owner->index(), from.claim_key(), peer->memory()});
-    } else {
-        operation->label = "copy";
-        operation->inputs.push_back(Target{index_, from.claim_key(), std::nullopt});
+    operation->device = index_;
+    if (Status targets = engine_.pipeline.add_copy_targets(source, target, *operation); !targets) {
+        return targets;
     }
-    operation->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
     operation->copy_source = source;
-    operation->held = {from, target};
+    operation->held = {source.buffer_binding(), target};
     return enqueue(stream_id, std::move(operation));
 }
 

@@ -142,24 +142,14 @@ Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBindin
         return found.error();
     }
     auto work = std::make_shared<ReferenceWork>();
-    work->label = "copy";
     work->device = index_;
     work->stream = stream;
-    const BufferBinding& from = source.buffer_binding();
-    std::uint64_t from_address = from.start_address();
-    if (const PeerBinding* peer = source.peer_binding()) {
-        ReferenceDevice* owner = engine_.device_of(peer->memory().owner_service());
-        if (owner == nullptr) {
-            return Error::peer_unreachable(service_, peer->memory().owner_service(),
-                                           "the owner is not a device of this runtime");
-        }
-        work->label = "peer copy from device " + std::to_string(owner->index());
-        work->inputs.push_back(Target{owner->index(), from.claim_key(), peer->memory()});
-        from_address = peer->address();
-    } else {
-        work->inputs.push_back(Target{index_, from.claim_key(), from.peer()});
+    if (Status targets = engine_.pipeline.add_copy_targets(source, target, *work); !targets) {
+        return targets;
     }
-    work->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
+    const BufferBinding& from = source.buffer_binding();
+    const std::uint64_t from_address =
+        source.peer_binding() != nullptr ? source.peer_binding()->address() : from.start_address();
     work->held = {from, target};
     return submit(work, [&] {
         if (target.size_in_use() != 0) {

@@ -65,6 +65,12 @@ public:
     /// (P1), `PeerUnreachable` for shared memory of no device of this runtime.
     Status add_targets(const LaunchRequest& request, Work& work) const;
 
+    /// Records a copy run by `work.device` from `source` (a buffer of that device, or shared memory
+    /// of a peer) into `target`: its label, what it reads and what it writes.
+    /// `PeerUnreachable` for shared memory of no device of this runtime.
+    Status add_copy_targets(const KernelResource& source, const BufferBinding& target,
+                            Work& work) const;
+
     /// Appends `work` in enqueue order. It is settled once its report is in (or it was refused)
     /// and every older work is settled.
     void enqueue(std::shared_ptr<Work> work);
