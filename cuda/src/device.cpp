@@ -124,12 +124,8 @@ void CudaDevice::count_operation() {
     }
 }
 
-void CudaDevice::push(std::shared_ptr<PendingOp> op, CudaStream& target) {
+void CudaDevice::push(std::shared_ptr<PendingOp> op) {
     count_operation();
-    if (target.capture && op->kind == PendingOp::Kind::Launch) {
-        // C14: a window records launches; its write set is what their replay writes.
-        op->window = target.capture;
-    }
     engine_.pipeline.enqueue(std::move(op));
 }
 
@@ -213,7 +209,7 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
     } else {
         op->report = Work::Report::Landed;  // Only the loss of the device can undo it (D1).
     }
-    push(std::move(op), **found);
+    push(std::move(op));
     return {};
 }
 
@@ -291,7 +287,7 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
     } else {
         enqueue_copy(*op, *owner, source, *resolved);
     }
-    push(std::move(op), *resolved->stream);
+    push(std::move(op));
     return {};
 }
 

@@ -84,7 +84,7 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     // simulator recorded) replays launch by launch, and is refused there like any launch.
     if (graph.native() != nullptr && graph.device() == service_) {
         replay_graph(graph, *op, **found);
-        push(std::move(op), **found);
+        push(std::move(op));
         return {};
     }
     for (LaunchRequest launch : graph.launches()) {
@@ -93,7 +93,7 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
             return queued;
         }
     }
-    push(std::move(op), **found);
+    push(std::move(op));
     return {};
 }
 

@@ -185,16 +185,14 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     } else {
         op->slot = next_slot_++ % status_slots;
         op->launch_id = next_launch_id_++;
-        op->refused = engine_.pipeline.refusal(*op, request, launcher != nullptr);
+        // A copy run as a kernel stays a copy: no window records it.
+        engine_.pipeline.admit_launch(*op, request, launcher != nullptr,
+                                      as_copy == nullptr ? target_stream.capture : nullptr);
         if (op->refused) [[unlikely]] {
-            op->inputs.clear();  // C10: only its declared outputs are claimed.
             runs = false;
         } else if (check_inputs && !add_producers(*op, params)) {
             op->report = Work::Report::NotRun;  // C9: skipped work writes nothing.
             runs = false;
-        }
-        if (target_stream.capture && !op->refused && as_copy == nullptr) {
-            target_stream.capture->launches.push_back(request);
         }
     }
     if (runs) {
@@ -206,7 +204,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     if (replay != nullptr) {
         return {};
     }
-    push(std::move(op), target_stream);
+    push(std::move(op));
     return {};
 }
 

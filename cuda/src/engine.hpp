@@ -189,7 +189,8 @@ private:
     /// `producer`'s status word as this device's kernels can read it: a word on this GPU, or on
     /// a GPU whose memory this one was granted; null otherwise (the host checks it on resolve).
     [[nodiscard]] const unsigned long long* readable_status_word(const PendingOp& producer) const;
-    void push(std::shared_ptr<PendingOp> op, CudaStream& stream);
+    /// Counts `op` as an operation (an injected loss may be due) and enqueues it on the pipeline.
+    void push(std::shared_ptr<PendingOp> op);
     std::optional<std::uint32_t> kernel_fault_due(const std::string& kernel);
 
     CudaEngine& engine_;

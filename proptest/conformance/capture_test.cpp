@@ -63,6 +63,25 @@ TYPED_TEST(Capture, c14_a_failed_replay_claims_its_write_set) {
     EXPECT_EQ(root_code(*error), 8u) << error->report();
 }
 
+// C14 with C10: a launch refused inside a window is a failed scope; the window is refused when it
+// ends, and what it recorded is claimed with the refusal.
+TYPED_TEST(Capture, c14_a_launch_refused_inside_a_window_dooms_it) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle recorded = this->allocate(client, 64);
+    Handle refused = this->allocate(client, 64);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    this->fill(client, recorded, 1);
+    ASSERT_TRUE(client.launch("no_such_kernel", LaunchConfig::linear(1), {out(refused)}));
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    ASSERT_FALSE(graph);
+    EXPECT_EQ(graph.error().kind(), ErrorKind::LaunchRefused);
+    std::optional<Error> error = this->read_error(client, recorded);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_of(*error)->kind(), ErrorKind::LaunchRefused) << error->report();
+}
+
 // Break f: a launch of no threads, a host write and a copy inside a window write nothing a
 // replay writes, so they are not in its write set, and a replay leaves their bytes' claims.
 TYPED_TEST(Capture, c14_a_replay_releases_exactly_the_bytes_its_launches_write) {

@@ -278,11 +278,8 @@ Status SimDevice::do_launch(LaunchRequest&& request) {
         operation->touches_nothing = true;
         operation->inputs.clear();
         operation->outputs.clear();
-    } else if ((operation->refused = engine_.pipeline.refusal(*operation, request, registered))) {
-        operation->inputs.clear();  // C10: only its declared outputs are claimed.
-    } else if ((*found)->capture) {
-        (*found)->capture->launches.push_back(request);
-        operation->window = (*found)->capture;
+    } else {
+        engine_.pipeline.admit_launch(*operation, request, registered, (*found)->capture);
     }
     const StreamId stream_id = request.stream;
     operation->launch = std::move(request);

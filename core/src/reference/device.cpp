@@ -182,12 +182,7 @@ Status ReferenceDevice::do_launch(LaunchRequest&& request) {
     if (registered && request.config.runs_nothing()) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.
     }
-    if ((work->refused = engine_.pipeline.refusal(*work, request, registered))) {
-        work->inputs.clear();  // C10: only its declared outputs are claimed.
-    } else if ((*found)->capture) {
-        (*found)->capture->launches.push_back(request);
-        work->window = (*found)->capture;
-    }
+    engine_.pipeline.admit_launch(*work, request, registered, (*found)->capture);
     return submit(work, [&] { run_launches({&request}, {injected}, *work); });
 }
 

@@ -65,6 +65,21 @@ public:
     /// (P1), `PeerUnreachable` for shared memory of no device of this runtime.
     Status add_targets(const LaunchRequest& request, Work& work) const;
 
+    /// Admits a launch that runs something, recorded as `work`, on a stream whose open window is
+    /// `window` (null when none): a refused launch (C10, `refusal`) claims only its declared
+    /// outputs, and dooms the window it was enqueued in without being recorded; any other is
+    /// recorded in the window (C14).
+    void admit_launch(Work& work, const LaunchRequest& request, bool registered,
+                      const std::shared_ptr<CaptureWindow>& window) const {
+        work.refused = refusal(work, request, registered);
+        work.window = window;
+        if (work.refused) [[unlikely]] {
+            work.inputs.clear();
+        } else if (window) {
+            window->launches.push_back(request);
+        }
+    }
+
     /// Records a copy run by `work.device` from `source` (a buffer of that device, or shared memory
     /// of a peer) into `target`: its label, what it reads and what it writes.
     /// `PeerUnreachable` for shared memory of no device of this runtime.
