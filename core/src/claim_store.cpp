@@ -155,6 +155,31 @@ void ClaimStore::add_skip(FailureId failure, SkipRecord record) {
     graph_.add_skip(failure, std::move(record));
 }
 
+void ClaimStore::claim_skipped(std::span<const ClaimKey> keys, std::optional<FailureId> join,
+                               const Error& error, SkipRecord skip) {
+    std::lock_guard lock(mutex_);
+    FailureId failure;
+    if (join && graph_.contains(*join)) {
+        failure = *join;
+        for (const ClaimKey& key : keys) {
+            claim_locked(key, failure);
+        }
+    } else {
+        failure = fail_locked(keys, error);
+    }
+    if (graph_.contains(failure)) {
+        graph_.add_skip(failure, std::move(skip));
+    }
+}
+
+std::optional<Error> ClaimStore::report_if_alive(FailureId failure, const ClaimKey& read) const {
+    std::lock_guard lock(mutex_);
+    if (!graph_.contains(failure)) {
+        return std::nullopt;
+    }
+    return graph_.report(failure, read);
+}
+
 Error ClaimStore::report(FailureId failure, const ClaimKey& read) const {
     std::lock_guard lock(mutex_);
     return graph_.report(failure, read);

@@ -22,23 +22,65 @@ Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
                       service_, weak_from_this());
 }
 
-Status DeviceServer::open_capture(std::shared_ptr<CaptureWindow>& window, StreamId stream) {
-    if (window) {
+Result<DeviceStream*> DeviceServer::device_stream(StreamId id) {
+    if (DeviceStream* found = do_find_stream(id)) {
+        return found;
+    }
+    return no_such_stream(id);
+}
+
+Status DeviceServer::do_begin_capture(StreamId stream) {
+    std::lock_guard lock(engine_mutex_);
+    Result<DeviceStream*> found = device_stream(stream);
+    if (!found) {
+        return found.error();
+    }
+    if ((*found)->capture) {
         return Error::invalid_argument(to_string(stream) + " is already capturing");
     }
-    window = std::make_shared<CaptureWindow>();
+    (*found)->capture = std::make_shared<CaptureWindow>();
     return {};
 }
 
-std::optional<Error> DeviceServer::close_capture(CaptureWindow& window) {
-    if (!window.doomed) {
-        return std::nullopt;
+Result<CaptureGraph> DeviceServer::do_end_capture(StreamId stream) {
+    std::lock_guard lock(engine_mutex_);
+    Result<DeviceStream*> found = device_stream(stream);
+    if (!found) {
+        return found.error();
     }
-    Error refusal = Error::launch_refused(
-                        "capture", "the recording window was doomed: " + window.doomed->message())
-                        .caused_by(*window.doomed);
-    (void)claims_.fail(window.write_set, refusal);
-    return refusal;
+    if (!(*found)->capture) {
+        return Error::invalid_argument(to_string(stream) + " is not capturing");
+    }
+    std::shared_ptr<CaptureWindow> window = std::move((*found)->capture);
+    // Settled, the window's clean launches have filled its write set, and a failed or skipped
+    // one has doomed it.
+    if (Status settled = do_settle_window(stream, *window); !settled) {
+        return settled.error();
+    }
+    if (window->doomed) {
+        Error refusal =
+            Error::launch_refused("capture",
+                                  "the recording window was doomed: " + window->doomed->message())
+                .caused_by(*window->doomed);
+        (void)claims_.fail(window->write_set, refusal);
+        return refusal;
+    }
+    return do_make_graph(*window);
+}
+
+Result<CaptureGraph> DeviceServer::do_make_graph(CaptureWindow& window) {
+    return CaptureGraph(key(), service_, std::move(window.launches), std::move(window.write_set));
+}
+
+Status DeviceServer::check_event(const Event& event, std::uint64_t next_event) const {
+    if (!directory_.reaches(event.device) || event.sequence == 0 || event.sequence >= next_event) {
+        return Error::invalid_argument("the event does not belong to this runtime");
+    }
+    if (std::optional<Error> gone = directory_.lost(event.device)) {
+        return Error::device_lost(event.device, "cannot wait on an event of a lost device")
+            .caused_by(*gone);
+    }
+    return {};
 }
 
 Status DeviceServer::inject(const Fault& fault) {
@@ -52,7 +94,16 @@ Status DeviceServer::inject(const Fault& fault) {
             do_lose_now();
         }
     } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
-        return do_delay(delay->stream, delay->steps);
+        Result<DeviceStream*> stream = device_stream(delay->stream);
+        if (!stream) {
+            return stream.error();
+        }
+        if (Status bounded = FaultPlan::check_delay((*stream)->delay_steps, delay->steps);
+            !bounded) {
+            return bounded;
+        }
+        (*stream)->delay_steps += delay->steps;
+        do_delay(**stream, delay->steps);
     }
     return {};
 }
@@ -61,6 +112,9 @@ Status DeviceServer::grant_peer_access(ServiceId accessor) {
     std::lock_guard lock(engine_mutex_);
     if (accessor == service_) {
         return {};
+    }
+    if (!directory_.reaches(accessor)) {
+        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
     }
     if (Status admitted = do_admit_peer(accessor); !admitted) {
         return admitted;

@@ -32,11 +32,10 @@ std::optional<Error> SettlePipeline::refusal_slow(const Work& work, const Launch
     const ServiceId runner = devices_.service_of(work.device);
     for (const std::vector<Target>* targets : {&work.inputs, &work.outputs}) {
         for (const Target& target : *targets) {
-            if (target.device != work.device &&
-                !devices_.peer_access_granted(target.device, runner)) {
-                const ServiceId owner = devices_.service_of(target.device);
+            if (target.owner != runner && !devices_.peer_access_granted(target.owner, runner)) {
                 return Error::launch_refused(
-                    request.kernel, "it binds shared memory of " + to_string(owner) + ", which " +
+                    request.kernel, "it binds shared memory of " + to_string(target.owner) +
+                                        ", which " +
                                         "never granted " + to_string(runner) +
                                         " access (grant_peer_access on the owner's client)");
             }
@@ -50,22 +49,20 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
     for (const KernelResource& resource : request.resources) {
         const BufferBinding& binding = resource.buffer_binding();
         const PeerBinding* peer = resource.peer_binding();
-        std::uint32_t device = work.device;
+        ServiceId owner = runner;
         if (peer != nullptr) {
-            const std::optional<std::uint32_t> owner =
-                devices_.index_of(peer->memory().owner_service());
-            if (!owner) {
-                return Error::peer_unreachable(runner, peer->memory().owner_service(),
+            owner = peer->memory().owner_service();
+            if (!devices_.reaches(owner)) {
+                return Error::peer_unreachable(runner, owner,
                                                "the owner is not a device of this runtime");
             }
-            device = *owner;
         } else if (binding.service() != runner) {
             return Error::wrong_service(runner, binding.service());  // P1
         }
         // Built where they are stored: a copy of a just-built target stalls on its stores.
         const auto add = [&](std::vector<Target>& targets) {
             Target& target = targets.emplace_back();
-            target.device = device;
+            target.owner = owner;
             target.key.memory = binding.memory_id();
             target.key.range = binding.range();
             target.peer =
@@ -84,22 +81,30 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
 Status SettlePipeline::add_copy_targets(const KernelResource& source, const BufferBinding& target,
                                         Work& work) const {
     const BufferBinding& from = source.buffer_binding();
+    const ServiceId runner = devices_.service_of(work.device);
     if (const PeerBinding* peer = source.peer_binding()) {
-        const std::optional<std::uint32_t> owner =
-            devices_.index_of(peer->memory().owner_service());
-        if (!owner) {
-            return Error::peer_unreachable(devices_.service_of(work.device),
-                                           peer->memory().owner_service(),
+        const ServiceId owner = peer->memory().owner_service();
+        if (!devices_.reaches(owner)) {
+            return Error::peer_unreachable(runner, owner,
                                            "the owner is not a device of this runtime");
         }
-        work.label = "peer copy from device " + std::to_string(*owner);
-        work.inputs.push_back(Target{*owner, from.claim_key(), peer->memory()});
+        work.label = "peer copy from device " + std::to_string(owner.device_index);
+        work.inputs.push_back(Target{owner, from.claim_key(), peer->memory()});
     } else {
         work.label = "copy";
-        work.inputs.push_back(Target{work.device, from.claim_key(), from.peer()});
+        work.inputs.push_back(Target{runner, from.claim_key(), from.peer()});
     }
-    work.outputs.push_back(Target{work.device, target.claim_key(), target.peer()});
+    work.outputs.push_back(Target{runner, target.claim_key(), target.peer()});
     return {};
+}
+
+void SettlePipeline::add_replay_targets(const CaptureGraph& graph, Work& work) const {
+    const ServiceId runner = devices_.service_of(work.device);
+    work.label = "replay of " + std::to_string(graph.launches().size()) + " launches";
+    work.checks_inputs = false;
+    for (const ClaimKey& written : graph.write_set()) {
+        work.outputs.push_back(Target{runner, written, std::nullopt});
+    }
 }
 
 void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
@@ -160,15 +165,14 @@ bool SettlePipeline::cover(ByteRange range) const {
 }
 
 bool SettlePipeline::uncovered_claimed(const Target& input) const {
-    const ClaimStore& claims = devices_.claims_of(input.device);
-    if (claims.nothing_claimed()) {
+    if (devices_.nothing_claimed(input.owner)) {
         return false;
     }
     uncovered_keys_.clear();
     for (const ByteRange& range : uncovered_) {
         uncovered_keys_.push_back(ClaimKey{input.key.memory, range});
     }
-    return claims.first_claimed(uncovered_keys_).has_value();
+    return devices_.first_claimed(input.owner, uncovered_keys_).has_value();
 }
 
 void SettlePipeline::settle(Work& work) {
@@ -235,7 +239,7 @@ void SettlePipeline::unindex(const Work& work) {
     }
 }
 
-bool SettlePipeline::writes_unsettled(std::uint32_t device, std::span<const ClaimKey> keys) const {
+bool SettlePipeline::writes_unsettled(ServiceId owner, std::span<const ClaimKey> keys) const {
     for (const ClaimKey& key : keys) {
         const Writers* list = writers_.find(key.memory.value);
         if (list == nullptr) {
@@ -243,7 +247,7 @@ bool SettlePipeline::writes_unsettled(std::uint32_t device, std::span<const Clai
         }
         for (std::size_t index = list->settled; index < list->works.size(); ++index) {
             for (const Target& output : list->works[index]->outputs) {
-                if (output.device == device && overlap(output.key, key) != Overlap::Disjoint) {
+                if (output.owner == owner && overlap(output.key, key) != Overlap::Disjoint) {
                     return true;
                 }
             }

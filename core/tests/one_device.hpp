@@ -3,37 +3,35 @@
 // One device's claim store as the settle pipeline sees a runtime: for tests of core that drive
 // the pipeline without a backend.
 
-#include "tandem/core/outcome.hpp"
+#include "store_directory.hpp"
+
 #include "tandem/core/settle_pipeline.hpp"
 
 #include <memory>
 
 namespace tandem::testing {
 
-class OneDevice final : public DeviceDirectory {
+class OneDevice final : public StoreDirectory {
 public:
     explicit OneDevice(ServiceId service) : store(service) {}
-    ClaimStore& claims_of(std::uint32_t) const override { return store; }
-    std::optional<Error> lost(std::uint32_t) const override { return std::nullopt; }
+    ClaimStore& store_of(ServiceId) const override { return store; }
     ServiceId service_of(std::uint32_t) const override { return store.device(); }
-    bool peer_access_granted(std::uint32_t, ServiceId) const override { return true; }
-    std::optional<std::uint32_t> index_of(ServiceId service) const override {
-        return service == store.device() ? std::optional<std::uint32_t>(0) : std::nullopt;
-    }
+    bool reaches(ServiceId service) const override { return service == store.device(); }
 
     mutable ClaimStore store;
 };
 
-/// Work on device 0 writing `outputs` and reading `inputs`.
+/// Work on device 0 (`runner`) writing `outputs` and reading `inputs`.
 inline std::shared_ptr<Work> work_over(std::string label, std::span<const ClaimKey> inputs,
-                                       std::span<const ClaimKey> outputs) {
+                                       std::span<const ClaimKey> outputs,
+                                       ServiceId runner = ServiceId{1, 0}) {
     auto work = std::make_shared<Work>();
     work->label = std::move(label);
     for (const ClaimKey& key : inputs) {
-        work->inputs.push_back(Target{0, key, std::nullopt});
+        work->inputs.push_back(Target{runner, key, std::nullopt});
     }
     for (const ClaimKey& key : outputs) {
-        work->outputs.push_back(Target{0, key, std::nullopt});
+        work->outputs.push_back(Target{runner, key, std::nullopt});
     }
     return work;
 }

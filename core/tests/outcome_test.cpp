@@ -1,3 +1,5 @@
+#include "store_directory.hpp"
+
 #include "tandem/core/outcome.hpp"
 
 #include <gtest/gtest.h>
@@ -6,19 +8,21 @@ namespace tandem {
 namespace {
 
 /// Two devices' claim stores, as a runtime would hand them to outcomes.
-class TwoDevices final : public DeviceDirectory {
+class TwoDevices final : public testing::StoreDirectory {
 public:
     mutable ClaimStore zero{ServiceId{5, 0}};
     mutable ClaimStore one{ServiceId{5, 1}};
-    ClaimStore& claims_of(std::uint32_t device) const override { return device == 0 ? zero : one; }
-    std::optional<Error> lost(std::uint32_t) const override { return std::nullopt; }
+    ClaimStore& store_of(ServiceId owner) const override {
+        return owner.device_index == 0 ? zero : one;
+    }
     ServiceId service_of(std::uint32_t device) const override { return ServiceId{5, device}; }
-    bool peer_access_granted(std::uint32_t, ServiceId) const override { return true; }
-    std::optional<std::uint32_t> index_of(ServiceId service) const override {
-        return service.device_index < 2 ? std::optional<std::uint32_t>(service.device_index)
-                                        : std::nullopt;
+    bool reaches(ServiceId service) const override {
+        return service.runtime_id == 5 && service.device_index < 2;
     }
 };
+
+constexpr ServiceId device0{5, 0};
+constexpr ServiceId device1{5, 1};
 
 TEST(Outcome, a_skip_applied_after_its_failure_was_dropped_still_names_the_root) {
     TwoDevices devices;
@@ -27,18 +31,18 @@ TEST(Outcome, a_skip_applied_after_its_failure_was_dropped_still_names_the_root)
     const ClaimKey failed[] = {source_key};
     (void)devices.zero.fail(failed,
                             Error::kernel_failed({"producer", ServiceId{5, 0}, StreamId{1}, 77}));
-    const Target inputs[] = {Target{0, source_key, std::nullopt}};
+    const Target inputs[] = {Target{device0, source_key, std::nullopt}};
     std::optional<Cause> cause = first_claimed_input(devices, inputs);
     ASSERT_TRUE(cause.has_value());
     // The source is freed before the skip is applied (a later sync): its failure is dropped.
     devices.zero.forget(source);
     ASSERT_TRUE(devices.zero.drained());
-    const Target outputs[] = {Target{0, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt},
-                              Target{1, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt}};
+    const Target outputs[] = {Target{device0, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt},
+                              Target{device1, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt}};
     claim_skipped(devices, ServiceId{5, 1}, "consumer", outputs, *cause);
     for (const Target& output : outputs) {
         const ClaimKey key[] = {output.key};
-        Status read = devices.claims_of(output.device).check(key);
+        Status read = devices.store_of(output.owner).check(key);
         ASSERT_FALSE(read);
         const auto* details = read.error().details_as<UnwrittenDetails>();
         ASSERT_NE(details, nullptr);
@@ -53,9 +57,9 @@ TEST(Outcome, a_skip_on_the_failures_own_device_reuses_the_failure) {
     const ClaimKey source_key{MemoryId::next(), {0, 16}};
     const ClaimKey failed[] = {source_key};
     const FailureId failure = devices.zero.fail(failed, Error::torn_down("root"));
-    const Target inputs[] = {Target{0, source_key, std::nullopt}};
+    const Target inputs[] = {Target{device0, source_key, std::nullopt}};
     std::optional<Cause> cause = first_claimed_input(devices, inputs);
-    const Target outputs[] = {Target{0, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt}};
+    const Target outputs[] = {Target{device0, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt}};
     claim_skipped(devices, ServiceId{5, 1}, "consumer", outputs, *cause);
     EXPECT_EQ(devices.zero.failure_count(), 1u);
     EXPECT_EQ(devices.zero.allocations_carrying(failure), 2u);

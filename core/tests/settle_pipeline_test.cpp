@@ -10,7 +10,7 @@ namespace {
 using testing::run_through;
 using testing::work_over;
 
-constexpr ServiceId device0{7, 0};
+constexpr ServiceId device0{1, 0};  // As `work_over` runs its work.
 
 class SettlePipelineTest : public ::testing::Test {
 protected:
@@ -230,7 +230,7 @@ TEST_F(SettlePipelineTest, a_long_run_of_pending_work_settles_in_order_and_leave
         pipeline.enqueue(works.back());
     }
     EXPECT_EQ(pipeline.size(), 1000u);
-    EXPECT_TRUE(pipeline.writes_unsettled(0, key));
+    EXPECT_TRUE(pipeline.writes_unsettled(device0, key));
     for (auto each = works.rbegin(); each != works.rend(); ++each) {
         (*each)->report = Work::Report::Landed;  // Reported newest first.
     }
@@ -240,7 +240,7 @@ TEST_F(SettlePipelineTest, a_long_run_of_pending_work_settles_in_order_and_leave
         last = settled->sequence;
     });
     EXPECT_TRUE(pipeline.empty());
-    EXPECT_FALSE(pipeline.writes_unsettled(0, key));
+    EXPECT_FALSE(pipeline.writes_unsettled(device0, key));
     EXPECT_TRUE(store.drained());
 }
 

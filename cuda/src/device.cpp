@@ -12,7 +12,7 @@ namespace tandem::cuda {
 
 CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
                        std::uint64_t capacity_bytes)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex, engine.directory),
       engine_(engine),
       index_(index),
       ordinal_(ordinal),
@@ -25,7 +25,7 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
     streams_.reserve(max_streams);
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
-    streams_.push_back(CudaStream{StreamId{1}, handle, 0, {}});
+    streams_.emplace_back(StreamId{1}, handle);
     set_stream_count(1);
     constexpr std::size_t status_bytes = status_slots * sizeof(unsigned long long);
     // The host copy is pinned, so that fetching the words after a sync is one direct copy.
@@ -139,7 +139,7 @@ Result<StreamId> CudaDevice::do_create_stream() {
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
     const StreamId id{streams_.back().id.value + 1};
-    streams_.push_back(CudaStream{id, handle, 0, {}});  // Capacity reserved: no reallocation.
+    streams_.emplace_back(id, handle);  // Capacity reserved: no reallocation.
     set_stream_count(streams_.size());
     return id;
 }
@@ -195,7 +195,7 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
     op->label = "host write";
     op->device = index_;
     op->stream = stream_id;
-    op->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
+    op->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
     op->held.push_back(KernelResource::buffer(target));
     DeviceGuard guard(ordinal_);
     // From pageable memory the call returns once the bytes are staged, so `bytes` may go. A
@@ -268,7 +268,7 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
     if (Status targets = engine_.pipeline.add_copy_targets(source, target, *op); !targets) {
         return targets;
     }
-    const CudaDevice* owner = engine_.devices[op->inputs.front().device].get();
+    const CudaDevice* owner = engine_.device_of(op->inputs.front().owner);
     op->held.push_back(source);
     op->held.push_back(KernelResource::buffer(target));
     // C9: a copy whose input will end up claimed does not move a byte. One whose producers are
@@ -392,13 +392,8 @@ Result<cudaEvent_t> CudaDevice::take_event() {
 
 Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
     std::lock_guard lock(engine_.mutex);
-    CudaDevice* owner = engine_.device_of(event.device);
-    if (owner == nullptr || event.sequence == 0 || event.sequence >= engine_.next_event) {
-        return Error::invalid_argument("the event does not belong to this runtime");
-    }
-    if (owner->lost_) {
-        return Error::device_lost(event.device, "cannot wait on an event of a lost device")
-            .caused_by(*owner->lost_);
+    if (Status known = check_event(event, engine_.next_event); !known) {
+        return known;
     }
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
@@ -436,10 +431,7 @@ MemoryUsage CudaDevice::do_memory_usage() const {
 }
 
 Status CudaDevice::do_admit_peer(ServiceId accessor) {
-    CudaDevice* peer = engine_.device_of(accessor);
-    if (peer == nullptr) {
-        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
-    }
+    CudaDevice* peer = engine_.device_of(accessor);  // The Server checked it is one.
     if (peer == this) {
         return {};
     }
@@ -470,19 +462,10 @@ void CudaDevice::do_lose_now() {
     lose("injected device loss (simulated)");
 }
 
-Status CudaDevice::do_delay(StreamId stream_id, std::uint64_t steps) {
-    Result<CudaStream*> found = stream(stream_id);
-    if (!found) {
-        return found.error();
-    }
-    if (Status bounded = FaultPlan::check_delay((*found)->delay_steps, steps); !bounded) {
-        return bounded;
-    }
+void CudaDevice::do_delay(DeviceStream& stream, std::uint64_t steps) {
     DeviceGuard guard(ordinal_);
     // One scheduler step of the simulator is taken as one microsecond on the GPU.
-    (void)launch_delay((*found)->handle, steps);
-    (*found)->delay_steps += steps;
-    return {};
+    (void)launch_delay(static_cast<CudaStream&>(stream).handle, steps);
 }
 
 }  // namespace tandem::cuda

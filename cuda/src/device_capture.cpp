@@ -10,36 +10,18 @@
 
 namespace tandem::cuda {
 
-Status CudaDevice::do_begin_capture(StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
-    Result<CudaStream*> found = stream(stream_id);
-    if (!found) {
-        return found.error();
-    }
-    return open_capture((*found)->capture, stream_id);
+Status CudaDevice::do_settle_window(StreamId, const CaptureWindow&) {
+    return engine_.resolve_all();
 }
 
-Result<CaptureGraph> CudaDevice::do_end_capture(StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
-    Result<CudaStream*> found = stream(stream_id);
-    if (!found) {
-        return found.error();
-    }
-    if (!(*found)->capture) {
-        return Error::invalid_argument(to_string(stream_id) + " is not capturing");
-    }
-    std::shared_ptr<CaptureWindow> window = std::move((*found)->capture);
-    (void)engine_.resolve_all();  // Settles the window's launches: clean ones fill its write set.
-    if (std::optional<Error> refusal = close_capture(*window)) {
-        return *refusal;
-    }
-    Result<std::shared_ptr<void>> native = build_graph(window->launches);
+Result<CaptureGraph> CudaDevice::do_make_graph(CaptureWindow& window) {
+    Result<std::shared_ptr<void>> native = build_graph(window.launches);
     if (!native) {
-        (void)claims_.fail(window->write_set, native.error());
+        (void)claims_.fail(window.write_set, native.error());
         return native.error();
     }
-    CaptureGraph graph(key(), service_, std::move(window->launches), std::move(window->write_set));
-    graph.set_native(std::move(*native));
+    Result<CaptureGraph> graph = DeviceServer::do_make_graph(window);
+    graph->set_native(std::move(*native));
     return graph;
 }
 
@@ -71,15 +53,11 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
         return found.error();
     }
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Replay);
-    op->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
-    op->checks_inputs = false;  // C14: the caller wrote fresh inputs first.
     op->device = index_;
     op->stream = stream_id;
     op->slot = next_slot_++ % status_slots;
     op->launch_id = next_launch_id_++;
-    for (const ClaimKey& key : graph.write_set()) {
-        op->outputs.push_back(Target{index_, key, std::nullopt});
-    }
+    engine_.pipeline.add_replay_targets(graph, *op);
     // The graph was built on this device by `end_capture`; a graph of another device (or one the
     // simulator recorded) replays launch by launch, and is refused there like any launch.
     if (graph.native() != nullptr && graph.device() == service_) {

@@ -106,18 +106,6 @@ CudaEngine::~CudaEngine() {
     }
 }
 
-ClaimStore& CudaEngine::claims_of(std::uint32_t device) const { return devices[device]->claims(); }
-
-std::optional<Error> CudaEngine::lost(std::uint32_t device) const {
-    return devices[device]->lost_locked();
-}
-
-ServiceId CudaEngine::service_of(std::uint32_t device) const { return devices[device]->service(); }
-
-bool CudaEngine::peer_access_granted(std::uint32_t owner, ServiceId accessor) const {
-    return devices[owner]->granted_locked(accessor);
-}
-
 CudaDevice* CudaEngine::device_of(ServiceId service) const {
     if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {
         return nullptr;

@@ -71,14 +71,13 @@ struct PendingOp final : Work {
     void reset();
 };
 
-struct CudaStream {
-    StreamId id;
+/// A stream of a GPU. Its delay steps (microseconds) count what was injected since the device
+/// last synchronised: at most what is still to run.
+struct CudaStream : DeviceStream {
+    CudaStream(StreamId stream, cudaStream_t cuda_stream)
+        : DeviceStream{stream, {}, 0}, handle(cuda_stream) {}
+
     cudaStream_t handle = nullptr;
-    /// The delay steps (microseconds) injected since the device last synchronised: at most what
-    /// is still to run, bounded as on the simulator (`FaultPlan::check_delay`).
-    std::uint64_t delay_steps = 0;
-    /// The open recording window (C14), if any.
-    std::shared_ptr<CaptureWindow> capture;
 };
 
 class CudaDevice final : public DeviceServer {
@@ -90,23 +89,7 @@ public:
     CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes);
     ~CudaDevice() override;
 
-    Result<StreamId> do_create_stream() override;
-    Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) override;
-    Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
-                    StreamId stream) override;
-    Result<std::vector<std::byte>> do_read(const BufferBinding& source) override;
-    Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) override;
-    Status do_copy(const KernelResource& source, const BufferBinding& target,
-                   StreamId stream) override;
-    Status do_launch(LaunchRequest&& request) override;
-    Result<Event> do_record_event(StreamId stream) override;
-    Status do_wait_event(StreamId stream, const Event& event) override;
-    Status do_sync() override;
-    Status do_sync(std::span<const ClaimKey> keys) override;
-    Status do_begin_capture(StreamId stream) override;
-    Result<CaptureGraph> do_end_capture(StreamId stream) override;
-    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
-    [[nodiscard]] MemoryUsage do_memory_usage() const override;
+#include "tandem/core/detail/server_hooks.inc"
 
     [[nodiscard]] int ordinal() const { return ordinal_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
@@ -121,7 +104,6 @@ public:
         return status_host_[slot];
     }
     void lose(const std::string& reason);
-    [[nodiscard]] std::optional<Error> lost_locked() const { return lost_; }
 
     /// Counts a resolved launch whose kernel found a failed producer and did not compute.
     void count_skipped_on_device() { ++skipped_on_device_; }
@@ -135,9 +117,11 @@ public:
 
 private:
     void do_lose_now() override;
-    Status do_delay(StreamId stream, std::uint64_t steps) override;
+    DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
+    void do_delay(DeviceStream& stream, std::uint64_t steps) override;
     void do_fault_armed() override { update_quick_allocation(); }
     Status do_admit_peer(ServiceId accessor) override;
+    Result<CaptureGraph> do_make_graph(CaptureWindow& window) override;
     Result<CudaStream*> stream(StreamId id);
     /// Whether `quick_allocation_` may hold now; call after `lost_` or the fault plan changed.
     void update_quick_allocation();
@@ -222,19 +206,10 @@ private:
     void count_operation();
 };
 
-class CudaEngine final : public DeviceDirectory {
+class CudaEngine final {
 public:
     explicit CudaEngine(CudaOptions options);
-    ~CudaEngine() override;
-
-    [[nodiscard]] ClaimStore& claims_of(std::uint32_t device) const override;
-    [[nodiscard]] std::optional<Error> lost(std::uint32_t device) const override;
-    [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
-    [[nodiscard]] bool peer_access_granted(std::uint32_t owner, ServiceId accessor) const override;
-    [[nodiscard]] std::optional<std::uint32_t> index_of(ServiceId service) const override {
-        return device_of(service) != nullptr ? std::optional<std::uint32_t>(service.device_index)
-                                             : std::nullopt;
-    }
+    ~CudaEngine();
 
     [[nodiscard]] CudaDevice* device_of(ServiceId service) const;
     /// A pending op of `kind` to fill: a settled one reused, or a new one.
@@ -248,8 +223,10 @@ public:
     std::recursive_mutex mutex;
     /// Draws injected faults by probability: one seed, so a faulty run replays exactly.
     std::mt19937_64 rng;
+    /// The devices as the pipeline reaches them.
+    LocalDirectory directory{runtime_id};
     /// Every op from enqueue until its claims are settled.
-    SettlePipeline pipeline{*this};
+    SettlePipeline pipeline{directory};
     struct EventState {
         cudaEvent_t event = nullptr;
         std::uint32_t device = 0;

@@ -78,6 +78,7 @@ Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
             capacity = free_bytes;
         }
         engine->devices.push_back(std::make_shared<CudaDevice>(*engine, index, ordinal, capacity));
+        engine->directory.add(*engine->devices.back());
     }
     return std::shared_ptr<CudaRuntime>(new CudaRuntime(std::move(engine)));
 }

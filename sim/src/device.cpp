@@ -33,7 +33,7 @@ std::uint64_t splitmix(std::uint64_t& state) {
 }  // namespace
 
 SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex, engine.directory),
       engine_(engine),
       index_(index),
       segment_(std::move(segment)),
@@ -48,7 +48,7 @@ SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segmen
         }
     });
     streams_.reserve(max_streams);
-    streams_.push_back(SimStream{StreamId{1}, engine.next_stream_global++, {}, 1, 0, {}, {}});
+    streams_.emplace_back(StreamId{1}, engine.next_stream_global++);
     set_stream_count(streams_.size());
 }
 
@@ -124,7 +124,7 @@ Result<StreamId> SimDevice::do_create_stream() {
                                        " streams");
     }
     const StreamId id{streams_.back().id.value + 1};
-    streams_.push_back(SimStream{id, engine_.next_stream_global++, {}, 1, 0, {}, {}});
+    streams_.emplace_back(id, engine_.next_stream_global++);
     set_stream_count(streams_.size());
     if (engine_.options.mode == SchedulerMode::Threads) {
         engine_.start_workers();
@@ -179,7 +179,7 @@ Status SimDevice::do_write(const BufferBinding& target, std::span<const std::byt
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Write;
     operation->label = "host write";
-    operation->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
+    operation->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
     operation->bytes.assign(bytes.begin(), bytes.end());
     operation->held.push_back(target);
     return enqueue(stream_id, std::move(operation));
@@ -194,7 +194,7 @@ Status SimDevice::drain_for_read(StreamId stream_id, std::span<const ClaimKey> k
     // A read waits for the work before it on its stream, and for every writer of the bytes it
     // reads, on any device, until the writer is settled (C6, C13).
     Status drained = engine_.run_until(
-        [&] { return target->queue.empty() && !engine_.pipeline.writes_unsettled(index_, keys); });
+        [&] { return target->queue.empty() && !engine_.pipeline.writes_unsettled(service_, keys); });
     merge_into(engine_.host_clock, target->clock);
     sweep();
     return drained;
@@ -303,17 +303,12 @@ Result<Event> SimDevice::do_record_event(StreamId stream_id) {
 
 Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
     std::lock_guard lock(engine_.mutex);
-    SimDevice* owner = engine_.device_of(event.device);
-    if (owner == nullptr || event.sequence == 0 || event.sequence >= engine_.next_event) {
-        return Error::invalid_argument("the event does not belong to this runtime");
-    }
-    if (owner->lost_) {
-        return Error::device_lost(event.device, "cannot wait on an event of a lost device")
-            .caused_by(*owner->lost_);
+    if (Status known = check_event(event, engine_.next_event); !known) {
+        return known;
     }
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Wait;
-    operation->label = "wait for event of device " + std::to_string(owner->index());
+    operation->label = "wait for event of device " + std::to_string(event.device.device_index);
     operation->event = event.sequence;
     return enqueue(stream_id, std::move(operation));
 }
@@ -344,7 +339,7 @@ Status SimDevice::do_sync(std::span<const ClaimKey> keys) {
         return synced;
     }
     Status drained =
-        engine_.run_until([&] { return !engine_.pipeline.writes_unsettled(index_, keys); });
+        engine_.run_until([&] { return !engine_.pipeline.writes_unsettled(service_, keys); });
     sweep();
     if (!drained) {
         return drained;
@@ -355,46 +350,18 @@ Status SimDevice::do_sync(std::span<const ClaimKey> keys) {
     return claims_.check(keys);
 }
 
-Status SimDevice::do_begin_capture(StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
-    Result<SimStream*> found = stream(stream_id);
-    if (!found) {
-        return found.error();
-    }
-    return open_capture((*found)->capture, stream_id);
-}
-
-Result<CaptureGraph> SimDevice::do_end_capture(StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
-    Result<SimStream*> found = stream(stream_id);
-    if (!found) {
-        return found.error();
-    }
-    SimStream* target = *found;
-    if (!target->capture) {
-        return Error::invalid_argument(to_string(stream_id) + " is not capturing");
-    }
-    std::shared_ptr<CaptureWindow> window = std::move(target->capture);
-    Status drained = engine_.run_until(
-        [target, &window] { return target->queue.empty() && window->unsettled == 0; });
-    if (!drained) {
-        return drained.error();
-    }
-    if (std::optional<Error> refusal = close_capture(*window)) {
-        return *refusal;
-    }
-    return CaptureGraph(key(), service_, std::move(window->launches), std::move(window->write_set));
+Status SimDevice::do_settle_window(StreamId stream_id, const CaptureWindow& window) {
+    SimStream* target = *stream(stream_id);
+    return engine_.run_until(
+        [target, &window] { return target->queue.empty() && window.unsettled == 0; });
 }
 
 Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
     auto operation = std::make_shared<Operation>();
     operation->kind = Operation::Kind::Replay;
-    operation->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
-    operation->checks_inputs = false;  // C14: the caller wrote fresh inputs first.
-    for (const ClaimKey& key : graph.write_set()) {
-        operation->outputs.push_back(Target{index_, key, std::nullopt});
-    }
+    operation->device = index_;
+    engine_.pipeline.add_replay_targets(graph, *operation);
     operation->graph = std::make_shared<const CaptureGraph>(graph);
     for (const LaunchRequest& launch : graph.launches()) {
         operation->injected.push_back(kernel_fault_due(launch.kernel));
@@ -407,25 +374,6 @@ MemoryUsage SimDevice::do_memory_usage() const {
     return memory_.usage();
 }
 
-Status SimDevice::do_admit_peer(ServiceId accessor) {
-    if (engine_.device_of(accessor) == nullptr) {
-        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
-    }
-    return {};
-}
-
 bool SimDevice::do_grants_all_peers() const { return engine_.options.grant_all_peers; }
-
-Status SimDevice::do_delay(StreamId stream_id, std::uint64_t steps) {
-    Result<SimStream*> found = stream(stream_id);
-    if (!found) {
-        return found.error();
-    }
-    if (Status bounded = FaultPlan::check_delay((*found)->delay_steps, steps); !bounded) {
-        return bounded;
-    }
-    (*found)->delay_steps += steps;
-    return {};
-}
 
 }  // namespace tandem::sim

@@ -13,16 +13,6 @@ Engine::Engine(SimOptions sim_options)
 
 Engine::~Engine() { stop_workers(); }
 
-ClaimStore& Engine::claims_of(std::uint32_t device) const { return devices[device]->claims(); }
-
-std::optional<Error> Engine::lost(std::uint32_t device) const { return devices[device]->lost(); }
-
-ServiceId Engine::service_of(std::uint32_t device) const { return devices[device]->service(); }
-
-bool Engine::peer_access_granted(std::uint32_t owner, ServiceId accessor) const {
-    return devices[owner]->granted_locked(accessor);
-}
-
 SimDevice* Engine::device_of(ServiceId service) const {
     if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {
         return nullptr;

@@ -41,16 +41,13 @@ private:
     std::uint64_t next_ = 0;
 };
 
-struct SimStream {
-    StreamId id;
+struct SimStream : DeviceStream {
+    SimStream(StreamId stream, std::uint32_t global) : DeviceStream{stream, {}, 0}, global_index(global) {}
+
     std::uint32_t global_index = 0;
     std::deque<std::shared_ptr<Operation>> queue;
     std::uint64_t next_sequence = 1;
-    std::uint64_t delay_steps = 0;
     VectorClock clock;
-
-    /// The open recording window (C14), if any.
-    std::shared_ptr<CaptureWindow> capture;
 };
 
 /// A freed allocation, kept so a fault at its old address can say what happened there.
@@ -71,24 +68,7 @@ public:
     SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment);
     ~SimDevice() override;
 
-    // Server (the rest is DeviceServer's)
-    Result<StreamId> do_create_stream() override;
-    Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) override;
-    Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
-                    StreamId stream) override;
-    Result<std::vector<std::byte>> do_read(const BufferBinding& source) override;
-    Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) override;
-    Status do_copy(const KernelResource& source, const BufferBinding& target,
-                   StreamId stream) override;
-    Status do_launch(LaunchRequest&& request) override;
-    Result<Event> do_record_event(StreamId stream) override;
-    Status do_wait_event(StreamId stream, const Event& event) override;
-    Status do_sync() override;
-    Status do_sync(std::span<const ClaimKey> keys) override;
-    Status do_begin_capture(StreamId stream) override;
-    Result<CaptureGraph> do_end_capture(StreamId stream) override;
-    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
-    [[nodiscard]] MemoryUsage do_memory_usage() const override;
+#include "tandem/core/detail/server_hooks.inc"
 
     // Engine side.
     [[nodiscard]] std::uint32_t index() const { return index_; }
@@ -108,8 +88,7 @@ public:
 
 private:
     void do_lose_now() override { lose("injected device loss"); }
-    Status do_delay(StreamId stream, std::uint64_t steps) override;
-    Status do_admit_peer(ServiceId accessor) override;
+    DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
     [[nodiscard]] bool do_grants_all_peers() const override;
     Result<SimStream*> stream(StreamId id);
     Status enqueue(StreamId stream, std::shared_ptr<Operation> operation);
@@ -133,20 +112,10 @@ private:
     std::uint64_t allocations_made_ = 0;
 };
 
-class Engine final : public DeviceDirectory {
+class Engine final {
 public:
     explicit Engine(SimOptions options);
-    ~Engine() override;
-
-    // DeviceDirectory
-    [[nodiscard]] ClaimStore& claims_of(std::uint32_t device) const override;
-    [[nodiscard]] std::optional<Error> lost(std::uint32_t device) const override;
-    [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
-    [[nodiscard]] bool peer_access_granted(std::uint32_t owner, ServiceId accessor) const override;
-    [[nodiscard]] std::optional<std::uint32_t> index_of(ServiceId service) const override {
-        return device_of(service) != nullptr ? std::optional<std::uint32_t>(service.device_index)
-                                             : std::nullopt;
-    }
+    ~Engine();
 
     SimOptions options;
     std::uint64_t runtime_id;
@@ -190,8 +159,10 @@ public:
     std::uint64_t next_event = 1;
     std::uint32_t next_stream_global = 0;
 
+    /// The devices as the pipeline reaches them.
+    LocalDirectory directory{runtime_id};
     /// Every operation that touches bytes, from enqueue until its claims are settled.
-    SettlePipeline pipeline{*this};
+    SettlePipeline pipeline{directory};
 
     [[nodiscard]] SimDevice* device_of(ServiceId service) const;
     /// Whether any stream other than `operation`'s has work queued.

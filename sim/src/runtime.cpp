@@ -23,6 +23,7 @@ Result<std::shared_ptr<SimRuntime>> SimRuntime::create(SimOptions options) {
             return segment.error();
         }
         engine->devices.push_back(std::make_shared<SimDevice>(*engine, index, std::move(*segment)));
+        engine->directory.add(*engine->devices.back());
     }
     if (options.mode == SchedulerMode::Threads) {
         engine->start_workers();

@@ -45,20 +45,20 @@ std::byte* host(std::uint64_t address) { return reinterpret_cast<std::byte*>(add
 
 ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
                                  std::uint64_t capacity_bytes, PoolOptions pools)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex, engine.directory),
       engine_(engine),
       index_(index),
       storage_(capacity_bytes),
       memory_(storage_, order_, pools) {
     memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
-    streams_.push_back(ReferenceStream{StreamId{1}, nullptr});
+    streams_.push_back(ReferenceStream{{StreamId{1}, {}, 0}});
     set_stream_count(1);
 }
 
 Result<StreamId> ReferenceDevice::do_create_stream() {
     std::lock_guard lock(engine_.mutex);
     const StreamId id{streams_.back().id.value + 1};
-    streams_.push_back(ReferenceStream{id, nullptr});
+    streams_.push_back(ReferenceStream{{id, {}, 0}});
     set_stream_count(streams_.size());
     return id;
 }
@@ -107,7 +107,7 @@ Status ReferenceDevice::do_write(const BufferBinding& target, std::span<const st
     work->label = "host write";
     work->device = index_;
     work->stream = stream;
-    work->outputs.push_back(Target{index_, target.claim_key(), target.peer()});
+    work->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
     work->held.push_back(target);
     return submit(work, [&] {
         if (!bytes.empty()) {
@@ -263,13 +263,8 @@ Result<Event> ReferenceDevice::do_record_event(StreamId stream) {
 
 Status ReferenceDevice::do_wait_event(StreamId stream, const Event& event) {
     std::lock_guard lock(engine_.mutex);
-    ReferenceDevice* owner = engine_.device_of(event.device);
-    if (owner == nullptr || event.sequence == 0 || event.sequence >= engine_.next_event) {
-        return Error::invalid_argument("the event does not belong to this runtime");
-    }
-    if (std::optional<Error> gone = owner->lost_) {
-        return Error::device_lost(event.device, "cannot wait on an event of a lost device")
-            .caused_by(*gone);
+    if (Status known = check_event(event, engine_.next_event); !known) {
+        return known;
     }
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
@@ -292,29 +287,8 @@ Status ReferenceDevice::do_sync(std::span<const ClaimKey> keys) {
     return claims_.check(keys);
 }
 
-Status ReferenceDevice::do_begin_capture(StreamId stream) {
-    std::lock_guard lock(engine_.mutex);
-    Result<ReferenceStream*> found = find_stream(streams_, stream);
-    if (!found) {
-        return found.error();
-    }
-    return open_capture((*found)->capture, stream);
-}
-
-Result<CaptureGraph> ReferenceDevice::do_end_capture(StreamId stream) {
-    std::lock_guard lock(engine_.mutex);
-    Result<ReferenceStream*> found = find_stream(streams_, stream);
-    if (!found) {
-        return found.error();
-    }
-    if (!(*found)->capture) {
-        return Error::invalid_argument(to_string(stream) + " is not capturing");
-    }
-    std::shared_ptr<CaptureWindow> window = std::move((*found)->capture);
-    if (std::optional<Error> refusal = close_capture(*window)) {
-        return *refusal;
-    }
-    return CaptureGraph(key(), service_, std::move(window->launches), std::move(window->write_set));
+Status ReferenceDevice::do_settle_window(StreamId, const CaptureWindow&) {
+    return {};  // Work settles when it is enqueued.
 }
 
 Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
@@ -323,13 +297,9 @@ Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
         return found.error();
     }
     auto work = std::make_shared<ReferenceWork>();
-    work->label = "replay of " + std::to_string(graph.launches().size()) + " launches";
     work->device = index_;
     work->stream = stream;
-    work->checks_inputs = false;  // C14: the caller wrote fresh inputs first.
-    for (const ClaimKey& written : graph.write_set()) {
-        work->outputs.push_back(Target{index_, written, std::nullopt});
-    }
+    engine_.pipeline.add_replay_targets(graph, *work);
     std::vector<const LaunchRequest*> launches;
     std::vector<std::optional<std::uint32_t>> injected;
     for (const LaunchRequest& launch : graph.launches()) {
@@ -342,20 +312,6 @@ Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
 MemoryUsage ReferenceDevice::do_memory_usage() const {
     std::lock_guard lock(engine_.mutex);
     return memory_.usage();
-}
-
-Status ReferenceDevice::do_admit_peer(ServiceId accessor) {
-    if (engine_.device_of(accessor) == nullptr) {
-        return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
-    }
-    return {};
-}
-
-Status ReferenceDevice::do_delay(StreamId stream, std::uint64_t steps) {
-    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
-        return found.error();
-    }
-    return FaultPlan::check_delay(0, steps);
 }
 
 }  // namespace tandem::reference

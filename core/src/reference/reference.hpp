@@ -28,34 +28,15 @@ struct ReferenceWork final : Work {
     void on_settled() override { held.clear(); }
 };
 
-struct ReferenceStream {
-    StreamId id;
-    /// The open recording window (C14), if any.
-    std::shared_ptr<CaptureWindow> capture;
-};
+/// A stream: work on it runs when it is enqueued, so it needs nothing more.
+struct ReferenceStream : DeviceStream {};
 
 class ReferenceDevice final : public DeviceServer {
 public:
     ReferenceDevice(ReferenceEngine& engine, std::uint32_t index, std::uint64_t capacity_bytes,
                     PoolOptions pools);
 
-    Result<StreamId> do_create_stream() override;
-    Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) override;
-    Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
-                    StreamId stream) override;
-    Result<std::vector<std::byte>> do_read(const BufferBinding& source) override;
-    Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) override;
-    Status do_copy(const KernelResource& source, const BufferBinding& target,
-                   StreamId stream) override;
-    Status do_launch(LaunchRequest&& request) override;
-    Result<Event> do_record_event(StreamId stream) override;
-    Status do_wait_event(StreamId stream, const Event& event) override;
-    Status do_sync() override;
-    Status do_sync(std::span<const ClaimKey> keys) override;
-    Status do_begin_capture(StreamId stream) override;
-    Result<CaptureGraph> do_end_capture(StreamId stream) override;
-    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
-    [[nodiscard]] MemoryUsage do_memory_usage() const override;
+#include "tandem/core/detail/server_hooks.inc"
 
     [[nodiscard]] std::uint32_t index() const { return index_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
@@ -63,9 +44,9 @@ public:
 
 private:
     void do_lose_now() override { mark_lost("injected device loss"); }
+    DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
     /// Work runs when it is enqueued: a delay holds nothing back, but is checked the same way.
-    Status do_delay(StreamId stream, std::uint64_t steps) override;
-    Status do_admit_peer(ServiceId accessor) override;
+    void do_delay(DeviceStream& stream, std::uint64_t) override { stream.delay_steps = 0; }
     /// Enqueues `work` on the pipeline and, unless it was refused or an input is known claimed,
     /// runs it at once with `run`, which reports how it ended; then settles.
     Status submit(const std::shared_ptr<ReferenceWork>& work, const std::function<void()>& run);
@@ -85,26 +66,10 @@ private:
     std::vector<ReferenceStream> streams_;
 };
 
-class ReferenceEngine final : public DeviceDirectory {
+class ReferenceEngine final {
 public:
     explicit ReferenceEngine(ReferenceOptions options);
 
-    [[nodiscard]] ClaimStore& claims_of(std::uint32_t device) const override {
-        return devices[device]->claims();
-    }
-    [[nodiscard]] std::optional<Error> lost(std::uint32_t device) const override {
-        return devices[device]->lost();
-    }
-    [[nodiscard]] ServiceId service_of(std::uint32_t device) const override {
-        return devices[device]->service();
-    }
-    [[nodiscard]] bool peer_access_granted(std::uint32_t owner, ServiceId accessor) const override {
-        return devices[owner]->granted_locked(accessor);
-    }
-    [[nodiscard]] std::optional<std::uint32_t> index_of(ServiceId service) const override {
-        return device_of(service) != nullptr ? std::optional<std::uint32_t>(service.device_index)
-                                             : std::nullopt;
-    }
     [[nodiscard]] ReferenceDevice* device_of(ServiceId service) const {
         if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {
             return nullptr;
@@ -117,7 +82,9 @@ public:
     std::mt19937_64 rng;
     std::recursive_mutex mutex;
     std::vector<std::shared_ptr<ReferenceDevice>> devices;
-    SettlePipeline pipeline{*this};
+    /// The devices as the pipeline reaches them.
+    LocalDirectory directory{runtime_id};
+    SettlePipeline pipeline{directory};
     std::uint64_t next_event = 1;
 };
 

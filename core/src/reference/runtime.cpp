@@ -23,6 +23,7 @@ Result<std::shared_ptr<ReferenceRuntime>> ReferenceRuntime::create(ReferenceOpti
     for (std::uint32_t index = 0; index < options.devices; ++index) {
         engine->devices.push_back(std::make_shared<ReferenceDevice>(
             *engine, index, options.capacity_bytes, options.pools));
+        engine->directory.add(*engine->devices.back());
     }
     return std::shared_ptr<ReferenceRuntime>(new ReferenceRuntime(std::move(engine)));
 }

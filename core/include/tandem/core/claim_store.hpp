@@ -58,11 +58,18 @@ public:
 
     /// Records that work was skipped because of `failure` (a cross-device hop, say).
     void add_skip(FailureId failure, SkipRecord record);
+    /// C9 in one step, under one lock: `keys` take `join` while it is alive, otherwise one new
+    /// failure carrying `error`; the failure records `skip` while it claims anything.
+    void claim_skipped(std::span<const ClaimKey> keys, std::optional<FailureId> join,
+                       const Error& error, SkipRecord skip);
     /// A new failure, carried by nothing yet; claim with it or it is dropped at the next claim.
     FailureId create_failure(Error error);
 
     /// The `Unwritten` report of `failure` for a read of `read` (C7).
     [[nodiscard]] Error report(FailureId failure, const ClaimKey& read) const;
+    /// `report`, while `failure` is alive.
+    [[nodiscard]] std::optional<Error> report_if_alive(FailureId failure,
+                                                       const ClaimKey& read) const;
     [[nodiscard]] std::size_t failure_count() const;
     [[nodiscard]] bool failure_alive(FailureId failure) const;
     [[nodiscard]] std::uint64_t allocations_carrying(FailureId failure) const;

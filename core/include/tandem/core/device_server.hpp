@@ -7,6 +7,8 @@
 // serialises a device's state.
 
 #include "tandem/core/claim_store.hpp"
+#include "tandem/core/device_directory.hpp"
+#include "tandem/core/device_stream.hpp"
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/server.hpp"
@@ -36,8 +38,8 @@ public:
     /// is checked against its bound and applied by the backend (`do_delay`). The same on every
     /// backend.
     Status inject(const Fault& fault) final;
-    /// Lets kernels on `accessor` bind this device's shared memory (P7) once the backend admits
-    /// the pair (`do_admit_peer`: `PeerUnreachable` for a device of no runtime of this process, or
+    /// Lets kernels on `accessor` bind this device's shared memory (P7): `PeerUnreachable` for a
+    /// device the runtime does not reach, or one the backend does not admit (`do_admit_peer`:
     /// GPUs that cannot reach each other).
     Status grant_peer_access(ServiceId accessor) final;
     [[nodiscard]] bool peer_access_granted(ServiceId accessor) const final;
@@ -50,6 +52,8 @@ public:
     [[nodiscard]] const ClaimStore& claims() const { return claims_; }
     /// Whether the device is lost; under the engine's lock.
     [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
+    /// The device's loss (D1), if lost; under the engine's lock.
+    [[nodiscard]] const std::optional<Error>& lost_locked() const { return lost_; }
 
 protected:
     [[nodiscard]] bool maybe_lost() const final {
@@ -65,19 +69,37 @@ protected:
     }
 
 protected:
-    DeviceServer(ServiceId service, std::recursive_mutex& engine_mutex)
-        : service_(service), claims_(service), engine_mutex_(engine_mutex) {}
+    /// `directory` reaches the runtime's devices (this one too); `engine_mutex` serialises the
+    /// backend's state.
+    DeviceServer(ServiceId service, std::recursive_mutex& engine_mutex,
+                 const DeviceDirectory& directory)
+        : service_(service), claims_(service), directory_(directory), engine_mutex_(engine_mutex) {}
+
+    /// Opens the recording window of `stream` (C14): InvalidArgument if one is open.
+    Status do_begin_capture(StreamId stream) final;
+    /// Ends the window of `stream` once its work is settled (`do_settle_window`): a doomed window
+    /// is refused and what it recorded claimed (C14); otherwise the backend builds its graph
+    /// (`do_make_graph`).
+    Result<CaptureGraph> do_end_capture(StreamId stream) final;
 
     // Hooks: what differs between backends, called under the engine's lock.
     /// An injected loss with no delay: learn what can be learned of pending work, then lose the
     /// device.
     virtual void do_lose_now() = 0;
-    /// Holds `stream` back `steps` more, or says why not (no such stream, past the bound).
-    virtual Status do_delay(StreamId stream, std::uint64_t steps) = 0;
+    /// The stream `id` of this device, or null when there is none.
+    virtual DeviceStream* do_find_stream(StreamId id) = 0;
+    /// `stream` was just held back `steps` more (within the bound): a backend that holds streams
+    /// back itself enqueues the delay.
+    virtual void do_delay(DeviceStream& /*stream*/, std::uint64_t /*steps*/) {}
     /// A fault was armed (a backend that skips its lock while none is armed looks again).
     virtual void do_fault_armed() {}
-    /// Whether `accessor`'s kernels can reach this device's memory at all; enables the pair.
-    virtual Status do_admit_peer(ServiceId accessor) = 0;
+    /// Whether the kernels of `accessor`, a device of the runtime, can reach this device's memory
+    /// at all; enables the pair. Every device of a host backend can.
+    virtual Status do_admit_peer(ServiceId /*accessor*/) { return {}; }
+    /// Returns once every work of `window` (enqueued on `stream`) is settled.
+    virtual Status do_settle_window(StreamId stream, const CaptureWindow& window) = 0;
+    /// The graph a replay of the clean, closed `window` runs; a backend adds what it needs.
+    virtual Result<CaptureGraph> do_make_graph(CaptureWindow& window);
     /// Whether every device may bind this device's shared memory without a grant.
     [[nodiscard]] virtual bool do_grants_all_peers() const { return false; }
 
@@ -92,11 +114,24 @@ protected:
     /// The stream `id` among `streams`, or InvalidArgument naming it and this device.
     template <typename Stream>
     Result<Stream*> find_stream(std::vector<Stream>& streams, StreamId id) const {
+        if (Stream* found = stream_in(streams, id)) {
+            return found;
+        }
+        return no_such_stream(id);
+    }
+    /// The stream `id` among `streams`, or null.
+    template <typename Stream>
+    static Stream* stream_in(std::vector<Stream>& streams, StreamId id) {
         for (Stream& candidate : streams) {
             if (candidate.id == id) {
                 return &candidate;
             }
         }
+        return nullptr;
+    }
+    /// The stream `id` of this device as every backend keeps it, or InvalidArgument naming it.
+    Result<DeviceStream*> device_stream(StreamId id);
+    [[nodiscard]] Error no_such_stream(StreamId id) const {
         return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
     }
     /// The injected allocation failure due for an allocation of `size_bytes`, if one is (drawn
@@ -106,14 +141,15 @@ protected:
                                                         const MemoryManager& memory) {
         return faults_.allocation_fault_due(size_bytes, memory);
     }
-    /// Opens the capture window `window` of `stream` (C14); InvalidArgument if one is open.
-    static Status open_capture(std::shared_ptr<CaptureWindow>& window, StreamId stream);
-    /// Ends `window`, whose work is all settled: a doomed window is refused, and what it recorded
-    /// is claimed with the refusal (C14). None when the window may become a graph.
-    std::optional<Error> close_capture(CaptureWindow& window);
+    /// Whether a wait on `event` may be enqueued: InvalidArgument for an event no device of the
+    /// runtime recorded (`next_event` is the sequence the next recording gets), DeviceLost for
+    /// an event of a lost device. The recorder is asked through the directory.
+    [[nodiscard]] Status check_event(const Event& event, std::uint64_t next_event) const;
 
     const ServiceId service_;
     ClaimStore claims_;
+    /// The runtime's devices, each reached by its service id.
+    const DeviceDirectory& directory_;
     /// The devices whose kernels may read this device's shared memory.
     std::set<ServiceId> granted_;
     std::optional<Error> lost_;

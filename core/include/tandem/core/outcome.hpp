@@ -3,9 +3,10 @@
 // The claims an operation's outcome leaves, across the devices its bytes live on. Every backend
 // learns outcomes its own way (a scheduler step on sim, a status word on cuda); what an outcome
 // does to claims is the same everywhere, and lives here. The settle pipeline
-// (`settle_pipeline.hpp`) is the one caller.
+// (`settle_pipeline.hpp`) is the one caller; each owner is reached through the runtime's
+// `DeviceDirectory`, by its service id.
 
-#include "tandem/core/claim_store.hpp"
+#include "tandem/core/device_directory.hpp"
 #include "tandem/core/peer_memory.hpp"
 
 #include <cstdint>
@@ -15,10 +16,10 @@
 
 namespace tandem {
 
-/// Bytes an operation reads or writes: a key of its owner device, and the shared memory it was
-/// reached through when the owner is not the device running the operation.
+/// Bytes an operation reads or writes: a key of the device that owns them, and the shared memory
+/// it was reached through when the owner is not the device running the operation.
 struct Target {
-    std::uint32_t device = 0;
+    ServiceId owner;
     ClaimKey key;
     std::optional<PeerMemory> peer;
 };
@@ -26,26 +27,12 @@ struct Target {
 /// Why an operation's outputs are claimed without it running: a failure found on an input.
 struct Cause {
     /// The device whose graph holds `failure`, when the input was claimed there.
-    std::uint32_t device = 0;
+    ServiceId owner;
     std::optional<FailureId> failure;
     /// The error: the claim's report as it was found, or what else caused it (a lost owner, a
     /// failed peer write). Always set by `first_claimed_input`.
     std::optional<Error> error;
     ClaimKey needed;
-};
-
-/// The devices of one runtime, as outcomes need them.
-class DeviceDirectory {
-public:
-    virtual ~DeviceDirectory() = default;
-    [[nodiscard]] virtual ClaimStore& claims_of(std::uint32_t device) const = 0;
-    [[nodiscard]] virtual std::optional<Error> lost(std::uint32_t device) const = 0;
-    [[nodiscard]] virtual ServiceId service_of(std::uint32_t device) const = 0;
-    /// The number of the device `service` names, if it is one of this runtime's.
-    [[nodiscard]] virtual std::optional<std::uint32_t> index_of(ServiceId service) const = 0;
-    /// Whether kernels on `accessor` may bind the shared memory of `owner` (P7).
-    [[nodiscard]] virtual bool peer_access_granted(std::uint32_t owner,
-                                                   ServiceId accessor) const = 0;
 };
 
 /// The first input whose bytes are claimed on their owner (C9, P3) or whose owner is lost (D1), in
@@ -58,14 +45,13 @@ Error cause_error(const DeviceDirectory& devices, const Cause& cause);
 /// C9: the operation `label`, which `runner` ran (or would have), did not run because of
 /// `cause`; its outputs take that failure, with a skip record naming `runner` (a cross-device hop
 /// becomes a new failure carrying the owner's report).
-void claim_skipped(const DeviceDirectory& devices, ServiceId runner, std::string_view label,
+void claim_skipped(DeviceDirectory& devices, ServiceId runner, std::string_view label,
                    std::span<const Target> outputs, const Cause& cause);
 /// C8: the operation failed with `error`; one new failure per device claims its outputs (P4 for
 /// shared memory: the peer memory is marked too).
-void claim_failed(const DeviceDirectory& devices, std::span<const Target> outputs,
-                  const Error& error);
+void claim_failed(DeviceDirectory& devices, std::span<const Target> outputs, const Error& error);
 /// C3: the operation landed; its outputs' claims are released, and the failure slot of shared
 /// memory it wrote is cleared (P5: in program order, since the pipeline settles in that order).
-void release_outputs(const DeviceDirectory& devices, std::span<const Target> outputs);
+void release_outputs(DeviceDirectory& devices, std::span<const Target> outputs);
 
 }  // namespace tandem

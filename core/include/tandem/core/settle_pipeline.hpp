@@ -44,7 +44,7 @@ public:
         Undecided,
     };
 
-    explicit SettlePipeline(const DeviceDirectory& devices) : devices_(devices) {}
+    explicit SettlePipeline(DeviceDirectory& devices) : devices_(devices) {}
     SettlePipeline(const SettlePipeline&) = delete;
     SettlePipeline& operator=(const SettlePipeline&) = delete;
 
@@ -86,6 +86,10 @@ public:
     Status add_copy_targets(const KernelResource& source, const BufferBinding& target,
                             Work& work) const;
 
+    /// Records a replay of `graph` run by `work.device`: its label, and that it writes exactly the
+    /// graph's write set without checking inputs (C14: the caller wrote fresh inputs first).
+    void add_replay_targets(const CaptureGraph& graph, Work& work) const;
+
     /// Appends `work` in enqueue order. It is settled once its report is in (or it was refused)
     /// and every older work is settled.
     void enqueue(std::shared_ptr<Work> work);
@@ -106,8 +110,8 @@ public:
         settle_ready([](std::shared_ptr<Work>&&) {});
     }
 
-    /// Whether unsettled work writes any byte of `keys` on `device`.
-    [[nodiscard]] bool writes_unsettled(std::uint32_t device, std::span<const ClaimKey> keys) const;
+    /// Whether unsettled work writes any byte of `keys` of `owner`.
+    [[nodiscard]] bool writes_unsettled(ServiceId owner, std::span<const ClaimKey> keys) const;
     /// Whether work that `device` runs is unsettled.
     [[nodiscard]] bool unsettled_on(std::uint32_t device) const;
     /// A description of the first broken invariant of the pipeline's own books (the ring and the
@@ -124,10 +128,11 @@ public:
     }
 
 private:
-    [[nodiscard]] static bool binds_peer_memory(const Work& work) {
+    [[nodiscard]] bool binds_peer_memory(const Work& work) const {
+        const ServiceId runner = devices_.service_of(work.device);
         for (const std::vector<Target>* targets : {&work.inputs, &work.outputs}) {
             for (const Target& target : *targets) {
-                if (target.device != work.device) {
+                if (target.owner != runner) {
                     return true;
                 }
             }
@@ -167,7 +172,7 @@ private:
     /// (`uncovered_`) make it claimed.
     [[nodiscard]] bool uncovered_claimed(const Target& input) const;
 
-    const DeviceDirectory& devices_;
+    DeviceDirectory& devices_;
     /// The unsettled work in enqueue order: a ring of a power-of-two size that grows when full
     /// and is never shrunk, so that settling and enqueueing touch no heap once it is warm.
     std::vector<std::shared_ptr<Work>> ring_;
@@ -190,7 +195,7 @@ SettlePipeline::Inputs SettlePipeline::examine(const Work& consumer, Visit&& vis
         consumer.sequence != 0 ? consumer.sequence : std::numeric_limits<std::uint64_t>::max();
     bool pending = false;
     for (const Target& input : consumer.inputs) {
-        if (devices_.lost(input.device)) {
+        if (devices_.lost(input.owner)) {
             return Inputs::Claimed;  // D1: the owner's memory reads as failed.
         }
         if (input.key.range.empty()) {
@@ -210,7 +215,7 @@ SettlePipeline::Inputs SettlePipeline::examine(const Work& consumer, Visit&& vis
                 }
                 bool decides = false;
                 for (const Target& output : writer.outputs) {
-                    if (output.device == input.device && output.key.memory == input.key.memory) {
+                    if (output.owner == input.owner && output.key.memory == input.key.memory) {
                         decides = cover(output.key.range) || decides;
                     }
                 }

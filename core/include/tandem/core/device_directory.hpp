@@ -1,0 +1,113 @@
+#pragma once
+
+// How work on one device reaches the devices whose bytes it reads and writes. Every effect the
+// rules have across devices goes through here, asked of the owner by its `ServiceId`: whether it
+// is lost (D1), whether it granted the running device (P7), which of its bytes are claimed (C9,
+// P3), and the claims that failed, skipped or landed work leaves on it (C8, C9, C3, P4).
+//
+// No caller holds another device's claim store or lock. Each call is one question to one owner or
+// one effect on it, with values in and values out, so that an owner living in another process can
+// answer it by message (phase 2 of docs/DESIGN.md). `LocalDirectory` answers for the devices of
+// one process.
+
+#include "tandem/core/claim_store.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/ids.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace tandem {
+
+class DeviceServer;
+
+/// A claimed byte range found on an owner: the failure claiming it, and its report as a read of
+/// that range would see it now (taken at once: the failure may be dropped later, C4).
+struct FoundClaim {
+    ClaimKey key;
+    FailureId failure;
+    Error report;
+};
+
+/// The devices a runtime's work can reach, each asked by its `ServiceId`.
+class DeviceDirectory {
+public:
+    virtual ~DeviceDirectory() = default;
+
+    /// The service of the runtime's device number `device` (the one running the work).
+    [[nodiscard]] virtual ServiceId service_of(std::uint32_t device) const = 0;
+    /// Whether `service` names a device this directory reaches.
+    [[nodiscard]] virtual bool reaches(ServiceId service) const = 0;
+
+    // Questions to an owner.
+    /// The owner's loss (D1), if it is lost.
+    [[nodiscard]] virtual std::optional<Error> lost(ServiceId owner) const = 0;
+    /// Whether kernels on `accessor` may bind the owner's shared memory (P7).
+    [[nodiscard]] virtual bool peer_access_granted(ServiceId owner, ServiceId accessor) const = 0;
+    /// Whether no byte at all is claimed on the owner: the common case, answered without a lock.
+    [[nodiscard]] virtual bool nothing_claimed(ServiceId owner) const = 0;
+    /// The first of `keys`, in order, with a claimed byte on the owner (C6, C9).
+    [[nodiscard]] virtual std::optional<FoundClaim> first_claimed(
+        ServiceId owner, std::span<const ClaimKey> keys) const = 0;
+    /// The report of the owner's `failure` for a read of `needed`, while the failure is alive.
+    [[nodiscard]] virtual std::optional<Error> report(ServiceId owner, FailureId failure,
+                                                      const ClaimKey& needed) const = 0;
+
+    // Effects on an owner.
+    /// C8, C10, D1: one new failure carrying `error` claims `keys`.
+    virtual void claim_failed(ServiceId owner, std::span<const ClaimKey> keys,
+                              const Error& error) = 0;
+    /// C9: `keys` take the owner's failure `join` while it is alive, otherwise one new failure
+    /// carrying `error`; either way the failure records `skip`.
+    virtual void claim_skipped(ServiceId owner, std::span<const ClaimKey> keys,
+                               std::optional<FailureId> join, const Error& error,
+                               SkipRecord skip) = 0;
+    /// C3: the claims on exactly `key`'s bytes are released.
+    virtual void release(ServiceId owner, const ClaimKey& key) = 0;
+};
+
+/// The devices of one runtime in this process. Each answer comes from the owner's own state: its
+/// claim store, under that store's lock, and its loss and grants, which the backend's engine
+/// changes under its lock (held by every caller of the pipeline).
+class LocalDirectory final : public DeviceDirectory {
+public:
+    explicit LocalDirectory(std::uint64_t runtime_id) : runtime_id_(runtime_id) {}
+
+    /// Adds the runtime's next device (device numbers follow the order of `add`).
+    void add(DeviceServer& device) { devices_.push_back(&device); }
+
+    [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
+    [[nodiscard]] bool reaches(ServiceId service) const override {
+        return find(service) != nullptr;
+    }
+    [[nodiscard]] std::optional<Error> lost(ServiceId owner) const override;
+    [[nodiscard]] bool peer_access_granted(ServiceId owner, ServiceId accessor) const override;
+    [[nodiscard]] bool nothing_claimed(ServiceId owner) const override;
+    [[nodiscard]] std::optional<FoundClaim> first_claimed(
+        ServiceId owner, std::span<const ClaimKey> keys) const override;
+    [[nodiscard]] std::optional<Error> report(ServiceId owner, FailureId failure,
+                                              const ClaimKey& needed) const override;
+    void claim_failed(ServiceId owner, std::span<const ClaimKey> keys,
+                      const Error& error) override;
+    void claim_skipped(ServiceId owner, std::span<const ClaimKey> keys,
+                       std::optional<FailureId> join, const Error& error,
+                       SkipRecord skip) override;
+    void release(ServiceId owner, const ClaimKey& key) override;
+
+private:
+    /// The device `service` names, or null when it is none of this runtime's.
+    [[nodiscard]] DeviceServer* find(ServiceId service) const {
+        return service.runtime_id == runtime_id_ && service.device_index < devices_.size()
+                   ? devices_[service.device_index]
+                   : nullptr;
+    }
+    /// The device `owner` names; the pipeline only asks about owners it reached (`reaches`).
+    [[nodiscard]] DeviceServer& owner_of(ServiceId owner) const;
+
+    std::uint64_t runtime_id_;
+    std::vector<DeviceServer*> devices_;
+};
+
+}  // namespace tandem

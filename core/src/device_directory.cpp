@@ -1,0 +1,63 @@
+#include "tandem/core/device_directory.hpp"
+
+#include "tandem/core/device_server.hpp"
+
+#include <cassert>
+
+namespace tandem {
+
+ServiceId LocalDirectory::service_of(std::uint32_t device) const {
+    assert(device < devices_.size() && "work runs on a device of the runtime");
+    return devices_[device]->service();
+}
+
+DeviceServer& LocalDirectory::owner_of(ServiceId owner) const {
+    DeviceServer* device = find(owner);
+    assert(device != nullptr && "the pipeline asks only about owners it reaches");
+    return *device;
+}
+
+std::optional<Error> LocalDirectory::lost(ServiceId owner) const {
+    return owner_of(owner).lost_locked();
+}
+
+bool LocalDirectory::peer_access_granted(ServiceId owner, ServiceId accessor) const {
+    return owner_of(owner).granted_locked(accessor);
+}
+
+bool LocalDirectory::nothing_claimed(ServiceId owner) const {
+    return owner_of(owner).claims().nothing_claimed();
+}
+
+std::optional<FoundClaim> LocalDirectory::first_claimed(ServiceId owner,
+                                                        std::span<const ClaimKey> keys) const {
+    const ClaimStore& claims = owner_of(owner).claims();
+    const auto claimed = claims.first_claimed(keys);
+    if (!claimed) {
+        return std::nullopt;
+    }
+    return FoundClaim{claimed->first, claimed->second,
+                      claims.report(claimed->second, claimed->first)};
+}
+
+std::optional<Error> LocalDirectory::report(ServiceId owner, FailureId failure,
+                                            const ClaimKey& needed) const {
+    return owner_of(owner).claims().report_if_alive(failure, needed);
+}
+
+void LocalDirectory::claim_failed(ServiceId owner, std::span<const ClaimKey> keys,
+                                  const Error& error) {
+    (void)owner_of(owner).claims().fail(keys, error);
+}
+
+void LocalDirectory::claim_skipped(ServiceId owner, std::span<const ClaimKey> keys,
+                                   std::optional<FailureId> join, const Error& error,
+                                   SkipRecord skip) {
+    owner_of(owner).claims().claim_skipped(keys, join, error, std::move(skip));
+}
+
+void LocalDirectory::release(ServiceId owner, const ClaimKey& key) {
+    owner_of(owner).claims().release(key);
+}
+
+}  // namespace tandem
