@@ -110,9 +110,9 @@ Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
     return KernelResource::peer(std::move(*peer), argument.access);
 }
 
-Status Client::launch(std::string kernel, LaunchConfig config,
-                      const std::vector<LaunchArgument>& arguments, KernelArgs args,
-                      StreamId stream) {
+Status Client::launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,
+                            const std::vector<LaunchArgument>& arguments, KernelArgs args,
+                            StreamId stream) {
     // One request per thread, reused: it keeps its storage for the resources from launch to
     // launch, so a launch makes no heap call for them. A launch inside a launch (none does
     // today) gets a request of its own.
@@ -132,7 +132,12 @@ Status Client::launch(std::string kernel, LaunchConfig config,
             }
         }
     } clear{request, reusing};
-    request.kernel = std::move(kernel);
+    request.entry = entry;
+    if (entry != nullptr) {
+        request.kernel.assign(entry->name);  // Into the reused storage: no heap once warm.
+    } else {
+        request.kernel = std::move(kernel);
+    }
     request.config = config;
     request.args = args;
     request.stream = stream;  // `resources` is empty: `clear` emptied it when it was last used.

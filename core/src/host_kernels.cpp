@@ -2,7 +2,9 @@
 
 #include "tandem/core/kernels/catalog.hpp"
 
+#include <algorithm>
 #include <array>
+#include <deque>
 #include <mutex>
 #include <utility>
 
@@ -10,15 +12,22 @@ namespace tandem {
 namespace {
 
 template <typename Kernel>
-struct RunnerOf {
-    static constexpr KernelRunner value = &run_kernel<Kernel>;
+struct EntryOf {
+    static constexpr const KernelEntry* value = &kernel_entry<Kernel>;
 };
 
-constexpr auto catalog = kernels::Catalog::table<RunnerOf>();
+/// The catalog, registered in every process before anything else.
+const auto catalog = kernels::Catalog::table<EntryOf>();
 
+/// The program's kernels, in registration order.
 struct Registered {
     std::mutex mutex;
-    std::vector<std::pair<std::string, KernelRunner>> kernels;
+    std::vector<const KernelEntry*> kernels;
+    /// Entries of kernels registered with a runner only; a deque keeps their addresses.
+    std::deque<KernelEntry> runner_only;
+    std::deque<std::string> runner_only_names;
+    /// CUDA launchers by kernel name, as registration units set them.
+    std::vector<std::pair<std::string, DeviceLauncher>> device_launchers;
 };
 
 Registered& registered() {
@@ -26,47 +35,132 @@ Registered& registered() {
     return instance;
 }
 
-}  // namespace
-
-KernelRunner find_kernel(std::string_view name) {
-    for (const auto& [kernel, runner] : catalog) {
+const KernelEntry* find_locked(Registered& extra, std::string_view name) {
+    for (const auto& [kernel, entry] : catalog) {
         if (kernel == name) {
-            return runner;
+            return entry;
         }
     }
-    Registered& extra = registered();
-    std::lock_guard lock(extra.mutex);
-    for (const auto& [kernel, runner] : extra.kernels) {
-        if (kernel == name) {
-            return runner;
+    for (const KernelEntry* entry : extra.kernels) {
+        if (entry->name == name) {
+            return entry;
         }
     }
     return nullptr;
 }
 
+/// The edit distance between `a` and `b` (insertions, deletions, substitutions).
+std::size_t distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) {
+        row[j] = j;
+    }
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+}  // namespace
+
+const KernelEntry* find_kernel(std::string_view name) {
+    Registered& extra = registered();
+    std::lock_guard lock(extra.mutex);
+    return find_locked(extra, name);
+}
+
 std::vector<std::string> kernel_names() {
     std::vector<std::string> names;
-    for (const auto& [kernel, runner] : catalog) {
+    for (const auto& [kernel, entry] : catalog) {
         names.emplace_back(kernel);
     }
     Registered& extra = registered();
     std::lock_guard lock(extra.mutex);
-    for (const auto& [kernel, runner] : extra.kernels) {
-        names.push_back(kernel);
+    for (const KernelEntry* entry : extra.kernels) {
+        names.emplace_back(entry->name);
     }
     return names;
+}
+
+Error unknown_kernel(std::string_view name) {
+    const std::vector<std::string> names = kernel_names();
+    std::string message = "no kernel of that name is registered";
+    auto closest = std::min_element(names.begin(), names.end(), [&](const auto& a, const auto& b) {
+        return distance(name, a) < distance(name, b);
+    });
+    if (closest != names.end()) {
+        message += "; did you mean '" + *closest + "'? Registered:";
+        for (const std::string& each : names) {
+            message += " " + each;
+        }
+    }
+    return Error::launch_refused(std::string(name), message);
+}
+
+Status register_kernel(const KernelEntry& entry) {
+    if (entry.name == nullptr || *entry.name == '\0') {
+        return Error::invalid_argument("a kernel needs a name");
+    }
+    Registered& extra = registered();
+    std::lock_guard lock(extra.mutex);
+    if (const KernelEntry* found = find_locked(extra, entry.name)) {
+        if (found == &entry) {
+            return {};
+        }
+        return Error::invalid_argument("a kernel named '" + std::string(entry.name) +
+                                       "' is already registered");
+    }
+    extra.kernels.push_back(&entry);
+    return {};
+}
+
+void set_device_launcher(std::string_view name, DeviceLauncher launcher) {
+    Registered& extra = registered();
+    std::lock_guard lock(extra.mutex);
+    for (auto& [kernel, known] : extra.device_launchers) {
+        if (kernel == name) {
+            known = launcher;
+            return;
+        }
+    }
+    extra.device_launchers.emplace_back(std::string(name), launcher);
+}
+
+DeviceLauncher device_launcher(const KernelEntry& entry) {
+    if (DeviceLauncher known = entry.cuda.load(std::memory_order_acquire)) {
+        return known;
+    }
+    Registered& extra = registered();
+    std::lock_guard lock(extra.mutex);
+    for (const auto& [kernel, launcher] : extra.device_launchers) {
+        if (kernel == entry.name) {
+            entry.cuda.store(launcher, std::memory_order_release);
+            return launcher;
+        }
+    }
+    return nullptr;
 }
 
 Status register_kernel(std::string name, KernelRunner runner) {
     if (name.empty() || runner == nullptr) {
         return Error::invalid_argument("a kernel needs a name and a runner");
     }
-    if (find_kernel(name) != nullptr) {
-        return Error::invalid_argument("a kernel named '" + name + "' is already registered");
-    }
     Registered& extra = registered();
     std::lock_guard lock(extra.mutex);
-    extra.kernels.emplace_back(std::move(name), runner);
+    if (find_locked(extra, name) != nullptr) {
+        return Error::invalid_argument("a kernel named '" + name + "' is already registered");
+    }
+    const std::string& stored = extra.runner_only_names.emplace_back(std::move(name));
+    KernelEntry& entry = extra.runner_only.emplace_back();
+    entry.name = stored.c_str();
+    entry.host = runner;
+    extra.kernels.push_back(&entry);
     return {};
 }
 

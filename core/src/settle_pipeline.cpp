@@ -1,5 +1,7 @@
 #include "tandem/core/settle_pipeline.hpp"
 
+#include "tandem/core/host_kernels.hpp"
+
 #include <algorithm>
 
 namespace tandem {
@@ -23,8 +25,14 @@ void Work::reset_work() {
 
 std::optional<Error> SettlePipeline::refusal_slow(const Work& work, const LaunchRequest& request,
                                                   bool registered) const {
+    if (!registered && request.entry == nullptr) {
+        return unknown_kernel(request.kernel);
+    }
     if (!registered) {
-        return Error::launch_refused(request.kernel, "no kernel of that name is registered");
+        return Error::launch_refused(
+            request.kernel, "it has no build for this backend (on CUDA: link the kernel's "
+                            "registration unit, TANDEM_REGISTER_CUDA_KERNEL, built with "
+                            "tandem_add_kernels)");
     }
     if (!launchable(request.config)) {
         return config_refusal(request.kernel, request.config);

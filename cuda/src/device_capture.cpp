@@ -33,7 +33,7 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(
         if (launch.config.runs_nothing()) {
             continue;  // C10: runs nothing; the window's other launches were all accepted.
         }
-        CudaGraph::Node& node = nodes.emplace_back(find_launcher(launch.kernel), launch.config);
+        CudaGraph::Node& node = nodes.emplace_back(launcher_of(launch.entry), launch.config);
         encode_params(launch, node.params);
     }
     if (nodes.empty()) {

@@ -159,7 +159,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     const std::optional<std::uint32_t> injected =
         faults_.kernel_faults_armed() && as_copy == nullptr ? kernel_fault_due(request.kernel)
                                                             : std::nullopt;
-    const Launcher launcher = find_launcher(request.kernel);
+    const Launcher launcher = launcher_of(request);
     if (launcher != nullptr && request.config.runs_nothing()) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.
     }

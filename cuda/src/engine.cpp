@@ -2,6 +2,8 @@
 
 #include "engine.hpp"
 
+#include "launcher.hpp"
+
 #include <algorithm>
 #include <random>
 
@@ -97,7 +99,9 @@ void PendingOp::reset() {
 CudaEngine::CudaEngine(CudaOptions cuda_options)
     : options(cuda_options),
       runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)),
-      rng(cuda_options.seed) {}
+      rng(cuda_options.seed) {
+    register_catalog_launchers();
+}
 
 CudaEngine::~CudaEngine() {
     (void)resolve_all();

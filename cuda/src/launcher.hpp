@@ -1,21 +1,21 @@
 #pragma once
 
-// The catalog kernels compiled for the GPU, found by name. Host code calls through this header
+// How the CUDA device finds a launch's kernel on the GPU. Host code calls through this header
 // without seeing any CUDA syntax.
 
+#include "tandem/core/server.hpp"
 #include "tandem/cuda/launch_params.hpp"
-
-#include <string_view>
 
 namespace tandem::cuda {
 
-/// Enqueues one launch on `stream` (a cudaStream_t); returns the cudaError_t of the launch. The
-/// kernel receives `params` whole if it reads tensor maps, and its `LaunchParams` part otherwise.
-using Launcher = int (*)(const LaunchConfig& config, void* stream,
-                         const TensorLaunchParams& params);
+/// Makes every catalog kernel launchable on CUDA (once per process; cheap after).
+void register_catalog_launchers();
 
-/// The launcher of the catalog kernel called `name`, or null.
-Launcher find_launcher(std::string_view name);
+/// The launcher of `request`'s kernel, found once by name for a launch by name (and kept in
+/// `request.entry`); null for a kernel no one registered or with no CUDA build.
+Launcher launcher_of(LaunchRequest& request);
+/// The launcher of `entry`'s kernel; null for a null entry or one with no CUDA build.
+Launcher launcher_of(const KernelEntry* entry);
 
 /// Enqueues a kernel that spins for `microseconds` on `stream`: how a stream delay is injected.
 int launch_delay(void* stream, std::uint64_t microseconds);

@@ -272,7 +272,10 @@ Status SimDevice::do_launch(LaunchRequest&& request) {
     }
     // Drawn for every launch enqueued, in program order, as on GPUs.
     operation->injected.push_back(kernel_fault_due(request.kernel));
-    const bool registered = find_kernel(request.kernel) != nullptr;
+    if (request.entry == nullptr) {
+        request.entry = find_kernel(request.kernel);
+    }
+    const bool registered = request.entry != nullptr && request.entry->host != nullptr;
     if (registered && request.config.runs_nothing()) {
         // C10: a launch of nothing changes no claim; a window does not record it.
         operation->touches_nothing = true;

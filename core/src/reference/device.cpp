@@ -178,7 +178,10 @@ Status ReferenceDevice::do_launch(LaunchRequest&& request) {
     // Drawn for every launch enqueued, in program order, as on every backend.
     const std::optional<std::uint32_t> injected =
         faults_.kernel_fault_due(request.kernel, engine_.rng);
-    const bool registered = find_kernel(request.kernel) != nullptr;
+    if (request.entry == nullptr) {
+        request.entry = find_kernel(request.kernel);
+    }
+    const bool registered = request.entry != nullptr && request.entry->host != nullptr;
     if (registered && request.config.runs_nothing()) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.
     }
@@ -234,7 +237,7 @@ void ReferenceDevice::run_kernel(const LaunchRequest& request, ReferenceWork& wo
     HostKernelContext context(request.kernel, bind(request), request.args,
                               request.config.thread_count(), kernel_host);
     try {
-        find_kernel(request.kernel)(context, request.config);
+        request.entry->host(context, request.config);
         if (std::optional<std::uint32_t> code = context.failure_code()) {
             work.report = Work::Report::Failed;
             work.failure = Error::kernel_failed(

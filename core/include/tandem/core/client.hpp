@@ -5,6 +5,7 @@
 // (rule P1), offsets and sizes are validated, shared memory of a peer is bound at its peer
 // address. Only then does the server see the work.
 
+#include "tandem/core/host_kernels.hpp"
 #include "tandem/core/server.hpp"
 
 #include <memory>
@@ -41,14 +42,33 @@ public:
     /// Copies `source` (this device, or memory a peer shared) into `target` (this device).
     Status copy(const Handle& source, const Handle& target);
     Status copy(const Handle& source, const Handle& target, StreamId stream);
-    /// On the default stream. Inline: a launch returns through each of its callers after the
-    /// driver's deep call chain, and every level costs there.
+    /// Launches the kernel registered as `kernel` on the default stream. A name no one
+    /// registered is refused at once (C10: its outputs are claimed, its inputs stay readable),
+    /// naming the registered kernels and the closest. Inline: a launch returns through each of
+    /// its callers after the driver's deep call chain, and every level costs there.
     Status launch(std::string kernel, LaunchConfig config,
                   const std::vector<LaunchArgument>& arguments, KernelArgs args = {}) {
-        return launch(std::move(kernel), config, arguments, args, default_stream());
+        return launch_entry(nullptr, std::move(kernel), config, arguments, args,
+                            default_stream());
     }
     Status launch(std::string kernel, LaunchConfig config,
-                  const std::vector<LaunchArgument>& arguments, KernelArgs args, StreamId stream);
+                  const std::vector<LaunchArgument>& arguments, KernelArgs args, StreamId stream) {
+        return launch_entry(nullptr, std::move(kernel), config, arguments, args, stream);
+    }
+    /// Launches the kernel functor `Kernel`, resolved at compile time: nothing is looked up by
+    /// name. It runs on a host backend as it is; on CUDA its registration unit must be linked
+    /// in (`TANDEM_REGISTER_CUDA_KERNEL`), or the launch is refused (C10) saying so.
+    template <typename Kernel>
+    Status launch(LaunchConfig config, const std::vector<LaunchArgument>& arguments,
+                  KernelArgs args = {}) {
+        return launch_entry(&kernel_entry<Kernel>, {}, config, arguments, args,
+                            default_stream());
+    }
+    template <typename Kernel>
+    Status launch(LaunchConfig config, const std::vector<LaunchArgument>& arguments,
+                  KernelArgs args, StreamId stream) {
+        return launch_entry(&kernel_entry<Kernel>, {}, config, arguments, args, stream);
+    }
 
     Result<Event> record_event(StreamId stream);
     Status wait_event(StreamId stream, const Event& event);
@@ -69,6 +89,10 @@ public:
     Status inject(const Fault& fault);
 
 private:
+    /// A launch of `entry` (typed), or of the kernel registered as `kernel` when it is null.
+    Status launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,
+                        const std::vector<LaunchArgument>& arguments, KernelArgs args,
+                        StreamId stream);
     Status check_local(const Handle& handle) const;
     Result<KernelResource> bind(const LaunchArgument& argument) const;
     /// Whether `argument` is a plain buffer of this device: bound as it is, with nothing to check.

@@ -11,6 +11,7 @@
 #include "tandem/core/fault.hpp"
 #include "tandem/core/handle.hpp"
 #include "tandem/core/kernel.hpp"
+#include "tandem/core/kernel_entry.hpp"
 #include "tandem/core/kernel_resource.hpp"
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/peer_memory.hpp"
@@ -33,7 +34,11 @@ struct Event {
 
 /// A launch as a server receives it: bindings already checked against the device.
 struct LaunchRequest {
+    /// The kernel's name, as reports give it.
     std::string kernel;
+    /// The kernel: set by a typed launch, or by the backend once it found `kernel` by name. Null
+    /// for a name no one registered (refused, C10).
+    const KernelEntry* entry = nullptr;
     LaunchConfig config;
     std::vector<KernelResource> resources;
     KernelArgs args;

@@ -49,7 +49,8 @@ public:
     SettlePipeline& operator=(const SettlePipeline&) = delete;
 
     /// Why a launch of `request`, recorded as `work`, is refused before it runs (C10), if it is:
-    /// its kernel is not `registered` on the backend, its configuration is past a GPU's limits,
+    /// its kernel is not `registered` on the backend (no kernel of its name, or one with no build
+    /// for the backend: `request.entry` tells which), its configuration is past a GPU's limits,
     /// or it binds shared memory whose owner did not grant the launching device access (P7). The
     /// same on every backend; the common launch passes with two tests.
     [[nodiscard]] std::optional<Error> refusal(const Work& work, const LaunchRequest& request,

@@ -95,4 +95,9 @@ struct TensorLaunchParams : LaunchParams {
     EncodedTensorMap tma[max_launch_tensor_maps];
 };
 
+/// Enqueues one launch on `stream` (a cudaStream_t); returns the cudaError_t of the launch. The
+/// kernel receives `params` whole if it reads tensor maps, and its `LaunchParams` part otherwise.
+using Launcher = int (*)(const LaunchConfig& config, void* stream,
+                         const TensorLaunchParams& params);
+
 }  // namespace tandem::cuda

@@ -176,6 +176,7 @@ struct HandoffConsume {
 /// boxes of the source's box shape. Both maps must have the same dimensions and element size.
 struct TiledCopy {
     static constexpr const char* name = "tiled_copy";
+    static constexpr bool reads_tensor_maps = true;
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         auto src = ctx.template tensor_map<std::uint8_t>(0);

@@ -1,0 +1,96 @@
+#pragma once
+
+// A kernel functor compiled for the GPU: the wrapper every launch of it runs, and the
+// registration that makes it launchable on the CUDA backend. Included by a `.cu` registration
+// unit, the catalog's (inside tandem) or a program's own:
+//
+//     // my_kernels.cu, compiled where the CUDA toolkit exists (tandem_add_kernels in CMake)
+//     #include "my_kernels.hpp"                        // struct Scale { name; operator() }
+//     #include "tandem/cuda/kernel_registration.cuh"
+//     TANDEM_REGISTER_CUDA_KERNEL(Scale);
+//
+// The wrapper gives a user's kernel what a catalog kernel gets: before it computes, it checks
+// the status words of the producers of its inputs (C13 on the device: a consumer of failed work
+// never computes), then a fault injected for the launch, and reports through the launch's status
+// word. The unit registers the kernel's launcher by name only, so that nothing in it instantiates
+// the kernel for the host: a program registers the kernel itself in a C++ source
+// (`TANDEM_REGISTER_KERNEL`) for launches by name; typed launches need nothing more.
+
+#include "tandem/core/kernel_entry.hpp"
+#include "tandem/cuda/kernel_context.cuh"
+#include "tandem/cuda/launch_params.hpp"
+
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+namespace tandem::cuda {
+namespace detail {
+
+// `__grid_constant__`: the tensor maps in the block are read by the TMA where they are, in the
+// kernel's parameter space, which needs the parameter const and never copied.
+template <typename Kernel, typename Params>
+__global__ void run_launch(const __grid_constant__ Params params) {
+    CudaKernelContext context(params);
+    // A failed producer comes first (C9: the launch is skipped with its input's failure), then a
+    // fault injected for this launch, as on the simulator.
+    const bool skipped = context.producer_failed();
+    if (skipped || context.injected_code() != 0) {
+        if (context.thread_index() == 0) {
+            context.claim_status(skipped ? skipped_code : context.injected_code());
+        }
+        return;
+    }
+    Kernel{}(context);
+}
+
+/// Enqueues one launch of `Kernel` (a `Launcher`).
+template <typename Kernel>
+int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& block) {
+    constexpr bool tensor_maps = reads_tensor_maps<Kernel>();
+    using Params = std::conditional_t<tensor_maps, TensorLaunchParams, LaunchParams>;
+    const Params& params = block;
+    const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
+    const dim3 threads(config.block.x, config.block.y, config.block.z);
+    // cudaLaunchKernel returns the launch's own error: one runtime call, where the chevron syntax
+    // makes three (push and pop of the configuration, then the launch) and a fourth to read it.
+    // A TMA launch stages one tile per thread in dynamic shared memory, then its barriers.
+    const std::size_t shared_bytes =
+        tensor_maps && block.tma_slot_bytes != 0
+            ? std::size_t{block.tma_slot_bytes + tma_barrier_bytes} * config.block.count()
+            : 0;
+    void* arguments[] = {const_cast<Params*>(&params)};
+    const cudaError_t status =
+        cudaLaunchKernel(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), grid, threads,
+                         arguments, shared_bytes, static_cast<cudaStream_t>(stream));
+    if (status != cudaSuccess) {
+        (void)cudaGetLastError();  // Reported here: do not leave it for an unrelated call.
+    }
+    return static_cast<int>(status);
+}
+
+}  // namespace detail
+
+/// Makes `Kernel` launchable on the CUDA backend, typed or by name (by name also needs it
+/// registered on the host: `TANDEM_REGISTER_KERNEL` in a C++ source).
+template <typename Kernel>
+void register_cuda_kernel() {
+    const Launcher launcher = &detail::launch<Kernel>;
+    set_device_launcher(Kernel::name, reinterpret_cast<DeviceLauncher>(launcher));
+}
+
+namespace detail {
+/// Registers `Kernel` for CUDA when constructed; what `TANDEM_REGISTER_CUDA_KERNEL` defines.
+template <typename Kernel>
+struct CudaKernelRegistration {
+    CudaKernelRegistration() { register_cuda_kernel<Kernel>(); }
+};
+}  // namespace detail
+
+}  // namespace tandem::cuda
+
+/// Registers the kernel functor `Kernel` for the CUDA backend at static initialisation, in a
+/// `.cu` source of the program.
+#define TANDEM_REGISTER_CUDA_KERNEL(Kernel)                                                    \
+    static const ::tandem::cuda::detail::CudaKernelRegistration<Kernel> TANDEM_DETAIL_CONCAT(  \
+        tandem_cuda_kernel_registration_, __COUNTER__) {}

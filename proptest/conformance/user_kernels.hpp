@@ -1,0 +1,37 @@
+// Kernels of a program's own, as a user writes them: in their own header, registered in their
+// own sources (user_kernels.cpp for every backend, user_kernels.cu for CUDA).
+#pragma once
+
+#include "tandem/core/kernel.hpp"
+
+#include <cstdint>
+
+namespace tandem::conformance {
+
+/// Buffer 1 (write) = buffer 0 (read) + the low byte of u64 argument 0, byte-wise.
+struct AddByte {
+    static constexpr const char* name = "conformance_add_byte";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        auto in = ctx.template buffer<std::uint8_t>(0);
+        auto out = ctx.template buffer<std::uint8_t>(1);
+        const auto add = static_cast<std::uint8_t>(ctx.u64(0));
+        for (std::uint64_t i = ctx.thread_index(); i < out.size(); i += ctx.thread_count()) {
+            out.store(i, static_cast<std::uint8_t>(in.load(i) + add));
+        }
+    }
+};
+
+/// Sets buffer 0 (write) to 1 byte-wise. It has no CUDA registration unit: a host build only.
+struct HostOnly {
+    static constexpr const char* name = "conformance_host_only";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        auto out = ctx.template buffer<std::uint8_t>(0);
+        for (std::uint64_t i = ctx.thread_index(); i < out.size(); i += ctx.thread_count()) {
+            out.store(i, 1);
+        }
+    }
+};
+
+}  // namespace tandem::conformance
