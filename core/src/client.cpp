@@ -110,9 +110,14 @@ Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
     return KernelResource::peer(std::move(*peer), argument.access);
 }
 
+Status Client::enqueue(ExternalWork work, StreamId stream) {
+    return launch_entry(nullptr, std::move(work.name), LaunchConfig::linear(1), work.arguments, {},
+                        stream, std::make_shared<const ExternalCallables>(std::move(work.run)));
+}
+
 Status Client::launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,
                             const std::vector<LaunchArgument>& arguments, KernelArgs args,
-                            StreamId stream) {
+                            StreamId stream, std::shared_ptr<const ExternalCallables> external) {
     // One request per thread, reused: it keeps its storage for the resources from launch to
     // launch, so a launch makes no heap call for them. A launch inside a launch (none does
     // today) gets a request of its own.
@@ -127,12 +132,14 @@ Status Client::launch_entry(const KernelEntry* entry, std::string kernel, Launch
         bool reusing;
         ~Clear() {
             request.resources.clear();  // Bindings must not outlive the call: they hold memory.
+        request.external.reset();
             if (reusing) {
                 in_use = false;
             }
         }
     } clear{request, reusing};
     request.entry = entry;
+    request.external = std::move(external);
     if (entry != nullptr) {
         request.kernel.assign(entry->name);  // Into the reused storage: no heap once warm.
     } else {

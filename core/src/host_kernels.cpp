@@ -120,6 +120,16 @@ Status register_kernel(const KernelEntry& entry) {
     return {};
 }
 
+bool host_runnable(LaunchRequest& request) {
+    if (request.external) {
+        return static_cast<bool>(request.external->host);
+    }
+    if (request.entry == nullptr) {
+        request.entry = find_kernel(request.kernel);
+    }
+    return request.entry != nullptr && request.entry->host != nullptr;
+}
+
 void set_device_launcher(std::string_view name, DeviceLauncher launcher) {
     Registered& extra = registered();
     std::lock_guard lock(extra.mutex);

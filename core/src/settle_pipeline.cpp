@@ -25,6 +25,12 @@ void Work::reset_work() {
 
 std::optional<Error> SettlePipeline::refusal_slow(const Work& work, const LaunchRequest& request,
                                                   bool registered) const {
+    if (!registered && request.external) {
+        return Error::launch_refused(
+            request.kernel, "the external work has no implementation for this backend (give "
+                            "ExternalCallables::host for the simulator and the reference backend, "
+                            "::cuda for CUDA)");
+    }
     if (!registered && request.entry == nullptr) {
         return unknown_kernel(request.kernel);
     }

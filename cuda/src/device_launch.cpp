@@ -159,8 +159,10 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     const std::optional<std::uint32_t> injected =
         faults_.kernel_faults_armed() && as_copy == nullptr ? kernel_fault_due(request.kernel)
                                                             : std::nullopt;
-    const Launcher launcher = launcher_of(request);
-    if (launcher != nullptr && request.config.runs_nothing()) {
+    const Launcher launcher = request.external ? nullptr : launcher_of(request);
+    const bool runnable = request.external ? static_cast<bool>(request.external->cuda)
+                                           : launcher != nullptr;
+    if (runnable && request.config.runs_nothing()) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.
     }
     // A copy run as a kernel stays a copy: a window records launches only (C14).
@@ -186,16 +188,20 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         op->slot = next_slot_++ % status_slots;
         op->launch_id = next_launch_id_++;
         // A copy run as a kernel stays a copy: no window records it.
-        engine_.pipeline.admit_launch(*op, request, launcher != nullptr,
+        engine_.pipeline.admit_launch(*op, request, runnable,
                                       as_copy == nullptr ? target_stream.capture : nullptr);
         if (op->refused) [[unlikely]] {
             runs = false;
+        } else if (request.external) {
+            runs = admit_external(*op, target_stream);
         } else if (check_inputs && !add_producers(*op, params)) {
             op->report = Work::Report::NotRun;  // C9: skipped work writes nothing.
             runs = false;
         }
     }
-    if (runs) {
+    if (runs && request.external) {
+        run_external(request, target_stream, *op, injected);
+    } else if (runs) {
         run_on_gpu(request, launcher, target_stream, *op, replay, injected);
     }
     // The request is done with: its bindings move into the work they keep reserved.

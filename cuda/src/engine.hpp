@@ -149,6 +149,14 @@ private:
     /// becomes `op`'s.
     void run_on_gpu(const LaunchRequest& request, Launcher launcher, CudaStream& stream,
                     PendingOp& op, PendingOp* replay, std::optional<std::uint32_t> injected);
+    /// Whether external work recorded as `op` on `stream` may be called now: its inputs are
+    /// known clean (the host first learns what its inputs' producers did), it is not replayed, and
+    /// it dooms a window it is recorded in, whose graph could not hold it (C14).
+    bool admit_external(PendingOp& op, CudaStream& stream);
+    /// Calls `request`'s external work on `stream`, or reports the fault injected for it; the
+    /// outcome is known when it returns (a later sticky error loses the device, D1).
+    void run_external(const LaunchRequest& request, CudaStream& stream, PendingOp& op,
+                      std::optional<std::uint32_t> injected);
     /// Enqueues a copy whose inputs are clean (or claimed: then `op` is known not to run).
     void enqueue_copy(PendingOp& op, const CudaDevice& owner, const KernelResource& source,
                       const WriteTarget& target);

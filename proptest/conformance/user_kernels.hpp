@@ -35,3 +35,16 @@ struct HostOnly {
 };
 
 }  // namespace tandem::conformance
+
+#include "tandem/core/external_work.hpp"
+
+namespace tandem::conformance {
+
+/// CUDA callables of the suite's external work, compiled in user_kernels.cu; empty where the
+/// suite is built without CUDA.
+/// Sets every byte of argument 0 to `value` (cudaMemsetAsync).
+std::function<Status(const DeviceWorkContext&)> device_fill(std::uint8_t value);
+/// Copies argument 0 into argument 1, as many bytes as the smaller holds (cudaMemcpyAsync).
+std::function<Status(const DeviceWorkContext&)> device_copy();
+
+}  // namespace tandem::conformance

@@ -272,10 +272,7 @@ Status SimDevice::do_launch(LaunchRequest&& request) {
     }
     // Drawn for every launch enqueued, in program order, as on GPUs.
     operation->injected.push_back(kernel_fault_due(request.kernel));
-    if (request.entry == nullptr) {
-        request.entry = find_kernel(request.kernel);
-    }
-    const bool registered = request.entry != nullptr && request.entry->host != nullptr;
+    const bool registered = host_runnable(request);
     if (registered && request.config.runs_nothing()) {
         // C10: a launch of nothing changes no claim; a window does not record it.
         operation->touches_nothing = true;

@@ -126,7 +126,14 @@ Result<std::vector<BoundResource>> bind_resources(Engine& engine, SimDevice& dev
 /// Runs one launch's kernel on `context`; records the kernel's failure, fault or throw.
 void run_kernel(Operation& operation, SimKernelContext& context, const LaunchRequest& request) {
     try {
-        request.entry->host(context, request.config);
+        if (request.external) {
+            context.set_thread(0);
+            if (Status ran = request.external->host(context); !ran) {
+                operation.error = ran.error();
+            }
+        } else {
+            request.entry->host(context, request.config);
+        }
         if (context.failure_code() && !operation.failure_code) {
             operation.failure_code = context.failure_code();
         }

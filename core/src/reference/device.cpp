@@ -178,10 +178,7 @@ Status ReferenceDevice::do_launch(LaunchRequest&& request) {
     // Drawn for every launch enqueued, in program order, as on every backend.
     const std::optional<std::uint32_t> injected =
         faults_.kernel_fault_due(request.kernel, engine_.rng);
-    if (request.entry == nullptr) {
-        request.entry = find_kernel(request.kernel);
-    }
-    const bool registered = request.entry != nullptr && request.entry->host != nullptr;
+    const bool registered = host_runnable(request);
     if (registered && request.config.runs_nothing()) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.
     }
@@ -237,7 +234,16 @@ void ReferenceDevice::run_kernel(const LaunchRequest& request, ReferenceWork& wo
     HostKernelContext context(request.kernel, bind(request), request.args,
                               request.config.thread_count(), kernel_host);
     try {
-        request.entry->host(context, request.config);
+        if (request.external) {
+            context.set_thread(0);
+            if (Status ran = request.external->host(context); !ran) {
+                work.report = Work::Report::Failed;
+                work.failure = ran.error();
+                return;
+            }
+        } else {
+            request.entry->host(context, request.config);
+        }
         if (std::optional<std::uint32_t> code = context.failure_code()) {
             work.report = Work::Report::Failed;
             work.failure = Error::kernel_failed(

@@ -22,6 +22,14 @@ struct LaunchArgument {
     std::optional<TensorMapDescriptor> tensor_map;
 };
 
+/// Work tandem did not write (external_work.hpp): its name (for reports and injected faults),
+/// the buffers it reads and writes, and how each backend runs it.
+struct ExternalWork {
+    std::string name;
+    std::vector<LaunchArgument> arguments;
+    ExternalCallables run;
+};
+
 class Client {
 public:
     explicit Client(std::shared_ptr<Server> server);
@@ -49,11 +57,11 @@ public:
     Status launch(std::string kernel, LaunchConfig config,
                   const std::vector<LaunchArgument>& arguments, KernelArgs args = {}) {
         return launch_entry(nullptr, std::move(kernel), config, arguments, args,
-                            default_stream());
+                            default_stream(), nullptr);
     }
     Status launch(std::string kernel, LaunchConfig config,
                   const std::vector<LaunchArgument>& arguments, KernelArgs args, StreamId stream) {
-        return launch_entry(nullptr, std::move(kernel), config, arguments, args, stream);
+        return launch_entry(nullptr, std::move(kernel), config, arguments, args, stream, nullptr);
     }
     /// Launches the kernel functor `Kernel`, resolved at compile time: nothing is looked up by
     /// name. It runs on a host backend as it is; on CUDA its registration unit must be linked
@@ -62,13 +70,21 @@ public:
     Status launch(LaunchConfig config, const std::vector<LaunchArgument>& arguments,
                   KernelArgs args = {}) {
         return launch_entry(&kernel_entry<Kernel>, {}, config, arguments, args,
-                            default_stream());
+                            default_stream(), nullptr);
     }
     template <typename Kernel>
     Status launch(LaunchConfig config, const std::vector<LaunchArgument>& arguments,
                   KernelArgs args, StreamId stream) {
-        return launch_entry(&kernel_entry<Kernel>, {}, config, arguments, args, stream);
+        return launch_entry(&kernel_entry<Kernel>, {}, config, arguments, args, stream, nullptr);
     }
+
+    /// Enqueues `work` on `stream` under the rules of a launch: skipped, never called, when an
+    /// input is claimed (C9); its writes claimed when it fails (C8), released when it succeeds
+    /// (C3); refused (C10) on a backend it has no callable for. On CUDA it is called when the host
+    /// knows its inputs are clean, so work whose inputs' producers are still running first waits
+    /// for them.
+    Status enqueue(ExternalWork work, StreamId stream);
+    Status enqueue(ExternalWork work) { return enqueue(std::move(work), default_stream()); }
 
     Result<Event> record_event(StreamId stream);
     Status wait_event(StreamId stream, const Event& event);
@@ -89,10 +105,11 @@ public:
     Status inject(const Fault& fault);
 
 private:
-    /// A launch of `entry` (typed), or of the kernel registered as `kernel` when it is null.
+    /// A launch of `entry` (typed), of `external` work, or of the kernel registered as `kernel`
+    /// when both are null.
     Status launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,
                         const std::vector<LaunchArgument>& arguments, KernelArgs args,
-                        StreamId stream);
+                        StreamId stream, std::shared_ptr<const ExternalCallables> external);
     Status check_local(const Handle& handle) const;
     Result<KernelResource> bind(const LaunchArgument& argument) const;
     /// Whether `argument` is a plain buffer of this device: bound as it is, with nothing to check.

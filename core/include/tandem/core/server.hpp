@@ -8,6 +8,7 @@
 // reports peer failures to (P4).
 
 #include "tandem/core/copy_descriptor.hpp"
+#include "tandem/core/external_work.hpp"
 #include "tandem/core/fault.hpp"
 #include "tandem/core/handle.hpp"
 #include "tandem/core/kernel.hpp"
@@ -37,8 +38,10 @@ struct LaunchRequest {
     /// The kernel's name, as reports give it.
     std::string kernel;
     /// The kernel: set by a typed launch, or by the backend once it found `kernel` by name. Null
-    /// for a name no one registered (refused, C10).
+    /// for a name no one registered (refused, C10), and for external work.
     const KernelEntry* entry = nullptr;
+    /// Set for work tandem did not write (`Client::enqueue`): what runs instead of a kernel.
+    std::shared_ptr<const ExternalCallables> external;
     LaunchConfig config;
     std::vector<KernelResource> resources;
     KernelArgs args;

@@ -1,0 +1,45 @@
+#pragma once
+
+// Work tandem did not write, run under its claims: a raw CUDA kernel, a cuBLAS, cuDNN or NCCL
+// call on the GPU, a reference implementation of the same operation on a host backend. The
+// program declares what it reads and writes; tandem binds those buffers, checks them like a
+// launch's, and decides the outcome by the same rules: the work is skipped, never called, when an
+// input is claimed (C9); its writes are claimed when it fails (C8) and released when it returns
+// success (C3); it is recorded in a capture window like a launch (C14, on host backends).
+
+#include "tandem/core/host_kernel_context.hpp"
+#include "tandem/core/result.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+namespace tandem {
+
+/// What CUDA work receives: the stream it must enqueue on (a `cudaStream_t`) and, for each
+/// declared argument in order, the device address of its bytes and their size.
+struct DeviceWorkContext {
+    void* stream = nullptr;
+    std::span<void* const> pointers;
+    std::span<const std::uint64_t> sizes;
+
+    /// Argument `index`'s bytes as `T` (the caller knows what it declared).
+    template <typename T>
+    [[nodiscard]] T* pointer(std::size_t index) const {
+        return static_cast<T*>(pointers[index]);
+    }
+};
+
+/// How each backend runs a unit of external work. A missing one makes the work refused on that
+/// backend (C10), with a report naming what is missing.
+struct ExternalCallables {
+    /// Runs on a host backend, on the caller's view of the declared arguments: the same checked
+    /// views a kernel gets (`context.buffer<T>(i)`), with one thread. Returns failure to fail the
+    /// work (C8); a throw fails it too.
+    std::function<Status(HostKernelContext& context)> host;
+    /// Enqueues on the GPU. Returns failure to fail the work (C8); a CUDA error it leaves
+    /// (`cudaGetLastError`) fails it too, and a sticky one loses the device (D1).
+    std::function<Status(const DeviceWorkContext& context)> cuda;
+};
+
+}  // namespace tandem

@@ -1,0 +1,70 @@
+// Work tandem did not write, on a GPU: a callable that enqueues its own CUDA work (a raw
+// kernel, a library call) on a tandem stream, over the raw pointers of its bindings.
+
+#include "device_guard.hpp"
+#include "engine.hpp"
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+namespace tandem::cuda {
+
+bool CudaDevice::admit_external(PendingOp& op, CudaStream& stream) {
+    if (stream.capture && !stream.capture->doomed) {
+        stream.capture->doomed = Error::launch_refused(
+            op.label, "external work cannot be recorded in a CUDA graph yet: replay it by calling "
+                      "it again, outside the window");
+    }
+    // The callable cannot check a producer's status word as a catalog kernel does: the host must
+    // know the inputs are clean before it calls it, or skip it (C9: skipped work writes nothing).
+    SettlePipeline::Inputs inputs = engine_.pipeline.examine(op, [](const Work&) { return true; });
+    if (inputs == SettlePipeline::Inputs::Pending || inputs == SettlePipeline::Inputs::Undecided) {
+        (void)engine_.resolve_all();
+        inputs = engine_.pipeline.examine(op, [](const Work&) { return true; });
+    }
+    if (inputs != SettlePipeline::Inputs::Clean) {
+        op.report = Work::Report::NotRun;
+        return false;
+    }
+    return true;
+}
+
+void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, PendingOp& op,
+                              std::optional<std::uint32_t> injected) {
+    if (injected) {
+        op.report = Work::Report::Failed;  // As an injected kernel fault: it never ran.
+        op.failure = Error::kernel_failed(
+            KernelFailedDetails{request.kernel, service_, request.stream, *injected});
+        return;
+    }
+    std::vector<void*> pointers;
+    std::vector<std::uint64_t> sizes;
+    pointers.reserve(request.resources.size());
+    sizes.reserve(request.resources.size());
+    for (const KernelResource& resource : request.resources) {
+        const PeerBinding* peer = resource.peer_binding();
+        pointers.push_back(peer != nullptr ? reinterpret_cast<void*>(peer->address())
+                                           : static_cast<void*>(device_pointer(
+                                                 resource.buffer_binding())));
+        sizes.push_back(resource.buffer_binding().size_in_use());
+    }
+    DeviceGuard guard(ordinal_);
+    Status ran = Error::torn_down("'" + request.kernel + "' threw");
+    try {
+        ran = request.external->cuda(DeviceWorkContext{stream.handle, pointers, sizes});
+    } catch (const std::exception& thrown) {
+        ran = Error::torn_down("'" + request.kernel + "' threw: " + thrown.what());
+    }
+    const cudaError_t left = cudaGetLastError();
+    op.report = Work::Report::Failed;
+    if (!ran) {
+        op.failure = ran.error();
+    } else if (left != cudaSuccess) {
+        op.failure = call_error("'" + request.kernel + "'", left);
+    } else {
+        op.report = Work::Report::Landed;
+    }
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,157 @@
+// Work tandem did not write (Client::enqueue): a library call or a raw kernel on CUDA, a host
+// implementation on the simulator and the reference backend, under the rules of a launch.
+
+#include "support.hpp"
+#include "user_kernels.hpp"
+
+#include <algorithm>
+#include <memory>
+
+namespace tandem::conformance {
+namespace {
+
+/// Sets every byte of argument 0 to `value` on a host backend, counting its calls.
+std::function<Status(HostKernelContext&)> host_fill(std::uint8_t value, int* calls) {
+    return [value, calls](HostKernelContext& context) -> Status {
+        ++*calls;
+        auto out = context.buffer<std::uint8_t>(0);
+        for (std::uint64_t i = 0; i < out.size(); ++i) {
+            out.store(i, value);
+        }
+        return {};
+    };
+}
+
+/// Copies argument 0 into argument 1 on a host backend.
+Status host_copy(HostKernelContext& context) {
+    auto in = context.buffer<std::uint8_t>(0);
+    auto out = context.buffer<std::uint8_t>(1);
+    for (std::uint64_t i = 0; i < std::min(in.size(), out.size()); ++i) {
+        out.store(i, in.load(i));
+    }
+    return {};
+}
+
+/// A fill of argument 0 on every backend; `calls` counts the host calls.
+ExternalWork fill_work(const Handle& target, std::uint8_t value, int* calls) {
+    ExternalWork work{"external_fill", {out(target)}, {}};
+    work.run.host = host_fill(value, calls);
+#if TANDEM_HAS_CUDA_KERNELS
+    work.run.cuda = device_fill(value);
+#endif
+    return work;
+}
+
+template <typename Backend>
+class ExternalWorks : public Conformance<Backend> {};
+TYPED_TEST_SUITE(ExternalWorks, Backends, BackendNames);
+
+TYPED_TEST(ExternalWorks, c3_external_work_that_succeeds_releases_its_writes) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle target = this->allocate(client, 128);
+    this->fail(client, target, 4);
+    int calls = 0;
+    ASSERT_TRUE(client.enqueue(fill_work(target, 9, &calls)));
+    EXPECT_EQ(this->read_bytes(client, target), filled(128, 9));
+}
+
+TYPED_TEST(ExternalWorks, external_work_reads_what_pending_work_before_it_wrote) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 256);
+    Handle output = this->allocate(client, 256);
+    this->fill(client, input, 33);  // Not synchronised: its producer may still be running.
+    ExternalWork copy{"external_copy", {in(input), out(output)}, {}};
+    copy.run.host = host_copy;
+#if TANDEM_HAS_CUDA_KERNELS
+    copy.run.cuda = device_copy();
+#endif
+    ASSERT_TRUE(client.enqueue(std::move(copy)));
+    EXPECT_EQ(this->read_bytes(client, output), filled(256, 33));
+}
+
+TYPED_TEST(ExternalWorks, c9_external_work_reading_claimed_bytes_is_never_called) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    Handle output = this->allocate(client, 64);
+    this->fill(client, output, 2);
+    this->fail(client, input, 23);
+    auto called = std::make_shared<bool>(false);
+    ExternalWork work{"external_consumer", {in(input), out(output)}, {}};
+    work.run.host = [called](HostKernelContext&) -> Status {
+        *called = true;
+        return {};
+    };
+    work.run.cuda = [called](const DeviceWorkContext&) -> Status {
+        *called = true;
+        return {};
+    };
+    ASSERT_TRUE(client.enqueue(std::move(work)));
+    std::optional<Error> error = this->read_error(client, output);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_code(*error), 23u) << error->report();
+    EXPECT_FALSE(*called);
+}
+
+TYPED_TEST(ExternalWorks, c8_external_work_that_returns_failure_claims_its_writes) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle output = this->allocate(client, 64);
+    this->fill(client, output, 2);
+    const auto refuse = [] { return Status(Error::invalid_argument("gemm: bad leading dimension")); };
+    ExternalWork work{"external_gemm", {out(output)}, {}};
+    work.run.host = [refuse](HostKernelContext&) { return refuse(); };
+    work.run.cuda = [refuse](const DeviceWorkContext&) { return refuse(); };
+    ASSERT_TRUE(client.enqueue(std::move(work)));
+    std::optional<Error> error = this->read_error(client, output);
+    ASSERT_TRUE(error);
+    const Error& root = *root_of(*error);
+    EXPECT_EQ(root.kind(), ErrorKind::InvalidArgument) << error->report();
+    EXPECT_NE(root.message().find("bad leading dimension"), std::string::npos);
+}
+
+TYPED_TEST(ExternalWorks, c10_external_work_with_no_callable_for_the_backend_is_refused) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    Handle output = this->allocate(client, 64);
+    this->fill(client, input, 6);
+    ASSERT_TRUE(client.enqueue(ExternalWork{"external_nothing", {in(input), out(output)}, {}}));
+    std::optional<Error> error = this->read_error(client, output);
+    ASSERT_TRUE(error);
+    const Error& root = *root_of(*error);
+    EXPECT_EQ(root.kind(), ErrorKind::LaunchRefused) << root.report();
+    EXPECT_NE(root.message().find(runtime->backend() == "cuda" ? "::cuda" : "::host"),
+              std::string::npos)
+        << root.message();
+    EXPECT_EQ(this->read_bytes(client, input), filled(64, 6));
+}
+
+TYPED_TEST(ExternalWorks, c14_external_work_in_a_window_replays_on_host_backends) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle target = this->allocate(client, 64);
+    const StreamId stream = client.default_stream();
+    int calls = 0;
+    ASSERT_TRUE(client.begin_capture(stream));
+    ASSERT_TRUE(client.enqueue(fill_work(target, 5, &calls)));
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    if (runtime->backend() == "cuda") {
+        // A CUDA graph cannot hold it yet: the window is refused, and its writes claimed.
+        ASSERT_FALSE(graph);
+        EXPECT_EQ(graph.error().kind(), ErrorKind::LaunchRefused) << graph.error().report();
+        EXPECT_TRUE(this->read_error(client, target));
+        return;
+    }
+    ASSERT_TRUE(graph) << graph.error().report();
+    EXPECT_EQ(this->read_bytes(client, target), filled(64, 5));
+    this->fail(client, target, 8);
+    ASSERT_TRUE(client.replay(*graph, stream));
+    EXPECT_EQ(this->read_bytes(client, target), filled(64, 5));  // Released by the replay.
+    EXPECT_EQ(calls, 2);
+}
+
+}  // namespace
+}  // namespace tandem::conformance
