@@ -1,4 +1,4 @@
-# tandem_add_kernels(<target> CUDA <registration unit>.cu...)
+# tandem_add_kernels(<target> CUDA <registration unit>.cu... [LIBRARIES <library>...])
 #
 # Compiles a program's CUDA registration units (sources with TANDEM_REGISTER_CUDA_KERNEL) into
 # <target> where tandem's cuda component and a CUDA compiler exist, and leaves them out where
@@ -6,15 +6,16 @@
 # simulator and the reference backend, and on a GPU machine, where they also run on CUDA.
 #
 # Where the units are compiled, <target> links tandem::cuda and gets the definition
-# TANDEM_HAS_CUDA_KERNELS=1 (0 elsewhere), so the program can tell. A macro, so that it enables
+# TANDEM_HAS_CUDA_KERNELS=1 (0 elsewhere), so the program can tell; the LIBRARIES (CUDA::cublas,
+# say) are linked only there too. A macro, so that it enables
 # the CUDA language in the caller's directory: call it at file scope, after find_package(tandem)
 # (or after add_subdirectory of tandem). CMAKE_CUDA_ARCHITECTURES defaults to 90 (H100, H200).
 macro(tandem_add_kernels _tandem_target)
-  cmake_parse_arguments(_tandem_kernels "" "" "CUDA" ${ARGN})
+  cmake_parse_arguments(_tandem_kernels "" "" "CUDA;LIBRARIES" ${ARGN})
   if(_tandem_kernels_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR
             "tandem_add_kernels: unexpected arguments ${_tandem_kernels_UNPARSED_ARGUMENTS} "
-            "(usage: tandem_add_kernels(<target> CUDA <file.cu>...))")
+            "(usage: tandem_add_kernels(<target> CUDA <file.cu>... [LIBRARIES <library>...]))")
   endif()
   if(NOT TARGET ${_tandem_target})
     message(FATAL_ERROR "tandem_add_kernels: ${_tandem_target} is not a target")
@@ -35,6 +36,9 @@ macro(tandem_add_kernels _tandem_target)
   endif()
   if(_tandem_kernels_cuda)
     _tandem_add_cuda_units(${_tandem_target} ${_tandem_kernels_CUDA})
+    if(_tandem_kernels_LIBRARIES)
+      target_link_libraries(${_tandem_target} PRIVATE ${_tandem_kernels_LIBRARIES})
+    endif()
   else()
     target_compile_definitions(${_tandem_target} PRIVATE TANDEM_HAS_CUDA_KERNELS=0)
     message(STATUS "tandem: ${_tandem_target} is built without its CUDA kernels "

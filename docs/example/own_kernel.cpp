@@ -4,11 +4,7 @@
 // refused, naming the closest registered kernel.
 #include "scale_kernel.hpp"
 
-#include <tandem/core/reference_runtime.hpp>
-#include <tandem/sim/runtime.hpp>
-#if TANDEM_HAS_CUDA_KERNELS
-#include <tandem/cuda/runtime.hpp>
-#endif
+#include "example_runtime.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -22,27 +18,6 @@ TANDEM_REGISTER_KERNEL(Scale);
 namespace {
 
 using namespace tandem;
-
-std::shared_ptr<Runtime> open_runtime(std::string_view wanted) {
-#if TANDEM_HAS_CUDA_KERNELS
-    if (wanted == "cuda" || wanted.empty()) {
-        if (auto gpu = cuda::CudaRuntime::create({.devices = 1}); gpu && (*gpu)->device_count() > 0) {
-            return *gpu;
-        } else if (wanted == "cuda") {
-            std::printf("no GPU: %s\n", gpu ? "none visible" : gpu.error().report().c_str());
-            return nullptr;
-        }
-    }
-#endif
-    if (wanted == "reference") {
-        return *reference::ReferenceRuntime::create({.devices = 1});
-    }
-    if (wanted == "cuda") {
-        std::puts("built without its CUDA kernels");
-        return nullptr;
-    }
-    return *sim::SimRuntime::create({.devices = 1});
-}
 
 std::vector<std::byte> as_bytes(const std::vector<float>& values) {
     std::vector<std::byte> bytes(values.size() * sizeof(float));
