@@ -110,6 +110,16 @@ Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
     return KernelResource::peer(std::move(*peer), argument.access);
 }
 
+Result<Handle> Client::adopt(AdoptedMemory memory) { return server_->adopt(std::move(memory)); }
+
+Result<NativeView> Client::native(const Handle& handle, StreamId stream) {
+    if (Status local = check_local(handle); !local) {
+        return local.error();
+    }
+    const BufferBinding binding = handle.binding();
+    return server_->native(&binding, stream);
+}
+
 Status Client::enqueue(ExternalWork work, StreamId stream) {
     return launch_entry(nullptr, std::move(work.name), LaunchConfig::linear(1), work.arguments, {},
                         stream, std::make_shared<const ExternalCallables>(std::move(work.run)));

@@ -1,6 +1,32 @@
 #include "tandem/core/device_server.hpp"
 
 namespace tandem {
+namespace {
+
+/// The release sink of one adopted allocation: when its last holder goes, the owner's claims on
+/// it are forgotten (C5) and the adopter's release is called. It deletes itself.
+class AdoptedRelease final : public ReleaseSink {
+public:
+    AdoptedRelease(std::weak_ptr<DeviceServer> owner, std::function<void()> release)
+        : owner_(std::move(owner)), release_(std::move(release)) {}
+
+    void released(detail::MemoryControl& control) noexcept override {
+        if (std::shared_ptr<DeviceServer> owner = owner_.lock()) {
+            owner->claims().forget(control.allocation.id);
+        }
+        if (release_) {
+            release_();
+        }
+        control.drop_weak();
+        delete this;
+    }
+
+private:
+    std::weak_ptr<DeviceServer> owner_;
+    std::function<void()> release_;
+};
+
+}  // namespace
 
 Status DeviceServer::check(std::span<const ClaimKey> keys) const {
     std::lock_guard lock(engine_mutex_);
@@ -27,6 +53,21 @@ Result<DeviceStream*> DeviceServer::device_stream(StreamId id) {
         return found;
     }
     return no_such_stream(id);
+}
+
+Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
+    std::lock_guard lock(engine_mutex_);
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (Status fits = do_check_adopted(memory); !fits) {
+        return fits.error();
+    }
+    const AllocationInfo info{MemoryId::next(), reinterpret_cast<std::uint64_t>(memory.pointer),
+                              memory.size_bytes, default_stream()};
+    auto* sink = new AdoptedRelease(weak_from_this(), std::move(memory.release));
+    return Handle(key(), ManagedMemoryHandle::create(info, sink), service_, default_stream(),
+                  memory.size_bytes);
 }
 
 Status DeviceServer::do_begin_capture(StreamId stream) {

@@ -43,6 +43,36 @@ Result<Handle> Server::allocate(std::uint64_t size_bytes, StreamId stream) {
     return do_allocate(size_bytes, stream);
 }
 
+Result<Handle> Server::adopt(AdoptedMemory memory) {
+    if (std::optional<Error> gone = loss()) {
+        return *gone;
+    }
+    const auto address = reinterpret_cast<std::uint64_t>(memory.pointer);
+    if (memory.pointer == nullptr || memory.size_bytes == 0 ||
+        memory.size_bytes > MemoryManager::max_allocation_bytes ||
+        address > UINT64_MAX - memory.size_bytes) {
+        return Error::invalid_argument("adopted memory needs a pointer and 1 to " +
+                                       std::to_string(MemoryManager::max_allocation_bytes) +
+                                       " bytes that do not wrap; got " +
+                                       std::to_string(memory.size_bytes) + " bytes at " +
+                                       std::to_string(address));
+    }
+    return do_adopt(std::move(memory));
+}
+
+Result<NativeView> Server::native(const BufferBinding* binding, StreamId stream) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    if (binding == nullptr) {
+        return do_native(nullptr, stream);
+    }
+    if (std::optional<Error> wrong = foreign(*binding)) {
+        return *wrong;
+    }
+    return do_native(binding, stream);
+}
+
 Status Server::write(const BufferBinding& target, std::span<const std::byte> bytes,
                      StreamId stream) {
     if (std::optional<Error> refused = refusal(stream)) {

@@ -390,6 +390,34 @@ Result<cudaEvent_t> CudaDevice::take_event() {
     return event;
 }
 
+Result<NativeView> CudaDevice::do_native(const BufferBinding* binding, StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    Result<CudaStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    if (binding == nullptr) {
+        return NativeView{nullptr, 0, (*found)->handle, true, ordinal_};
+    }
+    return NativeView{device_pointer(*binding), binding->size_in_use(), (*found)->handle, true,
+                      ordinal_};
+}
+
+Status CudaDevice::do_check_adopted(const AdoptedMemory& memory) {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, memory.pointer) != cudaSuccess) {
+        cudaGetLastError();
+        return Error::invalid_argument("the adopted pointer is not memory CUDA knows");
+    }
+    const bool on_device = attributes.type == cudaMemoryTypeDevice ||
+                           attributes.type == cudaMemoryTypeManaged;
+    if (!on_device || attributes.device != ordinal_) {
+        return Error::invalid_argument("the adopted pointer is not device memory of GPU " +
+                                       std::to_string(ordinal_) + " (" + to_string(service_) + ")");
+    }
+    return {};
+}
+
 Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
     std::lock_guard lock(engine_.mutex);
     if (Status known = check_event(event, engine_.next_event); !known) {

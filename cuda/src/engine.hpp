@@ -119,6 +119,7 @@ private:
     void do_lose_now() override;
     DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
     void do_delay(DeviceStream& stream, std::uint64_t steps) override;
+    Status do_check_adopted(const AdoptedMemory& memory) override;
     void do_fault_armed() override { update_quick_allocation(); }
     Status do_admit_peer(ServiceId accessor) override;
     Result<CaptureGraph> do_make_graph(CaptureWindow& window) override;

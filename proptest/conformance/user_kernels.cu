@@ -29,3 +29,18 @@ std::function<Status(const DeviceWorkContext&)> device_copy() {
 }
 
 }  // namespace tandem::conformance
+
+namespace tandem::conformance {
+
+void* device_malloc(std::uint64_t size_bytes) {
+    void* pointer = nullptr;
+    return cudaMalloc(&pointer, size_bytes) == cudaSuccess ? pointer : nullptr;
+}
+
+void device_free(void* pointer) { cudaFree(pointer); }
+
+void device_to_host(void* to, const void* from, std::uint64_t size_bytes) {
+    cudaMemcpy(to, from, size_bytes, cudaMemcpyDeviceToHost);
+}
+
+}  // namespace tandem::conformance

@@ -48,3 +48,14 @@ std::function<Status(const DeviceWorkContext&)> device_fill(std::uint8_t value);
 std::function<Status(const DeviceWorkContext&)> device_copy();
 
 }  // namespace tandem::conformance
+
+namespace tandem::conformance {
+
+/// Memory of another allocator on the GPU (cudaMalloc and cudaFree), for adoption tests; null
+/// where the suite is built without CUDA.
+void* device_malloc(std::uint64_t size_bytes);
+void device_free(void* pointer);
+/// Copies `size_bytes` from GPU memory at `from` to the host (cudaMemcpy).
+void device_to_host(void* to, const void* from, std::uint64_t size_bytes);
+
+}  // namespace tandem::conformance

@@ -301,6 +301,14 @@ Result<Event> SimDevice::do_record_event(StreamId stream_id) {
     return Event{service_, stream_id, event};
 }
 
+Result<NativeView> SimDevice::do_native(const BufferBinding* binding, StreamId) {
+    if (binding == nullptr) {
+        return NativeView{};
+    }
+    std::lock_guard lock(engine_.mutex);
+    return NativeView{storage_.host(binding->start_address()), binding->size_in_use(), nullptr};
+}
+
 Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
     std::lock_guard lock(engine_.mutex);
     if (Status known = check_event(event, engine_.next_event); !known) {

@@ -23,8 +23,13 @@ public:
 
     [[nodiscard]] std::uint64_t base_address() const { return base_address_; }
     /// The host pointer of a device address inside this segment.
+    /// Where the byte at device `address` is in this process: in the segment, or, for memory
+    /// adopted from the host (outside the segment's range), at that address itself.
     [[nodiscard]] std::byte* host(std::uint64_t address) const {
-        return segment_.data() + (address - base_address_);
+        if (address - base_address_ < segment_.capacity_bytes()) [[likely]] {
+            return segment_.data() + (address - base_address_);
+        }
+        return reinterpret_cast<std::byte*>(address);
     }
 
 private:

@@ -262,6 +262,13 @@ void ReferenceDevice::run_kernel(const LaunchRequest& request, ReferenceWork& wo
     work.report = Work::Report::Failed;
 }
 
+Result<NativeView> ReferenceDevice::do_native(const BufferBinding* binding, StreamId) {
+    if (binding == nullptr) {
+        return NativeView{};
+    }
+    return NativeView{host(binding->start_address()), binding->size_in_use(), nullptr};
+}
+
 Result<Event> ReferenceDevice::do_record_event(StreamId stream) {
     std::lock_guard lock(engine_.mutex);
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {

@@ -41,6 +41,16 @@ public:
     Result<StreamId> create_stream();
     Result<Handle> allocate(std::uint64_t size_bytes);
     Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream);
+    /// Memory another allocator owns as a handle of this device, with claims like any other
+    /// (`Server::adopt`); `memory.release` is called when the last handle and binding are gone.
+    Result<Handle> adopt(AdoptedMemory memory);
+    /// The raw pointer and size of `handle`'s bytes (this device's) and the native handle of
+    /// `stream`, for another library. What it enqueues there is outside tandem's claims: order it
+    /// with tandem's work on the same stream, or enqueue it as `ExternalWork` instead.
+    Result<NativeView> native(const Handle& handle, StreamId stream);
+    Result<NativeView> native(const Handle& handle) { return native(handle, default_stream()); }
+    /// Where this device's memory is and the native handle of `stream`, with no buffer.
+    Result<NativeView> native(StreamId stream) { return server_->native(nullptr, stream); }
     Status write(const Handle& target, std::span<const std::byte> bytes);
     Result<std::vector<std::byte>> read(const Handle& source);
     Result<std::vector<std::byte>> read_strided(const Handle& source,

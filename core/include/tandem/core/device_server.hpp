@@ -75,6 +75,10 @@ protected:
                  const DeviceDirectory& directory)
         : service_(service), claims_(service), directory_(directory), engine_mutex_(engine_mutex) {}
 
+    /// A handle of `memory` on the default stream, whose release sink forgets its claims and calls
+    /// `memory.release` when the last reference goes; the backend checks the memory first
+    /// (`do_check_adopted`).
+    Result<Handle> do_adopt(AdoptedMemory memory) final;
     /// Opens the recording window of `stream` (C14): InvalidArgument if one is open.
     Status do_begin_capture(StreamId stream) final;
     /// Ends the window of `stream` once its work is settled (`do_settle_window`): a doomed window
@@ -86,6 +90,9 @@ protected:
     /// An injected loss with no delay: learn what can be learned of pending work, then lose the
     /// device.
     virtual void do_lose_now() = 0;
+    /// Whether this device can take `memory` (a device pointer of this GPU, say); the Server
+    /// checked pointer and size.
+    virtual Status do_check_adopted(const AdoptedMemory& /*memory*/) { return {}; }
     /// The stream `id` of this device, or null when there is none.
     virtual DeviceStream* do_find_stream(StreamId id) = 0;
     /// `stream` was just held back `steps` more (within the bound): a backend that holds streams

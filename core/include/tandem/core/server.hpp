@@ -19,6 +19,7 @@
 #include "tandem/core/result.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -72,6 +73,29 @@ private:
     std::shared_ptr<void> native_;
 };
 
+/// Memory another allocator owns, handed to tandem (`Client::adopt`): a device pointer on CUDA,
+/// host memory on the simulator and the reference backend.
+struct AdoptedMemory {
+    void* pointer = nullptr;
+    std::uint64_t size_bytes = 0;
+    /// Called once, when the last handle and binding of the adopted memory are gone and no work
+    /// holds it, on the thread that dropped the last reference: it must not block. Not called
+    /// when the adoption is refused (the caller still owns the memory then).
+    std::function<void()> release;
+};
+
+/// A handle's bytes and a stream as another library takes them (`Client::native`): the device
+/// pointer and the `cudaStream_t` on CUDA, a host pointer and no stream on host backends. Work
+/// enqueued through them is outside tandem's claims.
+struct NativeView {
+    void* pointer = nullptr;
+    std::uint64_t size_bytes = 0;
+    void* stream = nullptr;
+    /// Whether `pointer` is GPU memory (of the GPU `ordinal`), not host memory.
+    bool on_gpu = false;
+    int ordinal = 0;
+};
+
 /// One device, as its client reaches it. The public calls are not virtual: each checks what every
 /// backend must check, once, here (the device is not lost, the stream exists, the memory is this
 /// device's, the launch is within the limits), then calls the backend's `do_` hook, which does
@@ -99,6 +123,15 @@ public:
     /// largest allocation, or no such stream; `OutOfMemory` (with figures) when it does not fit or
     /// an injected allocation fault is due.
     Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream);
+    /// `memory` as a handle of this device, with claims like any allocation's (its bytes read as
+    /// written: the adopter wrote them). `InvalidArgument` for a null pointer, 0 bytes, a range
+    /// that wraps or is larger than the largest allocation, or (on CUDA) memory that is not this
+    /// GPU's; nothing is taken then.
+    Result<Handle> adopt(AdoptedMemory memory);
+    /// The raw pointer of `binding`'s bytes (none for a null binding: where the device's memory
+    /// is, and the stream) and the native handle of `stream`, for interop. `WrongService` for
+    /// another device's memory (P1), `InvalidArgument` for no such stream.
+    Result<NativeView> native(const BufferBinding* binding, StreamId stream);
     /// Enqueues a host-to-device write of `bytes` (copied now) into the binding's bytes.
     Status write(const BufferBinding& target, std::span<const std::byte> bytes, StreamId stream);
     /// Waits for the work before it and for every writer of its bytes on any device, then returns
@@ -162,6 +195,8 @@ private:
 
     virtual Result<StreamId> do_create_stream() = 0;
     virtual Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) = 0;
+    virtual Result<Handle> do_adopt(AdoptedMemory memory) = 0;
+    virtual Result<NativeView> do_native(const BufferBinding* binding, StreamId stream) = 0;
     virtual Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                             StreamId stream) = 0;
     virtual Result<std::vector<std::byte>> do_read(const BufferBinding& source) = 0;

@@ -1,0 +1,128 @@
+#pragma once
+
+// DLPack interop, without a copy: a handle out as a `DLManagedTensor` (to PyTorch, CuPy, JAX),
+// and a `DLManagedTensor` in as a handle of a device. Header-only: it needs `dlpack/dlpack.h`
+// (Debian's libdlpack-dev) where it is included, and nothing where it is not.
+//
+// Tensors are compact and row-major (no strides, or the compact ones); tandem's memory is bytes,
+// so the caller says the element type and shape of what goes out.
+
+#include "tandem/core/client.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tandem {
+namespace detail {
+
+/// What an exported tensor keeps alive: a handle of its bytes, and its shape.
+struct ExportedTensor {
+    DLManagedTensor tensor{};
+    Handle handle;
+    std::vector<std::int64_t> shape;
+};
+
+/// The bytes a compact tensor of `dtype` and `shape` spans, or none when it overflows or a
+/// dimension is negative.
+inline std::optional<std::uint64_t> compact_bytes(DLDataType dtype, const std::int64_t* shape,
+                                                  int ndim) {
+    std::uint64_t bytes = (std::uint64_t{dtype.bits} * dtype.lanes + 7) / 8;
+    for (int dimension = 0; dimension < ndim; ++dimension) {
+        if (shape[dimension] < 0) {
+            return std::nullopt;
+        }
+        const auto extent = static_cast<std::uint64_t>(shape[dimension]);
+        if (extent != 0 && bytes > UINT64_MAX / extent) {
+            return std::nullopt;
+        }
+        bytes *= extent;
+    }
+    return bytes;
+}
+
+/// Whether `tensor` has no strides or the compact row-major ones.
+inline bool compact(const DLTensor& tensor) {
+    if (tensor.strides == nullptr) {
+        return true;
+    }
+    std::int64_t expected = 1;
+    for (int dimension = tensor.ndim; dimension-- > 0;) {
+        if (tensor.shape[dimension] != 1 && tensor.strides[dimension] != expected) {
+            return false;
+        }
+        expected *= tensor.shape[dimension];
+    }
+    return true;
+}
+
+}  // namespace detail
+
+/// `handle` (of `client`'s device) as a DLPack tensor of `dtype` and `shape`, sharing its bytes.
+/// The tensor holds a copy of the handle: the bytes stay alive until the consumer calls its
+/// deleter. `InvalidArgument` when the shape does not span exactly the handle's bytes. The
+/// consumer must order its reads after tandem's writes (a `sync` first, or the same stream).
+inline Result<DLManagedTensor*> to_dlpack(Client& client, const Handle& handle, DLDataType dtype,
+                                          std::span<const std::int64_t> shape) {
+    Result<NativeView> view = client.native(handle);
+    if (!view) {
+        return view.error();
+    }
+    const std::optional<std::uint64_t> bytes =
+        detail::compact_bytes(dtype, shape.data(), static_cast<int>(shape.size()));
+    if (!bytes || *bytes != view->size_bytes) {
+        return Error::invalid_argument("a tensor of that type and shape does not span the " +
+                                       std::to_string(view->size_bytes) + " bytes of the handle");
+    }
+    auto* exported = new detail::ExportedTensor{{}, handle, {shape.begin(), shape.end()}};
+    DLTensor& tensor = exported->tensor.dl_tensor;
+    tensor.data = view->pointer;
+    tensor.device = DLDevice{view->on_gpu ? kDLCUDA : kDLCPU, view->on_gpu ? view->ordinal : 0};
+    tensor.ndim = static_cast<int>(exported->shape.size());
+    tensor.dtype = dtype;
+    tensor.shape = exported->shape.data();
+    exported->tensor.manager_ctx = exported;
+    exported->tensor.deleter = [](DLManagedTensor* self) {
+        delete static_cast<detail::ExportedTensor*>(self->manager_ctx);
+    };
+    return &exported->tensor;
+}
+
+/// `tensor` as a handle of `client`'s device, adopted without a copy (`Client::adopt`): its
+/// deleter is called when the last handle and binding are gone. `InvalidArgument` for a null or
+/// strided tensor, or one on another device (`kDLCUDA` of the client's GPU on CUDA, `kDLCPU` on
+/// the simulator and the reference backend); the tensor is then still the caller's.
+inline Result<Handle> from_dlpack(Client& client, DLManagedTensor* tensor) {
+    if (tensor == nullptr || tensor->dl_tensor.data == nullptr) {
+        return Error::invalid_argument("a DLPack tensor with no data");
+    }
+    const DLTensor& view = tensor->dl_tensor;
+    const std::optional<std::uint64_t> bytes =
+        detail::compact_bytes(view.dtype, view.shape, view.ndim);
+    if (!bytes || !detail::compact(view)) {
+        return Error::invalid_argument("only compact row-major DLPack tensors can be adopted");
+    }
+    Result<NativeView> native = client.native(client.default_stream());
+    if (!native) {
+        return native.error();
+    }
+    const DLDevice expected{native->on_gpu ? kDLCUDA : kDLCPU, native->on_gpu ? native->ordinal : 0};
+    if (view.device.device_type != expected.device_type ||
+        view.device.device_id != expected.device_id) {
+        return Error::invalid_argument("the DLPack tensor is on device type " +
+                                       std::to_string(view.device.device_type) + " id " +
+                                       std::to_string(view.device.device_id) +
+                                       ", not this client's device");
+    }
+    return client.adopt(AdoptedMemory{
+        static_cast<std::byte*>(view.data) + view.byte_offset, *bytes, [tensor] {
+            if (tensor->deleter != nullptr) {
+                tensor->deleter(tensor);
+            }
+        }});
+}
+
+}  // namespace tandem

@@ -1,0 +1,143 @@
+// Memory from elsewhere and to elsewhere: memory another allocator owns, adopted as a handle with
+// claims like any other, released back through its callback; the raw pointer and stream of a
+// handle for another library; tensors in and out through DLPack, without a copy.
+
+#include "support.hpp"
+#include "user_kernels.hpp"
+
+#include "tandem/core/dlpack.hpp"
+
+#include <cstring>
+#include <memory>
+
+namespace tandem::conformance {
+namespace {
+
+/// Memory of the allocator a program would use next to tandem on `runtime`'s backend: the GPU's
+/// on CUDA, the host's elsewhere. Freed by `release`.
+struct Foreign {
+    void* pointer = nullptr;
+    std::function<void()> release;
+};
+
+Foreign foreign_memory(const Runtime& runtime, std::uint64_t size_bytes, int* releases) {
+#if TANDEM_HAS_CUDA_KERNELS
+    if (runtime.backend() == "cuda") {
+        void* pointer = device_malloc(size_bytes);
+        return {pointer, [pointer, releases] {
+                    device_free(pointer);
+                    ++*releases;
+                }};
+    }
+#endif
+    auto* bytes = new std::byte[size_bytes];
+    return {bytes, [bytes, releases] {
+                delete[] bytes;
+                ++*releases;
+            }};
+}
+
+/// The bytes at `view`, read as the native library would.
+std::vector<std::byte> native_bytes(const NativeView& view) {
+    std::vector<std::byte> bytes(view.size_bytes);
+#if TANDEM_HAS_CUDA_KERNELS
+    if (view.on_gpu) {
+        device_to_host(bytes.data(), view.pointer, view.size_bytes);
+        return bytes;
+    }
+#endif
+    std::memcpy(bytes.data(), view.pointer, view.size_bytes);
+    return bytes;
+}
+
+template <typename Backend>
+class ForeignMemory : public Conformance<Backend> {};
+TYPED_TEST_SUITE(ForeignMemory, Backends, BackendNames);
+
+TYPED_TEST(ForeignMemory, adopted_memory_has_claims_like_any_and_is_released_once) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    int releases = 0;
+    {
+        Foreign memory = foreign_memory(*runtime, 256, &releases);
+        ASSERT_NE(memory.pointer, nullptr);
+        Result<Handle> adopted = client.adopt({memory.pointer, 256, memory.release});
+        ASSERT_TRUE(adopted) << adopted.error().report();
+        this->fill(client, *adopted, 12);
+        EXPECT_EQ(this->read_bytes(client, *adopted), filled(256, 12));
+        this->fail(client, *adopted, 31);  // C8 on adopted bytes, as on any.
+        std::optional<Error> error = this->read_error(client, *adopted);
+        ASSERT_TRUE(error);
+        EXPECT_EQ(root_code(*error), 31u) << error->report();
+        ASSERT_TRUE(client.write(*adopted, filled(256, 3)));  // Rewritten: readable again.
+        EXPECT_EQ(this->read_bytes(client, *adopted), filled(256, 3));
+        EXPECT_EQ(releases, 0);
+    }
+    ASSERT_TRUE(client.sync());
+    EXPECT_EQ(releases, 1);
+    EXPECT_TRUE(runtime->drained());
+}
+
+TYPED_TEST(ForeignMemory, adoption_that_cannot_be_is_refused_and_takes_nothing) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    int releases = 0;
+    const auto count = [&releases] { ++releases; };
+    EXPECT_EQ(client.adopt({nullptr, 64, count}).error().kind(), ErrorKind::InvalidArgument);
+    std::byte host[64];
+    EXPECT_EQ(client.adopt({host, 0, count}).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.adopt({host, UINT64_MAX, count}).error().kind(),
+              ErrorKind::InvalidArgument);
+    if (runtime->backend() == "cuda") {
+        // Host memory is not this GPU's.
+        EXPECT_EQ(client.adopt({host, 64, count}).error().kind(), ErrorKind::InvalidArgument);
+    }
+    EXPECT_EQ(releases, 0);
+}
+
+TYPED_TEST(ForeignMemory, the_native_view_of_a_handle_holds_its_bytes) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle handle = this->allocate(client, 128);
+    this->fill(client, handle, 77);
+    ASSERT_TRUE(client.sync());
+    Result<NativeView> view = client.native(handle);
+    ASSERT_TRUE(view) << view.error().report();
+    EXPECT_EQ(view->size_bytes, 128u);
+    EXPECT_EQ(view->on_gpu, runtime->backend() == "cuda");
+    EXPECT_EQ(view->stream != nullptr, runtime->backend() == "cuda");
+    EXPECT_EQ(native_bytes(*view), filled(128, 77));
+    EXPECT_EQ(client.native(handle, StreamId{999}).error().kind(), ErrorKind::InvalidArgument);
+}
+
+TYPED_TEST(ForeignMemory, a_tensor_goes_out_and_comes_back_through_dlpack_without_a_copy) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle handle = this->allocate(client, 4 * 16 * sizeof(float));
+    this->fill(client, handle, 5);
+    ASSERT_TRUE(client.sync());
+    const std::int64_t shape[] = {4, 16};
+    Result<DLManagedTensor*> out = to_dlpack(client, handle, DLDataType{kDLFloat, 32, 1}, shape);
+    ASSERT_TRUE(out) << out.error().report();
+    EXPECT_EQ((*out)->dl_tensor.data, client.native(handle)->pointer);  // Shared, not copied.
+    EXPECT_EQ(to_dlpack(client, handle, DLDataType{kDLFloat, 64, 1}, shape).error().kind(),
+              ErrorKind::InvalidArgument);
+    {
+        Result<Handle> back = from_dlpack(client, *out);  // Takes the tensor: its deleter runs.
+        ASSERT_TRUE(back) << back.error().report();
+        EXPECT_EQ(this->read_bytes(client, *back), filled(4 * 16 * sizeof(float), 5));
+    }
+    ASSERT_TRUE(client.sync());
+    DLManagedTensor elsewhere{};
+    std::byte bytes[16];
+    elsewhere.dl_tensor.data = bytes;
+    elsewhere.dl_tensor.device = DLDevice{kDLROCM, 0};
+    std::int64_t extent = 16;
+    elsewhere.dl_tensor.ndim = 1;
+    elsewhere.dl_tensor.shape = &extent;
+    elsewhere.dl_tensor.dtype = DLDataType{kDLUInt, 8, 1};
+    EXPECT_EQ(from_dlpack(client, &elsewhere).error().kind(), ErrorKind::InvalidArgument);
+}
+
+}  // namespace
+}  // namespace tandem::conformance
