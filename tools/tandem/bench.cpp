@@ -1,15 +1,16 @@
 // `tandem bench`: runs the benchmark binaries built next to the tool (the simulator's, and the
-// CUDA backend's where it was built), then prints each median and the ratios the issues set
-// goals for, side by side from one run.
+// CUDA backend's where it was built), reads back the JSON report each writes, then prints each
+// median and the ratios that have goals, side by side from one run.
 
 #include "commands.hpp"
 
-#include <yaml-cpp/yaml.h>
+#include "json.hpp"
 
 #include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <span>
@@ -81,6 +82,31 @@ std::filesystem::path tool_directory() {
     return std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
 }
 
+/// The medians of a Google Benchmark JSON report, by run name; empty if `report` is not one.
+std::map<std::string, Median> read_medians(const Json& report) {
+    static const std::map<std::string, double> per_second{
+        {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
+    std::map<std::string, Median> medians;
+    if (!report.is_object() || !report.contains("benchmarks")) {
+        return medians;
+    }
+    for (const Json& run : report["benchmarks"]) {
+        if (run.value("aggregate_name", "") != "median" ||
+            !per_second.contains(run.value("time_unit", ""))) {
+            continue;
+        }
+        Median& median = medians[run.value("run_name", "")];
+        median.seconds = run.value("real_time", 0.0) * per_second.at(run["time_unit"].get<std::string>());
+        // Its counters, with the other numbers it holds (iterations, repetitions).
+        for (const auto& [key, value] : run.items()) {
+            if (value.is_number()) {
+                median.counters[key] = value.get<double>();
+            }
+        }
+    }
+    return medians;
+}
+
 /// Runs `binary` and returns its medians by run name, or an empty map on failure.
 std::map<std::string, Median> run_benchmark(const std::filesystem::path& binary, int repetitions,
                                             const std::string& filter) {
@@ -98,44 +124,8 @@ std::map<std::string, Median> run_benchmark(const std::filesystem::path& binary,
     if (std::system(command.c_str()) != 0) {
         return medians;
     }
-    const std::map<std::string, double> per_second{
-        {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
-    // JSON is YAML: the tool's YAML reader parses the report.
-    // JSON is YAML: the tool's YAML reader parses the report.
-    // Keys a run holds besides its counters.
-    const std::set<std::string> fields{"name",
-                                       "family_index",
-                                       "per_family_instance_index",
-                                       "run_name",
-                                       "run_type",
-                                       "repetitions",
-                                       "threads",
-                                       "aggregate_name",
-                                       "aggregate_unit",
-                                       "iterations",
-                                       "real_time",
-                                       "cpu_time",
-                                       "time_unit",
-                                       "repetition_index",
-                                       "error_occurred",
-                                       "error_message",
-                                       "label"};
-    // JSON is YAML: the tool's YAML reader parses the report.
-    for (const YAML::Node& run : YAML::LoadFile(report.string())["benchmarks"]) {
-        if (!run["aggregate_name"] || run["aggregate_name"].as<std::string>() != "median") {
-            continue;
-        }
-        Median& median = medians[run["run_name"].as<std::string>()];
-        median.seconds =
-            run["real_time"].as<double>() * per_second.at(run["time_unit"].as<std::string>());
-        // Its counters, with the other numbers it holds (iterations, repetitions).
-        for (const auto& field : run) {
-            double value = 0;
-            if (field.second.IsScalar() && YAML::convert<double>::decode(field.second, value)) {
-                median.counters[field.first.as<std::string>()] = value;
-            }
-        }
-    }
+    std::ifstream in(report);
+    medians = read_medians(Json::parse(in, nullptr, false));
     std::filesystem::remove(report);
     return medians;
 }

@@ -19,6 +19,8 @@ namespace tandem::tool {
 namespace {
 
 struct RunFlags {
+    /// "run" or "replay", for messages and the JSON document.
+    const char* command = "run";
     std::vector<std::string> paths;
     std::string backend = "sim";
     std::optional<std::uint64_t> seed;
@@ -97,42 +99,122 @@ void print_human(const ScenarioResult& result, bool verbose) {
     }
 }
 
-void print_json(const std::vector<ScenarioResult>& results, const std::string& backend) {
-    std::size_t passed = 0;
-    std::printf("{\"backend\":\"%s\",\"scenarios\":[", backend.c_str());
-    for (std::size_t index = 0; index < results.size(); ++index) {
-        const ScenarioResult& result = results[index];
-        passed += result.passed ? 1 : 0;
-        std::printf("%s\n  {\"file\":%s,\"name\":%s,\"passed\":%s,\"skipped\":%s,\"seed\":%llu,\"steps\":%zu,"
-                    "\"scheduler_steps\":%llu,\"trace_hash\":\"%016llx\",\"races\":%zu,"
-                    "\"seconds\":%.6f,\"failure\":%s}",
-                    index ? "," : "", json_string(result.path).c_str(), json_string(result.name).c_str(),
-                    result.passed ? "true" : "false", result.skipped ? "true" : "false",
-                    static_cast<unsigned long long>(result.seed),
-                    result.steps_run, static_cast<unsigned long long>(result.scheduler_steps),
-                    static_cast<unsigned long long>(result.trace_hash), result.races.size(),
-                    result.seconds, result.passed ? "null" : json_string(result.failure).c_str());
+Json result_json(const ScenarioResult& result, bool verbose) {
+    char trace_hash[17];
+    std::snprintf(trace_hash, sizeof trace_hash, "%016llx",
+                  static_cast<unsigned long long>(result.trace_hash));
+    Json json{{"file", result.path},
+              {"name", result.name},
+              {"passed", result.passed && !result.skipped},
+              {"skipped", result.skipped},
+              {"skip_reason", result.skipped ? Json(result.skip_reason) : Json(nullptr)},
+              {"seed", result.seed},
+              {"steps", result.steps_run},
+              {"scheduler_steps", result.scheduler_steps},
+              {"trace_hash", trace_hash},
+              {"races", result.races.size()},
+              {"seconds", result.seconds},
+              {"failure", result.passed ? Json(nullptr) : Json(result.failure)}};
+    if (verbose) {
+        json["outcomes"] = result.outcomes;
     }
-    std::printf("\n],\"total\":%zu,\"passed\":%zu,\"failed\":%zu}\n", results.size(), passed,
-                results.size() - passed);
+    return json;
 }
 
-int run_scenarios(const RunFlags& flags) {
+/// Counts of a run: scenarios that did what their file expects, that did not, and that were not
+/// run on this backend.
+struct RunCounts {
+    std::size_t passed = 0;
+    std::size_t failed = 0;
+    std::size_t skipped = 0;
+};
+
+RunCounts count(const std::vector<ScenarioResult>& results) {
+    RunCounts counts;
+    for (const ScenarioResult& result : results) {
+        ++(result.skipped ? counts.skipped : result.passed ? counts.passed : counts.failed);
+    }
+    return counts;
+}
+
+void print_json(const std::vector<ScenarioResult>& results, const RunFlags& flags) {
+    Json document = json_document(flags.command);
+    document["backend"] = flags.backend;
+    Json& scenarios = document["scenarios"] = Json::array();
+    for (const ScenarioResult& result : results) {
+        scenarios.push_back(result_json(result, flags.verbose));
+    }
+    const RunCounts counts = count(results);
+    document["total"] = results.size();
+    document["passed"] = counts.passed;
+    document["failed"] = counts.failed;
+    document["skipped"] = counts.skipped;
+    std::printf("%s\n", json_text(document, 2).c_str());
+}
+
+void print_summary(const std::vector<ScenarioResult>& results) {
+    const RunCounts counts = count(results);
+    std::printf("%zu scenario%s: %zu passed, %zu failed", results.size(),
+                results.size() == 1 ? "" : "s", counts.passed, counts.failed);
+    if (counts.skipped > 0) {
+        std::printf(", %zu skipped (reasons above)", counts.skipped);
+    }
+    std::printf("\n");
+}
+
+/// Refuses a backend this tool or machine cannot run on; returns whether it can.
+bool backend_usable(const std::string& backend) {
 #if TANDEM_TOOL_HAS_CUDA
-    if (flags.backend == "cuda") {
+    if (backend == "cuda") {
         const cuda::GpuReport gpus = cuda::probe_gpus();
         if (!gpus.problem.empty()) {
-            std::fprintf(stderr, "tandem: the cuda backend has no usable GPU: %s\n", gpus.problem.c_str());
-            return 2;
+            std::fprintf(stderr, "tandem: the cuda backend has no usable GPU: %s\n",
+                         gpus.problem.c_str());
+            return false;
         }
     }
 #else
-    if (flags.backend == "cuda") {
+    if (backend == "cuda") {
         std::fprintf(stderr, "tandem: the cuda backend is not built into this tool (no CUDA "
                              "compiler where it was built); use --backend sim\n");
-        return 2;
+        return false;
     }
 #endif
+    return true;
+}
+
+/// Runs every scenario in order, printing each result as it comes unless the output is JSON.
+std::vector<ScenarioResult> run_each(const std::vector<Scenario>& scenarios,
+                                     const RunFlags& flags) {
+    const RunOptions options{flags.seed, !flags.trace.empty(), false, flags.backend};
+    const bool progress = !flags.json && ::isatty(STDOUT_FILENO) == 1;
+    std::vector<ScenarioResult> results;
+    if (!flags.json) {
+        std::printf("%-6s %-40s %8s %6s %10s %9s\n", "result", "scenario", "seed", "steps",
+                    "scheduler", "ms");
+    }
+    for (const Scenario& scenario : scenarios) {
+        if (progress) {
+            std::printf("\r\033[K[%zu/%zu] %s", results.size() + 1, scenarios.size(),
+                        scenario.path.c_str());
+            std::fflush(stdout);
+        }
+        results.push_back(run_scenario(scenario, options));
+        if (progress) {
+            std::printf("\r\033[K");
+        }
+        if (!flags.json) {
+            print_human(results.back(), flags.verbose);
+            std::fflush(stdout);
+        }
+    }
+    return results;
+}
+
+int run_scenarios(const RunFlags& flags) {
+    if (!backend_usable(flags.backend)) {
+        return 2;
+    }
     const auto files = scenario_files(flags.paths);
     if (!files) {
         return 2;
@@ -145,47 +227,17 @@ int run_scenarios(const RunFlags& flags) {
     if (!scenarios) {
         return 2;
     }
-    const bool progress = !flags.json && ::isatty(STDOUT_FILENO) == 1;
-    RunOptions options{flags.seed, !flags.trace.empty(), false, flags.backend};
-    std::vector<ScenarioResult> results;
-    if (!flags.json) {
-        std::printf("%-6s %-40s %8s %6s %10s %9s\n", "result", "scenario", "seed", "steps",
-                    "scheduler", "ms");
-    }
-    for (std::size_t index = 0; index < scenarios->size(); ++index) {
-        const Scenario& scenario = (*scenarios)[index];
-        if (progress) {
-            std::printf("\r\033[K[%zu/%zu] %s", index + 1, scenarios->size(), scenario.path.c_str());
-            std::fflush(stdout);
-        }
-        results.push_back(run_scenario(scenario, options));
-        if (progress) {
-            std::printf("\r\033[K");
-        }
-        if (!flags.json) {
-            print_human(results.back(), flags.verbose);
-            std::fflush(stdout);
-        }
-    }
-    const auto skipped = static_cast<std::size_t>(
-        std::count_if(results.begin(), results.end(), [](const auto& result) { return result.skipped; }));
-    const auto passed = static_cast<std::size_t>(std::count_if(
-        results.begin(), results.end(), [](const auto& result) { return result.passed; })) - skipped;
+    const std::vector<ScenarioResult> results = run_each(*scenarios, flags);
     if (flags.json) {
-        print_json(results, flags.backend);
+        print_json(results, flags);
     } else {
-        std::printf("%zu scenario%s: %zu passed, %zu failed", results.size(),
-                    results.size() == 1 ? "" : "s", passed, results.size() - passed - skipped);
-        if (skipped > 0) {
-            std::printf(", %zu skipped (reasons above)", skipped);
-        }
-        std::printf("\n");
+        print_summary(results);
     }
     if (!flags.trace.empty() && !write_chrome_trace(flags.trace, results)) {
         std::fprintf(stderr, "tandem: cannot write the trace to %s\n", flags.trace.c_str());
         return 2;
     }
-    return passed + skipped == results.size() ? 0 : 1;
+    return count(results).failed == 0 ? 0 : 1;
 }
 
 void add_common_flags(CLI::App* command, RunFlags& flags) {
@@ -211,6 +263,7 @@ Run add_run(CLI::App& app) {
 
 Run add_replay(CLI::App& app) {
     auto flags = std::make_shared<RunFlags>();
+    flags->command = "replay";
     flags->verbose = true;
     auto* command = app.add_subcommand("replay", "Rerun one scenario with a seed, printing every step");
     command->add_option("file", flags->paths, "The scenario file")->required()->expected(1);

@@ -71,10 +71,15 @@ def check_trace(tool, scenarios):
         if result.returncode != 0:
             fail(f"run --trace exited {result.returncode}: {result.stdout}{result.stderr}")
         summary = json.loads(result.stdout)
-        if summary["failed"] != 0 or summary["total"] < 25:
+        if summary["schema"] != 1 or summary["command"] != "run" or summary["backend"] != "sim":
+            fail(f"unexpected header: {summary['schema']}, {summary['command']}, {summary['backend']}")
+        if summary["failed"] != 0 or summary["total"] < 25 or \
+                summary["passed"] + summary["skipped"] != summary["total"]:
             fail(f"unexpected summary: {summary['total']} total, {summary['failed']} failed")
         with open(trace_path) as file:
             trace = json.load(file)
+    if trace["schema"] != 1 or trace["displayTimeUnit"] != "ms":
+        fail(f"the trace's header: schema {trace.get('schema')}, unit {trace.get('displayTimeUnit')}")
     events = trace["traceEvents"]
     if not events:
         fail("the trace has no events")
@@ -110,7 +115,8 @@ def check_trace(tool, scenarios):
 
 
 def check_json_of_names_that_are_not_utf8(tool, scenarios):
-    """--json stays valid JSON when a scenario's path and name are not UTF-8."""
+    """--json and --trace stay valid JSON when a scenario's path and name are not UTF-8: each byte
+    that is not UTF-8 becomes U+FFFD, and the rest of the text stays."""
     with tempfile.TemporaryDirectory() as folder:
         source = os.path.join(scenarios, "01-partial-writes.yaml")
         with open(source, "rb") as file:
@@ -119,13 +125,23 @@ def check_json_of_names_that_are_not_utf8(tool, scenarios):
         path = os.path.join(os.fsencode(folder), b"odd-\xff\xfe.yaml")
         with open(path, "wb") as file:
             file.write(text)
-        result = subprocess.run([tool, "run", "--json", path], capture_output=True, timeout=300)
+        trace_path = os.path.join(folder, "trace.json")
+        result = subprocess.run([tool, "run", "--json", "--trace", trace_path, path],
+                                capture_output=True, timeout=300)
         try:
             summary = json.loads(result.stdout.decode("utf-8"))
+            with open(trace_path, encoding="utf-8") as file:
+                trace = json.load(file)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             fail(f"--json with a name that is not UTF-8 is not JSON ({error}): {result.stdout!r}")
-        if "\ufffd" not in summary["scenarios"][0]["file"]:
+        scenario = summary["scenarios"][0]
+        if summary["schema"] != 1 or not scenario["file"].endswith("odd-\ufffd\ufffd.yaml"):
             fail(f"the odd bytes of the path are not replaced: {summary}")
+        if scenario["name"] != "caf\ufffd \ufffd":
+            fail(f"the odd bytes of the name are not replaced: {scenario['name']!r}")
+        names = [event["args"]["name"] for event in trace["traceEvents"] if event["ph"] == "M"]
+        if "caf\ufffd \ufffd - device 0" not in names:
+            fail(f"the trace does not name the scenario with its bytes replaced: {names}")
     print("json of names that are not utf-8: ok")
 
 
