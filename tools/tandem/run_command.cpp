@@ -29,7 +29,14 @@ struct RunFlags {
     std::string trace;
 };
 
-/// Files named directly, and every *.yaml of each folder, sorted by name. Empty on a bad path.
+/// Whether a folder's entry is a scenario file: YAML, by either of its extensions.
+bool is_scenario_file(const std::filesystem::directory_entry& entry) {
+    const std::filesystem::path extension = entry.path().extension();
+    return entry.is_regular_file() && (extension == ".yaml" || extension == ".yml");
+}
+
+/// Files named directly, and every *.yaml and *.yml of each folder, sorted by name. None on a
+/// path that is neither a file nor a folder.
 std::optional<std::vector<std::string>> scenario_files(const std::vector<std::string>& paths) {
     std::vector<std::string> files;
     for (const std::string& path : paths) {
@@ -37,7 +44,7 @@ std::optional<std::vector<std::string>> scenario_files(const std::vector<std::st
         if (std::filesystem::is_directory(path, error)) {
             std::vector<std::string> found;
             for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
-                if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
+                if (is_scenario_file(entry)) {
                     found.push_back(entry.path().string());
                 }
             }
@@ -220,7 +227,7 @@ int run_scenarios(const RunFlags& flags) {
         return 2;
     }
     if (files->empty()) {
-        std::fprintf(stderr, "tandem: no *.yaml scenario files in the given paths\n");
+        std::fprintf(stderr, "tandem: no *.yaml or *.yml scenario files in the given paths\n");
         return 2;
     }
     const auto scenarios = parse_all(*files);
@@ -254,7 +261,7 @@ void add_common_flags(CLI::App* command, RunFlags& flags) {
 
 Run add_run(CLI::App& app) {
     auto flags = std::make_shared<RunFlags>();
-    auto* command = app.add_subcommand("run", "Run scenario files (or every *.yaml of folders)");
+    auto* command = app.add_subcommand("run", "Run scenario files (or every *.yaml and *.yml of folders)");
     command->add_option("paths", flags->paths, "Scenario files or folders")->required();
     add_common_flags(command, *flags);
     command->add_flag("-v,--verbose", flags->verbose, "Print every step's outcome");

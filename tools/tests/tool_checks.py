@@ -145,6 +145,24 @@ def check_json_of_names_that_are_not_utf8(tool, scenarios):
     print("json of names that are not utf-8: ok")
 
 
+def check_folder_scan(tool, scenarios):
+    """A folder holds scenarios named *.yaml and *.yml alike, run sorted by name; other files stay
+    out."""
+    with tempfile.TemporaryDirectory() as folder:
+        with open(os.path.join(scenarios, "01-partial-writes.yaml")) as file:
+            text = file.read()
+        for name in ("b.yml", "a.yaml", "c.txt", "d.yaml.bak"):
+            with open(os.path.join(folder, name), "w") as file:
+                file.write(text)
+        result = run(tool, "run", "--json", folder)
+        if result.returncode != 0:
+            fail(f"run of a folder with .yml: exit {result.returncode}: {result.stderr}")
+        files = [os.path.basename(scenario["file"]) for scenario in json.loads(result.stdout)["scenarios"]]
+        if files != ["a.yaml", "b.yml"]:
+            fail(f"a folder's scenarios are {files}, expected a.yaml and b.yml")
+    print("folder scan: ok")
+
+
 def check_command_line(tool):
     """The edges a newcomer meets first: the version, help on a command, a mistyped command, and
     numbers that would wrap."""
@@ -171,6 +189,7 @@ def main():
     check_malformed(tool)
     check_trace(tool, scenarios)
     check_command_line(tool)
+    check_folder_scan(tool, scenarios)
     check_json_of_names_that_are_not_utf8(tool, scenarios)
 
 
