@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "explore_program.hpp"
+#include "progress.hpp"
 #include "scenario_run.hpp"
 
 #include <sys/resource.h>
@@ -160,26 +161,20 @@ int explore(const ExploreFlags& flags) {
         started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double, std::ratio<60>>(flags.minutes));
     ExploreTally tally;
-    // A line on stderr every few seconds, so a long run shows it is alive; stdout keeps only the
-    // summary and the violations.
-    constexpr auto progress_every = std::chrono::seconds(5);
-    auto next_progress = started + progress_every;
+    // On a terminal, a line that shows a long run is alive; stdout keeps only the summary and the
+    // violations.
+    Progress progress("tandem explore", "programs", "violations", soak ? 0 : flags.runs);
     for (std::uint64_t run = 0;; ++run) {
         const auto now = std::chrono::steady_clock::now();
         if (soak ? now >= deadline : run >= flags.runs) {
             break;
         }
-        if (now >= next_progress) {
-            next_progress = now + progress_every;
-            std::fprintf(stderr, "tandem explore: %llu programs, %llu faults injected, %.0f s\n",
-                         static_cast<unsigned long long>(run),
-                         static_cast<unsigned long long>(tally.faults),
-                         std::chrono::duration<double>(now - started).count());
-        }
+        progress.update(run, tally.violations);
         const ExploreProgram program =
             generate_program(flags.devices, flags.steps, flags.seed + run);
         const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
         if (!result.passed) {
+            progress.clear();
             // A soak keeps going so that its summary still gives the figures; a run stops at the
             // first violation.
             if (!soak) {
@@ -203,6 +198,7 @@ int explore(const ExploreFlags& flags) {
     if (tally.programs < soak_warmup_programs) {
         tally.peak_kib_at_start = peak_resident_kib();
     }
+    progress.clear();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (soak) {

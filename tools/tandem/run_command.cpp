@@ -4,6 +4,7 @@
 #include "chrome_trace.hpp"
 #include "commands.hpp"
 #include "json.hpp"
+#include "progress.hpp"
 #include "scenario_run.hpp"
 
 #if TANDEM_TOOL_HAS_CUDA
@@ -13,7 +14,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <unistd.h>
 
 namespace tandem::tool {
 namespace {
@@ -194,23 +194,18 @@ bool backend_usable(const std::string& backend) {
 std::vector<ScenarioResult> run_each(const std::vector<Scenario>& scenarios,
                                      const RunFlags& flags) {
     const RunOptions options{flags.seed, !flags.trace.empty(), false, flags.backend};
-    const bool progress = !flags.json && ::isatty(STDOUT_FILENO) == 1;
+    Progress progress("tandem " + std::string(flags.command), "scenarios", "failed",
+                      scenarios.size());
     std::vector<ScenarioResult> results;
     if (!flags.json) {
         std::printf("%-6s %-40s %8s %6s %10s %9s\n", "result", "scenario", "seed", "steps",
                     "scheduler", "ms");
     }
     for (const Scenario& scenario : scenarios) {
-        if (progress) {
-            std::printf("\r\033[K[%zu/%zu] %s", results.size() + 1, scenarios.size(),
-                        scenario.path.c_str());
-            std::fflush(stdout);
-        }
+        progress.update(results.size(), count(results).failed);
         results.push_back(run_scenario(scenario, options));
-        if (progress) {
-            std::printf("\r\033[K");
-        }
         if (!flags.json) {
+            progress.clear();
             print_human(results.back(), flags.verbose);
             std::fflush(stdout);
         }

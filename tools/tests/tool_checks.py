@@ -6,10 +6,12 @@ up per thread, in timestamp order)."""
 
 import json
 import os
+import pty
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 
 
 def run(tool, *args):
@@ -163,6 +165,51 @@ def check_folder_scan(tool, scenarios):
     print("folder scan: ok")
 
 
+def run_with_terminal_stderr(tool, *args):
+    """Runs the tool with stderr on a pseudo-terminal and stdout on a pipe; returns the exit code,
+    stdout and what the terminal received."""
+    controller, terminal = pty.openpty()
+    received = []
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # The terminal side closed: the tool has exited.
+                return
+            if not chunk:
+                return
+            received.append(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    result = subprocess.run([tool, *args], stdout=subprocess.PIPE, stderr=terminal, timeout=300)
+    os.close(terminal)
+    reader.join()
+    os.close(controller)
+    return result.returncode, result.stdout.decode(), b"".join(received).decode()
+
+
+def check_progress(tool, scenarios):
+    """Progress goes to stderr while stderr is a terminal, and nowhere otherwise; stdout holds only
+    the results either way."""
+    cases = ((["run", scenarios], "tandem run: 0/"),
+             (["explore", "--runs", "50", "--seed", "3"], "tandem explore: 0/50 programs, "),
+             (["explore", "--minutes", "0.017", "--seed", "3"], "tandem explore: 0 programs, "))
+    for args, opening in cases:
+        code, stdout, stderr = run_with_terminal_stderr(tool, *args)
+        if code != 0 or opening not in stderr or "per second, 0 " not in stderr:
+            fail(f"{' '.join(args)} on a terminal: exit {code}, no progress line: {stderr!r}")
+        if not stderr.endswith("\r\033[K"):
+            fail(f"{' '.join(args)}: the progress line is not erased at the end: {stderr[-80:]!r}")
+        if "\r" in stdout or "\033" in stdout:
+            fail(f"{' '.join(args)}: progress on stdout: {stdout!r}")
+        piped = run(tool, *args)
+        if piped.returncode != 0 or piped.stderr != "":
+            fail(f"{' '.join(args)} without a terminal: exit {piped.returncode}, stderr {piped.stderr!r}")
+    print("progress: ok")
+
+
 def check_command_line(tool):
     """The edges a newcomer meets first: the version, help on a command, a mistyped command, and
     numbers that would wrap."""
@@ -190,6 +237,7 @@ def main():
     check_trace(tool, scenarios)
     check_command_line(tool)
     check_folder_scan(tool, scenarios)
+    check_progress(tool, scenarios)
     check_json_of_names_that_are_not_utf8(tool, scenarios)
 
 
