@@ -96,7 +96,8 @@ std::map<std::string, Median> read_medians(const Json& report) {
             continue;
         }
         Median& median = medians[run.value("run_name", "")];
-        median.seconds = run.value("real_time", 0.0) * per_second.at(run["time_unit"].get<std::string>());
+        median.seconds =
+            run.value("real_time", 0.0) * per_second.at(run["time_unit"].get<std::string>());
         // Its counters, with the other numbers it holds (iterations, repetitions).
         for (const auto& [key, value] : run.items()) {
             if (value.is_number()) {

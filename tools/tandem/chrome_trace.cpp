@@ -102,9 +102,8 @@ std::uint64_t write_scenario_trace(TraceWriter& writer, const ScenarioResult& re
 bool write_chrome_trace(const std::string& path, const std::vector<ScenarioResult>& results) {
     // The format's own keys, and the tool's schema version, which trace viewers keep as
     // metadata.
-    Json document{{"schema", json_schema_version},
-                  {"displayTimeUnit", "ms"},
-                  {"traceEvents", Json::array()}};
+    Json document{
+        {"schema", json_schema_version}, {"displayTimeUnit", "ms"}, {"traceEvents", Json::array()}};
     TraceWriter writer{document["traceEvents"]};
     std::uint64_t base_us = 0;
     for (std::size_t index = 0; index < results.size(); ++index) {

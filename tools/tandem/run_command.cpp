@@ -81,12 +81,13 @@ std::optional<std::vector<Scenario>> parse_all(const std::vector<std::string>& f
 
 void print_human(const ScenarioResult& result, bool verbose) {
     if (result.skipped) {
-        std::printf("%-6s %-40s %s\n", "SKIP", std::filesystem::path(result.path).filename().c_str(),
+        std::printf("%-6s %-40s %s\n", "SKIP",
+                    std::filesystem::path(result.path).filename().c_str(),
                     result.skip_reason.c_str());
         return;
     }
-    std::printf("%-6s %-40s %8llu %6zu %10llu %9.1f\n",
-                result.passed ? "PASS" : "FAIL", std::filesystem::path(result.path).filename().c_str(),
+    std::printf("%-6s %-40s %8llu %6zu %10llu %9.1f\n", result.passed ? "PASS" : "FAIL",
+                std::filesystem::path(result.path).filename().c_str(),
                 static_cast<unsigned long long>(result.seed), result.steps_run,
                 static_cast<unsigned long long>(result.scheduler_steps), result.seconds * 1000);
     if (verbose) {
@@ -99,7 +100,8 @@ void print_human(const ScenarioResult& result, bool verbose) {
     }
     if (!result.passed) {
         std::string indented = "      " + result.failure;
-        for (std::size_t at = indented.find('\n'); at != std::string::npos; at = indented.find('\n', at + 1)) {
+        for (std::size_t at = indented.find('\n'); at != std::string::npos;
+             at = indented.find('\n', at + 1)) {
             indented.insert(at + 1, "      ");
         }
         std::printf("%s\n", indented.c_str());
@@ -182,8 +184,9 @@ bool backend_usable(const std::string& backend) {
     }
 #else
     if (backend == "cuda") {
-        std::fprintf(stderr, "tandem: the cuda backend is not built into this tool (no CUDA "
-                             "compiler where it was built); use --backend sim\n");
+        std::fprintf(stderr,
+                     "tandem: the cuda backend is not built into this tool (no CUDA "
+                     "compiler where it was built); use --backend sim\n");
         return false;
     }
 #endif
@@ -243,20 +246,28 @@ int run_scenarios(const RunFlags& flags) {
 }
 
 void add_common_flags(CLI::App* command, RunFlags& flags) {
+    command->footer(std::string("--json: {schema, command: \"") + flags.command +
+                    "\", backend, scenarios: [{file, name, passed, skipped, skip_reason, seed, "
+                    "steps, scheduler_steps, trace_hash, races, seconds, failure" +
+                    (flags.verbose ? ", outcomes: [one line per step]"
+                                   : ", outcomes (with -v): [one line per step]") +
+                    "}], total, passed, failed, skipped}");
     command->add_option("--backend", flags.backend, "Backend to run on: sim or cuda")
         ->check(CLI::IsMember({"sim", "cuda"}))
         ->capture_default_str();
     command->add_option("--seed", flags.seed, "Seed for every scenario (overrides the file's)")
         ->check(non_negative());
-    command->add_flag("--json", flags.json, "Print a machine-readable result on stdout");
-    command->add_option("--trace", flags.trace, "Write a Chrome trace event file (Perfetto opens it)");
+    command->add_flag("--json", flags.json, "Print one JSON document on stdout instead of lines");
+    command->add_option("--trace", flags.trace,
+                        "Write a Chrome trace event file (Perfetto opens it)");
 }
 
 }  // namespace
 
 Run add_run(CLI::App& app) {
     auto flags = std::make_shared<RunFlags>();
-    auto* command = app.add_subcommand("run", "Run scenario files (or every *.yaml and *.yml of folders)");
+    auto* command =
+        app.add_subcommand("run", "Run scenario files (or every *.yaml and *.yml of folders)");
     command->add_option("paths", flags->paths, "Scenario files or folders")->required();
     add_common_flags(command, *flags);
     command->add_flag("-v,--verbose", flags->verbose, "Print every step's outcome");
@@ -267,7 +278,8 @@ Run add_replay(CLI::App& app) {
     auto flags = std::make_shared<RunFlags>();
     flags->command = "replay";
     flags->verbose = true;
-    auto* command = app.add_subcommand("replay", "Rerun one scenario with a seed, printing every step");
+    auto* command =
+        app.add_subcommand("replay", "Rerun one scenario with a seed, printing every step");
     command->add_option("file", flags->paths, "The scenario file")->required()->expected(1);
     add_common_flags(command, *flags);
     return [flags] { return run_scenarios(*flags); };

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks of the tandem tool that need more than an exit code: malformed input is reported with
-file:line:column and runs nothing, --json is valid JSON, and --trace writes well-formed Chrome
-trace event JSON (every event has its phase, timestamp, process and thread; begins and ends pair
-up per thread, in timestamp order)."""
+file:line:column and runs nothing; --trace writes well-formed Chrome trace event JSON (every event
+has its phase, timestamp, process and thread; begins and ends pair up per thread, in timestamp
+order); every --json document parses and holds the fields and values expected, names that are
+not UTF-8 included; progress reaches a terminal only; the command line's edges."""
 
 import json
 import os
@@ -210,6 +211,93 @@ def check_progress(tool, scenarios):
     print("progress: ok")
 
 
+def json_of(tool, *args, code=0):
+    """The JSON document a command prints, after checking its exit code and schema version."""
+    result = run(tool, *args)
+    if result.returncode != code:
+        fail(f"{' '.join(args)}: exit {result.returncode}, expected {code}: {result.stderr}")
+    try:
+        document = json.loads(result.stdout)
+    except json.JSONDecodeError as error:
+        fail(f"{' '.join(args)}: not JSON ({error}): {result.stdout!r}")
+    if document.get("schema") != 1 or document.get("command") != args[0]:
+        fail(f"{' '.join(args)}: schema {document.get('schema')}, command {document.get('command')}")
+    return document
+
+
+def expect(what, document, **fields):
+    for key, value in fields.items():
+        if document.get(key) != value:
+            fail(f"{what}: {key} is {document.get(key)!r}, expected {value!r}")
+
+
+def check_json_documents(tool, scenarios):
+    """Every command that reports prints one JSON document under --json, with the fields its
+    --help lists."""
+    loss = os.path.join(scenarios, "16-device-loss-seen-by-peers.yaml")
+    replay = json_of(tool, "replay", "--json", "--seed", "5", loss)
+    expect("replay", replay, backend="sim", total=1, passed=1, failed=0, skipped=0)
+    expect("replay's scenario", replay["scenarios"][0], seed=5, passed=True, failure=None)
+    if len(replay["scenarios"][0]["outcomes"]) != replay["scenarios"][0]["steps"]:
+        fail(f"replay: one outcome per step expected: {replay['scenarios'][0]}")
+
+    inspect = json_of(tool, "inspect", "--json", loss)
+    expect("inspect", inspect, file=loss, passed=True, seed=1, failure=None)
+    if len(inspect["outcomes"]) != inspect["steps"] or len(inspect["devices"]) != 2:
+        fail(f"inspect: {len(inspect['outcomes'])} outcomes, {len(inspect['devices'])} devices")
+    expect("inspect's lost device", inspect["devices"][0], lost=True)
+    expect("inspect's other device", inspect["devices"][1], lost=False)
+
+    doctor = json_of(tool, "doctor", "--json", "--devices", "3")
+    expect("doctor", doctor, ok=True)
+    expect("doctor's simulator", doctor["simulator"], started=True, problem=None)
+    expect("doctor's /dev/shm", doctor["shm"], available=True)
+    if len(doctor["simulator"]["devices"]) != 3 or doctor["simulator"]["peer_access"] != [
+            [True, False, False], [False, True, False], [False, False, True]]:
+        fail(f"doctor: three devices, none granted to another, expected: {doctor['simulator']}")
+    cuda = doctor["cuda"]
+    if cuda["usable"] != (cuda["problem"] is None) or len(cuda["gpus"]) != len(cuda["peer_access"]):
+        fail(f"doctor's cuda part does not hold together: {cuda}")
+
+    explore = json_of(tool, "explore", "--json", "--runs", "30", "--seed", "7")
+    expect("explore", explore, seed=7, devices=2, steps=100, runs=30, minutes=None, programs=30,
+           violations=0, violating_programs=[])
+    if explore["faults"] <= 0 or explore["peak_resident_kib"]["after_programs"] != 30:
+        fail(f"explore: {explore}")
+    soak = json_of(tool, "explore", "--json", "--minutes", "0.017", "--steps", "5")
+    expect("soak", soak, runs=None, minutes=0.017, violations=0, steps=5)
+    if soak["programs"] <= 0:
+        fail(f"soak: no programs: {soak}")
+    print("json documents: ok")
+
+
+def check_clean_json(tool):
+    """clean --dry-run --json lists a segment of a process that is gone as one to remove, and one
+    of a live process as one to keep, and removes neither. (A real clean is not run here: it
+    would remove segments that tests running beside this one are about to look at.)"""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    names = {f"tandem-{child.pid}-00000000000c1ea0-d0": ("remove", False),
+             f"tandem-{os.getpid()}-00000000000c1ea1-d0": ("keep", True)}
+    try:
+        for name in names:
+            open(os.path.join("/dev/shm", name), "w").close()
+        document = json_of(tool, "clean", "--dry-run", "--json")
+        expect("clean --dry-run", document, dry_run=True, removed=0)
+        listed = {segment["name"]: segment for segment in document["segments"]}
+        for name, (action, alive) in names.items():
+            if name not in listed:
+                fail(f"clean --dry-run --json does not list {name}: {document}")
+            expect(f"clean's {name}", listed[name], action=action, owner_alive=alive)
+            if not os.path.exists(os.path.join("/dev/shm", name)):
+                fail(f"clean --dry-run removed {name}")
+    finally:
+        for name in names:
+            if os.path.exists(os.path.join("/dev/shm", name)):
+                os.remove(os.path.join("/dev/shm", name))
+    print("clean json: ok")
+
+
 def check_command_line(tool):
     """The edges a newcomer meets first: the version, help on a command, a mistyped command, and
     numbers that would wrap."""
@@ -238,6 +326,8 @@ def main():
     check_command_line(tool)
     check_folder_scan(tool, scenarios)
     check_progress(tool, scenarios)
+    check_json_documents(tool, scenarios)
+    check_clean_json(tool)
     check_json_of_names_that_are_not_utf8(tool, scenarios)
 
 
