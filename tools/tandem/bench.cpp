@@ -177,7 +177,7 @@ Run add_bench(CLI::App& app) {
     auto repetitions = std::make_shared<int>(5);
     auto filter = std::make_shared<std::string>();
     command->add_option("--repetitions", *repetitions, "Runs of each benchmark (medians are kept)")
-        ->check(CLI::Range(1, 100));
+        ->check(whole_number(1, 100));
     command->add_option("--filter", *filter, "Only benchmarks matching this regular expression");
     return [repetitions, filter] {
         const std::filesystem::path bench = tool_directory() / "bench";
@@ -193,7 +193,7 @@ Run add_bench(CLI::App& app) {
             const std::map<std::string, Median> medians =
                 run_benchmark(binary, *repetitions, *filter);
             if (medians.empty()) {
-                std::printf("%s: failed or measured nothing\n", name);
+                std::fprintf(stderr, "tandem: %s failed or measured nothing\n", name);
                 continue;
             }
             ran = true;

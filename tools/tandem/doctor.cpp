@@ -218,7 +218,7 @@ Run add_doctor(CLI::App& app) {
                                        "Show the backends built, simulator devices, peer "
                                        "access and free space in /dev/shm");
     command->add_option("--devices", flags->devices, "Devices of the default runtime")
-        ->check(CLI::Range(1, 64))
+        ->check(whole_number(1, sim::SimOptions::max_devices))
         ->capture_default_str();
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
     command->footer(

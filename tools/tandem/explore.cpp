@@ -25,6 +25,11 @@
 namespace tandem::tool {
 namespace {
 
+/// Devices a program may span: each program starts a simulator runtime of that many devices.
+constexpr std::uint64_t explore_devices_max = 16;
+/// Random units a program may hold, which bounds one program's time and memory.
+constexpr std::uint64_t explore_units_max = 10'000;
+
 struct ExploreFlags {
     std::uint64_t runs = 100;
     /// A soak when positive: run until this much time has passed instead of `runs` programs.
@@ -131,8 +136,12 @@ void record(ExploreTally& tally, const ExploreReport& report, ExploreViolation v
 }
 
 int explore(const ExploreFlags& flags) {
-    if (flags.devices == 0 || flags.devices > 16) {
-        std::fprintf(stderr, "tandem: explore takes 1 to 16 devices\n");
+    if (flags.minutes == 0 && flags.runs > 0 && flags.seed > whole_number_max - (flags.runs - 1)) {
+        std::fprintf(stderr,
+                     "tandem: --seed %llu with --runs %llu: the last program's seed would "
+                     "pass 2^64 - 1\n",
+                     static_cast<unsigned long long>(flags.seed),
+                     static_cast<unsigned long long>(flags.runs));
         return 2;
     }
     const bool soak = flags.minutes > 0;
@@ -193,22 +202,22 @@ Run add_explore(CLI::App& app) {
     auto* command = app.add_subcommand(
         "explore", "Run random programs with injected faults against the byte-level oracle");
     auto* runs = command->add_option("--runs", flags->runs, "How many programs")
-                     ->check(non_negative())
+                     ->check(whole_number(0))
                      ->capture_default_str();
     command
         ->add_option("--minutes", flags->minutes,
                      "Soak: run programs until this many minutes have passed")
-        ->check(CLI::Range(1.0 / 60, 1e6).description("from 1/60 (a second) to 1000000 minutes"))
+        ->check(decimal_number(1.0 / 60, 1e6, "from 1/60 (a second) to 1000000 minutes"))
         ->excludes(runs);
     command
         ->add_option("--seed", flags->seed, "Seed of the first program (the next get seed+1, ...)")
-        ->check(non_negative())
+        ->check(whole_number(0))
         ->capture_default_str();
     command->add_option("--devices", flags->devices, "Devices per program")
-        ->check(non_negative())
+        ->check(whole_number(1, explore_devices_max))
         ->capture_default_str();
     command->add_option("--steps", flags->steps, "Random units per program")
-        ->check(non_negative())
+        ->check(whole_number(1, explore_units_max))
         ->capture_default_str();
     command->add_option("--out", flags->out, "Folder for the shrunk program of a violation")
         ->capture_default_str();

@@ -108,7 +108,8 @@ Run add_inspect(CLI::App& app) {
         "inspect",
         "Run a scenario and print its devices, allocations, claims and failures at the end");
     command->add_option("file", flags->file, "The scenario file")->required();
-    command->add_option("--seed", flags->seed, "Seed (overrides the file's)");
+    command->add_option("--seed", flags->seed, "Seed (overrides the file's)")
+        ->check(whole_number(0));
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
     command->footer(
         "--json: {schema, command: \"inspect\", file, name, passed, seed, steps, scheduler_steps, "

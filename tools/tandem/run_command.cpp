@@ -66,7 +66,7 @@ std::optional<std::vector<Scenario>> parse_all(const std::vector<std::string>& f
     for (const std::string& file : files) {
         auto parsed = parse_scenario_file(file);
         if (const auto* error = std::get_if<ParseError>(&parsed)) {
-            std::fprintf(stderr, "%s\n", error->message.c_str());
+            std::fprintf(stderr, "tandem: %s\n", error->message.c_str());
             malformed = true;
         } else {
             scenarios.push_back(std::move(std::get<Scenario>(parsed)));
@@ -256,7 +256,7 @@ void add_common_flags(CLI::App* command, RunFlags& flags) {
         ->check(CLI::IsMember({"sim", "cuda"}))
         ->capture_default_str();
     command->add_option("--seed", flags.seed, "Seed for every scenario (overrides the file's)")
-        ->check(non_negative());
+        ->check(whole_number(0));
     command->add_flag("--json", flags.json, "Print one JSON document on stdout instead of lines");
     command->add_option("--trace", flags.trace,
                         "Write a Chrome trace event file (Perfetto opens it)");

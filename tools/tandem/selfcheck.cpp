@@ -65,7 +65,8 @@ int run_selfcheck() {
     Result<std::shared_ptr<reference::ReferenceRuntime>> runtime =
         reference::ReferenceRuntime::create(reference::ReferenceOptions{.devices = 1});
     if (!runtime) {
-        std::fprintf(stderr, "tandem selfcheck: %s\n", runtime.error().report().c_str());
+        std::fprintf(stderr, "tandem: the reference backend cannot start:\n%s\n",
+                     runtime.error().report().c_str());
         return 1;
     }
     Client client = (*runtime)->client(0);

@@ -57,6 +57,8 @@ def check_malformed(tool):
                 fail(f"{name}: reported line {match.group(1)}, expected {line}: {result.stderr}")
             if needle not in result.stderr:
                 fail(f"{name}: '{needle}' missing from: {result.stderr}")
+            if any(not line.startswith("tandem: ") for line in result.stderr.splitlines()):
+                fail(f"{name}: a line without the tandem: prefix: {result.stderr}")
             if "PASS" in result.stdout or "FAIL" in result.stdout:
                 fail(f"{name}: something ran: {result.stdout}")
         for args in (["run", "--backend", "cuda", folder], ["run", os.path.join(folder, "missing.yaml")],
@@ -298,25 +300,72 @@ def check_clean_json(tool):
     print("clean json: ok")
 
 
+# Every number option of every command, each with a value it must refuse and the words the
+# message must hold after "tandem: --OPTION: ".
+REFUSED_NUMBERS = (
+    (["run", "--seed", "-1"], "--seed: must not be negative"),
+    (["run", "--seed", "18446744073709551616"], "--seed: must be from 0 to 2^64 - 1"),
+    (["replay", "--seed", "1.5"], "--seed: '1.5' is not a whole number"),
+    (["inspect", "--seed", "-3"], "--seed: must not be negative"),
+    (["explore", "--runs", "-5"], "--runs: must not be negative"),
+    (["explore", "--runs", "2x"], "--runs: '2x' is not a whole number"),
+    (["explore", "--seed", "-1", "--runs", "1"], "--seed: must not be negative"),
+    (["explore", "--seed", "99999999999999999999"], "--seed: must be from 0 to 2^64 - 1"),
+    (["explore", "--devices", "0"], "--devices: must be from 1 to 16, not 0"),
+    (["explore", "--devices", "17"], "--devices: must be from 1 to 16, not 17"),
+    (["explore", "--steps", "0"], "--steps: must be from 1 to 10000, not 0"),
+    (["explore", "--steps", "-2"], "--steps: must not be negative"),
+    (["explore", "--minutes", "0"], "--minutes: must be from 1/60 (a second) to 1000000 minutes"),
+    (["explore", "--minutes", "nan"], "--minutes: 'nan' is not a number"),
+    (["explore", "--minutes", "1e7"], "--minutes: must be from 1/60"),
+    (["explore", "--seed", "18446744073709551615", "--runs", "2"],
+     "--seed 18446744073709551615 with --runs 2: the last program's seed would pass 2^64 - 1"),
+    (["doctor", "--devices", "0"], "--devices: must be from 1 to 64, not 0"),
+    (["doctor", "--devices", "65"], "--devices: must be from 1 to 64, not 65"),
+    (["bench", "--repetitions", "0"], "--repetitions: must be from 1 to 100, not 0"),
+    (["bench", "--repetitions", "-1"], "--repetitions: must not be negative"),
+)
+
+# Mistyped options, and the option each should suggest.
+MISTYPED_OPTIONS = (
+    (["run", "--sed", "3", "scenarios"], "'--sed' is not an option of 'tandem run'; did you mean '--seed'?"),
+    (["explore", "--jsn"], "did you mean '--json'?"),
+    (["clean", "--dryrun"], "did you mean '--dry-run'?"),
+    (["inspect", "--sede", "1", "x.yaml"], "did you mean '--seed'?"),
+    (["--verison"], "'--verison' is not an option of 'tandem'; did you mean '--version'?"),
+)
+
+
+def refused(tool, args, needle):
+    """Runs a command that must be refused as a usage error: exit 2, nothing on stdout, and every
+    line on stderr the tool's own ("tandem: ..." or where to read more)."""
+    result = run(tool, *args)
+    lines = result.stderr.splitlines()
+    if result.returncode != 2 or needle not in result.stderr or result.stdout:
+        fail(f"{' '.join(args)}: exit {result.returncode}, stdout {result.stdout!r}, stderr {result.stderr!r}")
+    if not lines or any(not (line.startswith("tandem: ") or line.startswith("Run 'tandem"))
+                        for line in lines):
+        fail(f"{' '.join(args)}: a line without the tandem: prefix: {result.stderr!r}")
+
+
 def check_command_line(tool):
-    """The edges a newcomer meets first: the version, help on a command, a mistyped command, and
-    numbers that would wrap."""
+    """The edges a newcomer meets first: the version, help on a command, a mistyped command or
+    option, and numbers that would wrap or are out of range, refused before anything runs."""
     result = run(tool, "--version")
     if result.returncode != 0 or not re.match(r"tandem \d+\.\d+\.\d+", result.stdout):
         fail(f"--version: exit {result.returncode}: {result.stdout}{result.stderr}")
     result = run(tool, "help", "run")
     if result.returncode != 0 or "Usage: tandem run" not in result.stdout:
         fail(f"help run: exit {result.returncode}: {result.stdout}{result.stderr}")
-    result = run(tool, "expore")
-    if result.returncode != 2 or "did you mean 'explore'" not in result.stderr:
-        fail(f"a mistyped command: exit {result.returncode}: {result.stderr}")
-    for args, needle in ((["explore", "--runs", "-5"], "must not be negative"),
-                         (["explore", "--seed", "-1", "--runs", "1"], "must not be negative"),
-                         (["explore", "--minutes", "0"], "not in range")):
-        result = run(tool, *args)
-        if result.returncode != 2 or needle not in result.stderr or len(result.stderr) > 400:
-            fail(f"{' '.join(args)}: exit {result.returncode}: {result.stderr}")
-    print("command line: ok")
+    refused(tool, ["expore"], "tandem: 'expore' is not a command; did you mean 'explore'?")
+    refused(tool, ["help", "expore"], "tandem: 'expore' is not a command; did you mean 'explore'?")
+    refused(tool, [], "tandem: A subcommand is required")
+    refused(tool, ["run"], "tandem: paths is required")
+    for args, needle in REFUSED_NUMBERS:
+        refused(tool, args, "tandem: " + needle)
+    for args, needle in MISTYPED_OPTIONS:
+        refused(tool, args, needle)
+    print(f"command line: ok ({len(REFUSED_NUMBERS)} refused numbers, {len(MISTYPED_OPTIONS)} mistyped options)")
 
 
 def main():
