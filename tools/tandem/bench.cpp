@@ -3,6 +3,7 @@
 // median and the ratios that have goals, side by side from one run.
 
 #include "commands.hpp"
+#include "help_footer.hpp"
 
 #include "json.hpp"
 
@@ -108,9 +109,10 @@ std::map<std::string, Median> read_medians(const Json& report) {
     return medians;
 }
 
-/// Runs `binary` and returns its medians by run name, or an empty map on failure.
+/// Runs `binary` and returns its medians by run name, or an empty map on failure. With
+/// `quiet_stdout` its console output goes to stderr.
 std::map<std::string, Median> run_benchmark(const std::filesystem::path& binary, int repetitions,
-                                            const std::string& filter) {
+                                            const std::string& filter, bool quiet_stdout) {
     const std::filesystem::path report = std::filesystem::temp_directory_path() /
                                          ("tandem-bench-" + std::to_string(getpid()) + ".json");
     std::string command = "'" + binary.string() +
@@ -120,6 +122,9 @@ std::map<std::string, Median> run_benchmark(const std::filesystem::path& binary,
                           report.string() + "' --benchmark_out_format=json";
     if (!filter.empty()) {
         command += " --benchmark_filter='" + filter + "'";
+    }
+    if (quiet_stdout) {
+        command += " >&2";  // stdout holds the tool's JSON document.
     }
     std::map<std::string, Median> medians;
     if (std::system(command.c_str()) != 0) {
@@ -169,43 +174,108 @@ void print_ratios(const std::map<std::string, Median>& medians, std::span<const 
     }
 }
 
+struct BenchFlags {
+    int repetitions = 5;
+    std::string filter;
+    bool json = false;
+};
+
+Json ratios_json(const std::map<std::string, Median>& medians, std::span<const Ratio> ratios) {
+    Json out = Json::array();
+    for (const Ratio& ratio : ratios) {
+        const std::optional<double> value = ratio_value(medians, ratio);
+        const bool judged = value && ratio.goal != 0;
+        const bool met = judged && (ratio.at_least ? *value >= ratio.goal : *value <= ratio.goal);
+        out.push_back({{"title", ratio.title},
+                       {"value", value ? Json(*value) : Json()},
+                       {"goal", ratio.goal != 0 ? Json(ratio.goal) : Json()},
+                       {"at_least", ratio.at_least},
+                       {"met", judged ? Json(met) : Json()}});
+    }
+    return out;
+}
+
+/// Runs one suite's binary and prints what it measured; returns its part of the JSON document.
+Json run_suite(const BenchFlags& flags, const char* name, std::span<const Ratio> ratios) {
+    const std::filesystem::path binary = tool_directory() / "bench" / name;
+    Json suite{{"name", name}, {"built", std::filesystem::exists(binary)}, {"ran", false}};
+    if (!suite["built"].get<bool>()) {
+        if (!flags.json) {
+            std::printf("%s: not built here\n", name);
+        }
+        return suite;
+    }
+    const std::map<std::string, Median> medians =
+        run_benchmark(binary, flags.repetitions, flags.filter, flags.json);
+    if (medians.empty()) {
+        std::fprintf(stderr, "tandem: %s failed or measured nothing\n", name);
+        return suite;
+    }
+    suite["ran"] = true;
+    Json& listed = suite["medians"] = Json::array();
+    for (const auto& [run, median] : medians) {
+        listed.push_back({{"run", run}, {"seconds", median.seconds}});
+    }
+    suite["ratios"] = ratios_json(medians, ratios);
+    if (!flags.json) {
+        std::printf("\n%s medians (real time)\n", name);
+        for (const auto& [run, median] : medians) {
+            std::printf("  %-62s %12.3f us\n", run.c_str(), median.seconds * 1e6);
+        }
+        std::printf("%s ratios\n", name);
+        print_ratios(medians, ratios);
+    }
+    return suite;
+}
+
+int bench(const BenchFlags& flags) {
+    Json document = json_document("bench");
+    document["repetitions"] = flags.repetitions;
+    document["filter"] = flags.filter;
+    Json& suites = document["suites"] = Json::array();
+    suites.push_back(run_suite(flags, "tandem_bench", sim_ratios));
+    suites.push_back(run_suite(flags, "tandem_cuda_bench", cuda_ratios));
+    if (flags.json) {
+        std::printf("%s\n", json_text(document, 2).c_str());
+    }
+    const bool ran = suites[0]["ran"].get<bool>() || suites[1]["ran"].get<bool>();
+    return ran ? 0 : 1;
+}
+
 }  // namespace
 
 Run add_bench(CLI::App& app) {
     auto* command = app.add_subcommand(
         "bench", "Run the benchmarks built next to the tool and print the ratios with their goals");
-    auto repetitions = std::make_shared<int>(5);
-    auto filter = std::make_shared<std::string>();
-    command->add_option("--repetitions", *repetitions, "Runs of each benchmark (medians are kept)")
-        ->check(whole_number(1, 100));
-    command->add_option("--filter", *filter, "Only benchmarks matching this regular expression");
-    return [repetitions, filter] {
-        const std::filesystem::path bench = tool_directory() / "bench";
-        bool ran = false;
-        const std::pair<const char*, std::span<const Ratio>> suites[] = {
-            {"tandem_bench", sim_ratios}, {"tandem_cuda_bench", cuda_ratios}};
-        for (const auto& [name, ratios] : suites) {
-            const std::filesystem::path binary = bench / name;
-            if (!std::filesystem::exists(binary)) {
-                std::printf("%s: not built here\n", name);
-                continue;
-            }
-            const std::map<std::string, Median> medians =
-                run_benchmark(binary, *repetitions, *filter);
-            if (medians.empty()) {
-                std::fprintf(stderr, "tandem: %s failed or measured nothing\n", name);
-                continue;
-            }
-            ran = true;
-            std::printf("\n%s medians (real time)\n", name);
-            for (const auto& [run, median] : medians) {
-                std::printf("  %-62s %12.3f us\n", run.c_str(), median.seconds * 1e6);
-            }
-            std::printf("%s ratios\n", name);
-            print_ratios(medians, ratios);
-        }
-        return ran ? 0 : 1;
-    };
+    auto flags = std::make_shared<BenchFlags>();
+    command
+        ->add_option("--repetitions", flags->repetitions,
+                     "Runs of each benchmark (medians are kept)")
+        ->check(whole_number(1, 100))
+        ->capture_default_str();
+    command
+        ->add_option("--filter", flags->filter, "Only benchmarks matching this regular expression")
+        ->check(CLI::Validator(
+            [](const std::string& filter) {
+                // The filter is quoted on the benchmark's command line.
+                return filter.find('\'') == std::string::npos
+                           ? std::string()
+                           : std::string("must not hold a single quote");
+            },
+            "REGEX"));
+    command->add_flag("--json", flags->json,
+                      "Print one JSON document on stdout instead of lines (the benchmarks' own "
+                      "output goes to stderr)");
+    set_help_footer(
+        *command,
+        "{schema, command: \"bench\", repetitions, filter, suites: [{name, built, ran, medians: "
+        "[{run, seconds}], ratios: [{title, value, goal, at_least, met}]}]}. medians and ratios "
+        "are there when the suite ran; value is null when a ratio's runs were not measured, goal "
+        "and met are null for a ratio printed for reference.",
+        {{0, "at least one suite ran (a missed goal is reported, not an error)"},
+         {1, "no suite is built here, or every one failed or measured nothing"},
+         {2, "usage error: an unknown option, a value out of range"}});
+    return [flags] { return bench(*flags); };
 }
 
 }  // namespace tandem::tool

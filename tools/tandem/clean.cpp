@@ -2,6 +2,7 @@
 // and nothing else: segments of live processes and other users' segments stay.
 
 #include "commands.hpp"
+#include "help_footer.hpp"
 #include "json.hpp"
 
 #include "tandem/sim/segment.hpp"
@@ -61,10 +62,13 @@ Run add_clean(CLI::App& app) {
     auto flags = std::make_shared<CleanFlags>();
     command->add_flag("--dry-run", flags->dry_run, "List what would be removed, remove nothing");
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
-    command->footer(
-        "--json: {schema, command: \"clean\", dry_run, segments: [{name, pid, owner_alive, "
-        "action: \"keep\" or \"remove\"}] with --dry-run, else [{name, action: \"removed\"}], "
-        "removed}");
+    set_help_footer(*command,
+                    "{schema, command: \"clean\", dry_run, segments, removed}. With --dry-run, "
+                    "segments lists every simulator segment of this user as {name, pid, "
+                    "owner_alive, action: \"keep\" or \"remove\"} and removed is 0; otherwise it "
+                    "lists those removed as {name, action: \"removed\"} and removed counts them.",
+                    {{0, "listed or removed (also when there was nothing to remove)"},
+                     {2, "usage or input error: an unknown option, a value out of range"}});
     return [flags] {
         Json document = json_document("clean");
         document["dry_run"] = flags->dry_run;

@@ -3,6 +3,7 @@
 // as one JSON document.
 
 #include "commands.hpp"
+#include "help_footer.hpp"
 #include "json.hpp"
 
 #if TANDEM_TOOL_HAS_CUDA
@@ -221,12 +222,18 @@ Run add_doctor(CLI::App& app) {
         ->check(whole_number(1, sim::SimOptions::max_devices))
         ->capture_default_str();
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
-    command->footer(
-        "--json: {schema, command: \"doctor\", cuda: {built, usable, problem, driver_version, "
+    set_help_footer(
+        *command,
+        "{schema, command: \"doctor\", cuda: {built, usable, problem, driver_version, "
         "runtime_version, gpus: [{index, name, compute_capability, tensor_memory_accelerator}], "
         "peer_access}, simulator: {started, problem, capacity_bytes, devices: [{service, "
-        "segment}], peer_access}, shm: {available, free_bytes, size_bytes}, ok}; peer_access[o][a] "
-        "says whether device a may use device o's memory");
+        "segment}], peer_access}, shm: {available, free_bytes, size_bytes}, ok}. "
+        "peer_access[owner][accessor] is true where the accessor may use the owner's memory (a "
+        "device its own); problem is null when there is none; shm is null when the simulator "
+        "could not start.",
+        {{0, "the simulator starts and /dev/shm is there (a machine without a GPU is fine)"},
+         {1, "the simulator cannot start or /dev/shm is missing"},
+         {2, "usage or input error: an unknown option, a value out of range"}});
     return [flags] { return doctor(*flags); };
 }
 

@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "explore_program.hpp"
 #include "explore_report.hpp"
+#include "help_footer.hpp"
 #include "progress.hpp"
 #include "scenario_run.hpp"
 
@@ -222,11 +223,18 @@ Run add_explore(CLI::App& app) {
     command->add_option("--out", flags->out, "Folder for the shrunk program of a violation")
         ->capture_default_str();
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
-    command->footer(
-        "--json: {schema, command: \"explore\", seed, devices, steps, runs (null in a soak), "
-        "minutes (null unless a soak), programs, faults, violations, violating_programs: "
-        "[{seed, rerun, failure, units, shrunk_units, file}], seconds, programs_per_second, "
-        "peak_resident_kib: {after_programs, at_start, at_end}}");
+    set_help_footer(
+        *command,
+        "{schema, command: \"explore\", seed, devices, steps, runs (null in a soak), minutes "
+        "(null unless a soak), programs, faults, violations, violating_programs: [{seed, rerun, "
+        "failure, units, shrunk_units, file}], seconds, programs_per_second, peak_resident_kib: "
+        "{after_programs, at_start, at_end}}. violating_programs lists the first 1000; "
+        "shrunk_units and file are null for a program that was not shrunk or not written.",
+        {{0, "every program kept every rule"},
+         {1, "a program broke a rule (a run stops at the first; a soak counts them all)"},
+         {2,
+          "usage or input error: an unknown option, a value out of range, or a shrunk program that "
+          "cannot be written to --out"}});
     return [flags] { return explore(*flags); };
 }
 

@@ -3,6 +3,7 @@
 // rather than attaching to another process.
 
 #include "commands.hpp"
+#include "help_footer.hpp"
 #include "json.hpp"
 #include "scenario_run.hpp"
 
@@ -111,11 +112,17 @@ Run add_inspect(CLI::App& app) {
     command->add_option("--seed", flags->seed, "Seed (overrides the file's)")
         ->check(whole_number(0));
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
-    command->footer(
-        "--json: {schema, command: \"inspect\", file, name, passed, seed, steps, scheduler_steps, "
+    set_help_footer(
+        *command,
+        "{schema, command: \"inspect\", file, name, passed, seed, steps, scheduler_steps, "
         "outcomes: [one line per step], devices: [{service, lost, in_use_bytes, reserved_bytes, "
         "free_bytes, largest_free_block_bytes, allocations, claimed_allocations, failures}], "
-        "races: [{first, second, bytes}], failure}");
+        "races: [{first, second, bytes}], failure (null when it passed)}",
+        {{0, "the scenario did what its file expects"},
+         {1, "a step did not do what the file expects"},
+         {2,
+          "usage or input error: an unknown option, a value out of range, a file that cannot be "
+          "read or is malformed"}});
     return [flags] { return inspect(*flags); };
 }
 

@@ -3,6 +3,7 @@
 // gets the closest known one suggested.
 
 #include "commands.hpp"
+#include "help_footer.hpp"
 #include "suggest.hpp"
 
 #include "tandem/core/version.hpp"
@@ -120,6 +121,18 @@ int main(int argc, char** argv) {
     CLI::App app{"tandem: multi-device runtime checks, scenarios and maintenance"};
     app.set_version_flag("--version", std::string("tandem ") + tandem::version_string);
     app.require_subcommand(1);
+    set_help_footer(
+        app,
+        "every command that reports (run, replay, explore, inspect, selfcheck, "
+        "doctor, clean, bench) prints one document under --json. Its \"schema\" field "
+        "(1 now) is raised when a field is removed or changes meaning; \"command\" "
+        "names the command. 'tandem help COMMAND' lists its fields.",
+        {{0, "done: every scenario, check or program did what it should"},
+         {1, "a scenario, check or program did not (the output says which)"},
+         {2,
+          "usage or input error: an unknown command or option, a value out of "
+          "range, a file that is missing, malformed or cannot be written (the message on "
+          "stderr says which)"}});
     const std::vector<std::pair<std::string, Run>> commands{
         {"selfcheck", add_selfcheck(app)},
         {"clean", add_clean(app)},

@@ -3,6 +3,7 @@
 
 #include "chrome_trace.hpp"
 #include "commands.hpp"
+#include "help_footer.hpp"
 #include "json.hpp"
 #include "progress.hpp"
 #include "scenario_run.hpp"
@@ -246,12 +247,21 @@ int run_scenarios(const RunFlags& flags) {
 }
 
 void add_common_flags(CLI::App* command, RunFlags& flags) {
-    command->footer(std::string("--json: {schema, command: \"") + flags.command +
-                    "\", backend, scenarios: [{file, name, passed, skipped, skip_reason, seed, "
-                    "steps, scheduler_steps, trace_hash, races, seconds, failure" +
-                    (flags.verbose ? ", outcomes: [one line per step]"
-                                   : ", outcomes (with -v): [one line per step]") +
-                    "}], total, passed, failed, skipped}");
+    set_help_footer(
+        *command,
+        std::string("{schema, command: \"") + flags.command +
+            "\", backend, scenarios: [{file, name, passed, skipped, skip_reason, seed, steps, "
+            "scheduler_steps, trace_hash, races, seconds, failure" +
+            (flags.verbose ? ", outcomes: [one line per step]"
+                           : ", outcomes (with -v): [one line per step]") +
+            "}], total, passed, failed, skipped}. skip_reason and failure are null when there is "
+            "none; trace_hash is 16 hex digits.",
+        {{0, "every scenario did what its file expects, or was skipped on this backend"},
+         {1, "a scenario did not do what its file expects"},
+         {2,
+          "usage or input error: an unknown option, a value out of range, a path that is not "
+          "there, a malformed file (then nothing runs), a "
+          "backend this tool or machine cannot run, or a trace that cannot be written"}});
     command->add_option("--backend", flags.backend, "Backend to run on: sim or cuda")
         ->check(CLI::IsMember({"sim", "cuda"}))
         ->capture_default_str();

@@ -270,7 +270,40 @@ def check_json_documents(tool, scenarios):
     expect("soak", soak, runs=None, minutes=0.017, violations=0, steps=5)
     if soak["programs"] <= 0:
         fail(f"soak: no programs: {soak}")
+    selfcheck = json_of(tool, "selfcheck", "--json")
+    expect("selfcheck", selfcheck, failed=0, total=len(selfcheck["checks"]))
+    if len(selfcheck["checks"]) < 5 or not all(check["passed"] for check in selfcheck["checks"]):
+        fail(f"selfcheck: {selfcheck}")
+    # No benchmark matches: each suite that is built runs and measures nothing.
+    bench = json_of(tool, "bench", "--json", "--repetitions", "1", "--filter", "^matches_nothing$",
+                    code=1)
+    expect("bench", bench, repetitions=1, filter="^matches_nothing$")
+    if [suite["name"] for suite in bench["suites"]] != ["tandem_bench", "tandem_cuda_bench"] or \
+            any(suite["ran"] for suite in bench["suites"]):
+        fail(f"bench: {bench}")
+    check_json_of_a_failure(tool)
     print("json documents: ok")
+
+
+def check_json_of_a_failure(tool):
+    """A scenario whose read finds other bytes than it expects: exit 1, and the documents say
+    which step failed."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "wrong.yaml")
+        with open(path, "w") as file:
+            file.write("name: wrong expectation\ndevices: {count: 1}\nsteps:\n"
+                       "  - allocate: {name: a, device: 0, size: 64}\n"
+                       "  - write: {buffer: a, fill: 7}\n"
+                       "  - read: {buffer: a, expect: {fill: 8}}\n")
+        summary = json_of(tool, "run", "--json", path, code=1)
+        expect("run of a failing scenario", summary, total=1, passed=0, failed=1, skipped=0)
+        expect("its scenario", summary["scenarios"][0], passed=False, skipped=False)
+        if f"{path}:6:" not in (summary["scenarios"][0]["failure"] or ""):
+            fail(f"the failure does not name the read's line: {summary}")
+        inspect = json_of(tool, "inspect", "--json", path, code=1)
+        expect("inspect of a failing scenario", inspect, passed=False)
+        if f"{path}:6:" not in (inspect["failure"] or ""):
+            fail(f"inspect's failure does not name the read's line: {inspect}")
 
 
 def check_clean_json(tool):
@@ -348,6 +381,22 @@ def refused(tool, args, needle):
         fail(f"{' '.join(args)}: a line without the tandem: prefix: {result.stderr!r}")
 
 
+def check_help_footers(tool):
+    """Each command's help ends with its JSON fields and its exit codes; the tool's with the exit
+    codes every command shares."""
+    for command in ("run", "replay", "explore", "inspect", "selfcheck", "doctor", "clean", "bench"):
+        result = run(tool, "help", command)
+        text = result.stdout
+        if result.returncode != 0 or "Exit codes:\n  0  " not in text or "\n  2  usage" not in text:
+            fail(f"help {command}: no exit codes: {text}")
+        if f'JSON (--json):\n  {{schema, command: "{command}"' not in text:
+            fail(f"help {command}: no JSON fields: {text}")
+    text = run(tool, "--help").stdout
+    if "Exit codes:\n  0  " not in text or "\n  1  " not in text or "\n  2  usage" not in text:
+        fail(f"--help: no exit codes: {text}")
+    print("help footers: ok")
+
+
 def check_command_line(tool):
     """The edges a newcomer meets first: the version, help on a command, a mistyped command or
     option, and numbers that would wrap or are out of range, refused before anything runs."""
@@ -376,6 +425,7 @@ def main():
     check_folder_scan(tool, scenarios)
     check_progress(tool, scenarios)
     check_json_documents(tool, scenarios)
+    check_help_footers(tool)
     check_clean_json(tool)
     check_json_of_names_that_are_not_utf8(tool, scenarios)
 
