@@ -22,6 +22,9 @@
 
 namespace tandem {
 
+/// The part of every backend's device that behaves the same whatever runs its work: its service id,
+/// its claim store, whether it is lost (D1), the peers it granted access to its shared memory and
+/// the faults injected into it. A backend derives from it and implements the `do_` hooks.
 class DeviceServer : public Server, public std::enable_shared_from_this<DeviceServer> {
 public:
     [[nodiscard]] ServiceId service() const final { return service_; }
@@ -40,13 +43,17 @@ public:
     /// the pair (`do_admit_peer`: `PeerUnreachable` for a device of no runtime of this process, or
     /// GPUs that cannot reach each other).
     Status grant_peer_access(ServiceId accessor) final;
+    /// Whether kernels on `accessor` may bind this device's shared memory: always for the device
+    /// itself, otherwise once granted (or when the backend grants every peer).
     [[nodiscard]] bool peer_access_granted(ServiceId accessor) const final;
     /// `peer_access_granted` for a caller that holds the engine's lock.
     [[nodiscard]] bool granted_locked(ServiceId accessor) const {
         return accessor == service_ || granted_.contains(accessor) || do_grants_all_peers();
     }
 
+    /// The device's claims and failure graph.
     [[nodiscard]] ClaimStore& claims() { return claims_; }
+    /// The device's claims and failure graph, read only.
     [[nodiscard]] const ClaimStore& claims() const { return claims_; }
     /// Whether the device is lost; under the engine's lock.
     [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
@@ -60,11 +67,13 @@ protected:
     [[nodiscard]] bool has_stream(StreamId stream) const final {
         return stream.value != 0 && stream.value <= stream_count_.load(std::memory_order_acquire);
     }
+    /// Sets how many streams exist; a backend calls it as it creates them.
     void set_stream_count(std::uint64_t count) {
         stream_count_.store(count, std::memory_order_release);
     }
 
 protected:
+    /// A device `service` whose state the backend's engine serialises with `engine_mutex`.
     DeviceServer(ServiceId service, std::recursive_mutex& engine_mutex)
         : service_(service), claims_(service), engine_mutex_(engine_mutex) {}
 
@@ -112,10 +121,13 @@ protected:
     /// is claimed with the refusal (C14). None when the window may become a graph.
     std::optional<Error> close_capture(CaptureWindow& window);
 
+    /// The device's id.
     const ServiceId service_;
+    /// The device's claims and failure graph.
     ClaimStore claims_;
     /// The devices whose kernels may read this device's shared memory.
     std::set<ServiceId> granted_;
+    /// Why the device is lost, once it is (D1); under the engine's lock.
     std::optional<Error> lost_;
     /// The faults injected into this device, and when each is due.
     FaultPlan faults_;

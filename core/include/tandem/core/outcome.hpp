@@ -18,8 +18,12 @@ namespace tandem {
 /// Bytes an operation reads or writes: a key of its owner device, and the shared memory it was
 /// reached through when the owner is not the device running the operation.
 struct Target {
+    /// The number of the device that owns the bytes, as the runtime's `DeviceDirectory` numbers
+    /// them.
     std::uint32_t device = 0;
+    /// The bytes, as that device's claims name them.
     ClaimKey key;
+    /// The shared memory the bytes were reached through; none on the owner device.
     std::optional<PeerMemory> peer;
 };
 
@@ -27,10 +31,12 @@ struct Target {
 struct Cause {
     /// The device whose graph holds `failure`, when the input was claimed there.
     std::uint32_t device = 0;
+    /// The failure claiming the input, when it was claimed.
     std::optional<FailureId> failure;
     /// The error: the claim's report as it was found, or what else caused it (a lost owner, a
     /// failed peer write). Always set by `first_claimed_input`.
     std::optional<Error> error;
+    /// The input bytes that were needed.
     ClaimKey needed;
 };
 
@@ -38,8 +44,11 @@ struct Cause {
 class DeviceDirectory {
 public:
     virtual ~DeviceDirectory() = default;
+    /// The claims of device `device`.
     [[nodiscard]] virtual ClaimStore& claims_of(std::uint32_t device) const = 0;
+    /// Why device `device` is lost, if it is.
     [[nodiscard]] virtual std::optional<Error> lost(std::uint32_t device) const = 0;
+    /// The service of device `device`.
     [[nodiscard]] virtual ServiceId service_of(std::uint32_t device) const = 0;
     /// The number of the device `service` names, if it is one of this runtime's.
     [[nodiscard]] virtual std::optional<std::uint32_t> index_of(ServiceId service) const = 0;
