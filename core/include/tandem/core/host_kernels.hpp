@@ -14,6 +14,7 @@
 
 namespace tandem {
 
+/// What a host backend calls to run a launch of one kernel: every thread of `config` on `context`.
 using KernelRunner = void (*)(HostKernelContext& context, const LaunchConfig& config);
 
 /// Runs every thread of a launch of `Kernel`, yielding between blocks.
@@ -33,6 +34,7 @@ void run_kernel(HostKernelContext& context, const LaunchConfig& config) {
 
 /// The runner of the kernel called `name`, or null.
 KernelRunner find_kernel(std::string_view name);
+/// The names of every registered kernel, the catalog's and those added with `register_kernel`.
 std::vector<std::string> kernel_names();
 
 /// Registers `runner` as `name` for every host backend's runtime of this process.
@@ -40,6 +42,8 @@ std::vector<std::string> kernel_names();
 Status register_kernel(std::string name, KernelRunner runner);
 
 template <typename Kernel>
+/// Registers `Kernel` (a functor type with a `name`) for every host backend of the process;
+/// `InvalidArgument` when its name is empty or already registered.
 Status register_kernel() {
     return register_kernel(Kernel::name, &run_kernel<Kernel>);
 }
