@@ -1,15 +1,17 @@
 // `tandem bench`: runs the benchmark binaries built next to the tool (the simulator's, and the
-// CUDA backend's where it was built), then prints each median and the ratios the issues set
-// goals for, side by side from one run.
+// CUDA backend's where it was built), reads back the JSON report each writes, then prints each
+// median and the ratios that have goals, side by side from one run.
 
 #include "commands.hpp"
+#include "help_footer.hpp"
 
-#include <yaml-cpp/yaml.h>
+#include "json.hpp"
 
 #include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <span>
@@ -81,9 +83,36 @@ std::filesystem::path tool_directory() {
     return std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
 }
 
-/// Runs `binary` and returns its medians by run name, or an empty map on failure.
+/// The medians of a Google Benchmark JSON report, by run name; empty if `report` is not one.
+std::map<std::string, Median> read_medians(const Json& report) {
+    static const std::map<std::string, double> per_second{
+        {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
+    std::map<std::string, Median> medians;
+    if (!report.is_object() || !report.contains("benchmarks")) {
+        return medians;
+    }
+    for (const Json& run : report["benchmarks"]) {
+        if (run.value("aggregate_name", "") != "median" ||
+            !per_second.contains(run.value("time_unit", ""))) {
+            continue;
+        }
+        Median& median = medians[run.value("run_name", "")];
+        median.seconds =
+            run.value("real_time", 0.0) * per_second.at(run["time_unit"].get<std::string>());
+        // Its counters, with the other numbers it holds (iterations, repetitions).
+        for (const auto& [key, value] : run.items()) {
+            if (value.is_number()) {
+                median.counters[key] = value.get<double>();
+            }
+        }
+    }
+    return medians;
+}
+
+/// Runs `binary` and returns its medians by run name, or an empty map on failure. With
+/// `quiet_stdout` its console output goes to stderr.
 std::map<std::string, Median> run_benchmark(const std::filesystem::path& binary, int repetitions,
-                                            const std::string& filter) {
+                                            const std::string& filter, bool quiet_stdout) {
     const std::filesystem::path report = std::filesystem::temp_directory_path() /
                                          ("tandem-bench-" + std::to_string(getpid()) + ".json");
     std::string command = "'" + binary.string() +
@@ -94,48 +123,15 @@ std::map<std::string, Median> run_benchmark(const std::filesystem::path& binary,
     if (!filter.empty()) {
         command += " --benchmark_filter='" + filter + "'";
     }
+    if (quiet_stdout) {
+        command += " >&2";  // stdout holds the tool's JSON document.
+    }
     std::map<std::string, Median> medians;
     if (std::system(command.c_str()) != 0) {
         return medians;
     }
-    const std::map<std::string, double> per_second{
-        {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
-    // JSON is YAML: the tool's YAML reader parses the report.
-    // JSON is YAML: the tool's YAML reader parses the report.
-    // Keys a run holds besides its counters.
-    const std::set<std::string> fields{"name",
-                                       "family_index",
-                                       "per_family_instance_index",
-                                       "run_name",
-                                       "run_type",
-                                       "repetitions",
-                                       "threads",
-                                       "aggregate_name",
-                                       "aggregate_unit",
-                                       "iterations",
-                                       "real_time",
-                                       "cpu_time",
-                                       "time_unit",
-                                       "repetition_index",
-                                       "error_occurred",
-                                       "error_message",
-                                       "label"};
-    // JSON is YAML: the tool's YAML reader parses the report.
-    for (const YAML::Node& run : YAML::LoadFile(report.string())["benchmarks"]) {
-        if (!run["aggregate_name"] || run["aggregate_name"].as<std::string>() != "median") {
-            continue;
-        }
-        Median& median = medians[run["run_name"].as<std::string>()];
-        median.seconds =
-            run["real_time"].as<double>() * per_second.at(run["time_unit"].as<std::string>());
-        // Its counters, with the other numbers it holds (iterations, repetitions).
-        for (const auto& field : run) {
-            double value = 0;
-            if (field.second.IsScalar() && YAML::convert<double>::decode(field.second, value)) {
-                median.counters[field.first.as<std::string>()] = value;
-            }
-        }
-    }
+    std::ifstream in(report);
+    medians = read_medians(Json::parse(in, nullptr, false));
     std::filesystem::remove(report);
     return medians;
 }
@@ -178,43 +174,108 @@ void print_ratios(const std::map<std::string, Median>& medians, std::span<const 
     }
 }
 
+struct BenchFlags {
+    int repetitions = 5;
+    std::string filter;
+    bool json = false;
+};
+
+Json ratios_json(const std::map<std::string, Median>& medians, std::span<const Ratio> ratios) {
+    Json out = Json::array();
+    for (const Ratio& ratio : ratios) {
+        const std::optional<double> value = ratio_value(medians, ratio);
+        const bool judged = value && ratio.goal != 0;
+        const bool met = judged && (ratio.at_least ? *value >= ratio.goal : *value <= ratio.goal);
+        out.push_back({{"title", ratio.title},
+                       {"value", value ? Json(*value) : Json()},
+                       {"goal", ratio.goal != 0 ? Json(ratio.goal) : Json()},
+                       {"at_least", ratio.at_least},
+                       {"met", judged ? Json(met) : Json()}});
+    }
+    return out;
+}
+
+/// Runs one suite's binary and prints what it measured; returns its part of the JSON document.
+Json run_suite(const BenchFlags& flags, const char* name, std::span<const Ratio> ratios) {
+    const std::filesystem::path binary = tool_directory() / "bench" / name;
+    Json suite{{"name", name}, {"built", std::filesystem::exists(binary)}, {"ran", false}};
+    if (!suite["built"].get<bool>()) {
+        if (!flags.json) {
+            std::printf("%s: not built here\n", name);
+        }
+        return suite;
+    }
+    const std::map<std::string, Median> medians =
+        run_benchmark(binary, flags.repetitions, flags.filter, flags.json);
+    if (medians.empty()) {
+        std::fprintf(stderr, "tandem: %s failed or measured nothing\n", name);
+        return suite;
+    }
+    suite["ran"] = true;
+    Json& listed = suite["medians"] = Json::array();
+    for (const auto& [run, median] : medians) {
+        listed.push_back({{"run", run}, {"seconds", median.seconds}});
+    }
+    suite["ratios"] = ratios_json(medians, ratios);
+    if (!flags.json) {
+        std::printf("\n%s medians (real time)\n", name);
+        for (const auto& [run, median] : medians) {
+            std::printf("  %-62s %12.3f us\n", run.c_str(), median.seconds * 1e6);
+        }
+        std::printf("%s ratios\n", name);
+        print_ratios(medians, ratios);
+    }
+    return suite;
+}
+
+int bench(const BenchFlags& flags) {
+    Json document = json_document("bench");
+    document["repetitions"] = flags.repetitions;
+    document["filter"] = flags.filter;
+    Json& suites = document["suites"] = Json::array();
+    suites.push_back(run_suite(flags, "tandem_bench", sim_ratios));
+    suites.push_back(run_suite(flags, "tandem_cuda_bench", cuda_ratios));
+    if (flags.json) {
+        std::printf("%s\n", json_text(document, 2).c_str());
+    }
+    const bool ran = suites[0]["ran"].get<bool>() || suites[1]["ran"].get<bool>();
+    return ran ? 0 : 1;
+}
+
 }  // namespace
 
 Run add_bench(CLI::App& app) {
     auto* command = app.add_subcommand(
         "bench", "Run the benchmarks built next to the tool and print the ratios with their goals");
-    auto repetitions = std::make_shared<int>(5);
-    auto filter = std::make_shared<std::string>();
-    command->add_option("--repetitions", *repetitions, "Runs of each benchmark (medians are kept)")
-        ->check(CLI::Range(1, 100));
-    command->add_option("--filter", *filter, "Only benchmarks matching this regular expression");
-    return [repetitions, filter] {
-        const std::filesystem::path bench = tool_directory() / "bench";
-        bool ran = false;
-        const std::pair<const char*, std::span<const Ratio>> suites[] = {
-            {"tandem_bench", sim_ratios}, {"tandem_cuda_bench", cuda_ratios}};
-        for (const auto& [name, ratios] : suites) {
-            const std::filesystem::path binary = bench / name;
-            if (!std::filesystem::exists(binary)) {
-                std::printf("%s: not built here\n", name);
-                continue;
-            }
-            const std::map<std::string, Median> medians =
-                run_benchmark(binary, *repetitions, *filter);
-            if (medians.empty()) {
-                std::printf("%s: failed or measured nothing\n", name);
-                continue;
-            }
-            ran = true;
-            std::printf("\n%s medians (real time)\n", name);
-            for (const auto& [run, median] : medians) {
-                std::printf("  %-62s %12.3f us\n", run.c_str(), median.seconds * 1e6);
-            }
-            std::printf("%s ratios\n", name);
-            print_ratios(medians, ratios);
-        }
-        return ran ? 0 : 1;
-    };
+    auto flags = std::make_shared<BenchFlags>();
+    command
+        ->add_option("--repetitions", flags->repetitions,
+                     "Runs of each benchmark (medians are kept)")
+        ->check(whole_number(1, 100))
+        ->capture_default_str();
+    command
+        ->add_option("--filter", flags->filter, "Only benchmarks matching this regular expression")
+        ->check(CLI::Validator(
+            [](const std::string& filter) {
+                // The filter is quoted on the benchmark's command line.
+                return filter.find('\'') == std::string::npos
+                           ? std::string()
+                           : std::string("must not hold a single quote");
+            },
+            "REGEX"));
+    command->add_flag("--json", flags->json,
+                      "Print one JSON document on stdout instead of lines (the benchmarks' own "
+                      "output goes to stderr)");
+    set_help_footer(
+        *command,
+        "{schema, command: \"bench\", repetitions, filter, suites: [{name, built, ran, medians: "
+        "[{run, seconds}], ratios: [{title, value, goal, at_least, met}]}]}. medians and ratios "
+        "are there when the suite ran; value is null when a ratio's runs were not measured, goal "
+        "and met are null for a ratio printed for reference.",
+        {{0, "at least one suite ran (a missed goal is reported, not an error)"},
+         {1, "no suite is built here, or every one failed or measured nothing"},
+         {2, "usage error: an unknown option, a value out of range"}});
+    return [flags] { return bench(*flags); };
 }
 
 }  // namespace tandem::tool

@@ -20,20 +20,23 @@ namespace {
 
 constexpr std::uint64_t microseconds_per_step = 1000;
 
+/// Events in the order written; the document holds them under "traceEvents".
 struct TraceWriter {
-    std::ofstream& out;
-    bool first = true;
+    Json& events;
 
-    void event(const std::string& body) {
-        out << (first ? "\n  " : ",\n  ") << "{" << body << "}";
-        first = false;
-    }
+    void event(Json body) { events.push_back(std::move(body)); }
 };
 
-std::string common(const char* phase, const std::string& name, std::uint64_t ts, std::uint64_t pid,
-                   std::uint64_t tid) {
-    return "\"name\":" + json_string(name) + ",\"ph\":\"" + phase + "\",\"ts\":" + std::to_string(ts) +
-           ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid);
+/// The fields every event has: its name, phase, time and where it sits (process and thread).
+Json common(const char* phase, const std::string& name, std::uint64_t ts, std::uint64_t pid,
+            std::uint64_t tid) {
+    return Json{{"name", name}, {"ph", phase}, {"ts", ts}, {"pid", pid}, {"tid", tid}};
+}
+
+/// `event` with `key` set to `value`.
+Json with(Json event, const char* key, Json value) {
+    event[key] = std::move(value);
+    return event;
 }
 
 /// Writes one scenario's records starting at `base_us`; returns where the next may start.
@@ -47,13 +50,12 @@ std::uint64_t write_scenario_trace(TraceWriter& writer, const ScenarioResult& re
         threads.insert({record.device, record.stream.value});
     }
     for (std::uint32_t device : devices) {
-        writer.event(common("M", "process_name", base_us, pid_base + device, 0) +
-                     ",\"args\":{\"name\":" +
-                     json_string(result.name + " - device " + std::to_string(device)) + "}");
+        writer.event(with(common("M", "process_name", base_us, pid_base + device, 0), "args",
+                          {{"name", result.name + " - device " + std::to_string(device)}}));
     }
     for (const auto& [device, stream] : threads) {
-        writer.event(common("M", "thread_name", base_us, pid_base + device, stream) +
-                     ",\"args\":{\"name\":" + json_string("stream " + std::to_string(stream)) + "}");
+        writer.event(with(common("M", "thread_name", base_us, pid_base + device, stream), "args",
+                          {{"name", "stream " + std::to_string(stream)}}));
     }
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::string>> open;
     std::uint64_t last_step = 0;
@@ -67,7 +69,7 @@ std::uint64_t write_scenario_trace(TraceWriter& writer, const ScenarioResult& re
         const std::uint64_t tid = record.stream.value;
         const std::string label = record.label + " #" + std::to_string(record.sequence);
         if (record.phase == sim::TraceRecord::Phase::Begin) {
-            writer.event(common("B", label, ts, pid, tid) + ",\"cat\":\"operation\"");
+            writer.event(with(common("B", label, ts, pid, tid), "cat", "operation"));
             open[{pid, tid}].push_back(label);
             continue;
         }
@@ -76,20 +78,19 @@ std::uint64_t write_scenario_trace(TraceWriter& writer, const ScenarioResult& re
             continue;  // An end whose begin was dropped with the bounded record list.
         }
         stack.pop_back();
-        writer.event(common("E", label, ts, pid, tid) + ",\"args\":{\"outcome\":" +
-                     json_string(record.outcome) + "}");
+        writer.event(with(common("E", label, ts, pid, tid), "args", {{"outcome", record.outcome}}));
         if (!record.outcome.starts_with("ok")) {
             const std::string what = record.outcome.substr(0, record.outcome.find(':'));
-            writer.event(common("i", what + ": " + record.label, ts, pid, tid) +
-                         ",\"s\":\"t\",\"cat\":\"failure\",\"args\":{\"outcome\":" +
-                         json_string(record.outcome) + "}");
+            Json instant = with(common("i", what + ": " + record.label, ts, pid, tid), "s", "t");
+            instant["cat"] = "failure";
+            writer.event(with(std::move(instant), "args", {{"outcome", record.outcome}}));
         }
     }
     // Every begin gets its end, even for work the run abandoned.
     for (auto& [key, stack] : open) {
         while (!stack.empty()) {
-            writer.event(common("E", stack.back(), ++ts, key.first, key.second) +
-                         ",\"args\":{\"outcome\":\"unfinished\"}");
+            writer.event(with(common("E", stack.back(), ++ts, key.first, key.second), "args",
+                              {{"outcome", "unfinished"}}));
             stack.pop_back();
         }
     }
@@ -99,22 +100,23 @@ std::uint64_t write_scenario_trace(TraceWriter& writer, const ScenarioResult& re
 }  // namespace
 
 bool write_chrome_trace(const std::string& path, const std::vector<ScenarioResult>& results) {
-    std::ofstream out(path);
-    if (!out) {
-        return false;
-    }
-    out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
-    TraceWriter writer{out};
+    // The format's own keys, and the tool's schema version, which trace viewers keep as
+    // metadata.
+    Json document{
+        {"schema", json_schema_version}, {"displayTimeUnit", "ms"}, {"traceEvents", Json::array()}};
+    TraceWriter writer{document["traceEvents"]};
     std::uint64_t base_us = 0;
     for (std::size_t index = 0; index < results.size(); ++index) {
         base_us = write_scenario_trace(writer, results[index], index, base_us);
         if (!results[index].passed) {
-            writer.event(common("i", "scenario failed: " + results[index].name, base_us,
-                                (index + 1) * 1000, 0) +
-                         ",\"s\":\"g\",\"args\":{\"failure\":" + json_string(results[index].failure) + "}");
+            Json failed = with(common("i", "scenario failed: " + results[index].name, base_us,
+                                      (index + 1) * 1000, 0),
+                               "s", "g");
+            writer.event(with(std::move(failed), "args", {{"failure", results[index].failure}}));
         }
     }
-    out << "\n]}\n";
+    std::ofstream out(path);
+    out << json_text(document) << "\n";
     return static_cast<bool>(out);
 }
 

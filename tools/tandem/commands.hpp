@@ -3,6 +3,8 @@
 // The subcommands of the `tandem` tool. Each registers itself on the CLI11 app and returns the
 // process exit code: 0 when everything passed, 1 when a check failed, 2 on bad input.
 
+#include "number_options.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -10,18 +12,6 @@
 namespace tandem::tool {
 
 using Run = std::function<int()>;
-
-/// Refuses a negative count or seed as written: CLI11 would read "-5" into an unsigned option as
-/// 2^64 - 5.
-inline const CLI::Validator& non_negative() {
-    static const CLI::Validator validator(
-        [](std::string& value) {
-            return !value.empty() && value.front() == '-' ? std::string("must not be negative")
-                                                          : std::string();
-        },
-        "NON-NEGATIVE");
-    return validator;
-}
 
 /// `tandem selfcheck`: exercises the core rules on one in-process device and prints each check.
 Run add_selfcheck(CLI::App& app);

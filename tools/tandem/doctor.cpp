@@ -1,13 +1,15 @@
-// `tandem doctor` (what this build and machine offer) and `tandem inspect` (a scenario's
-// devices at the end of its run: a simulator runtime lives in one process, so inspect runs the
-// scenario itself rather than attaching to another process).
+// `tandem doctor`: what this build and machine offer (the backends built, the GPUs and the peer
+// access their driver allows, a default simulator runtime, the space in /dev/shm), as lines or
+// as one JSON document.
 
 #include "commands.hpp"
+#include "help_footer.hpp"
+#include "json.hpp"
 
 #if TANDEM_TOOL_HAS_CUDA
 #include "tandem/cuda/runtime.hpp"
 #endif
-#include "scenario_run.hpp"
+#include "tandem/sim/runtime.hpp"
 
 #include <sys/statvfs.h>
 #include <cstdio>
@@ -17,7 +19,14 @@ namespace {
 
 struct DoctorFlags {
     std::uint32_t devices = 2;
+    bool json = false;
 };
+
+/// Whether device `owner` granted `accessor` access to its memory (a device, itself).
+bool granted(sim::SimRuntime& runtime, std::size_t owner, std::size_t accessor) {
+    return owner == accessor ||
+           runtime.client(owner).server().peer_access_granted(runtime.client(accessor).service());
+}
 
 void print_peer_matrix(sim::SimRuntime& runtime) {
     std::printf("peer access (row: owner, column: accessor) of a default runtime:\n      ");
@@ -28,19 +37,22 @@ void print_peer_matrix(sim::SimRuntime& runtime) {
     for (std::size_t owner = 0; owner < runtime.device_count(); ++owner) {
         std::printf("  dev%-2zu", owner);
         for (std::size_t accessor = 0; accessor < runtime.device_count(); ++accessor) {
-            const bool granted = runtime.client(owner).server().peer_access_granted(
-                runtime.client(accessor).service());
-            std::printf(" %-5s", owner == accessor ? "self" : granted ? "yes" : "no");
+            std::printf(" %-5s", owner == accessor                   ? "self"
+                                 : granted(runtime, owner, accessor) ? "yes"
+                                                                     : "no");
         }
         std::printf("\n");
     }
     std::printf("  (grants are explicit: Client::grant_peer_access, or grant_all_peers)\n");
 }
 
-/// The GPUs the CUDA backend would use, or why there are none. Returns whether GPUs are usable.
-void print_gpus() {
 #if TANDEM_TOOL_HAS_CUDA
-    const cuda::GpuReport report = cuda::probe_gpus();
+/// Whether the driver lets GPU `accessor` read GPU `owner`'s memory (a GPU, its own).
+bool gpu_peer(const cuda::GpuReport& report, std::size_t owner, std::size_t accessor) {
+    return owner == accessor || report.peer[accessor][owner];
+}
+
+void print_gpus(const cuda::GpuReport& report) {
     if (!report.problem.empty()) {
         std::printf("backends: sim yes, cuda built (runtime %d) but no usable GPU: %s\n",
                     report.runtime_version, report.problem.c_str());
@@ -64,87 +76,139 @@ void print_gpus() {
     for (std::size_t owner = 0; owner < report.names.size(); ++owner) {
         std::printf("  gpu%-2zu", owner);
         for (std::size_t accessor = 0; accessor < report.names.size(); ++accessor) {
-            std::printf(" %-5s", accessor == owner              ? "self"
-                                 : report.peer[accessor][owner] ? "yes"
-                                                                : "no");
+            std::printf(" %-5s", accessor == owner                   ? "self"
+                                 : gpu_peer(report, owner, accessor) ? "yes"
+                                                                     : "no");
         }
         std::printf("\n");
     }
+}
+
+Json cuda_json(const cuda::GpuReport& report) {
+    Json gpus = Json::array();
+    Json peer = Json::array();
+    for (std::size_t gpu = 0; gpu < report.names.size(); ++gpu) {
+        const auto [major, minor] = report.compute_capabilities[gpu];
+        gpus.push_back({{"index", gpu},
+                        {"name", report.names[gpu]},
+                        {"compute_capability", std::to_string(major) + "." + std::to_string(minor)},
+                        {"tensor_memory_accelerator", report.tma_encoder && major >= 9}});
+        Json row = Json::array();
+        for (std::size_t accessor = 0; accessor < report.names.size(); ++accessor) {
+            row.push_back(gpu_peer(report, gpu, accessor));
+        }
+        peer.push_back(std::move(row));
+    }
+    return Json{{"built", true},
+                {"usable", report.problem.empty()},
+                {"problem", report.problem.empty() ? Json() : Json(report.problem)},
+                {"driver_version", report.driver_version},
+                {"runtime_version", report.runtime_version},
+                {"gpus", std::move(gpus)},
+                {"peer_access", std::move(peer)}};
+}
+#endif
+
+/// The CUDA backend's part of the report, printed or as JSON.
+Json cuda_part(bool json) {
+#if TANDEM_TOOL_HAS_CUDA
+    const cuda::GpuReport report = cuda::probe_gpus();
+    if (!json) {
+        print_gpus(report);
+    }
+    return cuda_json(report);
 #else
-    std::printf("backends: sim yes, cuda no (no CUDA compiler where this tool was built)\n");
+    const char* problem = "no CUDA compiler where this tool was built";
+    if (!json) {
+        std::printf("backends: sim yes, cuda no (%s)\n", problem);
+    }
+    return Json{{"built", false},
+                {"usable", false},
+                {"problem", problem},
+                {"driver_version", Json()},
+                {"runtime_version", Json()},
+                {"gpus", Json::array()},
+                {"peer_access", Json::array()}};
 #endif
 }
 
-int doctor(const DoctorFlags& flags) {
-    print_gpus();
+Json simulator_json(sim::SimRuntime& runtime, std::uint64_t capacity_bytes) {
+    Json devices = Json::array();
+    for (const sim::DeviceSnapshot& device : runtime.inspect()) {
+        devices.push_back({{"service", to_string(device.service)}, {"segment", device.segment}});
+    }
+    Json peer = Json::array();
+    for (std::size_t owner = 0; owner < runtime.device_count(); ++owner) {
+        Json row = Json::array();
+        for (std::size_t accessor = 0; accessor < runtime.device_count(); ++accessor) {
+            row.push_back(granted(runtime, owner, accessor));
+        }
+        peer.push_back(std::move(row));
+    }
+    return Json{{"started", true},
+                {"problem", Json()},
+                {"capacity_bytes", capacity_bytes},
+                {"devices", std::move(devices)},
+                {"peer_access", std::move(peer)}};
+}
+
+/// The simulator's part: a default runtime of `devices`, printed or as JSON. `started` is false
+/// when it could not start.
+Json simulator_part(std::uint32_t devices, bool json) {
     sim::SimOptions options;
-    options.devices = flags.devices;
+    options.devices = devices;
     options.capacity_bytes = std::uint64_t{64} << 20;
     auto runtime = sim::SimRuntime::create(options);
     if (!runtime) {
-        std::printf("simulator: cannot start:\n%s", runtime.error().report().c_str());
-        return 1;
+        if (!json) {
+            std::printf("simulator: cannot start:\n%s", runtime.error().report().c_str());
+        }
+        return Json{{"started", false}, {"problem", runtime.error().report()}};
     }
-    std::printf("simulator devices (default runtime of %u, capacity %llu bytes each):\n",
-                flags.devices, static_cast<unsigned long long>(options.capacity_bytes));
-    for (const sim::DeviceSnapshot& device : (*runtime)->inspect()) {
-        std::printf("  %s  segment /dev/shm/%s\n", to_string(device.service).c_str(),
-                    device.segment.c_str());
+    if (!json) {
+        std::printf("simulator devices (default runtime of %u, capacity %llu bytes each):\n",
+                    devices, static_cast<unsigned long long>(options.capacity_bytes));
+        for (const sim::DeviceSnapshot& device : (*runtime)->inspect()) {
+            std::printf("  %s  segment /dev/shm/%s\n", to_string(device.service).c_str(),
+                        device.segment.c_str());
+        }
+        print_peer_matrix(**runtime);
     }
-    print_peer_matrix(**runtime);
-    struct statvfs shm {};
-    if (::statvfs("/dev/shm", &shm) != 0) {
-        std::printf("/dev/shm: not available (the simulator needs it)\n");
-        return 1;
-    }
-    const double free_mib =
-        static_cast<double>(shm.f_bavail) * static_cast<double>(shm.f_frsize) / (1 << 20);
-    const double size_mib =
-        static_cast<double>(shm.f_blocks) * static_cast<double>(shm.f_frsize) / (1 << 20);
-    std::printf("/dev/shm: %.0f MiB free of %.0f MiB\n", free_mib, size_mib);
-    return 0;
+    return simulator_json(**runtime, options.capacity_bytes);
 }
 
-struct InspectFlags {
-    std::string file;
-    std::optional<std::uint64_t> seed;
-};
+/// The space in /dev/shm, which holds the simulator's device memory, printed or as JSON.
+Json shm_part(bool json) {
+    struct statvfs shm {};
+    if (::statvfs("/dev/shm", &shm) != 0) {
+        if (!json) {
+            std::printf("/dev/shm: not available (the simulator needs it)\n");
+        }
+        return Json{{"available", false}, {"free_bytes", Json()}, {"size_bytes", Json()}};
+    }
+    const std::uint64_t free_bytes = std::uint64_t{shm.f_bavail} * shm.f_frsize;
+    const std::uint64_t size_bytes = std::uint64_t{shm.f_blocks} * shm.f_frsize;
+    if (!json) {
+        std::printf("/dev/shm: %.0f MiB free of %.0f MiB\n",
+                    static_cast<double>(free_bytes) / (1 << 20),
+                    static_cast<double>(size_bytes) / (1 << 20));
+    }
+    return Json{{"available", true}, {"free_bytes", free_bytes}, {"size_bytes", size_bytes}};
+}
 
-int inspect(const InspectFlags& flags) {
-    auto parsed = parse_scenario_file(flags.file);
-    if (const auto* error = std::get_if<ParseError>(&parsed)) {
-        std::fprintf(stderr, "%s\n", error->message.c_str());
-        return 2;
+int doctor(const DoctorFlags& flags) {
+    Json document = json_document("doctor");
+    document["cuda"] = cuda_part(flags.json);
+    document["simulator"] = simulator_part(flags.devices, flags.json);
+    // A simulator that cannot start says why; the space of /dev/shm is then beside the point.
+    const bool started = document["simulator"]["started"].get<bool>();
+    document["shm"] = started ? shm_part(flags.json) : Json();
+    const bool ok = started && document["shm"]["available"].get<bool>();
+    document["ok"] = ok;
+    if (flags.json) {
+        std::printf("%s\n", json_text(document, 2).c_str());
     }
-    const ScenarioResult result =
-        run_scenario(std::get<Scenario>(parsed), RunOptions{flags.seed, false, true});
-    std::printf("%s: %s (seed %llu, %zu steps, %llu scheduler steps)\n", flags.file.c_str(),
-                result.passed ? "passed" : "FAILED", static_cast<unsigned long long>(result.seed),
-                result.steps_run, static_cast<unsigned long long>(result.scheduler_steps));
-    for (const std::string& outcome : result.outcomes) {
-        std::printf("  %s\n", outcome.c_str());
-    }
-    std::printf("devices after the last step:\n");
-    for (const sim::DeviceSnapshot& device : result.devices) {
-        std::printf(
-            "  %s%s\n    in use %llu bytes, reserved %llu, free %llu, largest free block %llu\n"
-            "    allocations %zu, claimed allocations %zu, failures %zu\n",
-            to_string(device.service).c_str(), device.lost ? " (LOST)" : "",
-            static_cast<unsigned long long>(device.usage.in_use_bytes),
-            static_cast<unsigned long long>(device.usage.reserved_bytes),
-            static_cast<unsigned long long>(device.usage.free_bytes),
-            static_cast<unsigned long long>(device.usage.largest_free_block_bytes),
-            device.allocations, device.claimed_allocations, device.failures);
-    }
-    std::printf("races: %zu\n", result.races.size());
-    for (const sim::RaceReport& race : result.races) {
-        std::printf("  %s / %s on %s\n", race.first.c_str(), race.second.c_str(),
-                    to_string(race.bytes).c_str());
-    }
-    if (!result.passed) {
-        std::printf("%s\n", result.failure.c_str());
-    }
-    return result.passed ? 0 : 1;
+    return ok ? 0 : 1;
 }
 
 }  // namespace
@@ -155,19 +219,22 @@ Run add_doctor(CLI::App& app) {
                                        "Show the backends built, simulator devices, peer "
                                        "access and free space in /dev/shm");
     command->add_option("--devices", flags->devices, "Devices of the default runtime")
-        ->check(CLI::Range(1, 64))
+        ->check(whole_number(1, sim::SimOptions::max_devices))
         ->capture_default_str();
+    command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
+    set_help_footer(
+        *command,
+        "{schema, command: \"doctor\", cuda: {built, usable, problem, driver_version, "
+        "runtime_version, gpus: [{index, name, compute_capability, tensor_memory_accelerator}], "
+        "peer_access}, simulator: {started, problem, capacity_bytes, devices: [{service, "
+        "segment}], peer_access}, shm: {available, free_bytes, size_bytes}, ok}. "
+        "peer_access[owner][accessor] is true where the accessor may use the owner's memory (a "
+        "device its own); problem is null when there is none; shm is null when the simulator "
+        "could not start.",
+        {{0, "the simulator starts and /dev/shm is there (a machine without a GPU is fine)"},
+         {1, "the simulator cannot start or /dev/shm is missing"},
+         {2, "usage or input error: an unknown option, a value out of range"}});
     return [flags] { return doctor(*flags); };
-}
-
-Run add_inspect(CLI::App& app) {
-    auto flags = std::make_shared<InspectFlags>();
-    auto* command = app.add_subcommand(
-        "inspect",
-        "Run a scenario and print its devices, allocations, claims and failures at the end");
-    command->add_option("file", flags->file, "The scenario file")->required();
-    command->add_option("--seed", flags->seed, "Seed (overrides the file's)");
-    return [flags] { return inspect(*flags); };
 }
 
 }  // namespace tandem::tool

@@ -8,6 +8,9 @@
 
 #include "commands.hpp"
 #include "explore_program.hpp"
+#include "explore_report.hpp"
+#include "help_footer.hpp"
+#include "progress.hpp"
 #include "scenario_run.hpp"
 
 #include <sys/resource.h>
@@ -23,6 +26,11 @@
 namespace tandem::tool {
 namespace {
 
+/// Devices a program may span: each program starts a simulator runtime of that many devices.
+constexpr std::uint64_t explore_devices_max = 16;
+/// Random units a program may hold, which bounds one program's time and memory.
+constexpr std::uint64_t explore_units_max = 10'000;
+
 struct ExploreFlags {
     std::uint64_t runs = 100;
     /// A soak when positive: run until this much time has passed instead of `runs` programs.
@@ -31,6 +39,7 @@ struct ExploreFlags {
     std::uint32_t devices = 2;
     std::uint64_t steps = 100;
     std::string out = ".";
+    bool json = false;
 };
 
 bool violates(const ExploreProgram& program) {
@@ -55,14 +64,16 @@ ExploreProgram shrink(ExploreProgram program) {
     return program;
 }
 
-int report_violation(const ExploreFlags& flags, const ExploreProgram& program,
-                     const ScenarioResult& result) {
-    std::printf(
-        "violation: program seed %llu (explore --seed %llu --devices %u --steps %llu)\n%s\n",
-        static_cast<unsigned long long>(program.seed),
-        static_cast<unsigned long long>(program.seed), flags.devices,
-        static_cast<unsigned long long>(flags.steps), result.failure.c_str());
+/// Shrinks a violating program and writes it as a scenario under `flags.out`; unless `shrink` is
+/// false, then it only records the seed. A file that cannot be written is said on stderr.
+ExploreViolation record_violation(const ExploreFlags& flags, const ExploreProgram& program,
+                                  const ScenarioResult& result, bool shrink_it) {
+    ExploreViolation violation{program.seed, result.failure, program.units.size(), {}, {}};
+    if (!shrink_it) {
+        return violation;
+    }
     const ExploreProgram shrunk = shrink(program);
+    violation.shrunk_units = shrunk.units.size();
     Scenario scenario = annotate(shrunk);
     scenario.name = "explore violation, seed " + std::to_string(program.seed);
     const std::filesystem::path file =
@@ -75,11 +86,10 @@ int report_violation(const ExploreFlags& flags, const ExploreProgram& program,
         << write_scenario(scenario);
     if (!out) {
         std::fprintf(stderr, "tandem: cannot write %s\n", file.string().c_str());
-        return 2;
+        return violation;
     }
-    std::printf("shrunk from %zu to %zu units; written to %s\n", program.units.size(),
-                shrunk.units.size(), file.string().c_str());
-    return 1;
+    violation.file = file.string();
+    return violation;
 }
 
 /// Faults the program carries for the simulator to inject (kernel faults, allocation faults, ...).
@@ -117,103 +127,73 @@ constexpr std::uint64_t soak_warmup_programs = 100;
 /// and files a soak spends on them.
 constexpr std::uint64_t soak_violations_shrunk_max = 10;
 
-struct ExploreTally {
-    std::uint64_t programs = 0;
-    std::uint64_t faults = 0;
-    std::uint64_t violations = 0;
-    std::uint64_t peak_kib_at_start = 0;
-};
-
-void print_soak(const ExploreTally& tally, double seconds) {
-    std::printf("soak: %.1f minutes (%.0f s)\n", seconds / 60, seconds);
-    std::printf("programs run:        %llu (%.0f per second)\n",
-                static_cast<unsigned long long>(tally.programs),
-                seconds > 0 ? static_cast<double>(tally.programs) / seconds : 0.0);
-    std::printf("faults injected:     %llu\n", static_cast<unsigned long long>(tally.faults));
-    std::printf("rule violations:     %llu\n", static_cast<unsigned long long>(tally.violations));
-    std::printf("peak resident (KiB): %llu after %llu programs, %llu at the end\n",
-                static_cast<unsigned long long>(tally.peak_kib_at_start),
-                static_cast<unsigned long long>(std::min(tally.programs, soak_warmup_programs)),
-                static_cast<unsigned long long>(peak_resident_kib()));
+/// Counts a violation in the tally, listing it while the list has room, and reports it.
+void record(ExploreTally& tally, const ExploreReport& report, ExploreViolation violation) {
+    tally.unwritten = tally.unwritten || (violation.shrunk_units && violation.file.empty());
+    report.violation(violation);
+    if (tally.listed.size() < explore_violations_listed_max) {
+        tally.listed.push_back(std::move(violation));
+    }
 }
 
 int explore(const ExploreFlags& flags) {
-    if (flags.devices == 0 || flags.devices > 16) {
-        std::fprintf(stderr, "tandem: explore takes 1 to 16 devices\n");
+    if (flags.minutes == 0 && flags.runs > 0 && flags.seed > whole_number_max - (flags.runs - 1)) {
+        std::fprintf(stderr,
+                     "tandem: --seed %llu with --runs %llu: the last program's seed would "
+                     "pass 2^64 - 1\n",
+                     static_cast<unsigned long long>(flags.seed),
+                     static_cast<unsigned long long>(flags.runs));
         return 2;
     }
     const bool soak = flags.minutes > 0;
-    if (soak) {
-        std::printf(
-            "tandem explore: programs from seed %llu for %g minutes, %u devices, %llu steps each\n",
-            static_cast<unsigned long long>(flags.seed), flags.minutes, flags.devices,
-            static_cast<unsigned long long>(flags.steps));
-    } else {
-        std::printf("tandem explore: %llu programs from seed %llu, %u devices, %llu steps each\n",
-                    static_cast<unsigned long long>(flags.runs),
-                    static_cast<unsigned long long>(flags.seed), flags.devices,
-                    static_cast<unsigned long long>(flags.steps));
-    }
-    std::fflush(stdout);
+    const ExploreReport report(
+        ExploreRequest{flags.seed, flags.devices, flags.steps, flags.runs, flags.minutes},
+        flags.json);
+    report.start();
     const auto started = std::chrono::steady_clock::now();
     const auto deadline =
         started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double, std::ratio<60>>(flags.minutes));
     ExploreTally tally;
-    // A line on stderr every few seconds, so a long run shows it is alive; stdout keeps only the
-    // summary and the violations.
-    constexpr auto progress_every = std::chrono::seconds(5);
-    auto next_progress = started + progress_every;
+    // On a terminal, a line that shows a long run is alive; stdout keeps only the summary and the
+    // violations.
+    Progress progress("tandem explore", "programs", "violations", soak ? 0 : flags.runs);
     for (std::uint64_t run = 0;; ++run) {
         const auto now = std::chrono::steady_clock::now();
         if (soak ? now >= deadline : run >= flags.runs) {
             break;
         }
-        if (now >= next_progress) {
-            next_progress = now + progress_every;
-            std::fprintf(stderr, "tandem explore: %llu programs, %llu faults injected, %.0f s\n",
-                         static_cast<unsigned long long>(run),
-                         static_cast<unsigned long long>(tally.faults),
-                         std::chrono::duration<double>(now - started).count());
-        }
+        progress.update(run, tally.violations);
         const ExploreProgram program =
             generate_program(flags.devices, flags.steps, flags.seed + run);
         const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
-        if (!result.passed) {
-            // A soak keeps going so that its summary still gives the figures; a run stops at the
-            // first violation.
-            if (!soak) {
-                return report_violation(flags, program, result);
-            }
-            ++tally.violations;
-            if (tally.violations <= soak_violations_shrunk_max) {
-                report_violation(flags, program, result);
-            } else {
-                std::printf("violation: program seed %llu (not shrunk)\n",
-                            static_cast<unsigned long long>(program.seed));
-            }
-            std::fflush(stdout);
-        }
         ++tally.programs;
         tally.faults += injected_faults(program);
         if (tally.programs == soak_warmup_programs) {
             tally.peak_kib_at_start = peak_resident_kib();
         }
+        if (!result.passed) {
+            progress.clear();
+            ++tally.violations;
+            record(tally, report,
+                   record_violation(flags, program, result,
+                                    tally.violations <= soak_violations_shrunk_max));
+            // A soak keeps going so that its summary still gives the figures; a run stops at the
+            // first violation.
+            if (!soak) {
+                break;
+            }
+        }
     }
+    progress.clear();
     if (tally.programs < soak_warmup_programs) {
         tally.peak_kib_at_start = peak_resident_kib();
     }
+    tally.peak_kib_programs = std::min(tally.programs, soak_warmup_programs);
+    tally.peak_kib_at_end = peak_resident_kib();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (soak) {
-        print_soak(tally, seconds);
-        return tally.violations == 0 ? 0 : 1;
-    }
-    std::printf("%llu programs passed in %.2f s (%.0f programs per second), %llu faults injected\n",
-                static_cast<unsigned long long>(tally.programs), seconds,
-                seconds > 0 ? static_cast<double>(tally.programs) / seconds : 0.0,
-                static_cast<unsigned long long>(tally.faults));
-    return 0;
+    return report.finish(tally, seconds);
 }
 
 }  // namespace
@@ -223,25 +203,38 @@ Run add_explore(CLI::App& app) {
     auto* command = app.add_subcommand(
         "explore", "Run random programs with injected faults against the byte-level oracle");
     auto* runs = command->add_option("--runs", flags->runs, "How many programs")
-                     ->check(non_negative())
+                     ->check(whole_number(0))
                      ->capture_default_str();
     command
         ->add_option("--minutes", flags->minutes,
                      "Soak: run programs until this many minutes have passed")
-        ->check(CLI::Range(1.0 / 60, 1e6).description("from 1/60 (a second) to 1000000 minutes"))
+        ->check(decimal_number(1.0 / 60, 1e6, "from 1/60 (a second) to 1000000 minutes"))
         ->excludes(runs);
     command
         ->add_option("--seed", flags->seed, "Seed of the first program (the next get seed+1, ...)")
-        ->check(non_negative())
+        ->check(whole_number(0))
         ->capture_default_str();
     command->add_option("--devices", flags->devices, "Devices per program")
-        ->check(non_negative())
+        ->check(whole_number(1, explore_devices_max))
         ->capture_default_str();
     command->add_option("--steps", flags->steps, "Random units per program")
-        ->check(non_negative())
+        ->check(whole_number(1, explore_units_max))
         ->capture_default_str();
     command->add_option("--out", flags->out, "Folder for the shrunk program of a violation")
         ->capture_default_str();
+    command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
+    set_help_footer(
+        *command,
+        "{schema, command: \"explore\", seed, devices, steps, runs (null in a soak), minutes "
+        "(null unless a soak), programs, faults, violations, violating_programs: [{seed, rerun, "
+        "failure, units, shrunk_units, file}], seconds, programs_per_second, peak_resident_kib: "
+        "{after_programs, at_start, at_end}}. violating_programs lists the first 1000; "
+        "shrunk_units and file are null for a program that was not shrunk or not written.",
+        {{0, "every program kept every rule"},
+         {1, "a program broke a rule (a run stops at the first; a soak counts them all)"},
+         {2,
+          "usage or input error: an unknown option, a value out of range, or a shrunk program that "
+          "cannot be written to --out"}});
     return [flags] { return explore(*flags); };
 }
 

@@ -1,6 +1,10 @@
-// The `tandem` command-line tool: git-style subcommands, each with its own --help.
+// The `tandem` command-line tool: git-style subcommands, each with its own --help. Every error
+// the tool prints opens with "tandem: ", CLI11's own included, and a mistyped command or option
+// gets the closest known one suggested.
 
 #include "commands.hpp"
+#include "help_footer.hpp"
+#include "suggest.hpp"
 
 #include "tandem/core/version.hpp"
 
@@ -10,62 +14,134 @@
 #include <utility>
 #include <vector>
 
+namespace tandem::tool {
 namespace {
 
-/// The edit distance between `a` and `b` (insertions, deletions and substitutions).
-std::size_t distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) {
-        row[j] = j;
-    }
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
-/// "unknown command" with the closest known one, when the first argument names no command.
-bool refuse_unknown_command(int argc, char** argv, const std::vector<std::string>& names) {
-    if (argc < 2 || argv[1][0] == '-') {
-        return false;
-    }
-    const std::string given = argv[1];
-    if (std::find(names.begin(), names.end(), given) != names.end()) {
-        return false;
-    }
-    const auto closest = std::min_element(names.begin(), names.end(),
-                                          [&](const std::string& a, const std::string& b) {
-                                              return distance(given, a) < distance(given, b);
-                                          });
+/// Prints that `given` is not a command, with the closest one when there is one close enough.
+void say_unknown_command(const std::string& given, const std::vector<std::string>& names) {
     std::fprintf(stderr, "tandem: '%s' is not a command", given.c_str());
-    if (distance(given, *closest) <= std::max<std::size_t>(2, given.size() / 3)) {
+    if (const auto closest = closest_name(given, names)) {
         std::fprintf(stderr, "; did you mean '%s'?", closest->c_str());
     }
     std::fprintf(stderr, "\nRun 'tandem --help' for the list of commands.\n");
+}
+
+/// The options `command` knows, as they are typed ("--seed", "-v").
+std::vector<std::string> option_names(const CLI::App& command) {
+    std::vector<std::string> names;
+    for (const CLI::Option* option : command.get_options()) {
+        for (const std::string& name : option->get_lnames()) {
+            names.push_back("--" + name);
+        }
+        for (const std::string& name : option->get_snames()) {
+            names.push_back("-" + name);
+        }
+    }
+    return names;
+}
+
+/// "did you mean" lines for each argument that looks like an option `command` does not know.
+std::string suggest_options(const CLI::App& command, const std::vector<std::string>& arguments) {
+    const std::vector<std::string> known = option_names(command);
+    std::string suggestions;
+    for (const std::string& argument : arguments) {
+        const std::string given = argument.substr(0, argument.find('='));
+        // Long options only: a one-letter option is a step from every other one-letter option.
+        const bool option_like = given.starts_with("--") && given.size() > 2;
+        if (!option_like || std::find(known.begin(), known.end(), given) != known.end()) {
+            continue;
+        }
+        if (const auto closest = closest_name(given, known)) {
+            const std::string owner =
+                command.get_parent() == nullptr ? "tandem" : "tandem " + command.get_name();
+            suggestions += "tandem: '" + given + "' is not an option of '" + owner +
+                           "'; did you mean '" + *closest + "'?\n";
+        }
+    }
+    return suggestions;
+}
+
+/// Says so and returns true when `given` is not an option of the tool itself, suggesting the
+/// closest long option; false when it is one.
+bool refuse_unknown_option(const CLI::App& app, const std::string& given) {
+    const std::vector<std::string> known = option_names(app);
+    if (std::find(known.begin(), known.end(), given) != known.end()) {
+        return false;
+    }
+    std::fprintf(stderr, "tandem: '%s' is not an option of 'tandem'", given.c_str());
+    if (const auto closest = given.starts_with("--") ? closest_name(given, known) : std::nullopt) {
+        std::fprintf(stderr, "; did you mean '%s'?", closest->c_str());
+    }
+    std::fprintf(stderr, "\nRun 'tandem --help' for more information.\n");
     return true;
 }
 
+/// CLI11's parse errors as the tool's other errors read: "tandem: ...", then where to look.
+void prefix_parse_errors(CLI::App& app, const std::vector<std::string>& arguments) {
+    app.failure_message([&app, arguments](const CLI::App*, const CLI::Error& error) {
+        const CLI::App* command = &app;
+        std::string help = "tandem --help";
+        if (!app.get_subcommands().empty()) {
+            command = app.get_subcommands().front();
+            help = "tandem " + command->get_name() + " --help";
+        }
+        std::string message = "tandem: " + std::string(error.what()) + "\n";
+        // Not by get_name(): CLI11 names an ExtrasError after the command that raised it.
+        if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+            message += suggest_options(*command, arguments);
+        }
+        return message + "Run '" + help + "' for more information.\n";
+    });
+}
+
+/// `tandem help [COMMAND]`: the tool's help, or one command's.
+int print_help(CLI::App& app, const std::string& topic, const std::vector<std::string>& names) {
+    if (topic.empty()) {
+        std::printf(
+            "%s",
+            app.get_formatter()->make_help(&app, "tandem", CLI::AppFormatMode::Normal).c_str());
+        return 0;
+    }
+    if (std::find(names.begin(), names.end(), topic) == names.end()) {
+        say_unknown_command(topic, names);
+        return 2;
+    }
+    CLI::App* command = app.get_subcommand(topic);
+    std::printf("%s", command->get_formatter()
+                          ->make_help(command, "tandem " + topic, CLI::AppFormatMode::Normal)
+                          .c_str());
+    return 0;
+}
+
 }  // namespace
+}  // namespace tandem::tool
 
 int main(int argc, char** argv) {
+    using namespace tandem::tool;
     CLI::App app{"tandem: multi-device runtime checks, scenarios and maintenance"};
     app.set_version_flag("--version", std::string("tandem ") + tandem::version_string);
     app.require_subcommand(1);
-    const std::vector<std::pair<std::string, tandem::tool::Run>> commands{
-        {"selfcheck", tandem::tool::add_selfcheck(app)},
-        {"clean", tandem::tool::add_clean(app)},
-        {"run", tandem::tool::add_run(app)},
-        {"replay", tandem::tool::add_replay(app)},
-        {"explore", tandem::tool::add_explore(app)},
-        {"doctor", tandem::tool::add_doctor(app)},
-        {"inspect", tandem::tool::add_inspect(app)},
-        {"bench", tandem::tool::add_bench(app)},
+    set_help_footer(
+        app,
+        "every command that reports (run, replay, explore, inspect, selfcheck, "
+        "doctor, clean, bench) prints one document under --json. Its \"schema\" field "
+        "(1 now) is raised when a field is removed or changes meaning; \"command\" "
+        "names the command. 'tandem help COMMAND' lists its fields.",
+        {{0, "done: every scenario, check or program did what it should"},
+         {1, "a scenario, check or program did not (the output says which)"},
+         {2,
+          "usage or input error: an unknown command or option, a value out of "
+          "range, a file that is missing, malformed or cannot be written (the message on "
+          "stderr says which)"}});
+    const std::vector<std::pair<std::string, Run>> commands{
+        {"selfcheck", add_selfcheck(app)},
+        {"clean", add_clean(app)},
+        {"run", add_run(app)},
+        {"replay", add_replay(app)},
+        {"explore", add_explore(app)},
+        {"doctor", add_doctor(app)},
+        {"inspect", add_inspect(app)},
+        {"bench", add_bench(app)},
     };
     std::string help_topic;
     CLI::App* help = app.add_subcommand("help", "Print the help of tandem or of one command");
@@ -74,31 +150,24 @@ int main(int argc, char** argv) {
     for (const auto& [name, run] : commands) {
         names.push_back(name);
     }
-    if (refuse_unknown_command(argc, argv, names)) {
+    const std::vector<std::string> arguments(argv + 1, argv + argc);
+    if (!arguments.empty() && arguments[0][0] != '-' &&
+        std::find(names.begin(), names.end(), arguments[0]) == names.end()) {
+        say_unknown_command(arguments[0], names);
         return 2;
     }
+    // An unknown option before any command would only be reported as a missing command.
+    if (!arguments.empty() && arguments[0][0] == '-' && refuse_unknown_option(app, arguments[0])) {
+        return 2;
+    }
+    prefix_parse_errors(app, arguments);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
-        const int code = app.exit(error);
-        return code == 0 ? 0 : 2;
+        return app.exit(error) == 0 ? 0 : 2;
     }
     if (app.got_subcommand(help)) {
-        if (help_topic.empty()) {
-            std::printf(
-                "%s",
-                app.get_formatter()->make_help(&app, "tandem", CLI::AppFormatMode::Normal).c_str());
-            return 0;
-        }
-        if (std::find(names.begin(), names.end(), help_topic) == names.end()) {
-            std::fprintf(stderr, "tandem help: '%s' is not a command\n", help_topic.c_str());
-            return 2;
-        }
-        CLI::App* topic = app.get_subcommand(help_topic);
-        std::printf("%s", topic->get_formatter()
-                              ->make_help(topic, "tandem " + help_topic, CLI::AppFormatMode::Normal)
-                              .c_str());
-        return 0;
+        return print_help(app, help_topic, names);
     }
     for (const auto& [name, run] : commands) {
         if (app.got_subcommand(name)) {

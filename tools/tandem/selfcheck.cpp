@@ -1,8 +1,10 @@
 // `tandem selfcheck`: a short program on the reference backend (host memory, work run on the
 // caller's thread) that exercises the core rules end to end through the client and prints each
-// check as it passes or fails.
+// check as it passes or fails (or, under --json, one document with every check).
 
 #include "commands.hpp"
+#include "help_footer.hpp"
+#include "json.hpp"
 
 #include "tandem/core/reference_runtime.hpp"
 
@@ -12,21 +14,35 @@
 namespace tandem::tool {
 namespace {
 
+/// Prints each check as it is made, or keeps it for the JSON document printed at the end.
 class Checker {
 public:
+    explicit Checker(bool json) : json_(json) {}
+
     void check(const char* rule, const std::string& what, bool passed) {
-        std::printf("  %-4s %-66s %s\n", rule, what.c_str(), passed ? "ok" : "FAILED");
+        if (!json_) {
+            std::printf("  %-4s %-66s %s\n", rule, what.c_str(), passed ? "ok" : "FAILED");
+        }
+        checks_.push_back({{"rule", rule}, {"check", what}, {"passed", passed}});
         failures_ += passed ? 0 : 1;
-        ++checks_;
     }
     [[nodiscard]] int finish() const {
-        std::printf("%d checks, %d failed\n", checks_, failures_);
+        if (json_) {
+            Json document = json_document("selfcheck");
+            document["checks"] = checks_;
+            document["total"] = checks_.size();
+            document["failed"] = failures_;
+            std::printf("%s\n", json_text(document, 2).c_str());
+        } else {
+            std::printf("%zu checks, %zu failed\n", checks_.size(), failures_);
+        }
         return failures_ == 0 ? 0 : 1;
     }
 
 private:
-    int checks_ = 0;
-    int failures_ = 0;
+    bool json_;
+    Json checks_ = Json::array();
+    std::size_t failures_ = 0;
 };
 
 LaunchArgument in(const Handle& handle) { return {handle, AccessMode::Read, std::nullopt}; }
@@ -60,16 +76,19 @@ void check_rules(Client& client, Checker& checker) {
                   client.read(right).ok() && !client.read(left).ok());
 }
 
-int run_selfcheck() {
-    std::printf("tandem selfcheck: core rules on the reference backend\n");
+int run_selfcheck(bool json) {
+    if (!json) {
+        std::printf("tandem selfcheck: core rules on the reference backend\n");
+    }
     Result<std::shared_ptr<reference::ReferenceRuntime>> runtime =
         reference::ReferenceRuntime::create(reference::ReferenceOptions{.devices = 1});
     if (!runtime) {
-        std::fprintf(stderr, "tandem selfcheck: %s\n", runtime.error().report().c_str());
+        std::fprintf(stderr, "tandem: the reference backend cannot start:\n%s\n",
+                     runtime.error().report().c_str());
         return 1;
     }
     Client client = (*runtime)->client(0);
-    Checker checker;
+    Checker checker(json);
     check_rules(client, checker);
     (void)(*runtime)->sync_all();
     checker.check("C4", "once every handle is dropped and swept, the graph is empty",
@@ -80,8 +99,17 @@ int run_selfcheck() {
 }  // namespace
 
 Run add_selfcheck(CLI::App& app) {
-    app.add_subcommand("selfcheck", "Exercise the core rules in process and print each check");
-    return run_selfcheck;
+    auto* command =
+        app.add_subcommand("selfcheck", "Exercise the core rules in process and print each check");
+    auto json = std::make_shared<bool>(false);
+    command->add_flag("--json", *json, "Print one JSON document on stdout instead of lines");
+    set_help_footer(*command,
+                    "{schema, command: \"selfcheck\", checks: [{rule, check, passed}], total, "
+                    "failed}. rule names the rule of docs/DESIGN.md the check exercises.",
+                    {{0, "every check passed"},
+                     {1, "a check failed, or the reference backend could not start"},
+                     {2, "usage error: an unknown option"}});
+    return [json] { return run_selfcheck(*json); };
 }
 
 }  // namespace tandem::tool

@@ -27,10 +27,15 @@
 
 namespace tandem {
 
+/// One device's claims and failure graph, behind one lock: which bytes failed or skipped work
+/// should have written, and why. The settle pipeline changes them; the store keeps C1 and C4 and
+/// answers reads (C6, C7).
 class ClaimStore {
 public:
+    /// An empty store for the device `device`.
     explicit ClaimStore(ServiceId device);
 
+    /// The device whose bytes the store claims.
     [[nodiscard]] ServiceId device() const { return device_; }
 
     /// Makes `failure` the only claimant of `key`'s bytes (C2). `failure` must be live.
@@ -70,10 +75,15 @@ public:
     /// `report`, while `failure` is alive.
     [[nodiscard]] std::optional<Error> report_if_alive(FailureId failure,
                                                        const ClaimKey& read) const;
+    /// How many failures are live.
     [[nodiscard]] std::size_t failure_count() const;
+    /// Whether `failure` is live: some allocation still carries it.
     [[nodiscard]] bool failure_alive(FailureId failure) const;
+    /// How many allocations carry `failure` (0 once it is gone).
     [[nodiscard]] std::uint64_t allocations_carrying(FailureId failure) const;
+    /// The claims on `memory`, sorted by offset (none for an allocation without claims).
     [[nodiscard]] std::vector<Claim> claims_of(MemoryId memory) const;
+    /// How many allocations carry at least one claim.
     [[nodiscard]] std::size_t claimed_allocation_count() const;
     /// No claim and no failure left.
     [[nodiscard]] bool drained() const;

@@ -17,16 +17,22 @@
 
 namespace tandem {
 
+/// Bytes of one allocation that one failure claims.
 struct Claim {
+    /// The claimed bytes, never empty.
     ByteRange range;
+    /// The failure that should have written them.
     FailureId failure;
 
+    /// Equal when both the range and the failure are.
     friend constexpr bool operator==(const Claim&, const Claim&) = default;
 };
 
 /// Failures whose claims a change touched. Inline for up to 8, the common case by far.
 using TouchedFailures = detail::SmallVector<FailureId, 8>;
 
+/// The claims on one allocation: sorted, disjoint, non-empty ranges, each naming one failure (C1),
+/// with touching ranges of one failure fused.
 class AllocationClaims {
 public:
     /// Makes `failure` the only claimant of every byte of `range` (C2). Returns the failures
@@ -40,8 +46,11 @@ public:
     /// Every distinct failure claiming a byte of `range`, in order of the bytes, appended to
     /// `found` unless already there.
     void claimants(ByteRange range, std::vector<FailureId>& found) const;
+    /// Whether some byte is claimed by `failure`.
     [[nodiscard]] bool carries(FailureId failure) const;
+    /// Whether no byte is claimed.
     [[nodiscard]] bool empty() const { return claims_.empty(); }
+    /// The claims, sorted by offset.
     [[nodiscard]] std::span<const Claim> claims() const { return claims_; }
 
     /// A description of the first broken C1 invariant, or none.

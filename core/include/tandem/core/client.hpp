@@ -17,8 +17,12 @@ namespace tandem {
 /// A resource of a launch, as a user names it: a handle (of this device, or shared memory of a
 /// peer), optionally viewed as a tensor map, and the access the kernel needs.
 struct LaunchArgument {
+    /// The memory to bind: a handle of this device, or memory a peer shared.
     Handle handle;
+    /// How the kernel may access it; read-write when not said.
     AccessMode access = AccessMode::ReadWrite;
+    /// A tiled view of the buffer, when the kernel addresses it through a tensor map (this device's
+    /// memory only).
     std::optional<TensorMapDescriptor> tensor_map;
 };
 
@@ -30,16 +34,29 @@ struct ExternalWork {
     ExternalCallables run;
 };
 
+/// One device's front door, the same on every backend. It checks what a caller can get wrong before
+/// anything reaches the device (a handle of another device is `WrongService` (P1), sizes and
+/// offsets are validated, a peer's shared memory is bound at its shared address) and passes the
+/// call to the device's `Server`. A call refused here changes nothing.
 class Client {
 public:
+    /// The client of `server`'s device.
     explicit Client(std::shared_ptr<Server> server);
 
+    /// The device this client is the door of.
     [[nodiscard]] ServiceId service() const;
+    /// The stream every device has from the start.
     [[nodiscard]] StreamId default_stream() const { return server_->default_stream(); }
+    /// The device itself, for what a client does not offer.
     [[nodiscard]] Server& server() const { return *server_; }
 
+    /// A new stream of this device; `DeviceLost` when it is lost.
     Result<StreamId> create_stream();
+    /// An allocation of `size_bytes` on the default stream: `InvalidArgument` for 0 or too many
+    /// bytes, `OutOfMemory` (with figures) when it does not fit or an injected fault is due.
     Result<Handle> allocate(std::uint64_t size_bytes);
+    /// An allocation of `size_bytes` on `stream`, whose work must pass before its bytes are reused;
+    /// the errors of `allocate(size_bytes)`, and `InvalidArgument` for no such stream.
     Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream);
     /// Memory another allocator owns as a handle of this device, with claims like any other
     /// (`Server::adopt`); `memory.release` is called when the last handle and binding are gone.
@@ -51,14 +68,24 @@ public:
     Result<NativeView> native(const Handle& handle) { return native(handle, default_stream()); }
     /// Where this device's memory is and the native handle of `stream`, with no buffer.
     Result<NativeView> native(StreamId stream) { return server_->native(nullptr, stream); }
+    /// Enqueues a write of `bytes` (copied now) into `target`'s bytes, on its stream: the write
+    /// lands after the work before it and releases their claims (C3). `WrongService` for a handle
+    /// of another device, `InvalidArgument` when the sizes differ.
     Status write(const Handle& target, std::span<const std::byte> bytes);
+    /// Waits for the work before it and every writer of `source`'s bytes on any device, then
+    /// returns the bytes, or why they cannot be read (C6): `Unwritten` naming the root failure and
+    /// the work skipped on the way, `Several` when several failures claim them.
     Result<std::vector<std::byte>> read(const Handle& source);
+    /// `read` of a strided view of `source`: `shape` elements of `elem_size_bytes`, `strides`
+    /// elements apart, outermost first, in view order. `InvalidArgument` for a view that is
+    /// malformed or reaches past the handle's bytes.
     Result<std::vector<std::byte>> read_strided(const Handle& source,
                                                 std::vector<std::uint64_t> shape,
                                                 std::vector<std::uint64_t> strides,
                                                 std::uint64_t elem_size_bytes);
     /// Copies `source` (this device, or memory a peer shared) into `target` (this device).
     Status copy(const Handle& source, const Handle& target);
+    /// `copy` on `stream` instead of the target's stream.
     Status copy(const Handle& source, const Handle& target, StreamId stream);
     /// Launches the kernel registered as `kernel` on the default stream. A name no one
     /// registered is refused at once (C10: its outputs are claimed, its inputs stay readable),
@@ -69,6 +96,10 @@ public:
         return launch_entry(nullptr, std::move(kernel), config, arguments, args,
                             default_stream(), nullptr);
     }
+    /// `launch` on `stream`. Errors are the call's own: an argument of another device that was not
+    /// shared (`WrongService`), a malformed tensor map, too many resources (`InvalidArgument`), a
+    /// lost device. A kernel that fails after it was enqueued claims its outputs instead (C8); a
+    /// launch the device refuses before it runs claims them too (C10).
     Status launch(std::string kernel, LaunchConfig config,
                   const std::vector<LaunchArgument>& arguments, KernelArgs args, StreamId stream) {
         return launch_entry(nullptr, std::move(kernel), config, arguments, args, stream, nullptr);
@@ -96,8 +127,13 @@ public:
     Status enqueue(ExternalWork work, StreamId stream);
     Status enqueue(ExternalWork work) { return enqueue(std::move(work), default_stream()); }
 
+    /// A point in `stream`'s work that a stream of any device can wait for.
     Result<Event> record_event(StreamId stream);
+    /// Later work on `stream` waits for `event`, which may be another device's: `InvalidArgument`
+    /// for an event of no device of this runtime, `DeviceLost` for one of a lost device.
     Status wait_event(StreamId stream, const Event& event);
+    /// Waits for all work of this device; `DeviceLost` if it is or became lost. Failed work does
+    /// not fail a sync: its bytes are claimed, and a read or `sync(handles)` says why.
     Status sync();
     /// Waits for this device's work and every writer of the handles' bytes on any device, then
     /// fails if any byte of them is claimed (C6).
@@ -105,13 +141,23 @@ public:
 
     /// `handle` with its allocation shared with the other devices (P2: pinned while shared).
     Result<Handle> share_with_peers(const Handle& handle);
+    /// Lets kernels on `accessor` bind this device's shared memory (P7): `PeerUnreachable` for a
+    /// device of no runtime of this process, or GPUs that cannot reach each other.
     Status grant_peer_access(ServiceId accessor);
 
+    /// Opens a recording window on `stream` (C14); `InvalidArgument` if one is open.
     Status begin_capture(StreamId stream);
+    /// Ends the window on `stream`: the graph of what it recorded, or `LaunchRefused` when its work
+    /// failed or was skipped (what it recorded is then claimed); `InvalidArgument` if none is open.
     Result<CaptureGraph> end_capture(StreamId stream);
+    /// Enqueues a replay of `graph` on `stream`; `WrongService` for a graph another device
+    /// recorded.
     Status replay(const CaptureGraph& graph, StreamId stream);
 
+    /// The device's memory figures now.
     [[nodiscard]] MemoryUsage memory_usage() const;
+    /// Arms `fault` on this device (`Server::inject`): the way tests and scenarios make failures
+    /// happen on purpose.
     Status inject(const Fault& fault);
 
 private:

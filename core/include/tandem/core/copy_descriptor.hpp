@@ -18,13 +18,21 @@ public:
     /// Bounded so that validation and enumeration stay cheap and a hostile shape is refused.
     static constexpr std::size_t max_rank = 8;
 
+    /// The view of `shape` elements of `elem_size_bytes` each, `strides` elements apart in each
+    /// dimension, over `binding`. `InvalidArgument` for a rank of 0 or over `max_rank`, an element
+    /// size of 0, a shape and strides of different ranks, or a view that reaches past the binding's
+    /// range or whose size wraps.
     static Result<CopyDescriptor> make(BufferBinding binding, std::vector<std::uint64_t> shape,
                                        std::vector<std::uint64_t> strides,
                                        std::uint64_t elem_size_bytes);
 
+    /// The buffer the view is over.
     [[nodiscard]] const BufferBinding& binding() const { return binding_; }
+    /// Elements in each dimension, outermost first.
     [[nodiscard]] const std::vector<std::uint64_t>& shape() const { return shape_; }
+    /// Elements between neighbours in each dimension, outermost first.
     [[nodiscard]] const std::vector<std::uint64_t>& strides() const { return strides_; }
+    /// The size of one element.
     [[nodiscard]] std::uint64_t elem_size_bytes() const { return elem_size_bytes_; }
     /// How many elements the view holds.
     [[nodiscard]] std::uint64_t element_count() const;
@@ -52,10 +60,15 @@ private:
 /// `strides_bytes` for every dimension but the innermost, read or written in tiles of `box`.
 /// On cuda it is encoded for the tensor memory accelerator; on sim it is checked like any access.
 struct TensorMapDescriptor {
+    /// The most dimensions a tensor map may have, as the tensor memory accelerator allows.
     static constexpr std::size_t max_rank = 5;
+    /// Elements in each dimension, innermost first.
     std::vector<std::uint64_t> dims;
+    /// Bytes between neighbours in each dimension but the innermost, innermost first.
     std::vector<std::uint64_t> strides_bytes;
+    /// The tile's elements in each dimension, innermost first.
     std::vector<std::uint32_t> box;
+    /// The size of one element.
     std::uint32_t elem_size_bytes = 0;
 };
 
@@ -66,7 +79,9 @@ public:
     /// the binding's range.
     static Result<TensorMapBinding> make(BufferBinding binding, TensorMapDescriptor descriptor);
 
+    /// The buffer the map is over.
     [[nodiscard]] const BufferBinding& binding() const { return binding_; }
+    /// The tensor's shape and its tiles.
     [[nodiscard]] const TensorMapDescriptor& descriptor() const { return descriptor_; }
 
 private:

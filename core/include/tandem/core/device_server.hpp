@@ -24,6 +24,9 @@
 
 namespace tandem {
 
+/// The part of every backend's device that behaves the same whatever runs its work: its service id,
+/// its claim store, whether it is lost (D1), the peers it granted access to its shared memory and
+/// the faults injected into it. A backend derives from it and implements the `do_` hooks.
 class DeviceServer : public Server, public std::enable_shared_from_this<DeviceServer> {
 public:
     [[nodiscard]] ServiceId service() const final { return service_; }
@@ -42,13 +45,17 @@ public:
     /// device the runtime does not reach, or one the backend does not admit (`do_admit_peer`:
     /// GPUs that cannot reach each other).
     Status grant_peer_access(ServiceId accessor) final;
+    /// Whether kernels on `accessor` may bind this device's shared memory: always for the device
+    /// itself, otherwise once granted (or when the backend grants every peer).
     [[nodiscard]] bool peer_access_granted(ServiceId accessor) const final;
     /// `peer_access_granted` for a caller that holds the engine's lock.
     [[nodiscard]] bool granted_locked(ServiceId accessor) const {
         return accessor == service_ || granted_.contains(accessor) || do_grants_all_peers();
     }
 
+    /// The device's claims and failure graph.
     [[nodiscard]] ClaimStore& claims() { return claims_; }
+    /// The device's claims and failure graph, read only.
     [[nodiscard]] const ClaimStore& claims() const { return claims_; }
     /// Whether the device is lost; under the engine's lock.
     [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
@@ -64,6 +71,7 @@ protected:
     [[nodiscard]] bool has_stream(StreamId stream) const final {
         return stream.value != 0 && stream.value <= stream_count_.load(std::memory_order_acquire);
     }
+    /// Sets how many streams exist; a backend calls it as it creates them.
     void set_stream_count(std::uint64_t count) {
         stream_count_.store(count, std::memory_order_release);
     }
@@ -153,12 +161,15 @@ protected:
     /// an event of a lost device. The recorder is asked through the directory.
     [[nodiscard]] Status check_event(const Event& event, std::uint64_t next_event) const;
 
+    /// The device's id.
     const ServiceId service_;
+    /// The device's claims and failure graph.
     ClaimStore claims_;
     /// The runtime's devices, each reached by its service id.
     const DeviceDirectory& directory_;
     /// The devices whose kernels may read this device's shared memory.
     std::set<ServiceId> granted_;
+    /// Why the device is lost, once it is (D1); under the engine's lock.
     std::optional<Error> lost_;
     /// The faults injected into this device, and when each is due.
     FaultPlan faults_;

@@ -47,6 +47,7 @@ enum class ErrorKind : std::uint8_t {
     TornDown,
 };
 
+/// The kind's name, as reports print it ("OutOfMemory", "Unwritten", ...).
 std::string_view to_string(ErrorKind kind);
 /// The decision an error of this kind asks of its caller, in one sentence.
 std::string_view advice(ErrorKind kind);
@@ -57,36 +58,58 @@ class Error;
 /// it: which kernel, on which device, the claimed input it needed and the outputs it would have
 /// produced.
 struct SkipRecord {
+    /// The kernel that was skipped.
     std::string kernel;
+    /// The device it was enqueued on.
     ServiceId device;
+    /// The claimed input it needed.
     ClaimKey needed;
+    /// What it would have written, now claimed by the same failure.
     std::vector<ClaimKey> produced;
 };
 
+/// The figures of an `OutOfMemory`: what was asked for and what the device had, in bytes.
 struct OutOfMemoryDetails {
+    /// The size of the allocation that failed.
     std::uint64_t requested_bytes = 0;
+    /// Bytes not in use on the device.
     std::uint64_t free_bytes = 0;
+    /// Bytes the device's pools held from storage.
     std::uint64_t reserved_bytes = 0;
+    /// The largest allocation that could have succeeded.
     std::uint64_t largest_free_block_bytes = 0;
 };
 
+/// The services of a `WrongService`: the client's device and the handle's.
 struct WrongServiceDetails {
+    /// The device of the client that was called.
     ServiceId expected;
+    /// The device the handle belongs to.
     ServiceId actual;
 };
 
+/// The kernel of a `LaunchRefused`.
 struct LaunchRefusedDetails {
+    /// The kernel whose launch was refused.
     std::string kernel;
 };
 
+/// What a `KernelFailed` reports: which kernel, where, and the code it reported.
 struct KernelFailedDetails {
+    /// The kernel that failed.
     std::string kernel;
+    /// The device it ran on.
     ServiceId device;
+    /// The stream it was enqueued on.
     StreamId stream;
+    /// The failure code the kernel reported from inside.
     std::uint32_t code = 0;
 };
 
+/// What an `Unwritten` read found: the failure claiming its bytes, the chain of skipped work back
+/// to the root and the root error.
 struct UnwrittenDetails {
+    /// The failure claiming the bytes read.
     FailureId failure;
     /// How many allocations carried the failure when the read found it.
     std::uint64_t allocations = 0;
@@ -98,19 +121,27 @@ struct UnwrittenDetails {
     std::shared_ptr<const Error> root;
 };
 
+/// The failures of a `Several`, one error each, in the order the read found them.
 struct SeveralDetails {
+    /// Each distinct failure's error.
     std::vector<Error> errors;
 };
 
+/// The device of a `DeviceLost`.
 struct DeviceLostDetails {
+    /// The device that is lost.
     ServiceId device;
 };
 
+/// The devices of a `PeerUnreachable`.
 struct PeerUnreachableDetails {
+    /// The device that tried to reach the other.
     ServiceId from;
+    /// The device that could not be reached.
     ServiceId to;
 };
 
+/// The typed details an error carries: one of the structs above, or none (`std::monostate`).
 using ErrorDetails =
     std::variant<std::monostate, OutOfMemoryDetails, WrongServiceDetails, LaunchRefusedDetails,
                  KernelFailedDetails, UnwrittenDetails, SeveralDetails, DeviceLostDetails,
@@ -119,22 +150,36 @@ using ErrorDetails =
 /// An error: a kind, a message, typed details and an optional cause.
 class Error {
 public:
+    /// An error of `kind` with `message` and `details`. The named constructors below build each
+    /// kind with its details and a message in the usual words.
     Error(ErrorKind kind, std::string message, ErrorDetails details = {});
 
+    /// `OutOfMemory` with its figures.
     static Error out_of_memory(std::string message, OutOfMemoryDetails details);
+    /// `InvalidArgument`: the call itself was wrong; `message` says how.
     static Error invalid_argument(std::string message);
+    /// `WrongService`: a handle of `actual` given to the client of `expected`.
     static Error wrong_service(ServiceId expected, ServiceId actual);
+    /// `LaunchRefused`: the launch of `kernel` was refused before it ran, for `reason`.
     static Error launch_refused(std::string kernel, std::string reason);
+    /// `KernelFailed`: the kernel reported a failure code from inside.
     static Error kernel_failed(KernelFailedDetails details);
+    /// `Unwritten`: a read found claimed bytes; `details.root` must not be null.
     static Error unwritten(UnwrittenDetails details);
     /// One error when `errors` holds one, else a `Several` listing them all.
     static Error several(std::vector<Error> errors);
+    /// `DeviceLost`: `device` hit a sticky fault, for `reason`.
     static Error device_lost(ServiceId device, std::string reason);
+    /// `PeerUnreachable`: `from` cannot reach `to`, for `reason`.
     static Error peer_unreachable(ServiceId from, ServiceId to, std::string reason);
+    /// `TornDown`: the code running the work threw or was torn down; `message` says how.
     static Error torn_down(std::string message);
 
+    /// The kind, which says what the caller should decide.
     [[nodiscard]] ErrorKind kind() const;
+    /// The message, without the kind.
     [[nodiscard]] const std::string& message() const;
+    /// The typed details (`std::monostate` when the kind carries none).
     [[nodiscard]] const ErrorDetails& details() const;
     /// The typed details, or null when this error carries another kind of details.
     template <typename Details>

@@ -14,13 +14,19 @@
 
 namespace tandem {
 
+/// The bytes of an allocation that a handle or binding addresses: the allocation's size and the
+/// bytes trimmed from its start and from its end. Every extent keeps
+/// `offset_start + offset_end <= size`.
 class Extent {
 public:
     /// The whole of an allocation of `size_bytes`.
     explicit constexpr Extent(std::uint64_t size_bytes) : size_(size_bytes) {}
 
+    /// The size of the whole allocation, in bytes.
     [[nodiscard]] constexpr std::uint64_t size() const { return size_; }
+    /// Bytes trimmed from the allocation's start.
     [[nodiscard]] constexpr std::uint64_t offset_start() const { return offset_start_; }
+    /// Bytes trimmed from the allocation's end (a count, not an end position).
     [[nodiscard]] constexpr std::uint64_t offset_end() const { return offset_end_; }
     /// `[offset_start, size - offset_end)`.
     [[nodiscard]] constexpr ByteRange range() const {
@@ -39,6 +45,7 @@ public:
     [[nodiscard]] Result<Extent> slice(std::uint64_t offset_bytes,
                                        std::uint64_t length_bytes) const;
 
+    /// Equal when the size and both offsets are.
     friend constexpr bool operator==(const Extent&, const Extent&) = default;
 
 private:

@@ -19,6 +19,9 @@
 
 namespace tandem {
 
+/// One device's live failures: the root error of each, how many allocations carry it and the work
+/// skipped because of it. A failure is erased when the last allocation carrying it drops it (C4),
+/// so the graph is empty whenever no claim is left.
 class FailureGraph {
 public:
     /// The newest skip records kept per failure.
@@ -35,11 +38,15 @@ public:
     /// Work was skipped because of `failure`.
     void add_skip(FailureId failure, SkipRecord record);
 
+    /// Whether `failure` is live.
     [[nodiscard]] bool contains(FailureId failure) const;
+    /// The number of live failures.
     [[nodiscard]] std::size_t size() const { return nodes_.size(); }
+    /// How many allocations carry `failure` (0 for a failure that is not live).
     [[nodiscard]] std::uint64_t allocations(FailureId failure) const;
     /// The error `failure` was created with.
     [[nodiscard]] const Error& root(FailureId failure) const;
+    /// The id the next failure will get; ids only grow.
     [[nodiscard]] std::uint64_t next_id() const { return next_id_; }
 
     /// The `Unwritten` error a read of `read` reports for `failure`: the skip records walked back

@@ -15,19 +15,25 @@ namespace tandem {
 /// Launches of `kernel` report failure `code` from inside: the `nth` launch from now only
 /// (1-based), or every launch when `nth` is 0, each with `probability`.
 struct KernelFault {
+    /// The kernel's name, as launches name it.
     std::string kernel;
+    /// Which launch from now fails, from 1; 0 for every launch.
     std::uint64_t nth = 0;
+    /// The chance that a launch the fault covers fails, from 0 to 1.
     double probability = 1.0;
+    /// The failure code the kernel reports.
     std::uint32_t code = 1;
 };
 
 /// The `nth` allocation from now (1-based) fails with `OutOfMemory`.
 struct AllocationFault {
+    /// Which allocation from now fails, from 1.
     std::uint64_t nth = 1;
 };
 
 /// The device is lost (a sticky fault) once `after_operations` more operations have run on it.
 struct DeviceLossFault {
+    /// Operations that still run before the device is lost; 0 loses it at once.
     std::uint64_t after_operations = 0;
 };
 
@@ -39,12 +45,16 @@ struct StreamDelay {
     /// those injected since the device last synchronised.
     static constexpr std::uint64_t max_steps = 1'000'000;
 
+    /// The stream held back.
     StreamId stream;
+    /// How long it is held back: scheduler steps on the simulator, microseconds on a GPU.
     std::uint64_t steps = 0;
 };
 
+/// Any fault `Client::inject` takes.
 using Fault = std::variant<KernelFault, AllocationFault, DeviceLossFault, StreamDelay>;
 
+/// The fault in words, for reports and traces ("kernel 'fill' fails with code 7 on launch 2").
 std::string describe(const Fault& fault);
 
 }  // namespace tandem

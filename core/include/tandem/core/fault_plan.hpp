@@ -17,6 +17,8 @@
 
 namespace tandem {
 
+/// The faults armed on one device (`Client::inject`), and the count of launches and allocations
+/// each waits for. A device asks it, for every launch and allocation, whether a fault is due.
 class FaultPlan {
 public:
     /// Arms a kernel, allocation or delayed device-loss fault; `InvalidArgument` for a probability

@@ -30,6 +30,7 @@ enum class Overlap : std::uint8_t {
     Partial,
 };
 
+/// "Disjoint", "Same" or "Partial".
 std::string_view to_string(Overlap overlap);
 /// How the bytes of `a` relate to those of `b`.
 Overlap overlap(const ClaimKey& a, const ClaimKey& b);
@@ -37,23 +38,36 @@ Overlap overlap(const ClaimKey& a, const ClaimKey& b);
 class BufferBinding;
 class WeakBufferBinding;
 
+/// What a user holds for device memory: which bytes of which allocation, on which device, and the
+/// stream it was allocated on. It counts as a strong reference (`can_mut()`); copies share the
+/// allocation, and the allocation is freed once the last handle and binding are gone.
 class Handle {
 public:
     /// Only a backend builds a handle, over memory it allocated (`RuntimeKey`).
     Handle(RuntimeKey, ManagedMemoryHandle memory, ServiceId service, StreamId stream,
            std::uint64_t size_bytes);
 
+    /// The strong reference to the allocation.
     [[nodiscard]] const ManagedMemoryHandle& memory() const { return memory_; }
+    /// The allocation's id.
     [[nodiscard]] MemoryId memory_id() const { return memory_.id(); }
+    /// The device that owns the memory.
     [[nodiscard]] ServiceId service() const { return service_; }
+    /// The stream the memory was allocated on.
     [[nodiscard]] StreamId stream() const { return stream_; }
+    /// The allocation's size and this handle's offsets.
     [[nodiscard]] const Extent& extent() const { return extent_; }
     /// The size of the allocation, ignoring offsets.
     [[nodiscard]] std::uint64_t size() const { return extent_.size(); }
+    /// Bytes trimmed from the allocation's start.
     [[nodiscard]] std::uint64_t offset_start() const { return extent_.offset_start(); }
+    /// Bytes trimmed from the allocation's end.
     [[nodiscard]] std::uint64_t offset_end() const { return extent_.offset_end(); }
+    /// The bytes this handle addresses: `[offset_start, size - offset_end)`.
     [[nodiscard]] ByteRange range() const { return extent_.range(); }
+    /// How many bytes this handle addresses.
     [[nodiscard]] std::uint64_t size_in_use() const { return extent_.size_in_use(); }
+    /// The allocation and exactly `range()`, as claims name them.
     [[nodiscard]] ClaimKey claim_key() const { return ClaimKey{memory_id(), range()}; }
     /// The memory shared with peers, once the owning client shared it.
     [[nodiscard]] const std::optional<PeerMemory>& peer() const { return peer_; }
@@ -69,12 +83,17 @@ public:
     [[nodiscard]] Result<Handle> slice(std::uint64_t offset_bytes,
                                        std::uint64_t length_bytes) const;
 
+    /// How this handle's bytes relate to `other`'s.
     [[nodiscard]] Overlap overlap(const Handle& other) const;
+    /// A binding of the same bytes, for work: it keeps the memory reserved without counting for
+    /// `can_mut()`.
     [[nodiscard]] BufferBinding binding() const;
 
     /// This handle with its memory shared as `peer`. The owning client calls it.
     [[nodiscard]] Handle with_peer(PeerMemory peer) const;
 
+    /// The handle in words, for messages: "Handle{memory #3, device 0 of runtime ..., stream 1,
+    /// size 1024, bytes [0, 1024)}".
     [[nodiscard]] std::string describe() const;
 
 private:
@@ -89,20 +108,32 @@ private:
 /// A handle detached for work: reserves its memory without counting for `can_mut()`.
 class BufferBinding {
 public:
+    /// A binding of `memory`'s bytes that `extent` leaves, on `service`, allocated on `stream`;
+    /// `peer` when the memory was shared.
     BufferBinding(ManagedMemoryBinding memory, ServiceId service, StreamId stream, Extent extent,
                   std::optional<PeerMemory> peer);
     /// `handle.binding()`, built where it is declared (in a container, say) without a move.
     explicit BufferBinding(const Handle& handle);
 
+    /// The binding reference to the allocation.
     [[nodiscard]] const ManagedMemoryBinding& memory() const { return memory_; }
+    /// The allocation's id.
     [[nodiscard]] MemoryId memory_id() const { return memory_.id(); }
+    /// The device that owns the memory.
     [[nodiscard]] ServiceId service() const { return service_; }
+    /// The stream the memory was allocated on.
     [[nodiscard]] StreamId stream() const { return stream_; }
+    /// The allocation's size and this binding's offsets.
     [[nodiscard]] const Extent& extent() const { return extent_; }
+    /// The size of the allocation, ignoring offsets.
     [[nodiscard]] std::uint64_t size() const { return extent_.size(); }
+    /// Bytes trimmed from the allocation's start.
     [[nodiscard]] std::uint64_t offset_start() const { return extent_.offset_start(); }
+    /// Bytes trimmed from the allocation's end.
     [[nodiscard]] std::uint64_t offset_end() const { return extent_.offset_end(); }
+    /// How many bytes this binding addresses.
     [[nodiscard]] std::uint64_t size_in_use() const { return extent_.size_in_use(); }
+    /// The memory shared with peers, if the owner shared it.
     [[nodiscard]] const std::optional<PeerMemory>& peer() const { return peer_; }
 
     /// `[offset_start, size - offset_end)`: the bytes claimed when work writing through this
@@ -117,6 +148,7 @@ public:
         return memory_.allocation().address + extent_.offset_start();
     }
 
+    /// A weak binding of the same bytes, which does not keep the memory reserved.
     [[nodiscard]] WeakBufferBinding downgrade() const;
 
 private:
@@ -134,6 +166,7 @@ public:
     /// The binding back, while its memory is still held; never a later occupant. The peer memory
     /// is not carried over.
     [[nodiscard]] std::optional<BufferBinding> upgrade() const;
+    /// The allocation and exactly the bytes bound, as claims name them.
     [[nodiscard]] ClaimKey claim_key() const { return ClaimKey{memory_.id(), extent_.range()}; }
 
 private:

@@ -28,17 +28,26 @@ namespace tandem {
 
 /// A sticky fault raised inside a kernel.
 struct HostFault {
+    /// What a person needs to know: the kernel, the access, the address and its allocation.
     std::string report;
 };
 
 /// One resource of a launch, resolved to host memory.
 struct BoundResource {
+    /// The resource's first byte in this process.
     std::byte* host = nullptr;
+    /// The device address of the same byte.
     std::uint64_t address = 0;
+    /// The bytes bound.
     std::uint64_t size_bytes = 0;
+    /// How the kernel may access them.
     AccessMode access = AccessMode::ReadWrite;
+    /// Whether the launching device may access them: false for peer memory whose owner did not
+    /// grant it (every access then faults).
     bool granted = true;
+    /// The device that owns the memory.
     std::uint32_t owner_device = 0;
+    /// The tiled view, when the resource is bound as a tensor map.
     std::optional<TensorMapDescriptor> tensor_map;
 };
 
@@ -50,18 +59,27 @@ public:
     virtual void yield() = 0;
     /// Returns once `ready()` holds; reports a deadlock rather than hang.
     virtual void block_until(const std::function<bool()>& ready, const std::string& what) = 0;
+    /// A system-scope release at `address`, for the race detector: it orders this kernel's earlier
+    /// accesses before whoever acquires the same address.
     virtual void on_release(std::uint64_t address) = 0;
+    /// A system-scope acquire at `address`, for the race detector: it orders the accesses of
+    /// whoever released the same address before this kernel's later ones.
     virtual void on_acquire(std::uint64_t address) = 0;
     /// What a person needs to know about `address`: its allocation and what happened to it.
     [[nodiscard]] virtual std::string describe_address(std::uint64_t address) const = 0;
+    /// Whether kernels run on threads of their own, where atomics must be real atomics.
     [[nodiscard]] virtual bool threaded() const = 0;
 };
 
 class HostKernelContext;
 
 template <typename T>
+/// A checked view of a buffer resource as elements of `T`: every access is checked against the
+/// bound bytes, the declared access and the grant, and one that breaks them raises the device's
+/// sticky fault (`HostFault`, D1) with a report naming the address and its allocation.
 class HostView {
 public:
+    /// The view of resource number `resource` of `context`, bound as `bound`.
     HostView(const HostKernelContext* context, std::size_t resource, const BoundResource& bound)
         : context_(context),
           resource_(resource),
@@ -70,20 +88,27 @@ public:
           writable_(writes(bound.access)),
           granted_(bound.granted) {}
 
+    /// How many whole elements of `T` the resource holds.
     [[nodiscard]] std::uint64_t size() const { return count_; }
 
+    /// Element `index`; faults past the end or on memory never granted.
     T load(std::uint64_t index) const {
         check(index, false);
         T value;
         std::memcpy(&value, base_ + index * sizeof(T), sizeof(T));
         return value;
     }
+    /// Writes element `index`; faults past the end, on a read-only resource or on memory never
+    /// granted.
     void store(std::uint64_t index, T value) const {
         check(index, true);
         std::memcpy(base_ + index * sizeof(T), &value, sizeof(T));
     }
+    /// Element `index`, read with acquire order at system scope (another device's release is seen).
     T atomic_load_acquire(std::uint64_t index) const;
+    /// Writes element `index` with release order at system scope.
     void atomic_store_release(std::uint64_t index, T value) const;
+    /// Adds `value` to element `index` atomically at system scope; returns the element before.
     T atomic_fetch_add(std::uint64_t index, T value) const;
 
 private:
@@ -103,10 +128,13 @@ private:
 template <typename T>
 class HostTiledView {
 public:
+    /// The tiled view of resource number `resource` of `context`, bound as `bound` (with a tensor
+    /// map).
     HostTiledView(const HostKernelContext* context, std::size_t resource,
                   const BoundResource& bound)
         : bytes_(context, resource, bound), map_(*bound.tensor_map) {}
 
+    /// How many tiles cover the tensor, counting the partial tiles at its edges.
     [[nodiscard]] std::uint64_t tile_count() const {
         std::uint64_t tiles = 1;
         for (std::size_t dim = 0; dim < map_.dims.size(); ++dim) {
@@ -130,8 +158,13 @@ private:
     TensorMapDescriptor map_;
 };
 
+/// What a kernel sees when it runs on the host (the simulator, the reference backend): its thread's
+/// index, the launch's scalar arguments and checked views of its resources. The same kernel functor
+/// a GPU runs with raw pointers runs here with every access checked.
 class HostKernelContext {
 public:
+    /// The context of a launch of `kernel` over `resources` with `args`, of `thread_count` threads,
+    /// run by `host`.
     HostKernelContext(std::string kernel, std::vector<BoundResource> resources, KernelArgs args,
                       std::uint64_t thread_count, KernelHost& host)
         : kernel_(std::move(kernel)),
@@ -140,14 +173,20 @@ public:
           thread_count_(thread_count),
           host_(host) {}
 
+    /// The running thread's index, from 0 to `thread_count() - 1`.
     [[nodiscard]] std::uint64_t thread_index() const { return thread_index_; }
+    /// How many threads the launch runs.
     [[nodiscard]] std::uint64_t thread_count() const { return thread_count_; }
+    /// Makes the context that of thread `index`; the backend calls it between threads.
     void set_thread(std::uint64_t index) { thread_index_ = index; }
 
+    /// A checked view of buffer resource `index` as elements of `T`; faults when the launch binds
+    /// fewer resources.
     template <typename T>
     HostView<T> buffer(std::size_t index) const {
         return HostView<T>(this, index, resource(index));
     }
+    /// A tiled view of tensor-map resource `index`; faults when it was bound as a plain buffer.
     template <typename T>
     HostTiledView<T> tensor_map(std::size_t index) const {
         const BoundResource& bound = resource(index);
@@ -157,7 +196,9 @@ public:
         }
         return HostTiledView<T>(this, index, bound);
     }
+    /// Scalar argument `index` as an integer; 0 past the arguments given.
     [[nodiscard]] std::uint64_t u64(std::size_t index) const { return args_.u64_at(index); }
+    /// Scalar argument `index` as a double; 0 past the arguments given.
     [[nodiscard]] double f64(std::size_t index) const { return args_.f64_at(index); }
 
     /// Reports failure `code`; the first code a launch reports is kept.
@@ -166,10 +207,13 @@ public:
             failure_code_ = code;
         }
     }
+    /// The failure code the launch reported, if it reported one.
     [[nodiscard]] std::optional<std::uint32_t> failure_code() const { return failure_code_; }
     /// A trap: the sticky fault a GPU raises for `__trap()`, which loses the device (D1).
     [[noreturn]] void trap() const { raise("'" + kernel_ + "' trapped (a trap instruction)"); }
 
+    /// Waits until element `index` of `view` equals `value`, read with acquire order; the host
+    /// reports a deadlock instead of hanging when no other work can make it so.
     template <typename T>
     void wait_until_equal(const HostView<T>& view, std::uint64_t index, T value) {
         if (view.atomic_load_acquire(index) == value) {
@@ -181,11 +225,14 @@ public:
                 std::to_string(view.resource_) + " to equal " + std::to_string(value));
     }
 
+    /// The backend's side of the running kernel.
     [[nodiscard]] KernelHost& host() const { return host_; }
+    /// Resource `index` as the backend bound it.
     [[nodiscard]] const BoundResource& bound(std::size_t index) const { return resources_[index]; }
 
     /// Raises the sticky fault for an access of `view_bytes` at `byte_offset` of a resource.
     [[noreturn]] void fault(std::size_t resource, std::uint64_t byte_offset, bool write) const;
+    /// Raises the device's sticky fault with `report` (D1).
     [[noreturn]] void raise(std::string report) const { throw HostFault{std::move(report)}; }
 
 private:

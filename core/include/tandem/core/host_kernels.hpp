@@ -55,6 +55,8 @@ Status register_kernel(const KernelEntry& entry);
 Status register_kernel(std::string name, KernelRunner runner);
 
 template <typename Kernel>
+/// Registers `Kernel` (a functor type with a `name`) for every host backend of the process;
+/// `InvalidArgument` when its name is empty or already registered.
 Status register_kernel() {
     return register_kernel(kernel_entry<Kernel>);
 }

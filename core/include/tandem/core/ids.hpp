@@ -16,85 +16,112 @@ namespace tandem {
 /// One device of one runtime instance. Unique across runtime instances in a process and across
 /// processes, because the runtime id is drawn at random when a runtime starts.
 struct ServiceId {
+    /// The runtime instance, drawn at random when it starts.
     std::uint64_t runtime_id = 0;
+    /// The device's number within its runtime, from 0.
     std::uint32_t device_index = 0;
 
+    /// Ordered by runtime, then device.
     friend constexpr auto operator<=>(const ServiceId&, const ServiceId&) = default;
 };
 
 /// An ordered queue of work on one device.
 struct StreamId {
+    /// The stream's number on its device; streams are numbered from 1, the default stream first.
     std::uint64_t value = 0;
 
+    /// Ordered by number.
     friend constexpr auto operator<=>(const StreamId&, const StreamId&) = default;
 };
 
 /// One allocation, for as long as the process lives: memory ids are never reused.
 struct MemoryId {
+    /// The generation count it was drawn with; 0 names no allocation.
     std::uint64_t value = 0;
 
     /// A fresh id from the process-wide generation counter. Thread-safe and lock-free.
     static MemoryId next();
 
+    /// Ordered by generation: an older allocation sorts first.
     friend constexpr auto operator<=>(const MemoryId&, const MemoryId&) = default;
 };
 
 /// One failure in a device's failure graph. Ids are never reused within a graph.
 struct FailureId {
+    /// The count it was drawn with in its graph.
     std::uint64_t value = 0;
 
+    /// Ordered by creation within a graph.
     friend constexpr auto operator<=>(const FailureId&, const FailureId&) = default;
 };
 
 /// A half-open byte range `[begin, end)` of one allocation. Empty when `begin >= end`.
 struct ByteRange {
+    /// The first byte.
     std::uint64_t begin = 0;
+    /// One past the last byte.
     std::uint64_t end = 0;
 
+    /// Whether the range holds no byte.
     [[nodiscard]] constexpr bool empty() const { return begin >= end; }
+    /// The bytes in the range; 0 when empty.
     [[nodiscard]] constexpr std::uint64_t size_bytes() const { return empty() ? 0 : end - begin; }
     /// Whether the two ranges share at least one byte. Empty ranges share none.
     [[nodiscard]] constexpr bool intersects(const ByteRange& other) const {
         return !empty() && !other.empty() && begin < other.end && other.begin < end;
     }
 
+    /// Ordered by `begin`, then `end`.
     friend constexpr auto operator<=>(const ByteRange&, const ByteRange&) = default;
 };
 
 /// The identity a claim is stored under: an allocation and a byte range of it. Anything that
 /// deduplicates or compares claims keys by this and nothing coarser.
 struct ClaimKey {
+    /// The allocation.
     MemoryId memory;
+    /// The bytes of it.
     ByteRange range;
 
+    /// Ordered by allocation, then range.
     friend constexpr auto operator<=>(const ClaimKey&, const ClaimKey&) = default;
 };
 
+///@{
+/// An id, range or key in words, for messages: "device 0 of runtime 5bb677f9aff44faf",
+/// "stream 1", "memory #3", "failure #1", "[0, 64)", "memory #3 bytes [0, 64)".
 std::string to_string(ServiceId service);
 std::string to_string(StreamId stream);
 std::string to_string(MemoryId memory);
 std::string to_string(FailureId failure);
 std::string to_string(ByteRange range);
 std::string to_string(const ClaimKey& key);
+///@}
 
 }  // namespace tandem
 
+/// Hashes a memory id by its value, for unordered containers.
 template <>
 struct std::hash<tandem::MemoryId> {
+    /// The hash of `id`.
     std::size_t operator()(tandem::MemoryId id) const noexcept {
         return std::hash<std::uint64_t>{}(id.value);
     }
 };
 
+/// Hashes a failure id by its value, for unordered containers.
 template <>
 struct std::hash<tandem::FailureId> {
+    /// The hash of `id`.
     std::size_t operator()(tandem::FailureId id) const noexcept {
         return std::hash<std::uint64_t>{}(id.value);
     }
 };
 
+/// Hashes a claim key by its allocation and both ends of its range, for unordered containers.
 template <>
 struct std::hash<tandem::ClaimKey> {
+    /// The hash of `key`.
     std::size_t operator()(const tandem::ClaimKey& key) const noexcept {
         std::size_t seed = std::hash<std::uint64_t>{}(key.memory.value);
         seed ^= std::hash<std::uint64_t>{}(key.range.begin) + 0x9e3779b97f4a7c15ULL + (seed << 6);

@@ -32,11 +32,16 @@
 
 namespace tandem {
 
+/// A count of blocks or threads in each of three dimensions, as CUDA's `dim3`.
 struct Dim3 {
+    /// Along x (the innermost).
     std::uint32_t x = 1;
+    /// Along y.
     std::uint32_t y = 1;
+    /// Along z (the outermost).
     std::uint32_t z = 1;
 
+    /// How many in all: `x * y * z`, in 64 bits so that it cannot wrap.
     [[nodiscard]] constexpr std::uint64_t count() const {
         return std::uint64_t{x} * std::uint64_t{y} * std::uint64_t{z};
     }
@@ -45,12 +50,16 @@ struct Dim3 {
 /// The most blocks of a grid in each dimension, and the most threads of a block in each, as on
 /// the GPUs tandem targets (compute capability 9.0). Every backend refuses a launch past them.
 inline constexpr std::uint32_t max_grid_x = 2147483647;
+/// The most blocks of a grid in x, y and z.
 inline constexpr Dim3 max_grid_dims{max_grid_x, 65535, 65535};
+/// The most threads of a block in x, y and z.
 inline constexpr Dim3 max_block_dims{1024, 1024, 64};
 
 /// How many threads a launch runs: `grid` blocks of `block` threads.
 struct LaunchConfig {
+    /// Blocks of the grid.
     Dim3 grid;
+    /// Threads of each block.
     Dim3 block;
 
     /// Every thread of the launch. Only for a configuration a launch accepts
@@ -88,34 +97,41 @@ inline constexpr std::uint64_t max_block_threads = 1024;
 /// parameter block of a GPU launch holds. Every backend refuses more, so that a program the
 /// simulator runs also runs on a GPU.
 inline constexpr std::size_t max_launch_resources = 8;
+/// The most tensor-map resources one launch binds.
 inline constexpr std::size_t max_launch_tensor_maps = 2;
 static_assert(max_launch_tensor_maps <= max_launch_resources);
 
 /// Scalar arguments of a launch: up to eight 64-bit words, each an integer or a double.
 class KernelArgs {
 public:
+    /// The most words a launch carries; further words are dropped.
     static constexpr std::size_t max_words = 8;
 
+    /// Appends `value`; past `max_words` it is dropped. Returns `*this`, to chain.
     KernelArgs& u64(std::uint64_t value) {
         if (count_ < max_words) {
             words_[count_++] = value;
         }
         return *this;
     }
+    /// Appends the bits of `value`. Returns `*this`, to chain.
     KernelArgs& f64(double value) {
         std::uint64_t bits = 0;
         std::memcpy(&bits, &value, sizeof bits);
         return u64(bits);
     }
+    /// Word `index` as an integer; 0 past the words given.
     [[nodiscard]] TANDEM_HOST_DEVICE std::uint64_t u64_at(std::size_t index) const {
         return index < count_ ? words_[index] : 0;
     }
+    /// Word `index` as a double; 0 past the words given.
     [[nodiscard]] TANDEM_HOST_DEVICE double f64_at(std::size_t index) const {
         double value = 0;
         std::uint64_t bits = u64_at(index);
         std::memcpy(&value, &bits, sizeof value);
         return value;
     }
+    /// How many words were given.
     [[nodiscard]] std::size_t count() const { return count_; }
 
 private:

@@ -20,12 +20,18 @@ namespace tandem {
 /// launch runs; outputs (write, read-write) are claimed or released by its outcome.
 enum class AccessMode : std::uint8_t { Read, Write, ReadWrite };
 
+/// "read", "write" or "read-write".
 std::string_view to_string(AccessMode mode);
+/// Whether the launch reads the resource (read or read-write).
 [[nodiscard]] constexpr bool reads(AccessMode mode) { return mode != AccessMode::Write; }
+/// Whether the launch writes the resource (write or read-write).
 [[nodiscard]] constexpr bool writes(AccessMode mode) { return mode != AccessMode::Read; }
 
+/// One resource a launch binds, and how the kernel may access it: a buffer of the launching device,
+/// a tensor map over one, or memory a peer shared.
 class KernelResource {
 public:
+    /// What the resource binds.
     using Binding = std::variant<BufferBinding, TensorMapBinding, PeerBinding>;
 
     /// A resource with no declared access counts as read-write.
@@ -33,12 +39,17 @@ public:
     /// `handle`'s buffer on its own device, bound in place.
     KernelResource(const Handle& handle, AccessMode access);
 
+    /// A buffer of the launching device.
     static KernelResource buffer(BufferBinding binding, AccessMode access = AccessMode::ReadWrite);
+    /// A tensor map over a buffer of the launching device.
     static KernelResource tensor_map(TensorMapBinding map,
                                      AccessMode access = AccessMode::ReadWrite);
+    /// Memory a peer shared.
     static KernelResource peer(PeerBinding peer, AccessMode access = AccessMode::ReadWrite);
 
+    /// What the resource binds.
     [[nodiscard]] const Binding& binding() const { return binding_; }
+    /// How the kernel may access it.
     [[nodiscard]] AccessMode access() const { return access_; }
     /// The buffer of the launching device the resource binds, or null for another device's memory.
     [[nodiscard]] const BufferBinding* local_binding() const;

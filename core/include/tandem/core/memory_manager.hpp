@@ -32,9 +32,11 @@
 
 namespace tandem {
 
+/// How a memory manager carves its storage into pools.
 struct PoolOptions {
     /// Requests up to this size go to the sliced pool; larger ones get a region of their own.
     std::uint64_t slice_max_bytes = 256 * 1024;
+    /// The size of each page the sliced pool takes from storage at a time.
     std::uint64_t page_size_bytes = 2 * 1024 * 1024;
     /// Keeps the live allocations ordered by address, for `find_address` (the simulator's fault
     /// reports name the allocation an address falls in). Costs a tree insert and erase per
@@ -42,19 +44,29 @@ struct PoolOptions {
     bool index_addresses = true;
 };
 
+/// One device's memory figures at a moment, in bytes.
 struct MemoryUsage {
+    /// Bytes of live allocations, as requested.
     std::uint64_t in_use_bytes = 0;
+    /// Bytes the pools hold from storage.
     std::uint64_t reserved_bytes = 0;
+    /// The most bytes storage can hold.
     std::uint64_t capacity_bytes = 0;
+    /// Bytes not in use: capacity less what is in use.
     std::uint64_t free_bytes = 0;
+    /// The largest allocation that could succeed now without trimming.
     std::uint64_t largest_free_block_bytes = 0;
 };
 
+/// One device's allocator: pools over a `Storage` that hand out counted references, free an
+/// allocation once nothing holds it and the stream that used it last has passed, and reuse its
+/// bytes (rule C5 sheds its claims). `OutOfMemory` only when the bytes really cannot be found.
 class MemoryManager {
 public:
     /// Requests over this many bytes are refused as absurd, before any arithmetic on them.
     static constexpr std::uint64_t max_allocation_bytes = std::uint64_t{1} << 62;
 
+    /// A manager over `storage`, ordering reuse by `order`; both must outlive it.
     MemoryManager(Storage& storage, StreamOrder& order, PoolOptions options = {});
     ~MemoryManager();
     MemoryManager(const MemoryManager&) = delete;
@@ -74,7 +86,9 @@ public:
     /// The live allocation whose bytes contain `address`; always empty unless the options index
     /// addresses. (A live allocation by id needs no look-up: its references carry it.)
     [[nodiscard]] std::optional<AllocationInfo> find_address(std::uint64_t address) const;
+    /// The memory figures now.
     [[nodiscard]] MemoryUsage usage() const;
+    /// How many allocations are live.
     [[nodiscard]] std::size_t live_count() const;
 
     /// How many swept blocks wait, at most, for a request of their size on their stream.

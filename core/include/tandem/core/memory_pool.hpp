@@ -22,18 +22,28 @@ namespace tandem {
 
 /// A block handed out by a pool.
 struct PoolBlock {
+    /// The block's first device address.
     std::uint64_t address = 0;
+    /// The block's length.
     std::uint64_t size_bytes = 0;
 };
 
+/// One pool's memory figures, in bytes.
 struct PoolUsage {
+    /// Bytes of the blocks handed out.
     std::uint64_t in_use_bytes = 0;
+    /// Bytes the pool holds from storage.
     std::uint64_t reserved_bytes = 0;
+    /// The largest block the pool could hand out now without new storage.
     std::uint64_t largest_free_block_bytes = 0;
 };
 
+/// A pool that carves storage regions into blocks and reuses freed ones in stream order: at once on
+/// the stream that released a block, on another stream only after it waits for the release. Not
+/// thread-safe; `MemoryManager` serialises its pools.
 class MemoryPool {
 public:
+    /// A pool over `storage`, ordering reuse by `order`; both must outlive it.
     MemoryPool(Storage& storage, StreamOrder& order) : storage_(storage), order_(order) {}
     virtual ~MemoryPool() = default;
     MemoryPool(const MemoryPool&) = delete;
@@ -48,6 +58,7 @@ public:
     virtual void free(PoolBlock block, ReleaseMark mark) = 0;
     /// Gives unused storage back; returns the bytes given back.
     virtual std::uint64_t trim() = 0;
+    /// The pool's memory figures now.
     [[nodiscard]] virtual PoolUsage usage() const = 0;
 
 protected:
@@ -59,13 +70,16 @@ protected:
     [[nodiscard]] std::optional<std::optional<ReleaseMark>> fuse_marks(
         const std::optional<ReleaseMark>& a, const std::optional<ReleaseMark>& b) const;
 
+    /// Where the pool's regions come from.
     Storage& storage_;
+    /// How the pool learns that a release completed on another stream.
     StreamOrder& order_;
 };
 
 /// Small allocations carved from shared pages of `page_size_bytes`.
 class SlicedPool final : public MemoryPool {
 public:
+    /// A pool taking pages of `page_size_bytes` from `storage`.
     SlicedPool(Storage& storage, StreamOrder& order, std::uint64_t page_size_bytes);
     ~SlicedPool() override;
 
@@ -73,6 +87,7 @@ public:
     std::optional<PoolBlock> reuse(std::uint64_t size_bytes, StreamId stream) override;
     void free(PoolBlock block, ReleaseMark mark) override;
     std::uint64_t trim() override;
+    /// The pool's memory figures now.
     [[nodiscard]] PoolUsage usage() const override;
 
 private:
@@ -96,6 +111,7 @@ private:
 /// Large allocations, each in a region of its own; freed regions are cached for reuse.
 class ExclusivePool final : public MemoryPool {
 public:
+    /// A pool taking a region of its own from `storage` for each block.
     ExclusivePool(Storage& storage, StreamOrder& order);
     ~ExclusivePool() override;
 
@@ -103,6 +119,7 @@ public:
     std::optional<PoolBlock> reuse(std::uint64_t size_bytes, StreamId stream) override;
     void free(PoolBlock block, ReleaseMark mark) override;
     std::uint64_t trim() override;
+    /// The pool's memory figures now.
     [[nodiscard]] PoolUsage usage() const override;
 
 private:

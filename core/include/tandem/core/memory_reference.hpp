@@ -28,9 +28,13 @@ namespace tandem {
 
 /// A live allocation: its id, where its bytes are, and the stream it was made on.
 struct AllocationInfo {
+    /// The allocation's id, never reused.
     MemoryId id{};
+    /// The device address of its first byte.
     std::uint64_t address = 0;
+    /// Its length as requested.
     std::uint64_t size_bytes = 0;
+    /// The stream it was allocated on, whose work must pass before its bytes are reused.
     StreamId stream{};
 };
 
@@ -197,11 +201,15 @@ public:
     /// manager hands out a block it reuses.
     static ManagedMemoryHandle adopt(detail::MemoryControl& started);
 
+    /// The allocation's id.
     [[nodiscard]] MemoryId id() const;
+    /// The allocation: where its bytes are, for as long as this handle holds it.
     [[nodiscard]] const AllocationInfo& allocation() const;
+    /// Whether this is the only strong reference: then the memory may be written in place.
     [[nodiscard]] bool can_mut() const;
     /// A binding of the same allocation: keeps it reserved, does not count for `can_mut()`.
     [[nodiscard]] ManagedMemoryBinding binding() const;
+    /// A weak reference to the same allocation.
     [[nodiscard]] WeakMemoryBinding downgrade() const;
 
 private:
@@ -213,9 +221,11 @@ private:
 /// `can_mut()`. Work that is enqueued holds bindings.
 class ManagedMemoryBinding {
 public:
+    /// The allocation's id.
     [[nodiscard]] MemoryId id() const;
     /// Where the bytes are. Valid for as long as this binding exists: it keeps them reserved.
     [[nodiscard]] const AllocationInfo& allocation() const;
+    /// A weak reference to the same allocation.
     [[nodiscard]] WeakMemoryBinding downgrade() const;
 
 private:
@@ -230,6 +240,7 @@ private:
 /// binding still holds that allocation; it never resolves to a later occupant of its bytes.
 class WeakMemoryBinding {
 public:
+    /// The id of the allocation named.
     [[nodiscard]] MemoryId id() const;
     /// A binding, while the allocation is still held; empty once it was released.
     [[nodiscard]] std::optional<ManagedMemoryBinding> upgrade() const;

@@ -19,8 +19,11 @@ namespace tandem {
 /// Bytes an operation reads or writes: a key of the device that owns them, and the shared memory
 /// it was reached through when the owner is not the device running the operation.
 struct Target {
+    /// The device that owns the bytes.
     ServiceId owner;
+    /// The bytes, as that device's claims name them.
     ClaimKey key;
+    /// The shared memory the bytes were reached through; none on the owner device.
     std::optional<PeerMemory> peer;
 };
 
@@ -28,10 +31,12 @@ struct Target {
 struct Cause {
     /// The device whose graph holds `failure`, when the input was claimed there.
     ServiceId owner;
+    /// The failure claiming the input, when it was claimed.
     std::optional<FailureId> failure;
     /// The error: the claim's report as it was found, or what else caused it (a lost owner, a
     /// failed peer write). Always set by `first_claimed_input`.
     std::optional<Error> error;
+    /// The input bytes that were needed.
     ClaimKey needed;
 };
 

@@ -9,6 +9,8 @@
 
 namespace tandem {
 
+/// A buffer of another device as a kernel binds it: the binding, and the device address its owner
+/// shared it at. Only `make` builds one, so every peer binding names memory that was shared.
 class PeerBinding {
 public:
     /// `binding` at the address its owner shared; empty when it was never shared or when the

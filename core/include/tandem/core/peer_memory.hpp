@@ -26,9 +26,13 @@ namespace tandem {
 class PeerOwner {
 public:
     virtual ~PeerOwner() = default;
+    /// The owning device's service.
     [[nodiscard]] virtual ServiceId service() const = 0;
 };
 
+/// Memory one device shares with the kernels of its peers: the device address of the allocation, a
+/// binding that pins the allocation there while any clone lives (P2), and a failure slot that tells
+/// a peer the memory carries a failure (P4, P5). Copies share one slot.
 class PeerMemory {
 public:
     /// Memory at `address` on `owner`, pinned by `pin`. Only the owning client builds one, from
@@ -38,6 +42,7 @@ public:
 
     /// The device address of the allocation's first byte.
     [[nodiscard]] std::uint64_t address() const;
+    /// The service of the device that owns the memory.
     [[nodiscard]] ServiceId owner_service() const;
     /// The owner, while it is still alive.
     [[nodiscard]] std::shared_ptr<PeerOwner> owner() const;

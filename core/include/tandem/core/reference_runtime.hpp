@@ -17,20 +17,27 @@
 
 namespace tandem::reference {
 
+/// What a reference runtime is made of: how many devices, the seed for injected faults, and each
+/// device's memory.
 struct ReferenceOptions {
     /// At most this many devices per runtime.
     static constexpr std::uint32_t max_devices = 64;
 
+    /// Devices of the runtime, from 1 to `max_devices`.
     std::uint32_t devices = 2;
     /// Draws injected faults by probability.
     std::uint64_t seed = 1;
     /// Bytes each device's pools may reserve from the host.
     std::uint64_t capacity_bytes = std::uint64_t{64} << 20;
+    /// How each device's pools carve its memory.
     PoolOptions pools{};
 };
 
 class ReferenceEngine;
 
+/// The reference backend's runtime: host-memory devices whose work runs in full on the caller's
+/// thread when it is enqueued. A kernel that waits for another kernel is reported as a deadlock
+/// (`TornDown`).
 class ReferenceRuntime final : public Runtime {
 public:
     /// A runtime of `options.devices` devices; `InvalidArgument` for zero or too many devices or
@@ -41,6 +48,7 @@ public:
     ReferenceRuntime& operator=(const ReferenceRuntime&) = delete;
 
     [[nodiscard]] std::string_view backend() const override { return "reference"; }
+    /// The number of devices, as created.
     [[nodiscard]] std::size_t device_count() const override;
     [[nodiscard]] Client client(std::size_t index) const override;
     [[nodiscard]] std::uint64_t runtime_id() const override;

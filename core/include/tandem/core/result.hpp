@@ -14,9 +14,13 @@
 namespace tandem {
 
 template <typename T>
+/// A value of type `T` or an `Error`: what every call that can fail returns. tandem never throws
+/// for a runtime condition, so a caller sees at the call site which calls can fail.
 class [[nodiscard]] Result {
 public:
+    /// A successful result holding `value`.
     Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+    /// A failed result holding `error`.
     Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit
     /// The value built in place from `args`, without a temporary to move from: on hot paths
     /// the move of a just-built temporary stalls on its own stores.
@@ -24,7 +28,9 @@ public:
     explicit Result(std::in_place_t, Args&&... args)
         : state_(std::in_place_index<0>, std::forward<Args>(args)...) {}
 
+    /// Whether the result holds a value.
     [[nodiscard]] bool ok() const { return state_.index() == 0; }
+    /// Whether the result holds a value.
     explicit operator bool() const { return ok(); }
 
     /// The value. Asking a failed result for its value is a programming error.
@@ -32,19 +38,25 @@ public:
         assert(ok() && "Result::value() on an error");
         return std::get<0>(state_);
     }
+    /// The value, read only. Asking a failed result for its value is a programming error.
     const T& value() const& {
         assert(ok() && "Result::value() on an error");
         return std::get<0>(state_);
     }
+    /// The value, moved out of a temporary result. Asking a failed result for it is a programming
+    /// error.
     T&& value() && {
         assert(ok() && "Result::value() on an error");
         return std::get<0>(std::move(state_));
     }
+    ///@{
+    /// The value, as `value()` gives it; only for a successful result.
     T& operator*() & { return value(); }
     const T& operator*() const& { return value(); }
     T&& operator*() && { return std::move(*this).value(); }
     T* operator->() { return &value(); }
     const T* operator->() const { return &value(); }
+    ///@}
 
     /// The error. Asking a successful result for its error is a programming error.
     [[nodiscard]] const Error& error() const {
@@ -61,10 +73,14 @@ template <>
 class [[nodiscard]] Result<void> {
 public:
     Result() = default;
+    /// A failed result holding `error`.
     Result(Error error) : error_(std::move(error)) {}  // NOLINT: implicit
 
+    /// Whether the call succeeded.
     [[nodiscard]] bool ok() const { return !error_.has_value(); }
+    /// Whether the call succeeded.
     explicit operator bool() const { return ok(); }
+    /// The error. Asking a successful result for its error is a programming error.
     [[nodiscard]] const Error& error() const {
         assert(!ok() && "Result::error() on success");
         return *error_;
@@ -74,6 +90,7 @@ private:
     std::optional<Error> error_;
 };
 
+/// What a call that returns no value gives: success, or an `Error`.
 using Status = Result<void>;
 
 }  // namespace tandem

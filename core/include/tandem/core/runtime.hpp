@@ -12,12 +12,15 @@
 
 namespace tandem {
 
+/// The devices of one instance of a backend, and the client of each. Every backend's runtime
+/// implements it, so a program written against it runs on any backend.
 class Runtime {
 public:
     virtual ~Runtime() = default;
 
     /// The backend's name: "reference", "sim" or "cuda".
     [[nodiscard]] virtual std::string_view backend() const = 0;
+    /// The number of devices; clients are numbered from 0 to one below it.
     [[nodiscard]] virtual std::size_t device_count() const = 0;
     /// The client of device `index` (`index < device_count()`).
     [[nodiscard]] virtual Client client(std::size_t index) const = 0;

@@ -13,6 +13,8 @@ namespace detail {
 struct RuntimeKeyForTests;
 }  // namespace detail
 
+/// A token only `DeviceServer` can make; the constructors of `Handle`, `PeerMemory` and
+/// `CaptureGraph` require one, so only a backend builds them.
 class RuntimeKey {
 private:
     constexpr RuntimeKey() = default;

@@ -29,8 +29,11 @@ namespace tandem {
 
 /// A point in one stream's work. Waiting on it orders later work after everything before it.
 struct Event {
+    /// The device whose stream it belongs to.
     ServiceId device;
+    /// The stream.
     StreamId stream;
+    /// The position in that stream's work: the event completes when the work before it has.
     std::uint64_t sequence = 0;
 };
 
@@ -43,9 +46,13 @@ struct LaunchRequest {
     const KernelEntry* entry = nullptr;
     /// Set for work tandem did not write (`Client::enqueue`): what runs instead of a kernel.
     std::shared_ptr<const ExternalCallables> external;
+    /// Blocks and threads.
     LaunchConfig config;
+    /// What the kernel binds, in the order its parameters take them.
     std::vector<KernelResource> resources;
+    /// Its scalar arguments.
     KernelArgs args;
+    /// The stream it is enqueued on.
     StreamId stream;
 };
 
@@ -58,12 +65,16 @@ public:
                  std::vector<ClaimKey> write_set)
         : device_(device), launches_(std::move(launches)), write_set_(std::move(write_set)) {}
 
+    /// The device that recorded the window; only it replays the graph.
     [[nodiscard]] ServiceId device() const { return device_; }
+    /// The launches recorded, in enqueue order: what a replay runs.
     [[nodiscard]] const std::vector<LaunchRequest>& launches() const { return launches_; }
+    /// The bytes a replay writes, deduplicated by claim key.
     [[nodiscard]] const std::vector<ClaimKey>& write_set() const { return write_set_; }
     /// What the backend built to replay the window (a CUDA graph on GPUs); null where it
     /// replays the recorded launches one by one.
     [[nodiscard]] const std::shared_ptr<void>& native() const { return native_; }
+    /// Keeps what the backend built to replay the window.
     void set_native(std::shared_ptr<void> native) { native_ = std::move(native); }
 
 private:
@@ -116,6 +127,7 @@ struct NativeView {
 /// later read says why (C8).
 class Server : public PeerOwner {
 public:
+    /// The stream every device has from the start, numbered 1.
     [[nodiscard]] StreamId default_stream() const { return StreamId{1}; }
     /// A new stream of this device.
     Result<StreamId> create_stream();
@@ -166,6 +178,7 @@ public:
     virtual Result<PeerMemory> share(const BufferBinding& binding) = 0;
     /// Lets kernels on `accessor` bind this device's shared memory (P7).
     virtual Status grant_peer_access(ServiceId accessor) = 0;
+    /// Whether kernels on `accessor` may bind this device's shared memory.
     [[nodiscard]] virtual bool peer_access_granted(ServiceId accessor) const = 0;
 
     /// Opens a recording window on `stream` (C14); `InvalidArgument` if one is open.
@@ -176,7 +189,11 @@ public:
     /// Enqueues a replay of `graph`, which this device recorded (`WrongService` otherwise).
     Status replay(const CaptureGraph& graph, StreamId stream);
 
+    /// The device's memory figures now.
     [[nodiscard]] MemoryUsage memory_usage() const { return do_memory_usage(); }
+    /// Arms `fault` on this device: `InvalidArgument` for a probability outside [0, 1] (NaN
+    /// included), an allocation counted from 0 or a delay past its bound; a loss with no delay
+    /// loses the device at once (D1).
     virtual Status inject(const Fault& fault) = 0;
     /// The sticky fault that lost this device, if it is lost (D1).
     [[nodiscard]] virtual std::optional<Error> lost() const = 0;

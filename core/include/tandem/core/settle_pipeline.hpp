@@ -29,6 +29,9 @@
 
 namespace tandem {
 
+/// The one path from work to claims that every backend calls: it records each unit of work in
+/// enqueue order, says before work runs whether its inputs will be claimed, and settles work in
+/// enqueue order into claims and releases, by the same rules on every backend.
 class SettlePipeline {
 public:
     /// What is known of a work's inputs before it runs.
@@ -44,6 +47,7 @@ public:
         Undecided,
     };
 
+    /// A pipeline for the devices of `devices`, which must outlive it.
     explicit SettlePipeline(DeviceDirectory& devices) : devices_(devices) {}
     SettlePipeline(const SettlePipeline&) = delete;
     SettlePipeline& operator=(const SettlePipeline&) = delete;
@@ -107,6 +111,7 @@ public:
     /// record.
     template <typename Recycle>
     void settle_ready(Recycle&& recycle);
+    /// Settles what is ready, dropping each settled record.
     void settle_ready() {
         settle_ready([](std::shared_ptr<Work>&&) {});
     }
@@ -118,7 +123,9 @@ public:
     /// A description of the first broken invariant of the pipeline's own books (the ring and the
     /// counts agree, writer lists are in enqueue order and hold only unsettled work), or none.
     [[nodiscard]] std::optional<std::string> check_invariants() const;
+    /// Whether no work is unsettled.
     [[nodiscard]] bool empty() const { return count_ == 0; }
+    /// How many works are unsettled.
     [[nodiscard]] std::size_t size() const { return count_; }
     /// Calls `visit(work)` for the unsettled work, oldest first, for a backend to fill in reports.
     template <typename Visit>

@@ -15,10 +15,14 @@ namespace tandem {
 
 /// A contiguous region of a device's address space.
 struct StorageRegion {
+    /// The region's first device address.
     std::uint64_t address = 0;
+    /// The region's length.
     std::uint64_t size_bytes = 0;
 };
 
+/// Where a device's pools get their memory: regions of a device's address space, reserved and given
+/// back whole. Each backend provides one (host memory, a shared-memory segment, `cudaMalloc`).
 class Storage {
 public:
     virtual ~Storage() = default;
@@ -39,6 +43,7 @@ public:
 /// Host memory with a capacity limit, for tests and tools that need no device.
 class HostStorage final : public Storage {
 public:
+    /// Host memory of at most `capacity_bytes`, reserved on demand.
     explicit HostStorage(std::uint64_t capacity_bytes);
     ~HostStorage() override;
 

@@ -22,6 +22,7 @@ namespace tandem {
 
 /// A recording window of one stream (C14): the launches a replay runs, and what it releases.
 struct CaptureWindow {
+    /// The launches recorded, in enqueue order: what a replay runs.
     std::vector<LaunchRequest> launches;
     /// The outputs of the window's settled, clean launches, deduplicated by claim key: exactly
     /// what a replay writes.
@@ -32,6 +33,9 @@ struct CaptureWindow {
     std::size_t unsettled = 0;
 };
 
+/// One unit of work as a backend records it for the settle pipeline: what it reads and writes,
+/// where it runs, what was known when it was enqueued and how it ended. A backend derives its own
+/// record from it.
 struct Work {
     /// What the backend learned when the work ended.
     enum class Report : std::uint8_t {
@@ -51,6 +55,7 @@ struct Work {
     std::string label;
     /// The device that runs it, as the runtime's `DeviceDirectory` numbers them.
     std::uint32_t device = 0;
+    /// The stream of `device` it is enqueued on.
     StreamId stream;
     /// The bytes it reads: checked before it runs (C9, P3) and when it settles (C13).
     std::vector<Target> inputs;
@@ -63,6 +68,7 @@ struct Work {
     /// its inputs are not checked.
     std::optional<Error> refused;
 
+    /// How the work ended, as the backend reported it; `Pending` until then.
     Report report = Report::Pending;
     /// With `Report::Failed`: the kernel's code, the sticky fault, the throw.
     std::optional<Error> failure;
@@ -74,6 +80,7 @@ struct Work {
 
     /// Set by the pipeline: the enqueue order across every device of the runtime.
     std::uint64_t sequence = 0;
+    /// Set by the pipeline once the work is settled.
     bool settled = false;
     /// After settlement: whether its outputs were claimed (failed, skipped or refused).
     bool failed = false;

@@ -14,22 +14,31 @@
 
 namespace tandem::cuda {
 
+/// A buffer resource as elements of `T`, a raw device pointer: the same calls as the simulator's
+/// checked view, unchecked.
 template <typename T>
 class CudaView {
 public:
+    /// The view of `count` elements at `pointer`.
     __device__ CudaView(T* pointer, std::uint64_t count) : pointer_(pointer), count_(count) {}
 
+    /// How many whole elements of `T` the resource holds.
     __device__ std::uint64_t size() const { return count_; }
+    /// Element `index`.
     __device__ T load(std::uint64_t index) const { return pointer_[index]; }
+    /// Writes element `index`.
     __device__ void store(std::uint64_t index, T value) const { pointer_[index] = value; }
+    /// Element `index`, read with acquire order at system scope (another GPU's release is seen).
     __device__ T atomic_load_acquire(std::uint64_t index) const {
         return ::cuda::atomic_ref<T, ::cuda::thread_scope_system>(pointer_[index])
             .load(::cuda::memory_order_acquire);
     }
+    /// Writes element `index` with release order at system scope.
     __device__ void atomic_store_release(std::uint64_t index, T value) const {
         ::cuda::atomic_ref<T, ::cuda::thread_scope_system>(pointer_[index])
             .store(value, ::cuda::memory_order_release);
     }
+    /// Adds `value` to element `index` atomically at system scope; returns the element before.
     __device__ T atomic_fetch_add(std::uint64_t index, T value) const {
         return ::cuda::atomic_ref<T, ::cuda::thread_scope_system>(pointer_[index]).fetch_add(value);
     }
@@ -45,10 +54,13 @@ private:
 template <typename T>
 class CudaTiledView {
 public:
+    /// The tiled view of `resource` through `map`; `tma` is its encoded map when the launch's maps
+    /// went to the tensor memory accelerator (null otherwise), with `tma_slot_bytes` per thread.
     __device__ CudaTiledView(const DeviceResource& resource, const DeviceTensorMap& map,
                              const EncodedTensorMap* tma, std::uint32_t tma_slot_bytes)
         : bytes_(resource.pointer), map_(map), tma_(tma), tma_slot_bytes_(tma_slot_bytes) {}
 
+    /// How many tiles cover the tensor, counting the partial tiles at its edges.
     __device__ std::uint64_t tile_count() const {
         std::uint64_t tiles = 1;
         for (std::uint32_t dim = 0; dim < map_.rank; ++dim) {
@@ -56,6 +68,8 @@ public:
         }
         return tiles;
     }
+    /// Copies tile `tile` (row-major over tiles, innermost dimension fastest) into the same tile of
+    /// `target`. Elements past the tensor's edge are skipped.
     __device__ void copy_tile_to(std::uint64_t tile, const CudaTiledView& target) const {
         std::uint64_t origin[5] = {};
         for (std::uint32_t dim = 0; dim < map_.rank; ++dim) {
@@ -118,6 +132,9 @@ private:
 template <typename Params>
 class CudaKernelContext {
 public:
+    /// The context of the thread running with `params`: a replay's launch takes its status word, id
+    /// and injected code from its ticket; a launch whose maps went to the tensor memory accelerator
+    /// sets up its barriers (every thread of the block must construct it).
     __device__ explicit CudaKernelContext(const Params& params)
         : params_(params),
           status_(params.status),
@@ -138,6 +155,7 @@ public:
         }
     }
 
+    /// The running thread's index across the grid, from 0 to `thread_count() - 1`.
     __device__ std::uint64_t thread_index() const {
         const std::uint64_t block =
             blockIdx.x +
@@ -147,15 +165,18 @@ public:
             std::uint64_t{blockDim.x} * (threadIdx.y + std::uint64_t{blockDim.y} * threadIdx.z);
         return block * (std::uint64_t{blockDim.x} * blockDim.y * blockDim.z) + within;
     }
+    /// How many threads the launch runs.
     __device__ std::uint64_t thread_count() const {
         return std::uint64_t{gridDim.x} * gridDim.y * gridDim.z * blockDim.x * blockDim.y *
                blockDim.z;
     }
+    /// Buffer resource `index` (below `LaunchParams::resource_count`) as elements of `T`.
     template <typename T>
     __device__ CudaView<T> buffer(std::size_t index) const {
         const DeviceResource& resource = params_.resources[index];
         return CudaView<T>(reinterpret_cast<T*>(resource.pointer), resource.size_bytes / sizeof(T));
     }
+    /// Tensor-map resource `index`; only for kernels launched with `TensorLaunchParams`.
     template <typename T>
     __device__ CudaTiledView<T> tensor_map(std::size_t index) const {
         static_assert(sizeof(Params) == sizeof(TensorLaunchParams),
@@ -166,7 +187,10 @@ public:
                                 params_.tma_slot_bytes != 0 ? &params_.tma[map] : nullptr,
                                 params_.tma_slot_bytes);
     }
+    /// Scalar argument `index` (below `KernelArgs::max_words`) as an integer; 0 past the arguments
+    /// given.
     __device__ std::uint64_t u64(std::size_t index) const { return params_.args[index]; }
+    /// Scalar argument `index` (below `KernelArgs::max_words`) as a double.
     __device__ double f64(std::size_t index) const {
         return __longlong_as_double(static_cast<long long>(params_.args[index]));
     }
@@ -176,6 +200,7 @@ public:
     /// A trap: a sticky error of the GPU, which loses the device (D1).
     __device__ void trap() const { __trap(); }
 
+    /// Waits, polling with acquire order, until element `index` of `view` equals `value`.
     template <typename T>
     __device__ void wait_until_equal(const CudaView<T>& view, std::uint64_t index, T value) const {
         while (view.atomic_load_acquire(index) != value) {

@@ -28,21 +28,35 @@ inline constexpr std::uint32_t tma_barrier_bytes = 16;
 /// The code a launch writes when it did not run because a producer failed.
 inline constexpr std::uint32_t skipped_code = 0xffffffffu;
 
+/// A tensor map as a kernel addresses it on the GPU without the tensor memory accelerator: the
+/// fields of a `TensorMapDescriptor` in fixed arrays.
 struct DeviceTensorMap {
+    /// Dimensions used, from 1 to 5.
     std::uint32_t rank = 0;
+    /// The size of one element.
     std::uint32_t elem_size_bytes = 0;
+    /// Elements in each dimension, innermost first.
     std::uint64_t dims[5] = {};
+    /// Bytes between neighbours in each dimension but the innermost, innermost first.
     std::uint64_t strides_bytes[4] = {};
+    /// The tile's elements in each dimension, innermost first.
     std::uint32_t box[5] = {};
 };
 
+/// One bound resource as a raw device pointer and its length.
 struct DeviceResource {
+    /// The first bound byte, in the launching GPU's address space (a peer's memory at its shared
+    /// address).
     std::uint8_t* pointer = nullptr;
+    /// The bytes bound.
     std::uint64_t size_bytes = 0;
 };
 
+/// The status word of a launch that produced an input, and the id that owns it.
 struct ProducerStatus {
+    /// The producer's status word.
     const unsigned long long* word = nullptr;
+    /// The producer's launch id: the word speaks for it only while its high half holds this id.
     std::uint32_t launch_id = 0;
 };
 
@@ -51,8 +65,11 @@ struct ProducerStatus {
 /// into the graph's ticket memory before it launches the graph. The injected codes follow the
 /// ticket, one per launch of the graph (`LaunchParams::replay_index`).
 struct ReplayTicket {
+    /// The status word the replay's launches share.
     unsigned long long* status = nullptr;
+    /// The replay's launch id.
     std::uint32_t launch_id = 0;
+    /// How many launches the graph holds.
     std::uint32_t launch_count = 0;
 };
 
@@ -60,31 +77,41 @@ struct ReplayTicket {
 /// kernel that takes it launched 1 to 6 percent slower than one with no parameters), so it is
 /// kept small: tensor maps, which few kernels read, live in the larger block below.
 struct LaunchParams {
+    /// The bound resources, in the order the kernel takes them.
     DeviceResource resources[max_launch_resources];
+    /// How many of `resources` are bound.
     std::uint32_t resource_count = 0;
+    /// The scalar arguments, as 64-bit words.
     std::uint64_t args[KernelArgs::max_words] = {};
+    /// The launch's status word, which a failing kernel sets.
     unsigned long long* status = nullptr;
+    /// The launch's id, written to the high half of its status word.
     std::uint32_t launch_id = 0;
     /// A fault injected for this launch: the kernel reports it without computing.
     std::uint32_t injected_code = 0;
+    /// The status words of producers this launch checks before it computes.
     ProducerStatus producers[max_checked_producers];
+    /// How many of `producers` are set.
     std::uint32_t producer_count = 0;
     /// Launches of a CUDA graph: their ticket, which replaces `status`, `launch_id` and
     /// `injected_code`; the launches of one replay share its word, so after a failed one the
     /// rest do not run.
     const ReplayTicket* ticket = nullptr;
+    /// The launch's position in its graph, which picks its injected code from the ticket.
     std::uint32_t replay_index = 0;
 };
 
 /// A tensor map encoded for the GPU's tensor memory accelerator (the driver's `CUtensorMap`,
 /// opaque here so that host code builds the block without CUDA headers).
 struct alignas(128) EncodedTensorMap {
+    /// The driver's encoded map, 128 bytes.
     std::uint64_t opaque[16];  // Left unset until encoded: it is never read unless encoded.
 };
 
 /// What kernels that read tensor maps receive, and what the host fills for every launch: the
 /// launcher of any other kernel passes only the `LaunchParams` part.
 struct TensorLaunchParams : LaunchParams {
+    /// The tensor maps, for plain loads and stores.
     DeviceTensorMap tensor_maps[max_launch_tensor_maps];
     /// For each resource that is a tensor map, its index in `tensor_maps`.
     std::uint8_t tensor_map_of[max_launch_resources] = {};
@@ -92,6 +119,8 @@ struct TensorLaunchParams : LaunchParams {
     /// maps went to the TMA: all of them encoded (`tma`), with the same shape. Zero otherwise,
     /// and tiles move with plain loads and stores.
     std::uint32_t tma_slot_bytes = 0;
+    /// The tensor maps encoded for the tensor memory accelerator, when `tma_slot_bytes` is not
+    /// zero.
     EncodedTensorMap tma[max_launch_tensor_maps];
 };
 

@@ -19,10 +19,14 @@
 
 namespace tandem::cuda {
 
+/// What a CUDA runtime is made of: which GPUs, the seed for injected faults, and how each GPU's
+/// memory is pooled.
 struct CudaOptions {
     /// How many GPUs to use, the first visible ones; 0 means all visible.
     std::uint32_t devices = 0;
+    /// Draws injected faults by probability.
     std::uint64_t seed = 1;
+    /// How each GPU's pools carve what they reserve with `cudaMalloc`.
     PoolOptions pools{
         .slice_max_bytes = 1 << 20, .page_size_bytes = 8 << 20, .index_addresses = false};
     /// Bytes each device's pools may reserve; 0 means the device's free memory at start.
@@ -33,8 +37,12 @@ struct CudaOptions {
 struct GpuReport {
     /// Empty when the CUDA runtime answered; otherwise why there is no usable GPU.
     std::string problem;
+    /// The driver's CUDA version (as `cudaDriverGetVersion` gives it, 12040 for 12.4); 0 without a
+    /// driver.
     int driver_version = 0;
+    /// The CUDA runtime's version this tool was built with, as `cudaRuntimeGetVersion` gives it.
     int runtime_version = 0;
+    /// Each visible GPU's name.
     std::vector<std::string> names;
     /// Each GPU's compute capability (major, minor).
     std::vector<std::pair<int, int>> compute_capabilities;
@@ -50,6 +58,8 @@ GpuReport probe_gpus();
 
 class CudaEngine;
 
+/// The CUDA backend's runtime: the same contract as the simulator on NVIDIA GPUs. Outcomes are
+/// resolved on the host at a sync, in enqueue order, with the claims every backend applies.
 class CudaRuntime final : public Runtime {
 public:
     /// A runtime over the first `options.devices` visible GPUs. Errors: no driver or no GPU
@@ -77,6 +87,7 @@ public:
     /// Recorded events not yet known complete, on all devices. A sync completes them and their
     /// CUDA events are reused; a record past `max_live_events` resolves everything first.
     [[nodiscard]] std::size_t live_events() const;
+    /// The most recorded events that may be unresolved at once.
     static constexpr std::size_t max_live_events = 4096;
 
 private:

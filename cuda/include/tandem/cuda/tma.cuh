@@ -18,6 +18,8 @@ namespace tma {
 // Bulk tensor copies and transaction barriers exist from compute capability 9.0; a build for an
 // older GPU compiles without them and every tile moves by elements.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/// Whether this build moves tiles with the tensor memory accelerator (compute capability 9.0 and
+/// later).
 inline constexpr bool available = true;
 
 __device__ inline std::uint32_t shared_address(const void* pointer) {
@@ -168,8 +170,12 @@ __device__ inline void copy_tile(const EncodedTensorMap* from, const EncodedTens
 }
 
 #else
+/// Whether this build moves tiles with the tensor memory accelerator: not in a build for a GPU
+/// older than compute capability 9.0, nor on the host.
 inline constexpr bool available = false;
+/// Nothing to set up where the accelerator is not used.
 __device__ inline void init_barriers(std::uint32_t) {}
+/// Never called where the accelerator is not used (`available` is false); moves nothing.
 __device__ inline void copy_tile(const EncodedTensorMap*, const EncodedTensorMap*, std::uint32_t,
                                  const std::int32_t*, std::uint32_t, std::uint32_t) {}
 #endif

@@ -18,6 +18,7 @@
 
 namespace tandem::sim {
 
+/// How the simulator runs the streams of its devices.
 enum class SchedulerMode : std::uint8_t {
     /// One host thread interleaves every stream of every device from the seed.
     Deterministic,
@@ -25,15 +26,22 @@ enum class SchedulerMode : std::uint8_t {
     Threads,
 };
 
+/// What a simulator runtime is made of: how many devices, the seed that drives the run, how it
+/// schedules, and each device's memory.
 struct SimOptions {
     /// At most this many devices per runtime.
     static constexpr std::uint32_t max_devices = 64;
 
+    /// Devices of the runtime, from 1 to `max_devices`.
     std::uint32_t devices = 2;
+    /// The seed that decides the interleaving, the faults drawn by probability and the bytes never
+    /// written: the same seed gives the same run.
     std::uint64_t seed = 1;
+    /// How streams are scheduled.
     SchedulerMode mode = SchedulerMode::Deterministic;
     /// The size of each device's segment (sparse until pools take regions).
     std::uint64_t capacity_bytes = std::uint64_t{1} << 30;
+    /// How each device's pools carve its segment.
     PoolOptions pools{};
     /// Whether kernels on a device may touch peer memory without an explicit grant.
     bool grant_all_peers = false;
@@ -45,13 +53,20 @@ struct SimOptions {
 struct TraceRecord {
     /// Records kept per run; past this, records are counted but dropped.
     static constexpr std::size_t max_records = 1'000'000;
+    /// Whether a record opens or closes an operation.
     enum class Phase : std::uint8_t { Begin, End };
 
+    /// The scheduler step it happened at.
     std::uint64_t step = 0;
+    /// The device, numbered from 0.
     std::uint32_t device = 0;
+    /// The stream of that device.
     StreamId stream;
+    /// The operation's number in enqueue order across the runtime; its begin and end share it.
     std::uint64_t sequence = 0;
+    /// The kernel's name, or what the operation is ("host write", "copy").
     std::string label;
+    /// Whether the operation begins or ends here.
     Phase phase = Phase::Begin;
     /// At the end: "ok", "failed", "skipped" or "lost", then a colon and the reason.
     std::string outcome;
@@ -59,24 +74,37 @@ struct TraceRecord {
 
 /// Two accesses to the same bytes that no event, sync or system-scope atomic ordered.
 struct RaceReport {
+    /// The earlier access: "read by" or "write by", then the operation.
     std::string first;
+    /// The later access, in the same words.
     std::string second;
+    /// The bytes both touched.
     ClaimKey bytes;
 };
 
 /// A snapshot for `tandem inspect` and drain checks.
 struct DeviceSnapshot {
+    /// The device.
     ServiceId service;
+    /// The name of its shared-memory segment in /dev/shm.
     std::string segment;
+    /// Its memory figures.
     MemoryUsage usage;
+    /// How many allocations are live.
     std::size_t allocations = 0;
+    /// How many of them carry a claim.
     std::size_t claimed_allocations = 0;
+    /// How many failures are live in its failure graph.
     std::size_t failures = 0;
+    /// Whether it is lost (D1).
     bool lost = false;
 };
 
 class Engine;
 
+/// The simulator's runtime: devices on shared-memory segments in this process, whose streams a
+/// deterministic scheduler interleaves from one seed (or worker threads run), with every kernel
+/// access checked, faults injected on demand and races between streams reported.
 class SimRuntime final : public Runtime {
 public:
     /// A runtime with `options.devices` devices. `InvalidArgument` for zero or too many devices;
@@ -92,6 +120,7 @@ public:
     /// The client of device `index` (`index < device_count()`).
     [[nodiscard]] Client client(std::size_t index) const override;
     [[nodiscard]] std::uint64_t runtime_id() const override;
+    /// The options it was created with.
     [[nodiscard]] const SimOptions& options() const;
 
     /// Runs every device's work to the end.
@@ -100,12 +129,15 @@ public:
     [[nodiscard]] std::uint64_t trace_hash() const;
     /// How many scheduler steps ran.
     [[nodiscard]] std::uint64_t steps() const;
+    /// Every race found so far, in the order found.
     [[nodiscard]] std::vector<RaceReport> races() const;
     /// The begin and end of every operation so far (when `record_trace` is on).
     [[nodiscard]] std::vector<TraceRecord> trace() const;
+    /// A snapshot of every device now, in device order.
     [[nodiscard]] std::vector<DeviceSnapshot> inspect() const;
     /// No claim, no failure and no live allocation on any device (after `sync_all`).
     [[nodiscard]] bool drained() const override;
+    /// The names of the devices' segments in /dev/shm, in device order.
     [[nodiscard]] std::vector<std::string> segment_names() const;
 
 private:

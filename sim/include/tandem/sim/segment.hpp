@@ -19,6 +19,8 @@
 
 namespace tandem::sim {
 
+/// One simulated device's memory: a shared-memory segment in /dev/shm, created 0600 under a name no
+/// other run uses, removed when it is destroyed or when the process gets SIGINT or SIGTERM.
 class Segment {
 public:
     /// Creates and maps a segment of `capacity_bytes`. Fails if the name exists (a new run never
@@ -28,8 +30,11 @@ public:
     Segment(const Segment&) = delete;
     Segment& operator=(const Segment&) = delete;
 
+    /// The segment's name in /dev/shm.
     [[nodiscard]] const std::string& name() const { return name_; }
+    /// The segment's size; pages are reserved as pools take regions.
     [[nodiscard]] std::uint64_t capacity_bytes() const { return capacity_bytes_; }
+    /// The first byte of the segment's mapping in this process.
     [[nodiscard]] std::byte* data() const { return data_; }
     /// Backs `[offset, offset + size)` with real pages; `OutOfMemory` when /dev/shm is full.
     Status reserve_pages(std::uint64_t offset, std::uint64_t size_bytes);
@@ -48,8 +53,11 @@ private:
 
 /// A segment `tandem clean` found.
 struct StaleSegment {
+    /// The segment's name in /dev/shm.
     std::string name;
+    /// The process that created it, read from the name.
     int pid = 0;
+    /// Whether that process still runs (or runs as another user).
     bool owner_alive = false;
 };
 

@@ -16,14 +16,18 @@ namespace tandem::kernels {
 
 /// Does nothing. Resources: none. For measuring launch overhead.
 struct Empty {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "empty";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context&) const {}
 };
 
 /// Sets every byte of buffer 0 (write) to the low byte of u64 argument 0.
 struct Fill {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "fill";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         auto out = ctx.template buffer<std::uint8_t>(0);
@@ -36,7 +40,9 @@ struct Fill {
 
 /// Copies buffer 0 (read) into buffer 1 (write), as many bytes as the smaller holds.
 struct Copy {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "copy";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         auto in = ctx.template buffer<std::uint8_t>(0);
@@ -50,7 +56,9 @@ struct Copy {
 
 /// Buffer 2 (write) = buffer 0 (read) + buffer 1 (read), element-wise over float32.
 struct Add {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "add";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         auto a = ctx.template buffer<float>(0);
@@ -64,7 +72,9 @@ struct Add {
 
 /// Buffer 1 (read-write) = f64 argument 0 * buffer 0 (read) + buffer 1, over float32.
 struct Axpy {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "axpy";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         auto x = ctx.template buffer<float>(0);
@@ -79,7 +89,9 @@ struct Axpy {
 /// Element 0 of buffer 1 (write, float32) = the sum of buffer 0 (read, float32). One thread
 /// sums, so the result is the same on every backend and every launch size.
 struct ReduceSum {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "reduce_sum";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         if (ctx.thread_index() != 0) {
@@ -97,7 +109,9 @@ struct ReduceSum {
 
 /// Element 0 of buffer 1 (write, u64) = the FNV-1a hash of the bytes of buffer 0 (read).
 struct Checksum {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "checksum";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         if (ctx.thread_index() != 0) {
@@ -115,7 +129,9 @@ struct Checksum {
 
 /// Reports failure code u64 argument 0 from inside; its outputs (any resources) are claimed.
 struct FailWithCode {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "fail";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         if (ctx.thread_index() == 0) {
@@ -127,7 +143,9 @@ struct FailWithCode {
 /// Stops the device with a sticky fault from inside (a trap): the device is lost (D1), and on a
 /// GPU every later call of the process on it fails. Resources: any (its outputs are claimed).
 struct Trap {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "trap";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         ctx.trap();
@@ -138,7 +156,9 @@ struct Trap {
 /// peer memory), then sets the u32 flag in buffer 2 (read-write, usually peer memory) to 1 with
 /// a system-scope release. Run it with one thread: the flag must follow every byte.
 struct HandoffProduce {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "handoff_produce";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         if (ctx.thread_index() != 0) {
@@ -158,7 +178,9 @@ struct HandoffProduce {
 /// The consumer of a cross-device handoff: waits, with a system-scope acquire, until the u32
 /// flag in buffer 0 (read) is 1, then copies buffer 1 (read) into buffer 2 (write).
 struct HandoffConsume {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "handoff_consume";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         auto flag = ctx.template buffer<std::uint32_t>(0);
@@ -175,8 +197,10 @@ struct HandoffConsume {
 /// Copies tensor map 0 (read) into tensor map 1 (write) tile by tile: each thread moves whole
 /// boxes of the source's box shape. Both maps must have the same dimensions and element size.
 struct TiledCopy {
+    /// The name a launch gives to run it.
     static constexpr const char* name = "tiled_copy";
     static constexpr bool reads_tensor_maps = true;
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         auto src = ctx.template tensor_map<std::uint8_t>(0);

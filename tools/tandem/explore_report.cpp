@@ -1,0 +1,127 @@
+// The output of `tandem explore` (explore_report.hpp): lines for a person, or one JSON document.
+
+#include "explore_report.hpp"
+
+#include "json.hpp"
+
+#include <cstdio>
+
+namespace tandem::tool {
+namespace {
+
+using ull = unsigned long long;
+
+double per_second(std::uint64_t count, double seconds) {
+    return seconds > 0 ? static_cast<double>(count) / seconds : 0.0;
+}
+
+/// The command line that runs exactly this program again.
+std::string rerun_command(const ExploreRequest& request, std::uint64_t seed) {
+    return "tandem explore --runs 1 --seed " + std::to_string(seed) + " --devices " +
+           std::to_string(request.devices) + " --steps " + std::to_string(request.steps);
+}
+
+Json violation_json(const ExploreRequest& request, const ExploreViolation& violation) {
+    return Json{{"seed", violation.seed},
+                {"rerun", rerun_command(request, violation.seed)},
+                {"failure", violation.failure},
+                {"units", violation.units},
+                {"shrunk_units", violation.shrunk_units ? Json(*violation.shrunk_units) : Json()},
+                {"file", violation.file.empty() ? Json() : Json(violation.file)}};
+}
+
+}  // namespace
+
+void ExploreReport::start() const {
+    if (json_) {
+        return;
+    }
+    if (request_.soak()) {
+        std::printf(
+            "tandem explore: programs from seed %llu for %g minutes, %u devices, %llu "
+            "steps each\n",
+            static_cast<ull>(request_.seed), request_.minutes, request_.devices,
+            static_cast<ull>(request_.steps));
+    } else {
+        std::printf("tandem explore: %llu programs from seed %llu, %u devices, %llu steps each\n",
+                    static_cast<ull>(request_.runs), static_cast<ull>(request_.seed),
+                    request_.devices, static_cast<ull>(request_.steps));
+    }
+    std::fflush(stdout);
+}
+
+void ExploreReport::violation(const ExploreViolation& violation) const {
+    if (json_) {
+        return;
+    }
+    if (!violation.shrunk_units) {
+        std::printf("violation: program seed %llu (not shrunk)\n",
+                    static_cast<ull>(violation.seed));
+    } else {
+        std::printf("violation: program seed %llu (%s)\n%s\n", static_cast<ull>(violation.seed),
+                    rerun_command(request_, violation.seed).c_str(), violation.failure.c_str());
+        if (!violation.file.empty()) {
+            std::printf("shrunk from %zu to %zu units; written to %s\n", violation.units,
+                        *violation.shrunk_units, violation.file.c_str());
+        }
+    }
+    std::fflush(stdout);
+}
+
+int ExploreReport::finish(const ExploreTally& tally, double seconds) const {
+    if (json_) {
+        print_json(tally, seconds);
+    } else {
+        print_summary(tally, seconds);
+    }
+    if (tally.unwritten) {
+        return 2;
+    }
+    return tally.violations == 0 ? 0 : 1;
+}
+
+void ExploreReport::print_summary(const ExploreTally& tally, double seconds) const {
+    if (!request_.soak()) {
+        // A run stops at its first violation, which it has printed in full.
+        if (tally.violations == 0) {
+            std::printf(
+                "%llu programs passed in %.2f s (%.0f programs per second), %llu faults "
+                "injected\n",
+                static_cast<ull>(tally.programs), seconds, per_second(tally.programs, seconds),
+                static_cast<ull>(tally.faults));
+        }
+        return;
+    }
+    std::printf("soak: %.1f minutes (%.0f s)\n", seconds / 60, seconds);
+    std::printf("programs run:        %llu (%.0f per second)\n", static_cast<ull>(tally.programs),
+                per_second(tally.programs, seconds));
+    std::printf("faults injected:     %llu\n", static_cast<ull>(tally.faults));
+    std::printf("rule violations:     %llu\n", static_cast<ull>(tally.violations));
+    std::printf("peak resident (KiB): %llu after %llu programs, %llu at the end\n",
+                static_cast<ull>(tally.peak_kib_at_start),
+                static_cast<ull>(tally.peak_kib_programs), static_cast<ull>(tally.peak_kib_at_end));
+}
+
+void ExploreReport::print_json(const ExploreTally& tally, double seconds) const {
+    Json document = json_document("explore");
+    document["seed"] = request_.seed;
+    document["devices"] = request_.devices;
+    document["steps"] = request_.steps;
+    document["runs"] = request_.soak() ? Json() : Json(request_.runs);
+    document["minutes"] = request_.soak() ? Json(request_.minutes) : Json();
+    document["programs"] = tally.programs;
+    document["faults"] = tally.faults;
+    document["violations"] = tally.violations;
+    Json& listed = document["violating_programs"] = Json::array();
+    for (const ExploreViolation& violation : tally.listed) {
+        listed.push_back(violation_json(request_, violation));
+    }
+    document["seconds"] = seconds;
+    document["programs_per_second"] = per_second(tally.programs, seconds);
+    document["peak_resident_kib"] = Json{{"after_programs", tally.peak_kib_programs},
+                                         {"at_start", tally.peak_kib_at_start},
+                                         {"at_end", tally.peak_kib_at_end}};
+    std::printf("%s\n", json_text(document, 2).c_str());
+}
+
+}  // namespace tandem::tool

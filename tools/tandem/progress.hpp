@@ -1,0 +1,41 @@
+#pragma once
+
+// A progress line on stderr for the commands that can run long (`run`, `explore` and its soak):
+// how many done, how fast, how many failed so far, refreshed in place about once a second.
+//
+// It is shown only when stderr is a terminal. In a pipe, a log or CI the line would only add
+// carriage returns between the results, so there it prints nothing at all. It never writes to
+// stdout, which holds the results (and is JSON under `--json`).
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace tandem::tool {
+
+class Progress {
+public:
+    /// A line reading "<label>: <done>[/<total>] <unit>, <rate> per second, <failed> <failures>".
+    /// `total` zero: no total is known (a soak). Shown only if stderr is a terminal.
+    Progress(std::string label, std::string unit, std::string failures, std::uint64_t total = 0);
+    ~Progress();
+    Progress(const Progress&) = delete;
+    Progress& operator=(const Progress&) = delete;
+
+    /// Redraws the line when it is not on screen or a second has passed since it was drawn.
+    void update(std::uint64_t done, std::uint64_t failed);
+    /// Erases the line, so that a result printed next starts on a clean line.
+    void clear();
+
+private:
+    bool shown_;
+    bool on_screen_ = false;
+    std::string label_;
+    std::string unit_;
+    std::string failures_;
+    std::uint64_t total_;
+    std::chrono::steady_clock::time_point started_;
+    std::chrono::steady_clock::time_point drawn_;
+};
+
+}  // namespace tandem::tool
