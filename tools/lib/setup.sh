@@ -3,7 +3,7 @@
 
 TANDEM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TANDEM_PACKAGES=(g++ cmake ninja-build ccache libgtest-dev libgmock-dev librapidcheck-dev
-                 libboost-dev libcli11-dev libyaml-cpp-dev libbenchmark-dev clang)
+                 libboost-dev libboost-context-dev libcli11-dev libyaml-cpp-dev libbenchmark-dev clang)
 
 # ccache shares its cache between clones of the repository: paths are hashed relative to the
 # root, and the build folder's path is left out of the hash.
