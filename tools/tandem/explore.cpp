@@ -7,10 +7,11 @@
 // the end, so a reader sees whether a long run holds on to memory it should have given back.
 
 #include "commands.hpp"
+#include "explore_jobs.hpp"
 #include "explore_program.hpp"
 #include "scenario_run.hpp"
 
-#include <sys/resource.h>
+#include "tandem/sim/segment.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -31,6 +32,10 @@ struct ExploreFlags {
     std::uint32_t devices = 2;
     std::uint64_t steps = 100;
     std::string out = ".";
+    /// Worker processes, as written (explore_jobs.hpp).
+    std::string jobs;
+    /// For tests of the explorer: the program of this seed is a violation on purpose.
+    std::optional<std::uint64_t> plant_violation;
 };
 
 bool violates(const ExploreProgram& program) {
@@ -97,20 +102,6 @@ std::uint64_t injected_faults(const ExploreProgram& program) {
     return count;
 }
 
-/// Peak resident memory of this process in KiB: VmHWM, or ru_maxrss where /proc is missing.
-std::uint64_t peak_resident_kib() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmHWM:", 0) == 0) {
-            return std::stoull(line.substr(6));
-        }
-    }
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<std::uint64_t>(usage.ru_maxrss);
-}
-
 /// Programs after which a soak takes its first memory sample: past start-up and first growth.
 constexpr std::uint64_t soak_warmup_programs = 100;
 /// Violations a soak shrinks and writes; later ones print their seed only, which bounds the time
@@ -124,7 +115,7 @@ struct ExploreTally {
     std::uint64_t peak_kib_at_start = 0;
 };
 
-void print_soak(const ExploreTally& tally, double seconds) {
+void print_soak(const ExploreTally& tally, double seconds, std::uint64_t peak_kib_at_end) {
     std::printf("soak: %.1f minutes (%.0f s)\n", seconds / 60, seconds);
     std::printf("programs run:        %llu (%.0f per second)\n",
                 static_cast<unsigned long long>(tally.programs),
@@ -134,12 +125,36 @@ void print_soak(const ExploreTally& tally, double seconds) {
     std::printf("peak resident (KiB): %llu after %llu programs, %llu at the end\n",
                 static_cast<unsigned long long>(tally.peak_kib_at_start),
                 static_cast<unsigned long long>(std::min(tally.programs, soak_warmup_programs)),
-                static_cast<unsigned long long>(peak_resident_kib()));
+                static_cast<unsigned long long>(peak_kib_at_end));
+}
+
+/// Program `index` of the run (`flags.seed + index` its seed).
+ExploreProgram program_at(const ExploreFlags& flags, std::uint64_t index) {
+    ExploreProgram program = generate_program(flags.devices, flags.steps, flags.seed + index);
+    program.planted_violation = flags.plant_violation == program.seed;
+    return program;
+}
+
+/// Runs programs of `flags` by index, on segments the runner keeps between its programs.
+std::function<ProgramRunner()> program_runner(const ExploreFlags& flags) {
+    return [&flags] {
+        RunOptions options;
+        options.segments = std::make_shared<sim::SegmentPool>();
+        return [&flags, options](std::uint64_t index) {
+            const ExploreProgram program = program_at(flags, index);
+            return ProgramVerdict{run_scenario(annotate(program), options).passed,
+                                  injected_faults(program)};
+        };
+    };
 }
 
 int explore(const ExploreFlags& flags) {
     if (flags.devices == 0 || flags.devices > 16) {
         std::fprintf(stderr, "tandem: explore takes 1 to 16 devices\n");
+        return 2;
+    }
+    const std::optional<std::uint32_t> jobs = parse_jobs(flags.jobs);
+    if (!jobs) {
         return 2;
     }
     const bool soak = flags.minutes > 0;
@@ -164,6 +179,8 @@ int explore(const ExploreFlags& flags) {
     // summary and the violations.
     constexpr auto progress_every = std::chrono::seconds(5);
     auto next_progress = started + progress_every;
+    VerdictFeed verdicts(*jobs, soak ? std::nullopt : std::optional(flags.runs),
+                         program_runner(flags));
     for (std::uint64_t run = 0;; ++run) {
         const auto now = std::chrono::steady_clock::now();
         if (soak ? now >= deadline : run >= flags.runs) {
@@ -176,13 +193,19 @@ int explore(const ExploreFlags& flags) {
                          static_cast<unsigned long long>(tally.faults),
                          std::chrono::duration<double>(now - started).count());
         }
-        const ExploreProgram program =
-            generate_program(flags.devices, flags.steps, flags.seed + run);
-        const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
-        if (!result.passed) {
+        const std::optional<ProgramVerdict> verdict = verdicts.next();
+        if (!verdict) {
+            std::fprintf(stderr, "tandem: %s\n", verdicts.failure().c_str());
+            return 2;
+        }
+        if (!verdict->passed) {
+            // Run again here, from its seed, for the report: it replays exactly.
+            const ExploreProgram program = program_at(flags, run);
+            const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
             // A soak keeps going so that its summary still gives the figures; a run stops at the
             // first violation.
             if (!soak) {
+                verdicts.stop();
                 return report_violation(flags, program, result);
             }
             ++tally.violations;
@@ -195,18 +218,18 @@ int explore(const ExploreFlags& flags) {
             std::fflush(stdout);
         }
         ++tally.programs;
-        tally.faults += injected_faults(program);
+        tally.faults += verdict->faults_injected;
         if (tally.programs == soak_warmup_programs) {
-            tally.peak_kib_at_start = peak_resident_kib();
+            tally.peak_kib_at_start = verdicts.peak_resident_kib();
         }
     }
     if (tally.programs < soak_warmup_programs) {
-        tally.peak_kib_at_start = peak_resident_kib();
+        tally.peak_kib_at_start = verdicts.peak_resident_kib();
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (soak) {
-        print_soak(tally, seconds);
+        print_soak(tally, seconds, verdicts.peak_resident_kib());
         return tally.violations == 0 ? 0 : 1;
     }
     std::printf("%llu programs passed in %.2f s (%.0f programs per second), %llu faults injected\n",
@@ -242,6 +265,11 @@ Run add_explore(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--out", flags->out, "Folder for the shrunk program of a violation")
         ->capture_default_str();
+    add_jobs_option(command, flags->jobs);
+    command
+        ->add_option("--plant-violation", flags->plant_violation,
+                     "Testing the explorer: the program of this seed expects a wrong byte")
+        ->group("");  // Hidden: not an option a user needs.
     return [flags] { return explore(*flags); };
 }
 

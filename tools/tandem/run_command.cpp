@@ -6,6 +6,8 @@
 #include "json.hpp"
 #include "scenario_run.hpp"
 
+#include "tandem/sim/segment.hpp"
+
 #if TANDEM_TOOL_HAS_CUDA
 #include "tandem/cuda/runtime.hpp"
 #endif
@@ -147,6 +149,8 @@ int run_scenarios(const RunFlags& flags) {
     }
     const bool progress = !flags.json && ::isatty(STDOUT_FILENO) == 1;
     RunOptions options{flags.seed, !flags.trace.empty(), false, flags.backend};
+    // One scenario after another on the same segments, reset between them.
+    options.segments = std::make_shared<sim::SegmentPool>();
     std::vector<ScenarioResult> results;
     if (!flags.json) {
         std::printf("%-6s %-40s %8s %6s %10s %9s\n", "result", "scenario", "seed", "steps",
