@@ -106,7 +106,7 @@ void SimDevice::fill_garbage(const AllocationInfo& info) {
     }
     std::uint64_t draw = engine_.options.seed ^ (++allocations_made_ * 0x9e3779b97f4a7c15ULL);
     const auto* noise = reinterpret_cast<const std::byte*>(noise_.data());
-    std::byte* host = storage_.host(info.address);
+    std::byte* host = storage_.host_of_new(info.address, info.size_bytes);
     std::uint64_t offset = 0;
     while (offset < info.size_bytes) {
         const std::uint64_t start = splitmix(draw) % (noise_words * 8 / 2);

@@ -76,31 +76,45 @@ bool runnable(const Engine& engine, const SimStream& stream) {
            (!head.blocked || head.blocked());
 }
 
+/// The `nth` runnable stream (from 0) in the order of devices and their streams.
+std::pair<SimDevice*, SimStream*> nth_runnable(const Engine& engine, std::size_t nth) {
+    for (const auto& device : engine.devices) {
+        for (SimStream& stream : device->streams()) {
+            if (runnable(engine, stream) && nth-- == 0) {
+                return {device.get(), &stream};
+            }
+        }
+    }
+    return {nullptr, nullptr};
+}
+
 }  // namespace
 
 bool Engine::step_deterministic(Status& deadlock) {
-    std::vector<std::pair<SimDevice*, SimStream*>> candidates;
+    // Counted, then the drawn one found by a second walk before the delays count down: no list
+    // built every step, and both walks see the same runnable streams.
+    std::size_t candidates = 0;
     bool delayed = false;
     bool pending = false;
     for (const auto& device : devices) {
         for (SimStream& stream : device->streams()) {
             pending = pending || !stream.queue.empty();
             delayed = delayed || (!stream.queue.empty() && stream.delay_steps > 0);
-            if (runnable(*this, stream)) {
-                candidates.emplace_back(device.get(), &stream);
-            }
+            candidates += runnable(*this, stream) ? 1 : 0;
         }
     }
+    const auto [device, stream] = candidates == 0 ? std::pair<SimDevice*, SimStream*>{}
+                                                  : nth_runnable(*this, rng() % candidates);
     // A held-back stream loses one step of its delay for every step the scheduler takes.
-    for (const auto& device : devices) {
-        for (SimStream& stream : device->streams()) {
-            if (stream.delay_steps > 0) {
-                --stream.delay_steps;
+    for (const auto& each_device : devices) {
+        for (SimStream& each : each_device->streams()) {
+            if (each.delay_steps > 0) {
+                --each.delay_steps;
             }
         }
     }
     ++steps;
-    if (candidates.empty()) {
+    if (candidates == 0) {
         if (delayed) {
             return true;
         }
@@ -113,7 +127,6 @@ bool Engine::step_deterministic(Status& deadlock) {
         }
         return false;
     }
-    const auto [device, stream] = candidates[rng() % candidates.size()];
     mix_trace(stream->global_index);
     const std::shared_ptr<Operation> head = stream->queue.front();
     if (head->state == Operation::State::Queued) {

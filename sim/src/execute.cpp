@@ -80,6 +80,9 @@ std::string where(const Operation& operation) {
 namespace {
 
 void record_accesses(Engine& engine, const Operation& operation) {
+    if (operation.inputs.empty() && operation.outputs.empty()) {
+        return;  // Nothing to record, and the label is not free to build.
+    }
     const std::string label = where(operation);
     for (const Target& input : operation.inputs) {
         engine.races.record(input.key.memory,
@@ -248,41 +251,51 @@ void Engine::start(SimDevice& device, SimStream& stream,
     run_launches(device, stream, operation);
 }
 
+namespace {
+
+/// How many launches `op` runs: one, or a replay's graph.
+std::size_t launch_count(const Operation& op) {
+    return op.kind == Operation::Kind::Launch ? 1 : op.graph->launches().size();
+}
+
+const LaunchRequest& launch_at(const Operation& op, std::size_t index) {
+    return op.kind == Operation::Kind::Launch ? *op.launch : op.graph->launches()[index];
+}
+
+/// The body of a launch or replay: each launch's kernel in turn, until one fails.
+void run_body(Engine& engine, Operation& op) {
+    SimDevice& device = *engine.devices[op.device];
+    for (std::size_t index = 0; index < launch_count(op); ++index) {
+        const LaunchRequest& request = launch_at(op, index);
+        if (index < op.injected.size() && op.injected[index]) {
+            op.failure_code = op.injected[index];  // Reported without running.
+            return;
+        }
+        Result<std::vector<BoundResource>> bound = [&] {
+            std::lock_guard lock(engine.mutex);
+            return bind_resources(engine, device, request);
+        }();
+        if (!bound) {
+            op.error = bound.error();
+            return;
+        }
+        SimKernelContext context(request.kernel, std::move(*bound), request.args,
+                                 request.config.thread_count(), *op.host);
+        run_kernel(op, context, request);
+        if (op.failure_code || op.fault || op.error) {
+            return;
+        }
+    }
+}
+
+}  // namespace
+
 void Engine::run_launches(SimDevice& device, SimStream& stream,
                           const std::shared_ptr<Operation>& operation) {
     Operation& op = *operation;
-    std::vector<const LaunchRequest*> launches;
-    if (op.kind == Operation::Kind::Launch) {
-        launches.push_back(&*op.launch);
-    } else {
-        for (const LaunchRequest& request : op.graph->launches()) {
-            launches.push_back(&request);
-        }
-    }
     op.host = std::make_unique<OperationHost>(*this, device, op);
-    op.body = [this, &device, &op, launches] {
-        for (std::size_t index = 0; index < launches.size(); ++index) {
-            const LaunchRequest& request = *launches[index];
-            if (index < op.injected.size() && op.injected[index]) {
-                op.failure_code = op.injected[index];  // Reported without running.
-                return;
-            }
-            Result<std::vector<BoundResource>> bound = [&] {
-                std::lock_guard lock(mutex);
-                return bind_resources(*this, device, request);
-            }();
-            if (!bound) {
-                op.error = bound.error();
-                return;
-            }
-            SimKernelContext context(request.kernel, std::move(*bound), request.args,
-                                     request.config.thread_count(), *op.host);
-            run_kernel(op, context, request);
-            if (op.failure_code || op.fault || op.error) {
-                return;
-            }
-        }
-    };
+    // Two pointers, which std::function keeps inline: a launch allocates no body.
+    op.body = [this, &op] { run_body(*this, op); };
     if (options.mode == SchedulerMode::Deterministic) {
         op.fiber = std::make_unique<Fiber>(op.body);
         resume(device, stream, operation);

@@ -1,5 +1,7 @@
 #include "fiber.hpp"
 
+#include <boost/context/detail/fcontext.hpp>
+
 #include <cassert>
 #include <cstdint>
 
@@ -16,6 +18,11 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+// fcontext is the layer under Boost.Context's public fiber and continuation types, and the one
+// that leaves every switch to the caller: AddressSanitizer is told of each stack change here,
+// around the jump, as the public types do only in their ucontext variant.
+namespace context = boost::context::detail;
+
 namespace tandem::sim {
 namespace {
 
@@ -31,6 +38,29 @@ constexpr std::size_t max_pooled_stacks = 64;
 
 }  // namespace
 
+struct Fiber::Entry {
+    /// Runs on the fiber's own stack, entered by the first resume; never returns (there is no
+    /// frame to return to): it jumps back to the scheduler for good once the body is done.
+    static void start(context::transfer_t transfer) {
+        auto* self = static_cast<Fiber*>(transfer.data);
+        self->caller_ = transfer.fctx;
+#if TANDEM_ASAN_FIBERS
+        __sanitizer_finish_switch_fiber(nullptr, &self->caller_stack_bottom_,
+                                        &self->caller_stack_size_);
+#endif
+        self->body_();
+        self->finished_ = true;
+        running = nullptr;
+#if TANDEM_ASAN_FIBERS
+        // A null save slot: this stack is left for good, its fake frames can go.
+        __sanitizer_start_switch_fiber(nullptr, self->caller_stack_bottom_,
+                                       self->caller_stack_size_);
+#endif
+        context::jump_fcontext(self->caller_, nullptr);
+        assert(false && "a finished fiber is never resumed");
+    }
+};
+
 Fiber::Fiber(std::function<void()> body) : body_(std::move(body)) {
     auto& pool = stack_pool();
     if (!pool.empty()) {
@@ -39,13 +69,8 @@ Fiber::Fiber(std::function<void()> body) : body_(std::move(body)) {
     } else {
         stack_ = std::make_unique<std::byte[]>(stack_bytes);
     }
-    getcontext(&context_);
-    context_.uc_stack.ss_sp = stack_.get();
-    context_.uc_stack.ss_size = stack_bytes;
-    context_.uc_link = nullptr;
-    const auto self = reinterpret_cast<std::uintptr_t>(this);
-    makecontext(&context_, reinterpret_cast<void (*)()>(&Fiber::entry), 2,
-                static_cast<unsigned int>(self >> 32), static_cast<unsigned int>(self));
+    // The stack grows down from its top; make_fcontext aligns it and reserves the first frame.
+    context_ = context::make_fcontext(stack_.get() + stack_bytes, stack_bytes, &Entry::start);
 }
 
 Fiber::~Fiber() {
@@ -62,30 +87,18 @@ Fiber::~Fiber() {
 
 Fiber* Fiber::current() { return running; }
 
-void Fiber::entry(unsigned int high, unsigned int low) {
-    auto* self = reinterpret_cast<Fiber*>((std::uintptr_t{high} << 32) | std::uintptr_t{low});
-#if TANDEM_ASAN_FIBERS
-    __sanitizer_finish_switch_fiber(nullptr, &self->caller_stack_bottom_, &self->caller_stack_size_);
-#endif
-    self->body_();
-    self->finished_ = true;
-    running = nullptr;
-#if TANDEM_ASAN_FIBERS
-    __sanitizer_start_switch_fiber(nullptr, self->caller_stack_bottom_, self->caller_stack_size_);
-#endif
-    setcontext(&self->caller_);
-}
-
 void Fiber::resume() {
     assert(!finished_ && running == nullptr && "resume from the scheduler, once per stop");
     running = this;
 #if TANDEM_ASAN_FIBERS
     __sanitizer_start_switch_fiber(&caller_fake_stack_, stack_.get(), stack_bytes);
 #endif
-    swapcontext(&caller_, &context_);
+    // Returns when the fiber yields (with where it stopped) or finishes.
+    const context::transfer_t back = context::jump_fcontext(context_, this);
 #if TANDEM_ASAN_FIBERS
     __sanitizer_finish_switch_fiber(caller_fake_stack_, nullptr, nullptr);
 #endif
+    context_ = back.fctx;
     running = nullptr;
 }
 
@@ -97,7 +110,9 @@ void Fiber::yield() {
     __sanitizer_start_switch_fiber(&self->fiber_fake_stack_, self->caller_stack_bottom_,
                                    self->caller_stack_size_);
 #endif
-    swapcontext(&self->context_, &self->caller_);
+    // Returns at the next resume, which may come from another frame of the scheduler.
+    const context::transfer_t resumed = context::jump_fcontext(self->caller_, nullptr);
+    self->caller_ = resumed.fctx;
 #if TANDEM_ASAN_FIBERS
     __sanitizer_finish_switch_fiber(self->fiber_fake_stack_, &self->caller_stack_bottom_,
                                     &self->caller_stack_size_);

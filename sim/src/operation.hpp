@@ -9,6 +9,7 @@
 #include "tandem/core/server.hpp"
 #include "tandem/core/work.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -20,7 +21,37 @@
 
 namespace tandem::sim {
 
-using VectorClock = std::vector<std::uint64_t>;
+/// A vector clock: one counter per stream of the runtime, by the stream's global index. The
+/// first `inline_streams` counters live in the object itself: every operation copies its
+/// stream's clock when it starts and the host's when it is enqueued, and with the counters on
+/// the heap each copy was an allocation.
+class VectorClock {
+public:
+    static constexpr std::size_t inline_streams = 8;
+
+    [[nodiscard]] std::size_t size() const { return size_; }
+    /// Grows to `size` counters, the new ones `value` (it never shrinks: streams stay).
+    void resize(std::size_t size, std::uint64_t value) {
+        for (; size_ < size; ++size_) {
+            if (size_ < inline_streams) {
+                inline_[size_] = value;
+            } else {
+                spill_.push_back(value);
+            }
+        }
+    }
+    std::uint64_t& operator[](std::size_t index) {
+        return index < inline_streams ? inline_[index] : spill_[index - inline_streams];
+    }
+    std::uint64_t operator[](std::size_t index) const {
+        return index < inline_streams ? inline_[index] : spill_[index - inline_streams];
+    }
+
+private:
+    std::array<std::uint64_t, inline_streams> inline_{};
+    std::vector<std::uint64_t> spill_;
+    std::size_t size_ = 0;
+};
 
 inline void merge_into(VectorClock& into, const VectorClock& from) {
     if (into.size() < from.size()) {

@@ -18,7 +18,10 @@ Result<std::shared_ptr<SimRuntime>> SimRuntime::create(SimOptions options) {
     auto engine = std::make_unique<Engine>(options);
     for (std::uint32_t index = 0; index < options.devices; ++index) {
         Result<std::unique_ptr<Segment>> segment =
-            Segment::create(Segment::name_for(engine->runtime_id, index), options.capacity_bytes);
+            options.segments != nullptr
+                ? options.segments->take(engine->runtime_id, index, options.capacity_bytes)
+                : Segment::create(Segment::name_for(engine->runtime_id, index),
+                                  options.capacity_bytes);
         if (!segment) {
             return segment.error();
         }

@@ -3,19 +3,20 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
 #include <mutex>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
 
 namespace tandem::sim {
 namespace {
@@ -26,8 +27,8 @@ constexpr std::size_t max_name_bytes = 96;
 std::array<std::array<char, max_name_bytes>, max_live_segments> live_names{};
 std::array<std::atomic<bool>, max_live_segments> live_used{};
 std::once_flag handlers_installed;
-struct sigaction previous_int{};
-struct sigaction previous_term{};
+struct sigaction previous_int {};
+struct sigaction previous_term {};
 
 void remove_live_segments_and_reraise(int signal_number) {
     for (std::size_t slot = 0; slot < max_live_segments; ++slot) {
@@ -40,7 +41,7 @@ void remove_live_segments_and_reraise(int signal_number) {
 }
 
 void install_handlers() {
-    struct sigaction action{};
+    struct sigaction action {};
     action.sa_handler = remove_live_segments_and_reraise;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &previous_int);
@@ -82,6 +83,21 @@ struct Segment::Mapping {
     boost::interprocess::mapped_region region;
 };
 
+/// What a SegmentPool keeps, shared with the segments it handed out (which hold it weakly).
+struct Segment::Shelf {
+    /// Keeps `segment`, or removes it when the shelf is full.
+    void keep(std::unique_ptr<Segment> segment) {
+        std::lock_guard lock(mutex);
+        if (segments.size() < SegmentPool::max_kept_segments) {
+            segments.push_back(std::move(segment));
+        }
+    }
+
+    mutable std::mutex mutex;
+    std::vector<std::unique_ptr<Segment>> segments;
+    std::uint64_t reused = 0;
+};
+
 Result<std::unique_ptr<Segment>> Segment::create(std::string name, std::uint64_t capacity_bytes) {
     namespace ipc = boost::interprocess;
     if (name.size() + 2 > max_name_bytes) {
@@ -91,8 +107,8 @@ Result<std::unique_ptr<Segment>> Segment::create(std::string name, std::uint64_t
     try {
         // create_only: a new run never opens a segment that already exists, a dead run's included.
         ipc::permissions owner_only(0600);
-        mapping->object = ipc::shared_memory_object(ipc::create_only, name.c_str(),
-                                                    ipc::read_write, owner_only);
+        mapping->object =
+            ipc::shared_memory_object(ipc::create_only, name.c_str(), ipc::read_write, owner_only);
     } catch (const ipc::interprocess_exception& error) {
         return Error::invalid_argument("cannot create segment " + name + ": " + error.what());
     }
@@ -107,7 +123,8 @@ Result<std::unique_ptr<Segment>> Segment::create(std::string name, std::uint64_t
                                     OutOfMemoryDetails{capacity_bytes, 0, 0, 0});
     }
     register_live(name);
-    return std::unique_ptr<Segment>(new Segment(std::move(name), capacity_bytes, std::move(mapping)));
+    return std::unique_ptr<Segment>(
+        new Segment(std::move(name), capacity_bytes, std::move(mapping)));
 }
 
 Segment::Segment(std::string name, std::uint64_t capacity_bytes, std::unique_ptr<Mapping> mapping)
@@ -117,14 +134,80 @@ Segment::Segment(std::string name, std::uint64_t capacity_bytes, std::unique_ptr
       data_(static_cast<std::byte*>(mapping_->region.get_address())) {}
 
 Segment::~Segment() {
+    if (mapping_ == nullptr) {
+        return;  // Its mapping went back to a pool, in another Segment.
+    }
+    if (std::shared_ptr<Shelf> shelf = home_.lock(); shelf != nullptr && reset()) {
+        // Moved into a segment of the pool's own, so the caller's object can go. A full pool
+        // lets that one go too, and with no home it is removed.
+        std::unique_ptr<Segment> kept(
+            new Segment(std::move(name_), capacity_bytes_, std::move(mapping_)));
+        kept->backed_ = std::move(backed_);
+        kept->device_index_ = device_index_;
+        shelf->keep(std::move(kept));
+        return;
+    }
     mapping_.reset();
     boost::interprocess::shared_memory_object::remove(name_.c_str());
     unregister_live(name_);
 }
 
+bool Segment::backed(std::uint64_t offset, std::uint64_t size_bytes) const {
+    auto range = backed_.upper_bound(offset);
+    if (range == backed_.begin()) {
+        return false;
+    }
+    --range;
+    return range->first <= offset && offset + size_bytes <= range->second;
+}
+
+void Segment::note_backed(std::uint64_t offset, std::uint64_t size_bytes) {
+    std::uint64_t begin = offset;
+    std::uint64_t end = offset + size_bytes;
+    // Fuses with every range it touches or overlaps.
+    auto range = backed_.upper_bound(begin);
+    if (range != backed_.begin() && std::prev(range)->second >= begin) {
+        --range;
+    }
+    while (range != backed_.end() && range->first <= end) {
+        begin = std::min(begin, range->first);
+        end = std::max(end, range->second);
+        range = backed_.erase(range);
+    }
+    if (backed_.size() < max_backed_ranges) {
+        backed_.emplace(begin, end);
+    }
+}
+
+void Segment::note_written(std::uint64_t offset, std::uint64_t size_bytes) {
+    written_begin_ = std::min(written_begin_, offset);
+    written_end_ = std::max(written_end_, offset + size_bytes);
+}
+
+bool Segment::reset() {
+    std::uint64_t backed_bytes = 0;
+    for (const auto& [begin, end] : backed_) {
+        backed_bytes += end - begin;
+    }
+    const std::uint64_t written_bytes =
+        written_end_ > written_begin_ ? written_end_ - written_begin_ : 0;
+    if (backed_bytes > SegmentPool::max_kept_bytes || written_bytes > SegmentPool::max_kept_bytes) {
+        return false;
+    }
+    if (written_bytes != 0) {
+        std::memset(data_ + written_begin_, 0, written_bytes);
+    }
+    written_begin_ = UINT64_MAX;
+    written_end_ = 0;
+    return true;
+}
+
 Status Segment::reserve_pages(std::uint64_t offset, std::uint64_t size_bytes) {
+    if (backed(offset, size_bytes)) {
+        return {};
+    }
     const int descriptor = mapping_->object.get_mapping_handle().handle;
-    struct statvfs filesystem{};
+    struct statvfs filesystem {};
     std::uint64_t free_bytes = 0;
     if (fstatvfs(descriptor, &filesystem) == 0) {
         free_bytes = std::uint64_t{filesystem.f_bavail} * filesystem.f_frsize;
@@ -139,12 +222,58 @@ Status Segment::reserve_pages(std::uint64_t offset, std::uint64_t size_bytes) {
     if (size_bytes > free_bytes) {
         return refuse("/dev/shm has too little free space");
     }
-    const int status = posix_fallocate(descriptor, static_cast<off_t>(offset),
-                                       static_cast<off_t>(size_bytes));
+    const int status =
+        posix_fallocate(descriptor, static_cast<off_t>(offset), static_cast<off_t>(size_bytes));
     if (status != 0) {
         return refuse(std::strerror(status));
     }
+    note_backed(offset, size_bytes);
     return {};
+}
+
+// ---------------------------------------------------------------- the pool
+
+SegmentPool::SegmentPool() : shelf_(std::make_shared<Segment::Shelf>()) {}
+
+SegmentPool::~SegmentPool() = default;
+
+Result<std::unique_ptr<Segment>> SegmentPool::take(std::uint64_t runtime_id,
+                                                   std::uint32_t device_index,
+                                                   std::uint64_t capacity_bytes) {
+    std::unique_ptr<Segment> segment;
+    {
+        std::lock_guard lock(shelf_->mutex);
+        auto& kept = shelf_->segments;
+        auto found = std::find_if(kept.begin(), kept.end(), [&](const auto& each) {
+            return each->capacity_bytes() == capacity_bytes && each->device_index_ == device_index;
+        });
+        if (found != kept.end()) {
+            segment = std::move(*found);
+            kept.erase(found);
+            ++shelf_->reused;
+        }
+    }
+    if (segment == nullptr) {
+        Result<std::unique_ptr<Segment>> created =
+            Segment::create(Segment::name_for(runtime_id, device_index), capacity_bytes);
+        if (!created) {
+            return created.error();
+        }
+        segment = std::move(*created);
+    }
+    segment->home_ = shelf_;
+    segment->device_index_ = device_index;
+    return segment;
+}
+
+std::size_t SegmentPool::kept() const {
+    std::lock_guard lock(shelf_->mutex);
+    return shelf_->segments.size();
+}
+
+std::uint64_t SegmentPool::reused() const {
+    std::lock_guard lock(shelf_->mutex);
+    return shelf_->reused;
 }
 
 std::vector<StaleSegment> list_segments() {
@@ -160,7 +289,7 @@ std::vector<StaleSegment> list_segments() {
         if (std::sscanf(entry->d_name, "tandem-%d-%16llx-d%u", &pid, &runtime, &device) != 3) {
             continue;
         }
-        struct stat status{};
+        struct stat status {};
         const std::string path = std::string("/dev/shm/") + entry->d_name;
         if (stat(path.c_str(), &status) != 0 || status.st_uid != getuid()) {
             continue;

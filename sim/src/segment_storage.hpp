@@ -17,7 +17,9 @@ public:
 
     Result<StorageRegion> reserve(std::uint64_t size_bytes) override;
     void release(StorageRegion region) override;
-    [[nodiscard]] std::uint64_t capacity_bytes() const override { return segment_.capacity_bytes(); }
+    [[nodiscard]] std::uint64_t capacity_bytes() const override {
+        return segment_.capacity_bytes();
+    }
     [[nodiscard]] std::uint64_t reserved_bytes() const override;
     [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
 
@@ -30,6 +32,12 @@ public:
             return segment_.data() + (address - base_address_);
         }
         return reinterpret_cast<std::byte*>(address);
+    }
+    /// The host bytes of a new allocation, about to be filled: noted as written, so that a
+    /// segment kept for a later runtime is zeroed there.
+    [[nodiscard]] std::byte* host_of_new(std::uint64_t address, std::uint64_t size_bytes) {
+        segment_.note_written(address - base_address_, size_bytes);
+        return host(address);
     }
 
 private:

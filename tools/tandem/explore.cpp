@@ -7,13 +7,14 @@
 // the end, so a reader sees whether a long run holds on to memory it should have given back.
 
 #include "commands.hpp"
+#include "explore_jobs.hpp"
 #include "explore_program.hpp"
 #include "explore_report.hpp"
 #include "help_footer.hpp"
 #include "progress.hpp"
 #include "scenario_run.hpp"
 
-#include <sys/resource.h>
+#include "tandem/sim/segment.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +41,10 @@ struct ExploreFlags {
     std::uint64_t steps = 100;
     std::string out = ".";
     bool json = false;
+    /// Worker processes, as written (explore_jobs.hpp).
+    std::string jobs;
+    /// For tests of the explorer: the program of this seed is a violation on purpose.
+    std::optional<std::uint64_t> plant_violation;
 };
 
 bool violates(const ExploreProgram& program) {
@@ -107,20 +112,6 @@ std::uint64_t injected_faults(const ExploreProgram& program) {
     return count;
 }
 
-/// Peak resident memory of this process in KiB: VmHWM, or ru_maxrss where /proc is missing.
-std::uint64_t peak_resident_kib() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmHWM:", 0) == 0) {
-            return std::stoull(line.substr(6));
-        }
-    }
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<std::uint64_t>(usage.ru_maxrss);
-}
-
 /// Programs after which a soak takes its first memory sample: past start-up and first growth.
 constexpr std::uint64_t soak_warmup_programs = 100;
 /// Violations a soak shrinks and writes; later ones print their seed only, which bounds the time
@@ -134,6 +125,25 @@ void record(ExploreTally& tally, const ExploreReport& report, ExploreViolation v
     if (tally.listed.size() < explore_violations_listed_max) {
         tally.listed.push_back(std::move(violation));
     }
+
+/// Program `index` of the run (`flags.seed + index` its seed).
+ExploreProgram program_at(const ExploreFlags& flags, std::uint64_t index) {
+    ExploreProgram program = generate_program(flags.devices, flags.steps, flags.seed + index);
+    program.planted_violation = flags.plant_violation == program.seed;
+    return program;
+}
+
+/// Runs programs of `flags` by index, on segments the runner keeps between its programs.
+std::function<ProgramRunner()> program_runner(const ExploreFlags& flags) {
+    return [&flags] {
+        RunOptions options;
+        options.segments = std::make_shared<sim::SegmentPool>();
+        return [&flags, options](std::uint64_t index) {
+            const ExploreProgram program = program_at(flags, index);
+            return ProgramVerdict{run_scenario(annotate(program), options).passed,
+                                  injected_faults(program)};
+        };
+    };
 }
 
 int explore(const ExploreFlags& flags) {
@@ -143,6 +153,10 @@ int explore(const ExploreFlags& flags) {
                      "pass 2^64 - 1\n",
                      static_cast<unsigned long long>(flags.seed),
                      static_cast<unsigned long long>(flags.runs));
+        return 2;
+    }
+    const std::optional<std::uint32_t> jobs = parse_jobs(flags.jobs);
+    if (!jobs) {
         return 2;
     }
     const bool soak = flags.minutes > 0;
@@ -158,22 +172,30 @@ int explore(const ExploreFlags& flags) {
     // On a terminal, a line that shows a long run is alive; stdout keeps only the summary and the
     // violations.
     Progress progress("tandem explore", "programs", "violations", soak ? 0 : flags.runs);
+    VerdictFeed verdicts(*jobs, soak ? std::nullopt : std::optional(flags.runs),
+                         program_runner(flags));
     for (std::uint64_t run = 0;; ++run) {
         const auto now = std::chrono::steady_clock::now();
         if (soak ? now >= deadline : run >= flags.runs) {
             break;
         }
         progress.update(run, tally.violations);
-        const ExploreProgram program =
-            generate_program(flags.devices, flags.steps, flags.seed + run);
-        const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
-        ++tally.programs;
-        tally.faults += injected_faults(program);
-        if (tally.programs == soak_warmup_programs) {
-            tally.peak_kib_at_start = peak_resident_kib();
-        }
-        if (!result.passed) {
+        const std::optional<ProgramVerdict> verdict = verdicts.next();
+        if (!verdict) {
             progress.clear();
+            std::fprintf(stderr, "tandem: %s\n", verdicts.failure().c_str());
+            return 2;
+        }
+        ++tally.programs;
+        tally.faults += verdict->faults_injected;
+        if (tally.programs == soak_warmup_programs) {
+            tally.peak_kib_at_start = verdicts.peak_resident_kib();
+        }
+        if (!verdict->passed) {
+            progress.clear();
+            // Run again here, from its seed, for the report: it replays exactly.
+            const ExploreProgram program = program_at(flags, run);
+            const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
             ++tally.violations;
             record(tally, report,
                    record_violation(flags, program, result,
@@ -181,16 +203,17 @@ int explore(const ExploreFlags& flags) {
             // A soak keeps going so that its summary still gives the figures; a run stops at the
             // first violation.
             if (!soak) {
+                verdicts.stop();
                 break;
             }
         }
     }
     progress.clear();
     if (tally.programs < soak_warmup_programs) {
-        tally.peak_kib_at_start = peak_resident_kib();
+        tally.peak_kib_at_start = verdicts.peak_resident_kib();
     }
     tally.peak_kib_programs = std::min(tally.programs, soak_warmup_programs);
-    tally.peak_kib_at_end = peak_resident_kib();
+    tally.peak_kib_at_end = verdicts.peak_resident_kib();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return report.finish(tally, seconds);
@@ -235,6 +258,11 @@ Run add_explore(CLI::App& app) {
          {2,
           "usage or input error: an unknown option, a value out of range, or a shrunk program that "
           "cannot be written to --out"}});
+    add_jobs_option(command, flags->jobs);
+    command
+        ->add_option("--plant-violation", flags->plant_violation,
+                     "Testing the explorer: the program of this seed expects a wrong byte")
+        ->group("");  // Hidden: not an option a user needs.
     return [flags] { return explore(*flags); };
 }
 

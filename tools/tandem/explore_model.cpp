@@ -198,6 +198,18 @@ private:
     std::vector<std::string> tokens_;
 };
 
+/// Flips the first expected byte of the last read that expects bytes (`planted_violation`).
+void plant_violation(Scenario& scenario) {
+    for (auto step = scenario.steps.rbegin(); step != scenario.steps.rend(); ++step) {
+        auto* read = std::get_if<ReadStep>(&step->action);
+        if (read != nullptr && read->expect && read->expect->kind == ByteSpec::Kind::List &&
+            !read->expect->list.empty()) {
+            read->expect->list.front() ^= 0xff;
+            return;
+        }
+    }
+}
+
 }  // namespace
 
 Scenario annotate(const ExploreProgram& program) {
@@ -222,6 +234,9 @@ Scenario annotate(const ExploreProgram& program) {
         for (const Step& step : unit) {
             add(step);
         }
+    }
+    if (program.planted_violation) {
+        plant_violation(scenario);
     }
     return scenario;
 }

@@ -27,6 +27,9 @@ struct ExploreProgram {
     /// Allocations, shares and initial writes: never dropped.
     std::vector<Step> setup;
     std::vector<std::vector<Step>> units;
+    /// For tests of the explorer itself: the last read that expects bytes expects its first
+    /// byte wrong, so the program is a violation however it shrinks.
+    bool planted_violation = false;
 };
 
 /// A program of `unit_count` random units over `devices` devices, drawn from `seed`.

@@ -8,6 +8,8 @@
 #include "progress.hpp"
 #include "scenario_run.hpp"
 
+#include "tandem/sim/segment.hpp"
+
 #if TANDEM_TOOL_HAS_CUDA
 #include "tandem/cuda/runtime.hpp"
 #endif
@@ -197,7 +199,9 @@ bool backend_usable(const std::string& backend) {
 /// Runs every scenario in order, printing each result as it comes unless the output is JSON.
 std::vector<ScenarioResult> run_each(const std::vector<Scenario>& scenarios,
                                      const RunFlags& flags) {
-    const RunOptions options{flags.seed, !flags.trace.empty(), false, flags.backend};
+    RunOptions options{flags.seed, !flags.trace.empty(), false, flags.backend};
+    // One scenario after another on the same segments, reset between them.
+    options.segments = std::make_shared<sim::SegmentPool>();
     Progress progress("tandem " + std::string(flags.command), "scenarios", "failed",
                       scenarios.size());
     std::vector<ScenarioResult> results;

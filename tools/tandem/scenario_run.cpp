@@ -367,6 +367,7 @@ sim::SimOptions sim_options(const Scenario& scenario, const RunOptions& options)
     sim.capacity_bytes = scenario.capacity_bytes.value_or(default_capacity_bytes);
     sim.grant_all_peers = scenario.grant_all_peers;
     sim.record_trace = options.record_trace;
+    sim.segments = options.segments;
     return sim;
 }
 

@@ -8,6 +8,7 @@
 #include "tandem/sim/runtime.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ struct RunOptions {
     bool snapshot = false;
     /// "sim" or "cuda".
     std::string backend = "sim";
+    /// Segments kept between the runs that share this pool (none: fresh ones for each run).
+    std::shared_ptr<sim::SegmentPool> segments{};
 };
 
 struct ScenarioResult {

@@ -417,6 +417,48 @@ def check_command_line(tool):
     print(f"command line: ok ({len(REFUSED_NUMBERS)} refused numbers, {len(MISTYPED_OPTIONS)} mistyped options)")
 
 
+def explore(tool, folder, *args):
+    """Exit code and output of an explore run, with its timing and output folder written out."""
+    result = run(tool, "explore", "--out", folder, *args)
+    lines = [re.sub(r" in [0-9.]+ s \([0-9]+ programs per second\)", "", line).replace(folder, "OUT")
+             for line in result.stdout.splitlines()]
+    return result.returncode, lines, result.stderr
+
+
+def check_explore_jobs(tool):
+    """Explore in worker processes reports exactly what a serial run of the same seed does: the
+    same programs and faults, and a violation planted in one program found, reported and shrunk
+    to the same scenario file, which replays as a failure."""
+    with tempfile.TemporaryDirectory() as folder:
+        serial = explore(tool, os.path.join(folder, "serial"), "--runs", "300", "--seed", "11", "--jobs", "1")
+        parallel = explore(tool, os.path.join(folder, "parallel"), "--runs", "300", "--seed", "11",
+                           "--jobs", "3")
+        if serial[0] != 0 or serial[:2] != parallel[:2]:
+            fail(f"explore --jobs 3 differs from --jobs 1:\n{serial}\n{parallel}")
+        planted = ("--runs", "200", "--seed", "40", "--plant-violation", "117")
+        outputs = {}
+        for jobs in ("1", "3"):
+            out = os.path.join(folder, "planted-" + jobs)
+            code, lines, errors = explore(tool, out, *planted, "--jobs", jobs)
+            if code != 1 or not any(line.startswith("violation: program seed 117 ") for line in lines):
+                fail(f"--jobs {jobs} did not report the planted violation (exit {code}): {lines} {errors}")
+            with open(os.path.join(out, "explore-117.yaml")) as file:
+                outputs[jobs] = (lines, file.read().replace(out, "OUT"))
+            replayed = run(tool, "replay", os.path.join(out, "explore-117.yaml"))
+            if replayed.returncode != 1:
+                fail(f"the shrunk program of --jobs {jobs} does not fail on replay: {replayed.stdout}")
+        if outputs["1"] != outputs["3"]:
+            fail(f"the planted violation is reported differently with --jobs 3:\n{outputs}")
+        soak = run(tool, "explore", "--minutes", "0.02", "--jobs", "2", "--out", folder)
+        if soak.returncode != 0 or "programs run:" not in soak.stdout:
+            fail(f"a soak with --jobs 2: exit {soak.returncode}: {soak.stdout}{soak.stderr}")
+    for value in ("0", "-1", "257", "two"):
+        result = run(tool, "explore", "--runs", "1", "--jobs", value)
+        if (result.returncode != 2 or not result.stderr.startswith("tandem: ") or "--jobs" not in result.stderr):
+            fail(f"--jobs {value}: exit {result.returncode}: {result.stderr}")
+    print("explore jobs: ok")
+
+
 def main():
     tool, scenarios = sys.argv[1], sys.argv[2]
     check_malformed(tool)
@@ -428,6 +470,7 @@ def main():
     check_help_footers(tool)
     check_clean_json(tool)
     check_json_of_names_that_are_not_utf8(tool, scenarios)
+    check_explore_jobs(tool)
 
 
 if __name__ == "__main__":

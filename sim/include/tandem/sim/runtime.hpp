@@ -18,6 +18,8 @@
 
 namespace tandem::sim {
 
+class SegmentPool;
+
 /// How the simulator runs the streams of its devices.
 enum class SchedulerMode : std::uint8_t {
     /// One host thread interleaves every stream of every device from the seed.
@@ -47,6 +49,9 @@ struct SimOptions {
     bool grant_all_peers = false;
     /// Whether to keep a record of every operation's begin and end (for traces and tests).
     bool record_trace = false;
+    /// Where the devices' segments come from and go back to when the runtime ends: none, new
+    /// segments removed at the end; a pool, segments kept between runtimes (segment.hpp).
+    std::shared_ptr<SegmentPool> segments{};
 };
 
 /// One begin or end of an operation, in scheduler steps.
