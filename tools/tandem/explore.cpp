@@ -125,6 +125,7 @@ void record(ExploreTally& tally, const ExploreReport& report, ExploreViolation v
     if (tally.listed.size() < explore_violations_listed_max) {
         tally.listed.push_back(std::move(violation));
     }
+}
 
 /// Program `index` of the run (`flags.seed + index` its seed).
 ExploreProgram program_at(const ExploreFlags& flags, std::uint64_t index) {
