@@ -69,8 +69,9 @@ ExploreProgram shrink(ExploreProgram program) {
     return program;
 }
 
-/// Shrinks a violating program and writes it as a scenario under `flags.out`; unless `shrink` is
-/// false, then it only records the seed. A file that cannot be written is said on stderr.
+/// The violation `program` made: with `shrink_it`, shrunk and written as a scenario under
+/// `flags.out` (a file that cannot be written is said on stderr and leaves `file` empty);
+/// otherwise only its seed and failure.
 ExploreViolation record_violation(const ExploreFlags& flags, const ExploreProgram& program,
                                   const ScenarioResult& result, bool shrink_it) {
     ExploreViolation violation{program.seed, result.failure, program.units.size(), {}, {}};
