@@ -29,8 +29,11 @@ struct LaunchArgument {
 /// Work tandem did not write (external_work.hpp): its name (for reports and injected faults),
 /// the buffers it reads and writes, and how each backend runs it.
 struct ExternalWork {
+    /// What reports and injected kernel faults call it.
     std::string name;
+    /// The buffers it reads and writes, in the order its callables receive them.
     std::vector<LaunchArgument> arguments;
+    /// How each backend runs it.
     ExternalCallables run;
 };
 
@@ -65,6 +68,7 @@ public:
     /// `stream`, for another library. What it enqueues there is outside tandem's claims: order it
     /// with tandem's work on the same stream, or enqueue it as `ExternalWork` instead.
     Result<NativeView> native(const Handle& handle, StreamId stream);
+    /// `native(handle, default_stream())`.
     Result<NativeView> native(const Handle& handle) { return native(handle, default_stream()); }
     /// Where this device's memory is and the native handle of `stream`, with no buffer.
     Result<NativeView> native(StreamId stream) { return server_->native(nullptr, stream); }
@@ -113,6 +117,7 @@ public:
         return launch_entry(&kernel_entry<Kernel>, {}, config, arguments, args,
                             default_stream(), nullptr);
     }
+    /// The typed launch of `Kernel` on `stream`.
     template <typename Kernel>
     Status launch(LaunchConfig config, const std::vector<LaunchArgument>& arguments,
                   KernelArgs args, StreamId stream) {
@@ -125,6 +130,7 @@ public:
     /// knows its inputs are clean, so work whose inputs' producers are still running first waits
     /// for them.
     Status enqueue(ExternalWork work, StreamId stream);
+    /// `enqueue` on the default stream.
     Status enqueue(ExternalWork work) { return enqueue(std::move(work), default_stream()); }
 
     /// A point in `stream`'s work that a stream of any device can wait for.

@@ -26,8 +26,11 @@ class DeviceServer;
 /// A claimed byte range found on an owner: the failure claiming it, and its report as a read of
 /// that range would see it now (taken at once: the failure may be dropped later, C4).
 struct FoundClaim {
+    /// The key, of those asked about, with a claimed byte.
     ClaimKey key;
+    /// The failure claiming it.
     FailureId failure;
+    /// The failure's report for a read of `key`.
     Error report;
 };
 
@@ -73,6 +76,7 @@ public:
 /// changes under its lock (held by every caller of the pipeline).
 class LocalDirectory final : public DeviceDirectory {
 public:
+    /// The directory of the runtime `runtime_id`, with no device yet.
     explicit LocalDirectory(std::uint64_t runtime_id) : runtime_id_(runtime_id) {}
 
     /// Adds the runtime's next device (device numbers follow the order of `add`).

@@ -146,6 +146,7 @@ protected:
     }
     /// The stream `id` of this device as every backend keeps it, or InvalidArgument naming it.
     Result<DeviceStream*> device_stream(StreamId id);
+    /// The error for a stream `id` this device does not have.
     [[nodiscard]] Error no_such_stream(StreamId id) const {
         return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
     }

@@ -12,7 +12,9 @@
 
 namespace tandem {
 
+/// The per-stream state every backend keeps.
 struct DeviceStream {
+    /// The stream's id on its device.
     StreamId id;
     /// The open recording window (C14), if any.
     std::shared_ptr<CaptureWindow> capture;

@@ -19,8 +19,11 @@ namespace tandem {
 /// What CUDA work receives: the stream it must enqueue on (a `cudaStream_t`) and, for each
 /// declared argument in order, the device address of its bytes and their size.
 struct DeviceWorkContext {
+    /// The `cudaStream_t` to enqueue on.
     void* stream = nullptr;
+    /// The device address of each declared argument's bytes.
     std::span<void* const> pointers;
+    /// The size in bytes of each declared argument.
     std::span<const std::uint64_t> sizes;
 
     /// Argument `index`'s bytes as `T` (the caller knows what it declared).

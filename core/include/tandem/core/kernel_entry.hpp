@@ -27,6 +27,7 @@ using KernelRunner = void (*)(HostKernelContext& context, const LaunchConfig& co
 /// backend knows its type; host code never calls it).
 using DeviceLauncher = void (*)();
 
+/// One kernel of the process: its name and how each backend runs it.
 struct KernelEntry {
     /// The kernel's name; unique among the registered kernels of the process.
     const char* name = nullptr;

@@ -199,6 +199,7 @@ struct HandoffConsume {
 struct TiledCopy {
     /// The name a launch gives to run it.
     static constexpr const char* name = "tiled_copy";
+    /// It views its buffers through tensor maps (kernel_entry.hpp).
     static constexpr bool reads_tensor_maps = true;
     /// Runs one thread of the launch on `ctx`, the backend's kernel context.
     template <typename Context>
