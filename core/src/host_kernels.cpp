@@ -1,5 +1,6 @@
 #include "tandem/core/host_kernels.hpp"
 
+#include "tandem/core/closest_name.hpp"
 #include "tandem/core/kernels/catalog.hpp"
 
 #include <algorithm>
@@ -49,24 +50,6 @@ const KernelEntry* find_locked(Registered& extra, std::string_view name) {
     return nullptr;
 }
 
-/// The edit distance between `a` and `b` (insertions, deletions, substitutions).
-std::size_t distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) {
-        row[j] = j;
-    }
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
 }  // namespace
 
 const KernelEntry* find_kernel(std::string_view name) {
@@ -91,14 +74,12 @@ std::vector<std::string> kernel_names() {
 Error unknown_kernel(std::string_view name) {
     const std::vector<std::string> names = kernel_names();
     std::string message = "no kernel of that name is registered";
-    auto closest = std::min_element(names.begin(), names.end(), [&](const auto& a, const auto& b) {
-        return distance(name, a) < distance(name, b);
-    });
-    if (closest != names.end()) {
-        message += "; did you mean '" + *closest + "'? Registered:";
-        for (const std::string& each : names) {
-            message += " " + each;
-        }
+    if (const std::optional<std::string> closest = closest_name(name, names)) {
+        message += "; did you mean '" + *closest + "'?";
+    }
+    message += " Registered:";
+    for (const std::string& each : names) {
+        message += " " + each;
     }
     return Error::launch_refused(std::string(name), message);
 }

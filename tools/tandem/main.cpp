@@ -4,7 +4,7 @@
 
 #include "commands.hpp"
 #include "help_footer.hpp"
-#include "suggest.hpp"
+#include "tandem/core/closest_name.hpp"
 
 #include "tandem/core/version.hpp"
 

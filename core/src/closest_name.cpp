@@ -1,14 +1,12 @@
-// The closest known name (suggest.hpp), by Levenshtein distance over bytes.
+// The closest known name (closest_name.hpp), by Levenshtein distance over bytes.
 
-#include "suggest.hpp"
+#include "tandem/core/closest_name.hpp"
 
 #include <algorithm>
 
-namespace tandem::tool {
-namespace {
+namespace tandem {
 
-/// The edit distance between `a` and `b` (insertions, deletions and substitutions).
-std::size_t distance(const std::string& a, const std::string& b) {
+std::size_t edit_distance(std::string_view a, std::string_view b) {
     std::vector<std::size_t> row(b.size() + 1);
     for (std::size_t j = 0; j <= b.size(); ++j) {
         row[j] = j;
@@ -25,21 +23,19 @@ std::size_t distance(const std::string& a, const std::string& b) {
     return row[b.size()];
 }
 
-}  // namespace
-
-std::optional<std::string> closest_name(const std::string& given,
+std::optional<std::string> closest_name(std::string_view given,
                                         const std::vector<std::string>& known) {
     if (known.empty()) {
         return std::nullopt;
     }
     const auto closest = std::min_element(known.begin(), known.end(),
                                           [&](const std::string& a, const std::string& b) {
-                                              return distance(given, a) < distance(given, b);
+                                              return edit_distance(given, a) < edit_distance(given, b);
                                           });
-    if (distance(given, *closest) > std::max<std::size_t>(2, given.size() / 3)) {
+    if (edit_distance(given, *closest) > std::max<std::size_t>(2, given.size() / 3)) {
         return std::nullopt;
     }
     return *closest;
 }
 
-}  // namespace tandem::tool
+}  // namespace tandem
