@@ -40,9 +40,6 @@ std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel
     // Every armed fault on the kernel counts this launch, even after an earlier one hit it: two
     // faults armed for the first and second launch hit the first and the second. The first due
     // fault, in the order they were armed, gives the code.
-    if (kernel_faults_.empty()) {
-        return std::nullopt;  // Every launch asks; most runs arm nothing.
-    }
     std::optional<std::uint32_t> due;
     for (KernelFaultState& state : kernel_faults_) {
         if (state.fault.kernel != kernel) {

@@ -65,6 +65,9 @@ void SimDevice::lose(const std::string& reason) {
 bool SimDevice::loss_due() { return faults_.loss_due(); }
 
 std::optional<std::uint32_t> SimDevice::kernel_fault_due(const std::string& kernel) {
+    if (!faults_.kernel_faults_armed()) {
+        return std::nullopt;  // Asked for every launch: the call alone stalled on its result.
+    }
     return faults_.kernel_fault_due(kernel, engine_.rng);
 }
 
@@ -176,7 +179,7 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
 Status SimDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                            StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = std::make_shared<Operation>();
+    auto operation = make_operation();
     operation->kind = Operation::Kind::Write;
     operation->label = "host write";
     operation->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
@@ -243,7 +246,7 @@ Result<std::vector<std::byte>> SimDevice::do_read_strided(const CopyDescriptor& 
 Status SimDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                           StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = std::make_shared<Operation>();
+    auto operation = make_operation();
     operation->kind = Operation::Kind::Copy;
     operation->device = index_;
     if (Status targets = engine_.pipeline.add_copy_targets(source, target, *operation); !targets) {
@@ -256,7 +259,7 @@ Status SimDevice::do_copy(const KernelResource& source, const BufferBinding& tar
 
 Status SimDevice::do_launch(LaunchRequest&& request) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = std::make_shared<Operation>();
+    auto operation = make_operation();
     operation->kind = Operation::Kind::Launch;
     operation->label = request.kernel;
     operation->device = index_;
@@ -288,7 +291,7 @@ Status SimDevice::do_launch(LaunchRequest&& request) {
 
 Result<Event> SimDevice::do_record_event(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = std::make_shared<Operation>();
+    auto operation = make_operation();
     operation->kind = Operation::Kind::Record;
     operation->label = "record event";
     operation->event = engine_.next_event++;
@@ -314,7 +317,7 @@ Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
     if (Status known = check_event(event, engine_.next_event); !known) {
         return known;
     }
-    auto operation = std::make_shared<Operation>();
+    auto operation = make_operation();
     operation->kind = Operation::Kind::Wait;
     operation->label = "wait for event of device " + std::to_string(event.device.device_index);
     operation->event = event.sequence;
@@ -366,7 +369,7 @@ Status SimDevice::do_settle_window(StreamId stream_id, const CaptureWindow& wind
 
 Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = std::make_shared<Operation>();
+    auto operation = make_operation();
     operation->kind = Operation::Kind::Replay;
     operation->device = index_;
     engine_.pipeline.add_replay_targets(graph, *operation);

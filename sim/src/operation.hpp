@@ -24,10 +24,12 @@ namespace tandem::sim {
 /// A vector clock: one counter per stream of the runtime, by the stream's global index. The
 /// first `inline_streams` counters live in the object itself: every operation copies its
 /// stream's clock when it starts and the host's when it is enqueued, and with the counters on
-/// the heap each copy was an allocation.
+/// the heap each copy was an allocation. Four, not more: an operation holds two clocks, and with
+/// eight it outgrew the largest block glibc's per-thread cache keeps (1032 bytes), which made
+/// its allocation and free slower than the two they saved.
 class VectorClock {
 public:
-    static constexpr std::size_t inline_streams = 8;
+    static constexpr std::size_t inline_streams = 4;
 
     [[nodiscard]] std::size_t size() const { return size_; }
     /// Grows to `size` counters, the new ones `value` (it never shrinks: streams stay).
@@ -120,5 +122,77 @@ struct Operation final : Work {
     }
     void on_settled() override { held.clear(); }
 };
+
+/// Blocks for operations, kept per thread for reuse. A sync drains a whole batch of work at once
+/// and frees its operations together; malloc keeps only a few blocks of one size at hand per
+/// thread, so past them each allocation and free of an operation (a kilobyte) went through its
+/// bins and their consolidation.
+class OperationBlocks {
+public:
+    /// Blocks kept per thread; past the bound they go back to malloc.
+    static constexpr std::size_t max_kept = 1024;
+
+    static void* take(std::size_t size_bytes) {
+        Kept& kept = kept_here();
+        if (kept.size_bytes == 0) {
+            kept.size_bytes = size_bytes;  // One size is ever asked for: an operation's.
+        }
+        if (kept.blocks.empty() || kept.size_bytes != size_bytes) {
+            return ::operator new(size_bytes);
+        }
+        void* block = kept.blocks.back();
+        kept.blocks.pop_back();
+        return block;
+    }
+    static void give_back(void* block, std::size_t size_bytes) {
+        Kept& kept = kept_here();
+        if (!kept_alive() || kept.size_bytes != size_bytes || kept.blocks.size() >= max_kept) {
+            ::operator delete(block);
+            return;
+        }
+        kept.blocks.push_back(block);
+    }
+
+private:
+    struct Kept {
+        std::size_t size_bytes = 0;
+        std::vector<void*> blocks;
+        ~Kept() {
+            kept_alive() = false;  // An operation freed later, at exit, goes straight back.
+            for (void* block : blocks) {
+                ::operator delete(block);
+            }
+        }
+    };
+    static Kept& kept_here() {
+        thread_local Kept kept;
+        return kept;
+    }
+    static bool& kept_alive() {
+        thread_local bool alive = true;
+        return alive;
+    }
+};
+
+/// The allocator `make_operation` gives std::allocate_shared.
+template <typename T>
+struct OperationAllocator {
+    using value_type = T;
+    OperationAllocator() = default;
+    template <typename U>
+    OperationAllocator(const OperationAllocator<U>&) {}  // NOLINT: rebinding converts.
+    T* allocate(std::size_t count) {
+        return static_cast<T*>(OperationBlocks::take(count * sizeof(T)));
+    }
+    void deallocate(T* block, std::size_t count) {
+        OperationBlocks::give_back(block, count * sizeof(T));
+    }
+    bool operator==(const OperationAllocator&) const { return true; }
+};
+
+/// A new operation, in a block reused from earlier ones where one is kept.
+inline std::shared_ptr<Operation> make_operation() {
+    return std::allocate_shared<Operation>(OperationAllocator<Operation>());
+}
 
 }  // namespace tandem::sim

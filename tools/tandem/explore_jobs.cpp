@@ -153,12 +153,16 @@ void VerdictFeed::start_workers(std::uint32_t jobs,
             for (const Worker& earlier : workers_) {
                 ::close(earlier.verdicts);
             }
+            int status = 0;
             try {
                 run_worker(ends[1], worker, jobs, programs_, make_runner);
             } catch (...) {
-                ::_exit(3);
+                status = 3;
             }
-            ::_exit(0);  // Not exit(): the explorer's own state is not this process's to tear down.
+            // Not exit(): the explorer's own state is not this process's to tear down; only
+            // what the worker itself printed is flushed.
+            std::fflush(nullptr);
+            ::_exit(status);
         }
         ::close(ends[1]);
         if (pid < 0) {
@@ -184,7 +188,8 @@ std::optional<ProgramVerdict> VerdictFeed::next() {
     if (!read_whole(worker.verdicts, record) || record.index != index) {
         failure_ = "explore worker " + std::to_string(index % workers_.size()) +
                    " ended before it reported program " + std::to_string(index) +
-                   " of this run: " + describe_death(worker);
+                   " of this run (the program of seed --seed + " + std::to_string(index) +
+                   "): " + describe_death(worker);
         return std::nullopt;
     }
     return ProgramVerdict{record.passed != 0, record.faults_injected};
