@@ -1,7 +1,8 @@
 #include "tandem/core/device_server.hpp"
 
+#include <iterator>
+
 namespace tandem {
-namespace {
 
 /// The release sink of one adopted allocation: when its last holder goes, the owner's claims on
 /// it are forgotten (C5) and the adopter's release is called. It deletes itself.
@@ -13,6 +14,7 @@ public:
     void released(detail::MemoryControl& control) noexcept override {
         if (std::shared_ptr<DeviceServer> owner = owner_.lock()) {
             owner->claims().forget(control.allocation.id);
+            owner->forget_adopted(control.allocation.address);
         }
         if (release_) {
             release_();
@@ -26,7 +28,22 @@ private:
     std::function<void()> release_;
 };
 
-}  // namespace
+bool DeviceServer::holds_any(std::uint64_t address, std::uint64_t size_bytes) const {
+    if (do_storage().overlaps(address, size_bytes)) {
+        return true;
+    }
+    std::lock_guard lock(adopted_mutex_);
+    auto after = adopted_.upper_bound(address);
+    if (after != adopted_.end() && after->first < address + size_bytes) {
+        return true;
+    }
+    return after != adopted_.begin() && std::prev(after)->first + std::prev(after)->second > address;
+}
+
+void DeviceServer::forget_adopted(std::uint64_t address) {
+    std::lock_guard lock(adopted_mutex_);
+    adopted_.erase(address);
+}
 
 Status DeviceServer::check(std::span<const ClaimKey> keys) const {
     std::lock_guard lock(engine_mutex_);
@@ -60,8 +77,19 @@ Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
     }
+    const auto address = reinterpret_cast<std::uint64_t>(memory.pointer);
+    if (holds_any(address, memory.size_bytes)) {
+        return Error::invalid_argument("the adopted range of " + std::to_string(memory.size_bytes) +
+                                       " bytes at " + std::to_string(address) +
+                                       " overlaps memory " + to_string(service_) +
+                                       " already holds");
+    }
     if (Status fits = do_check_adopted(memory); !fits) {
         return fits.error();
+    }
+    {
+        std::lock_guard adopted_lock(adopted_mutex_);
+        adopted_.emplace(address, memory.size_bytes);
     }
     const AllocationInfo info{MemoryId::next(), reinterpret_cast<std::uint64_t>(memory.pointer),
                               memory.size_bytes, default_stream()};

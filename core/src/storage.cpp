@@ -50,6 +50,16 @@ void HostStorage::release(StorageRegion region) {
     std::free(reinterpret_cast<void*>(region.address));  // NOLINT: from aligned_alloc
 }
 
+bool HostStorage::overlaps(std::uint64_t address, std::uint64_t size_bytes) const {
+    std::lock_guard lock(mutex_);
+    for (const auto& [start, size] : regions_) {
+        if (address < start + size && start < address + size_bytes) {
+            return true;
+        }
+    }
+    return false;
+}
+
 std::uint64_t HostStorage::reserved_bytes() const {
     std::lock_guard lock(mutex_);
     return reserved_bytes_;

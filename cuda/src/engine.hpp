@@ -39,6 +39,14 @@ public:
     void release(StorageRegion region) override;
     [[nodiscard]] std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
     [[nodiscard]] std::uint64_t reserved_bytes() const override { return reserved_bytes_; }
+    [[nodiscard]] bool overlaps(std::uint64_t address, std::uint64_t size_bytes) const override {
+        for (const auto& [start, size] : regions_) {
+            if (address < start + size && start < address + size_bytes) {
+                return true;
+            }
+        }
+        return false;
+    }
     [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
 
 private:

@@ -20,7 +20,8 @@ struct Foreign {
     std::function<void()> release;
 };
 
-Foreign foreign_memory(const Runtime& runtime, std::uint64_t size_bytes, int* releases) {
+Foreign foreign_memory([[maybe_unused]] const Runtime& runtime, std::uint64_t size_bytes,
+                       int* releases) {
 #if TANDEM_HAS_CUDA_KERNELS
     if (runtime.backend() == "cuda") {
         void* pointer = device_malloc(size_bytes);
@@ -92,6 +93,22 @@ TYPED_TEST(ForeignMemory, adoption_that_cannot_be_is_refused_and_takes_nothing) 
         // Host memory is not this GPU's.
         EXPECT_EQ(client.adopt({host, 64, count}).error().kind(), ErrorKind::InvalidArgument);
     }
+    // Memory tandem already holds: its own allocation's bytes, and memory adopted once already.
+    Handle own = this->allocate(client, 256);
+    void* inside = static_cast<std::byte*>(client.native(own)->pointer) + 16;
+    Result<Handle> aliased = client.adopt({inside, 32, count});
+    ASSERT_FALSE(aliased);
+    EXPECT_EQ(aliased.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(aliased.error().message().find("overlaps"), std::string::npos);
+    int foreign_releases = 0;
+    Foreign memory = foreign_memory(*runtime, 128, &foreign_releases);
+    {
+        Result<Handle> first = client.adopt({memory.pointer, 128, memory.release});
+        ASSERT_TRUE(first) << first.error().report();
+        void* middle = static_cast<std::byte*>(memory.pointer) + 64;
+        EXPECT_EQ(client.adopt({middle, 8, count}).error().kind(), ErrorKind::InvalidArgument);
+    }
+    EXPECT_EQ(foreign_releases, 1);
     EXPECT_EQ(releases, 0);
 }
 
@@ -137,6 +154,17 @@ TYPED_TEST(ForeignMemory, a_tensor_goes_out_and_comes_back_through_dlpack_withou
     elsewhere.dl_tensor.shape = &extent;
     elsewhere.dl_tensor.dtype = DLDataType{kDLUInt, 8, 1};
     EXPECT_EQ(from_dlpack(client, &elsewhere).error().kind(), ErrorKind::InvalidArgument);
+    // On this client's device, but every other byte: not a single range.
+    elsewhere.dl_tensor.device = client.native(client.default_stream())->on_gpu
+                                     ? DLDevice{kDLCUDA, client.native(handle)->ordinal}
+                                     : DLDevice{kDLCPU, 0};
+    std::int64_t every_other = 2;
+    extent = 8;
+    elsewhere.dl_tensor.strides = &every_other;
+    Result<Handle> strided = from_dlpack(client, &elsewhere);
+    ASSERT_FALSE(strided);
+    EXPECT_EQ(strided.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(strided.error().message().find("compact"), std::string::npos);
 }
 
 }  // namespace

@@ -22,6 +22,14 @@ public:
     }
     [[nodiscard]] std::uint64_t reserved_bytes() const override;
     [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
+    /// Whether the range touches the segment, reserved or not: its device addresses, or where it
+    /// is mapped in this process (what `native` hands out).
+    [[nodiscard]] bool overlaps(std::uint64_t address, std::uint64_t size_bytes) const override {
+        const std::uint64_t capacity = segment_.capacity_bytes();
+        const auto mapped = reinterpret_cast<std::uint64_t>(segment_.data());
+        return (address < base_address_ + capacity && base_address_ < address + size_bytes) ||
+               (address < mapped + capacity && mapped < address + size_bytes);
+    }
 
     [[nodiscard]] std::uint64_t base_address() const { return base_address_; }
     /// The host pointer of a device address inside this segment.

@@ -15,6 +15,7 @@
 #include "tandem/core/work.hpp"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -99,8 +100,10 @@ protected:
     /// device.
     virtual void do_lose_now() = 0;
     /// Whether this device can take `memory` (a device pointer of this GPU, say); the Server
-    /// checked pointer and size.
+    /// checked pointer and size, and this class that it aliases nothing the device holds.
     virtual Status do_check_adopted(const AdoptedMemory& /*memory*/) { return {}; }
+    /// The storage the device's pools reserve from.
+    [[nodiscard]] virtual const Storage& do_storage() const = 0;
     /// The stream `id` of this device, or null when there is none.
     virtual DeviceStream* do_find_stream(StreamId id) = 0;
     /// `stream` was just held back `steps` more (within the bound): a backend that holds streams
@@ -176,6 +179,17 @@ protected:
     FaultPlan faults_;
 
 private:
+    friend class AdoptedRelease;
+    /// Whether `[address, address + size_bytes)` touches memory the device holds: its storage's
+    /// regions or live adopted memory.
+    [[nodiscard]] bool holds_any(std::uint64_t address, std::uint64_t size_bytes) const;
+    /// Forgets the adopted range starting at `address` (its last reference went).
+    void forget_adopted(std::uint64_t address);
+
+    /// Live adopted memory, by start address: size. A leaf lock: a release may come from any
+    /// thread, under any other lock.
+    mutable std::mutex adopted_mutex_;
+    std::map<std::uint64_t, std::uint64_t> adopted_;
     std::recursive_mutex& engine_mutex_;
     /// `lost_` is set, readable without the lock.
     std::atomic<bool> lost_flag_{false};

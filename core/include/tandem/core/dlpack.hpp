@@ -26,6 +26,11 @@ struct ExportedTensor {
     std::vector<std::int64_t> shape;
 };
 
+/// The deleter of the tensors `to_dlpack` makes: it drops the handle they hold.
+inline void delete_exported(DLManagedTensor* self) {
+    delete static_cast<ExportedTensor*>(self->manager_ctx);
+}
+
 /// The bytes a compact tensor of `dtype` and `shape` spans, or none when it overflows or a
 /// dimension is negative.
 inline std::optional<std::uint64_t> compact_bytes(DLDataType dtype, const std::int64_t* shape,
@@ -85,19 +90,26 @@ inline Result<DLManagedTensor*> to_dlpack(Client& client, const Handle& handle, 
     tensor.dtype = dtype;
     tensor.shape = exported->shape.data();
     exported->tensor.manager_ctx = exported;
-    exported->tensor.deleter = [](DLManagedTensor* self) {
-        delete static_cast<detail::ExportedTensor*>(self->manager_ctx);
-    };
+    exported->tensor.deleter = &detail::delete_exported;
     return &exported->tensor;
 }
 
 /// `tensor` as a handle of `client`'s device, adopted without a copy (`Client::adopt`): its
-/// deleter is called when the last handle and binding are gone. `InvalidArgument` for a null or
+/// deleter is called when the last handle and binding are gone. A tensor `to_dlpack` made from a
+/// handle of this device comes back as that handle (the tensor is deleted at once). `InvalidArgument` for a null or
 /// strided tensor, or one on another device (`kDLCUDA` of the client's GPU on CUDA, `kDLCPU` on
 /// the simulator and the reference backend); the tensor is then still the caller's.
 inline Result<Handle> from_dlpack(Client& client, DLManagedTensor* tensor) {
     if (tensor == nullptr || tensor->dl_tensor.data == nullptr) {
         return Error::invalid_argument("a DLPack tensor with no data");
+    }
+    if (tensor->deleter == &detail::delete_exported) {
+        const Handle& handle = static_cast<detail::ExportedTensor*>(tensor->manager_ctx)->handle;
+        if (handle.service() == client.service()) {
+            Handle back = handle;
+            tensor->deleter(tensor);
+            return back;
+        }
     }
     const DLTensor& view = tensor->dl_tensor;
     const std::optional<std::uint64_t> bytes =
