@@ -91,8 +91,7 @@ Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
         std::lock_guard adopted_lock(adopted_mutex_);
         adopted_.emplace(address, memory.size_bytes);
     }
-    const AllocationInfo info{MemoryId::next(), reinterpret_cast<std::uint64_t>(memory.pointer),
-                              memory.size_bytes, default_stream()};
+    const AllocationInfo info{MemoryId::next(), address, memory.size_bytes, default_stream()};
     auto* sink = new AdoptedRelease(weak_from_this(), std::move(memory.release));
     return Handle(key(), ManagedMemoryHandle::create(info, sink), service_, default_stream(),
                   memory.size_bytes);

@@ -1,5 +1,6 @@
-// The runtime the examples run on: CUDA where the example was built with its CUDA units and a GPU
-// is visible, the simulator otherwise, or what the first argument names (sim, reference, cuda).
+// What the examples share: the runtime they run on (CUDA where the example was built with its
+// CUDA units and a GPU is visible, the simulator otherwise, or what the first argument names:
+// sim, reference, cuda), and floats as the bytes a write takes.
 #pragma once
 
 #include <tandem/core/reference_runtime.hpp>
@@ -8,9 +9,12 @@
 #include <tandem/cuda/runtime.hpp>
 #endif
 
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 inline std::shared_ptr<tandem::Runtime> open_runtime(std::string_view wanted) {
     using namespace tandem;
@@ -34,4 +38,11 @@ inline std::shared_ptr<tandem::Runtime> open_runtime(std::string_view wanted) {
         return *reference::ReferenceRuntime::create({.devices = 1});
     }
     return *sim::SimRuntime::create({.devices = 1});
+}
+
+/// The bytes of `values`, as a write takes them.
+inline std::vector<std::byte> as_bytes(const std::vector<float>& values) {
+    std::vector<std::byte> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
 }

@@ -44,12 +44,6 @@ ExternalWork gemm(GemmShape shape, const Handle& a, const Handle& b, const Handl
     return work;
 }
 
-std::vector<std::byte> as_bytes(const std::vector<float>& values) {
-    std::vector<std::byte> bytes(values.size() * sizeof(float));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    return bytes;
-}
-
 /// Whether `bytes` holds `expected` within float rounding (cuBLAS sums in another order).
 bool close_to(const std::vector<std::byte>& bytes, const std::vector<float>& expected) {
     std::vector<float> got(expected.size());

@@ -19,12 +19,6 @@ namespace {
 
 using namespace tandem;
 
-std::vector<std::byte> as_bytes(const std::vector<float>& values) {
-    std::vector<std::byte> bytes(values.size() * sizeof(float));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    return bytes;
-}
-
 /// Whether `handle` reads as `expected`, every element.
 bool reads_as(Client& client, const Handle& handle, const std::vector<float>& expected) {
     Result<std::vector<std::byte>> bytes = client.read(handle);
