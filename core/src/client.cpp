@@ -142,7 +142,7 @@ Status Client::launch_entry(const KernelEntry* entry, std::string kernel, Launch
         bool reusing;
         ~Clear() {
             request.resources.clear();  // Bindings must not outlive the call: they hold memory.
-        request.external.reset();
+            request.external.reset();
             if (reusing) {
                 in_use = false;
             }

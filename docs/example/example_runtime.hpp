@@ -1,6 +1,7 @@
 // What the examples share: the runtime they run on (CUDA where the example was built with its
 // CUDA units and a GPU is visible, the simulator otherwise, or what the first argument names:
-// sim, reference, cuda), and floats as the bytes a write takes.
+// sim, reference, cuda), and floats as the bytes a write takes. An example asked for CUDA where
+// there is none exits with `skipped_exit_code`, which ctest counts as skipped.
 #pragma once
 
 #include <tandem/core/reference_runtime.hpp>
@@ -16,6 +17,10 @@
 #include <string_view>
 #include <vector>
 
+/// The exit code of an example that cannot run where it is (no GPU, no CUDA units).
+inline constexpr int skipped_exit_code = 77;
+
+/// The runtime `wanted` names, or null after saying why there is none.
 inline std::shared_ptr<tandem::Runtime> open_runtime(std::string_view wanted) {
     using namespace tandem;
 #if TANDEM_HAS_CUDA_KERNELS

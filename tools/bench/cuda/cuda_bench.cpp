@@ -7,6 +7,7 @@
 //   a tandem peer copy      against cudaMemcpyPeerAsync
 // `tandem bench` runs it and prints the medians and the ratios the CUDA issue sets goals for.
 
+#include "bench_pairs.hpp"
 #include "raw_kernels.hpp"
 
 #include "tandem/cuda/runtime.hpp"
@@ -26,32 +27,13 @@
 namespace tandem::bench {
 namespace {
 
-constexpr std::uint64_t mib = std::uint64_t{1} << 20;
 constexpr std::uint64_t peer_bytes = 256 * mib;
 constexpr std::uint32_t copy_blocks = 132 * 8;
 constexpr std::uint32_t copy_threads = 256;
-/// Launches per timed batch; one sync per batch, as a program that launches many kernels does.
-constexpr int launches_per_batch = 1000;
 /// The buffers and block of the bound-launch comparison: small, so the launch path dominates.
 constexpr std::uint64_t bound_bytes = 256;
 constexpr std::uint32_t bound_threads = 256;
 
-std::shared_ptr<cuda::CudaRuntime> runtime(benchmark::State& state, std::uint32_t devices) {
-    static std::shared_ptr<cuda::CudaRuntime> shared;
-    if (!shared) {
-        auto created = cuda::CudaRuntime::create();
-        if (!created) {
-            state.SkipWithError(created.error().message().c_str());
-            return nullptr;
-        }
-        shared = *created;
-    }
-    if (shared->device_count() < devices) {
-        state.SkipWithError("needs two GPUs");
-        return nullptr;
-    }
-    return shared;
-}
 
 /// Splits a batch of launches into the host time to enqueue them and the time the sync then
 /// waits, reported per launch (`enqueue_ns`, `sync_ns`): where a launch ratio comes from.
@@ -150,30 +132,6 @@ private:
     KernelArgs args_;
 };
 
-/// A batch of raw launches: `launches_per_batch` calls of `launch_on` on a stream of GPU 0 of
-/// its own, then a stream sync.
-template <typename LaunchOn>
-class RawBatch {
-public:
-    explicit RawBatch(LaunchOn launch_on) : launch_on_(std::move(launch_on)) {
-        cudaSetDevice(0);
-        cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
-    }
-    ~RawBatch() { cudaStreamDestroy(stream_); }
-    RawBatch(const RawBatch&) = delete;
-    RawBatch& operator=(const RawBatch&) = delete;
-
-    void enqueue() {
-        for (int launch = 0; launch < launches_per_batch; ++launch) {
-            launch_on_(stream_);
-        }
-    }
-    void sync() { cudaStreamSynchronize(stream_); }
-
-private:
-    LaunchOn launch_on_;
-    cudaStream_t stream_ = nullptr;
-};
 
 /// Batches of `batch`, each timed apart into enqueue and sync (`SplitTimer`).
 template <typename Batch>
@@ -400,58 +358,7 @@ void raw_launch_empty_with_params(benchmark::State& state) {
     split_batches(state, batch);
 }
 
-/// The median of `values` (which it reorders); zero when empty.
-double median(std::vector<double>& values) {
-    if (values.empty()) {
-        return 0;
-    }
-    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-    std::nth_element(values.begin(), middle, values.end());
-    if (values.size() % 2 == 1) {
-        return *middle;
-    }
-    return (*middle + *std::max_element(values.begin(), middle)) / 2;
-}
 
-/// A batch through tandem and a raw batch of the same kernel, timed one after the other in each
-/// iteration, the order alternating, so that both meet the machine as it is at that moment: the
-/// load of other processes and the clock move over seconds, and move two benchmarks run apart by
-/// more than tandem's cost. Reports the median of the per-iteration ratios (`ratio`, tandem time
-/// over raw time) and each side's median batch time per launch (`tandem_ns`, `raw_ns`); the
-/// iteration's time is the pair's.
-template <typename Raw>
-void launch_pair(benchmark::State& state, TandemBatch& tandem_batch, Raw& raw_batch) {
-    const auto timed = [](auto& batch) {
-        const auto begin = std::chrono::steady_clock::now();
-        batch.enqueue();
-        batch.sync();
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    };
-    std::vector<double> tandem_seconds;
-    std::vector<double> raw_seconds;
-    std::vector<double> ratios;
-    bool tandem_first = true;
-    for (auto _ : state) {
-        double tandem = 0;
-        double raw = 0;
-        if (tandem_first) {
-            tandem = timed(tandem_batch);
-            raw = timed(raw_batch);
-        } else {
-            raw = timed(raw_batch);
-            tandem = timed(tandem_batch);
-        }
-        tandem_first = !tandem_first;
-        tandem_seconds.push_back(tandem);
-        raw_seconds.push_back(raw);
-        ratios.push_back(tandem / raw);
-        state.SetIterationTime(tandem + raw);
-    }
-    state.counters["ratio"] = median(ratios);
-    state.counters["tandem_ns"] = median(tandem_seconds) * 1e9 / launches_per_batch;
-    state.counters["raw_ns"] = median(raw_seconds) * 1e9 / launches_per_batch;
-    state.SetItemsProcessed(state.iterations() * 2 * launches_per_batch);
-}
 
 /// `tandem_launch_empty` and `raw_launch_empty`, paired.
 void launch_pair_empty(benchmark::State& state) {

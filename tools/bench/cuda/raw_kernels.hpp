@@ -22,5 +22,27 @@ void launch_raw_spin(void* stream, std::uint64_t microseconds);
 /// The catalog's axpy kernel (`y = alpha * x + y`, float) launched raw on `count` floats.
 void launch_raw_axpy(void* stream, const float* x, float* y, std::uint64_t count, double alpha,
                      std::uint32_t blocks, std::uint32_t threads);
+/// The user kernel's loop (user_kernel.hpp) as a raw kernel on two pointers, launched with the
+/// chevron syntax; returns the launch's cudaError_t.
+int launch_raw_user_copy(void* stream, const void* from, void* to, std::uint64_t bytes,
+                         std::uint32_t blocks, std::uint32_t threads);
+
+/// One cuBLAS handle and a square fp32 GEMM on it (`c = a b`, n x n, column-major), enqueued on
+/// a given stream: the work of the GEMM comparison, called directly or through tandem.
+class CublasGemm {
+public:
+    CublasGemm();
+    ~CublasGemm();
+    CublasGemm(const CublasGemm&) = delete;
+    CublasGemm& operator=(const CublasGemm&) = delete;
+
+    /// Whether the handle was created.
+    [[nodiscard]] bool ok() const { return handle_ != nullptr; }
+    /// Enqueues the GEMM on `stream` (a cudaStream_t); returns the cublasStatus_t.
+    int run(void* stream, const float* a, const float* b, float* c, int n) const;
+
+private:
+    void* handle_ = nullptr;  // A cublasHandle_t, kept opaque for host code without cuBLAS.
+};
 
 }  // namespace tandem::bench

@@ -1,0 +1,220 @@
+// A program's own CUDA under tandem, against the same CUDA without it, side by side in one run:
+//   launch_pair_user_kernel   a typed launch of the program's own kernel (user_kernel.hpp) with
+//                             two bindings, against the same loop as a raw kernel on two
+//                             cudaMalloc pointers                             goal: at most 1.05
+//   launch_pair_external      external work wrapping that raw launch, against the raw launch
+//                                                                            goal: at most 1.10
+//   gemm_pair_external        a 4096 x 4096 fp32 cuBLAS GEMM through external work, against the
+//                             same call made directly       goal: at least 0.98 of its throughput
+// Each is paired (bench_pairs.hpp): `ratio` is tandem's time over the raw time, `added_ns` what
+// tandem adds to each unit of work.
+
+#include "bench_pairs.hpp"
+#include "raw_kernels.hpp"
+#include "user_kernel.hpp"
+
+#include <optional>
+
+namespace tandem::bench {
+namespace {
+
+/// The buffers and block of the launch comparisons: small, so the launch path dominates.
+constexpr std::uint64_t small_bytes = 256;
+constexpr std::uint32_t small_threads = 256;
+constexpr LaunchConfig small_config = LaunchConfig::linear(small_threads, small_threads);
+/// The GEMM's side, and GEMMs per timed batch.
+constexpr int gemm_n = 4096;
+constexpr int gemms_per_batch = 10;
+
+/// Two zero-filled tandem buffers of `bytes` on GPU 0 as the launch's input and output.
+std::optional<std::vector<LaunchArgument>> tandem_buffers(benchmark::State& state, Client& client,
+                                                          std::uint64_t bytes) {
+    auto from = client.allocate(bytes);
+    auto to = client.allocate(bytes);
+    if (!from || !to || !client.write(*from, std::vector<std::byte>(bytes)) ||
+        !client.write(*to, std::vector<std::byte>(bytes)) || !client.sync()) {
+        state.SkipWithError("allocation failed");
+        return std::nullopt;
+    }
+    return std::vector<LaunchArgument>{{*from, AccessMode::Read, std::nullopt},
+                                       {*to, AccessMode::Write, std::nullopt}};
+}
+
+/// `count` zero-filled cudaMalloc buffers of `bytes` each on GPU 0, freed when it goes.
+class RawMemory {
+public:
+    RawMemory(benchmark::State& state, int count, std::uint64_t bytes) {
+        cudaSetDevice(0);
+        for (int index = 0; index < count; ++index) {
+            void* pointer = nullptr;
+            if (cudaMalloc(&pointer, bytes) != cudaSuccess) {
+                state.SkipWithError("cudaMalloc failed");
+                return;
+            }
+            cudaMemset(pointer, 0, bytes);
+            pointers_.push_back(pointer);
+        }
+        cudaDeviceSynchronize();
+    }
+    ~RawMemory() {
+        for (void* pointer : pointers_) {
+            cudaFree(pointer);
+        }
+    }
+    RawMemory(const RawMemory&) = delete;
+    RawMemory& operator=(const RawMemory&) = delete;
+
+    [[nodiscard]] bool ok(int count) const { return pointers_.size() == std::size_t(count); }
+    [[nodiscard]] void* operator[](std::size_t index) const { return pointers_[index]; }
+
+private:
+    std::vector<void*> pointers_;
+};
+
+/// `launches_per_batch` typed launches of `UserCopy` on two bindings, then a sync.
+class TypedBatch {
+public:
+    TypedBatch(Client client, std::vector<LaunchArgument> arguments)
+        : client_(std::move(client)), arguments_(std::move(arguments)) {}
+    void enqueue() {
+        for (int launch = 0; launch < launches_per_batch; ++launch) {
+            (void)client_.launch<UserCopy>(small_config, arguments_, {});
+        }
+    }
+    void sync() { (void)client_.sync(); }
+
+private:
+    Client client_;
+    std::vector<LaunchArgument> arguments_;
+};
+
+/// `per_batch` units of external work `work`, each enqueued as a program would (a copy of the
+/// description per call), then a sync.
+class ExternalBatch {
+public:
+    ExternalBatch(Client client, ExternalWork work, int per_batch)
+        : client_(std::move(client)), work_(std::move(work)), per_batch_(per_batch) {}
+    void enqueue() {
+        for (int unit = 0; unit < per_batch_; ++unit) {
+            (void)client_.enqueue(work_);
+        }
+    }
+    void sync() { (void)client_.sync(); }
+
+private:
+    Client client_;
+    ExternalWork work_;
+    int per_batch_;
+};
+
+/// The raw copy launch on `context`'s two pointers: the CUDA side of external work.
+Status raw_copy_on(const DeviceWorkContext& context) {
+    const int status = launch_raw_user_copy(context.stream, context.pointers[0],
+                                            context.pointers[1], small_bytes, 1, small_threads);
+    return status == 0 ? Status{} : Status{Error::invalid_argument("raw launch failed")};
+}
+
+void launch_pair_user_kernel(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    Client client = rt->client(0);
+    auto arguments = tandem_buffers(state, client, small_bytes);
+    const RawMemory raw_memory(state, 2, small_bytes);
+    if (!arguments || !raw_memory.ok(2)) {
+        return;
+    }
+    TypedBatch tandem(client, *arguments);
+    RawBatch raw([from = raw_memory[0], to = raw_memory[1]](void* stream) {
+        (void)launch_raw_user_copy(stream, from, to, small_bytes, 1, small_threads);
+    });
+    launch_pair(state, tandem, raw);
+}
+
+void launch_pair_external(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    Client client = rt->client(0);
+    auto arguments = tandem_buffers(state, client, small_bytes);
+    const RawMemory raw_memory(state, 2, small_bytes);
+    if (!arguments || !raw_memory.ok(2)) {
+        return;
+    }
+    ExternalBatch tandem(client, ExternalWork{"raw_copy", *arguments, {nullptr, raw_copy_on}},
+                         launches_per_batch);
+    RawBatch raw([from = raw_memory[0], to = raw_memory[1]](void* stream) {
+        (void)launch_raw_user_copy(stream, from, to, small_bytes, 1, small_threads);
+    });
+    launch_pair(state, tandem, raw);
+}
+
+/// `gemms_per_batch` direct GEMMs on three cudaMalloc matrices, then a stream sync.
+class RawGemmBatch {
+public:
+    RawGemmBatch(const CublasGemm& gemm, const RawMemory& matrices)
+        : gemm_(gemm), matrices_(matrices) {
+        cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+    }
+    ~RawGemmBatch() { cudaStreamDestroy(stream_); }
+    RawGemmBatch(const RawGemmBatch&) = delete;
+    RawGemmBatch& operator=(const RawGemmBatch&) = delete;
+    void enqueue() {
+        for (int gemm = 0; gemm < gemms_per_batch; ++gemm) {
+            (void)gemm_.run(stream_, static_cast<const float*>(matrices_[0]),
+                            static_cast<const float*>(matrices_[1]),
+                            static_cast<float*>(matrices_[2]), gemm_n);
+        }
+    }
+    void sync() { cudaStreamSynchronize(stream_); }
+
+private:
+    const CublasGemm& gemm_;
+    const RawMemory& matrices_;
+    cudaStream_t stream_ = nullptr;
+};
+
+void gemm_pair_external(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    const CublasGemm gemm;
+    if (!rt || !gemm.ok()) {
+        if (rt) {
+            state.SkipWithError("cublasCreate failed");
+        }
+        return;
+    }
+    constexpr std::uint64_t matrix_bytes = std::uint64_t{gemm_n} * gemm_n * sizeof(float);
+    Client client = rt->client(0);
+    auto inputs = tandem_buffers(state, client, matrix_bytes);
+    auto output = client.allocate(matrix_bytes);
+    const RawMemory raw_memory(state, 3, matrix_bytes);
+    if (!inputs || !output || !raw_memory.ok(3)) {
+        return;
+    }
+    std::vector<LaunchArgument> arguments = {(*inputs)[0], (*inputs)[1],
+                                             {*output, AccessMode::Write, std::nullopt}};
+    arguments[1].access = AccessMode::Read;
+    auto on_gpu = [&gemm](const DeviceWorkContext& context) -> Status {
+        const int status = gemm.run(context.stream, context.pointer<const float>(0),
+                                    context.pointer<const float>(1), context.pointer<float>(2),
+                                    gemm_n);
+        return status == 0 ? Status{} : Status{Error::invalid_argument("cublasSgemm failed")};
+    };
+    ExternalBatch tandem(client, ExternalWork{"cublas_sgemm", arguments, {nullptr, on_gpu}},
+                         gemms_per_batch);
+    RawGemmBatch raw(gemm, raw_memory);
+    launch_pair(state, tandem, raw, gemms_per_batch);
+    // Throughput is the inverse of time: tandem's share of the direct call's.
+    state.counters["throughput_ratio"] = 1.0 / state.counters["ratio"];
+    state.counters["tflops"] =
+        2.0 * gemm_n * double{gemm_n} * gemm_n / (state.counters["tandem_ns"] * 1e3);
+}
+
+BENCHMARK(launch_pair_user_kernel)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_external)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(gemm_pair_external)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20);
+
+}  // namespace
+}  // namespace tandem::bench
