@@ -120,9 +120,14 @@ Result<NativeView> Client::native(const Handle& handle, StreamId stream) {
     return server_->native(&binding, stream);
 }
 
-Status Client::enqueue(ExternalWork work, StreamId stream) {
+Status Client::enqueue(ExternalWork&& work, StreamId stream) {
     return launch_entry(nullptr, std::move(work.name), LaunchConfig::linear(1), work.arguments, {},
                         stream, std::make_shared<const ExternalCallables>(std::move(work.run)));
+}
+
+Status Client::enqueue(const ExternalWork& work, StreamId stream) {
+    return launch_entry(nullptr, work.name, LaunchConfig::linear(1), work.arguments, {}, stream,
+                        std::make_shared<const ExternalCallables>(work.run));
 }
 
 Status Client::launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,

@@ -145,6 +145,7 @@ void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
     }
     ring_[(head_ + count_) & (ring_.size() - 1)] = std::move(work);
     ++count_;
+    ++unsettled_;
 }
 
 void SettlePipeline::grow() {
@@ -275,9 +276,15 @@ std::optional<std::string> SettlePipeline::check_invariants() const {
     for (std::size_t count : unsettled_per_device_) {
         per_device += count;
     }
-    if (per_device != count_) {
+    std::size_t in_ring = 0;
+    for_each_pending([&](const Work&) { ++in_ring; });
+    if (per_device != unsettled_ || in_ring != unsettled_) {
         return "the per-device counts of unsettled work add up to " + std::to_string(per_device) +
-               ", not " + std::to_string(count_);
+               " and the ring holds " + std::to_string(in_ring) + ", not " +
+               std::to_string(unsettled_);
+    }
+    if (count_ != 0 && !ring_[head_]) {
+        return "the ring's front slot is empty";
     }
     std::optional<std::string> broken;
     writers_.for_each([&](std::uint64_t memory, const Writers& list) {

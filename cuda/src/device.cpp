@@ -88,13 +88,33 @@ void CudaDevice::synchronize() {
     }
 }
 
+void CudaDevice::synchronize(StreamId id) {
+    Result<CudaStream*> found = stream(id);
+    if (lost_ || !found) {
+        return;
+    }
+    DeviceGuard guard(ordinal_);
+    const cudaError_t status = cudaStreamSynchronize((*found)->handle);
+    (*found)->delay_steps = 0;  // Every delay enqueued on it so far has run out.
+    if (status != cudaSuccess) {
+        if (sticky(status)) {
+            lose(cuda_error_text(status));  // D1: a sticky error loses the device.
+        } else {
+            cudaGetLastError();
+        }
+    }
+}
+
 void CudaDevice::fetch_status() {
     // Only the slots handed out since the last fetch can hold news: copy that span (two pieces
     // when it wraps), which for a sync after a few launches is a few bytes, not the whole ring.
     const std::uint64_t from = unfetched_from_;
-    const std::uint64_t to = next_slot_;
-    unfetched_from_ = to;
-    if (lost_ || from == to) {
+    unfetched_from_ = next_slot_;
+    fetch_status(from, next_slot_);
+}
+
+void CudaDevice::fetch_status(std::uint64_t from, std::uint64_t to) {
+    if (lost_ || from >= to) {
         return;
     }
     DeviceGuard guard(ordinal_);
@@ -213,13 +233,51 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
     return {};
 }
 
+void CudaDevice::keep_status_words_bounded() {
+    // A slot is reused `status_slots` launches later: the work that held it must be settled by
+    // then. Unsettled work is bounded at half the slots, resolved oldest first; and now and
+    // then the oldest unsettled work of this device is checked for being too far behind (work on
+    // a stream no one waits for while later work settles past it).
+    if (engine_.pipeline.size() >= status_slots / 2) {
+        engine_.resolve_oldest(resolve_batch);
+    }
+    if (next_slot_ % (status_slots / 4) != 0 || next_slot_ == 0) {
+        return;
+    }
+    std::uint64_t oldest = next_slot_;
+    engine_.pipeline.for_each_pending([&](const Work& work) {
+        const auto& op = static_cast<const PendingOp&>(work);
+        if (op.device == index_ && op.has_status_word) {
+            oldest = std::min(oldest, op.issued);
+        }
+    });
+    if (next_slot_ - oldest >= status_slots / 2) {
+        settle_own_work();
+    }
+}
+
+void CudaDevice::settle_own_work() {
+    const std::uint32_t whole[] = {index_};
+    engine_.resolve_needed({}, [this](const Work& work) { return work.device == index_; }, whole);
+    if (engine_.pipeline.unsettled_on(index_)) {
+        (void)engine_.resolve_all();  // Not expected: every work it needed was waited for.
+    }
+}
+
+void CudaDevice::settle_for_read(std::span<const ClaimKey> keys) {
+    engine_.resolve_needed(keys, [](const Work&) { return false; });
+    if (engine_.pipeline.writes_unsettled(service_, keys)) {
+        (void)engine_.resolve_all();  // Not expected: every writer it needed was waited for.
+    }
+}
+
 Result<std::vector<std::byte>> CudaDevice::do_read(const BufferBinding& source) {
     std::lock_guard lock(engine_.mutex);
-    (void)engine_.resolve_all();
+    const ClaimKey keys[] = {source.claim_key()};
+    settle_for_read(keys);  // Waits for the writers of the bytes and what they need, no more.
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
     }
-    const ClaimKey keys[] = {source.claim_key()};
     if (Status readable = claims_.check(keys); !readable) {
         return readable.error();
     }
@@ -237,7 +295,8 @@ Result<std::vector<std::byte>> CudaDevice::do_read(const BufferBinding& source) 
 Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor& source) {
     std::lock_guard lock(engine_.mutex);
     const BufferBinding& binding = source.binding();
-    (void)engine_.resolve_all();
+    const ClaimKey read_keys[] = {binding.claim_key()};
+    settle_for_read(read_keys);
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
     }
@@ -279,7 +338,7 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
         if (owner == this || owner->granted_locked(service_)) {
             return copy_as_launch(source, target, *resolved, op->label);
         }
-        (void)engine_.resolve_all();
+        engine_.resolve_inputs(*op);
         inputs = engine_.pipeline.examine(*op, [](const Work&) { return true; });
     }
     if (inputs == SettlePipeline::Inputs::Claimed) {
@@ -362,7 +421,7 @@ Result<Event> CudaDevice::do_record_event(StreamId stream_id) {
         return found.error();
     }
     if (engine_.events.size() >= CudaRuntime::max_live_events) {
-        (void)engine_.resolve_all();  // Completes them: a program that never syncs stays bounded.
+        engine_.retire_oldest_event();  // Waits for the oldest only, not for everything queued.
     }
     Result<cudaEvent_t> event = take_event();
     if (!event) {
@@ -438,14 +497,15 @@ Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
 
 Status CudaDevice::do_sync() {
     std::lock_guard lock(engine_.mutex);
-    (void)engine_.resolve_all();
+    settle_own_work();  // This device, and only what its work needs of the others.
     memory_.sweep();
     return refuse_if_lost();
 }
 
 Status CudaDevice::do_sync(std::span<const ClaimKey> keys) {
     std::lock_guard lock(engine_.mutex);
-    (void)engine_.resolve_all();  // Every device: a writer of the keys may run on any.
+    settle_own_work();
+    settle_for_read(keys);  // A writer of the keys may run on any device.
     memory_.sweep();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;

@@ -11,7 +11,8 @@
 namespace tandem::cuda {
 
 Status CudaDevice::do_settle_window(StreamId, const CaptureWindow&) {
-    return engine_.resolve_all();
+    settle_own_work();  // The window's work is this device's.
+    return {};
 }
 
 Result<CaptureGraph> CudaDevice::do_make_graph(CaptureWindow& window) {
@@ -55,6 +56,8 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Replay);
     op->device = index_;
     op->stream = stream_id;
+    keep_status_words_bounded();
+    op->issued = next_slot_;
     op->slot = next_slot_++ % status_slots;
     op->launch_id = next_launch_id_++;
     engine_.pipeline.add_replay_targets(graph, *op);
@@ -91,9 +94,6 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
         }
     }
     op.keep_alive = graph.native();
-    if (engine_.pipeline.size() >= status_slots / 2) {
-        (void)engine_.resolve_all();  // Keep status words from wrapping onto unsettled work.
-    }
     DeviceGuard guard(ordinal_);
     const cudaError_t status =
         native.launch(target.handle, status_device_ + op.slot, op.launch_id, injected_codes);

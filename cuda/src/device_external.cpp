@@ -6,7 +6,8 @@
 
 #include <cuda_runtime.h>
 
-#include <vector>
+#include <array>
+#include <span>
 
 namespace tandem::cuda {
 
@@ -20,7 +21,7 @@ bool CudaDevice::admit_external(PendingOp& op, CudaStream& stream) {
     // know the inputs are clean before it calls it, or skip it (C9: skipped work writes nothing).
     SettlePipeline::Inputs inputs = engine_.pipeline.examine(op, [](const Work&) { return true; });
     if (inputs == SettlePipeline::Inputs::Pending || inputs == SettlePipeline::Inputs::Undecided) {
-        (void)engine_.resolve_all();
+        engine_.resolve_inputs(op);
         inputs = engine_.pipeline.examine(op, [](const Work&) { return true; });
     }
     if (inputs != SettlePipeline::Inputs::Clean) {
@@ -38,21 +39,23 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
             KernelFailedDetails{request.kernel, service_, request.stream, *injected});
         return;
     }
-    std::vector<void*> pointers;
-    std::vector<std::uint64_t> sizes;
-    pointers.reserve(request.resources.size());
-    sizes.reserve(request.resources.size());
-    for (const KernelResource& resource : request.resources) {
+    // On the stack: the client refused more than the launch limit of resources.
+    std::array<void*, max_launch_resources> pointers{};
+    std::array<std::uint64_t, max_launch_resources> sizes{};
+    const std::size_t count = request.resources.size();
+    for (std::size_t index = 0; index < count; ++index) {
+        const KernelResource& resource = request.resources[index];
         const PeerBinding* peer = resource.peer_binding();
-        pointers.push_back(peer != nullptr ? reinterpret_cast<void*>(peer->address())
-                                           : static_cast<void*>(device_pointer(
-                                                 resource.buffer_binding())));
-        sizes.push_back(resource.buffer_binding().size_in_use());
+        pointers[index] = peer != nullptr ? reinterpret_cast<void*>(peer->address())
+                                          : static_cast<void*>(device_pointer(
+                                                resource.buffer_binding()));
+        sizes[index] = resource.buffer_binding().size_in_use();
     }
     DeviceGuard guard(ordinal_);
-    Status ran = Error::torn_down("'" + request.kernel + "' threw");
+    Status ran;
     try {
-        ran = request.external->cuda(DeviceWorkContext{stream.handle, pointers, sizes});
+        ran = request.external->cuda(DeviceWorkContext{
+            stream.handle, std::span(pointers.data(), count), std::span(sizes.data(), count)});
     } catch (const std::exception& thrown) {
         ran = Error::torn_down("'" + request.kernel + "' threw: " + thrown.what());
     }

@@ -142,7 +142,7 @@ bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params)
     if (inputs != SettlePipeline::Inputs::Undecided) {
         return inputs != SettlePipeline::Inputs::Claimed;
     }
-    (void)engine_.resolve_all();
+    engine_.resolve_inputs(consumer);
     params.producer_count = 0;
     return engine_.pipeline.examine(consumer, [](const Work&) { return false; }) ==
            SettlePipeline::Inputs::Clean;
@@ -151,9 +151,7 @@ bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params)
 Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_stream,
                                   bool check_inputs, PendingOp* replay,
                                   const std::string* as_copy) {
-    if (engine_.pipeline.size() >= status_slots / 2) {
-        (void)engine_.resolve_all();  // Keep status words from wrapping onto unsettled work.
-    }
+    keep_status_words_bounded();
     // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
     // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
     const std::optional<std::uint32_t> injected =
@@ -185,6 +183,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         op->launch_id = replay->launch_id;
         op->inputs.clear();  // C14: a replay does not check inputs.
     } else {
+        op->issued = next_slot_;
         op->slot = next_slot_++ % status_slots;
         op->launch_id = next_launch_id_++;
         // A copy run as a kernel stays a copy: no window records it.

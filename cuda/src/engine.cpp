@@ -141,14 +141,149 @@ Status CudaEngine::resolve_all() {
     }
     events.clear();
     pipeline.for_each_pending([this](Work& work) { fill_report(static_cast<PendingOp&>(work)); });
-    pipeline.settle_ready([this](std::shared_ptr<Work>&& work) {
-        if (work.use_count() == 1 && spare_ops_.size() < max_spare_ops) {
-            auto op = std::static_pointer_cast<PendingOp>(std::move(work));
-            op->reset();
-            spare_ops_.push_back(std::move(op));
+    settle_known();
+    return {};
+}
+
+void CudaEngine::recycle(std::shared_ptr<Work>&& work) {
+    if (work.use_count() == 1 && spare_ops_.size() < max_spare_ops) {
+        auto op = std::static_pointer_cast<PendingOp>(std::move(work));
+        op->reset();
+        spare_ops_.push_back(std::move(op));
+    }
+}
+
+void CudaEngine::settle_known() {
+    pipeline.settle_known([this](std::shared_ptr<Work>&& work) { recycle(std::move(work)); });
+}
+
+namespace {
+
+/// Whether `work` put anything on its GPU stream: refused or held-back work did not.
+bool reached_a_stream(const Work& work) {
+    return !work.refused && work.report != Work::Report::NotRun;
+}
+
+}  // namespace
+
+void CudaEngine::resolve_needed(std::span<const ClaimKey> reads,
+                                const std::function<bool(const Work&)>& seed,
+                                std::span<const std::uint32_t> whole) {
+    waited_.clear();
+    pipeline.for_each_needed(reads, seed, [this](Work& work) {
+        // Work whose report is known is waited for too while it is on a stream: a host write is
+        // known to land, but the bytes a read copies back must be there.
+        const std::pair<std::uint32_t, StreamId> on{work.device, work.stream};
+        if (reached_a_stream(work) &&
+            std::find(waited_.begin(), waited_.end(), on) == waited_.end()) {
+            waited_.push_back(on);
         }
     });
-    return {};
+    resolve_waited(whole);
+}
+
+void CudaEngine::resolve_inputs(const Work& consumer) {
+    input_keys_.clear();
+    for (const Target& input : consumer.inputs) {
+        input_keys_.push_back(input.key);
+    }
+    resolve_needed(input_keys_, [](const Work&) { return false; });
+}
+
+void CudaEngine::resolve_oldest(std::size_t count) {
+    waited_.clear();
+    std::size_t seen = 0;
+    pipeline.for_each_pending([&](Work& work) {
+        const std::pair<std::uint32_t, StreamId> on{work.device, work.stream};
+        if (seen++ < count && reached_a_stream(work) &&
+            std::find(waited_.begin(), waited_.end(), on) == waited_.end()) {
+            waited_.push_back(on);
+        }
+    });
+    resolve_waited({}, count);
+}
+
+void CudaEngine::resolve_waited(std::span<const std::uint32_t> whole, std::size_t fill_max) {
+    const auto in_whole = [whole](std::uint32_t device) {
+        return std::find(whole.begin(), whole.end(), device) != whole.end();
+    };
+    for (std::uint32_t device : whole) {
+        devices[device]->synchronize();
+        devices[device]->fetch_status();
+        retire_events_of(device);
+    }
+    for (const auto& [device, stream] : waited_) {
+        if (!in_whole(device)) {
+            devices[device]->synchronize(stream);
+        }
+    }
+    // The pending work on what was waited for has finished, oldest first up to `fill_max`.
+    to_fill_.clear();
+    pipeline.for_each_pending([&](Work& work) {
+        const std::pair<std::uint32_t, StreamId> on{work.device, work.stream};
+        if (to_fill_.size() < fill_max &&
+            (in_whole(work.device) || std::find(waited_.begin(), waited_.end(), on) != waited_.end())) {
+            to_fill_.push_back(static_cast<PendingOp*>(&work));
+        }
+    });
+    fetch_status_of(to_fill_, whole);
+    for (PendingOp* op : to_fill_) {
+        fill_report(*op);
+    }
+    settle_known();
+}
+
+void CudaEngine::fetch_status_of(std::span<PendingOp* const> ops,
+                                 std::span<const std::uint32_t> whole) {
+    // A whole device's words were fetched with it; of the others, the span of slots the ops
+    // were issued, one copy per device.
+    for (std::uint32_t device = 0; device < devices.size(); ++device) {
+        if (std::find(whole.begin(), whole.end(), device) != whole.end()) {
+            continue;
+        }
+        std::uint64_t from = std::numeric_limits<std::uint64_t>::max();
+        std::uint64_t to = 0;
+        for (const PendingOp* op : ops) {
+            if (op->device == device && op->has_status_word) {
+                from = std::min(from, op->issued);
+                to = std::max(to, op->issued + 1);
+            }
+        }
+        devices[device]->fetch_status(from, to);
+    }
+}
+
+void CudaEngine::retire_events_of(std::uint32_t device) {
+    for (auto each = events.begin(); each != events.end();) {
+        if (each->second.device == device) {
+            devices[device]->reuse_event(each->second.event);
+            each = events.erase(each);
+        } else {
+            ++each;
+        }
+    }
+}
+
+void CudaEngine::retire_oldest_event() {
+    bool wait = true;  // For the oldest; the ones after it only if they are complete.
+    while (!events.empty()) {
+        auto oldest = events.begin();
+        CudaDevice& device = *devices[oldest->second.device];
+        if (!device.lost_locked()) {
+            DeviceGuard guard(device.ordinal());
+            const cudaError_t status = wait ? cudaEventSynchronize(oldest->second.event)
+                                            : cudaEventQuery(oldest->second.event);
+            if (status == cudaErrorNotReady) {
+                return;
+            }
+            if (status != cudaSuccess) {
+                cudaGetLastError();  // The device's next sync reports a sticky error (D1).
+            }
+            device.reuse_event(oldest->second.event);
+        }
+        events.erase(oldest);
+        wait = false;
+    }
 }
 
 void CudaEngine::fill_report(PendingOp& op) {

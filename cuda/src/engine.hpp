@@ -21,6 +21,9 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -69,6 +72,8 @@ struct PendingOp final : Work {
     /// Launches and replays that reached the GPU: the status word and the id that owns it.
     bool has_status_word = false;
     std::uint64_t slot = 0;
+    /// The device's count of slots handed out when this one was: `slot` before it wrapped.
+    std::uint64_t issued = 0;
     std::uint32_t launch_id = 0;
 
     void on_settled() override {
@@ -93,6 +98,8 @@ public:
     /// Status words per device: launches unresolved at once before the host resolves them.
     static constexpr std::uint64_t status_slots = 1 << 16;
     static constexpr std::size_t max_streams = 64;
+    /// Work resolved at once when unsettled work reaches its bound, oldest first.
+    static constexpr std::size_t resolve_batch = 1024;
 
     CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes);
     ~CudaDevice() override;
@@ -104,8 +111,13 @@ public:
     [[nodiscard]] std::size_t live_allocations() const { return memory_.live_count(); }
     /// Waits for every stream; a sticky CUDA error loses the device (D1).
     void synchronize();
+    /// Waits for the stream `id`; a sticky CUDA error loses the device (D1).
+    void synchronize(StreamId id);
     /// Copies the status words of unresolved launches to the host (after `synchronize`).
     void fetch_status();
+    /// Copies the status words of the slots issued in [`from`, `to`) to the host, once the
+    /// launches given them are known to have finished (their streams were waited for).
+    void fetch_status(std::uint64_t from, std::uint64_t to);
     /// The status slots handed out since the last fetch.
     std::uint64_t unfetched_from_ = 0;
     [[nodiscard]] unsigned long long status_word(std::uint64_t slot) const {
@@ -221,6 +233,13 @@ private:
 
     /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
     void count_operation();
+    /// Keeps the status word a launch is about to take from being one unsettled work still
+    /// holds: resolves the oldest work when unsettled work reaches half the slots.
+    void keep_status_words_bounded();
+    /// Waits for this device's work and what it needs of other devices, and settles it.
+    void settle_own_work();
+    /// Waits for the writers of `keys` (on any device) and what they need, and settles them.
+    void settle_for_read(std::span<const ClaimKey> keys);
 };
 
 class CudaEngine final {
@@ -233,6 +252,18 @@ public:
     std::shared_ptr<PendingOp> new_op(PendingOp::Kind kind);
     /// Waits for every device, fills in the report of every pending op, and settles them all.
     Status resolve_all();
+    /// Learns the outcome of the work that must settle before the allocations of `reads` are
+    /// final, or before the work `seed` picks can settle (`SettlePipeline::for_each_needed`):
+    /// waits for the streams that hold it, and no other, then settles what can be. Whole
+    /// devices listed in `whole` are waited for too.
+    void resolve_needed(std::span<const ClaimKey> reads,
+                        const std::function<bool(const Work&)>& seed,
+                        std::span<const std::uint32_t> whole = {});
+    /// `resolve_needed` for the inputs of `consumer`.
+    void resolve_inputs(const Work& consumer);
+    /// Learns the outcome of the `count` oldest unsettled works and settles what can be: what a
+    /// table at its bound pays, instead of resolving everything queued.
+    void resolve_oldest(std::size_t count);
 
     CudaOptions options;
     std::uint64_t runtime_id;
@@ -248,16 +279,39 @@ public:
         cudaEvent_t event = nullptr;
         std::uint32_t device = 0;
     };
-    /// Events recorded and not yet known complete, by sequence. `resolve_all` waits for every
-    /// device, which completes them all (a lost device's events are never waited on): their CUDA
+    /// Events recorded and not yet known complete, by sequence (oldest first). Waiting for a
+    /// whole device completes its events (a lost device's are never waited on): their CUDA
     /// events go back to their device for reuse, and a later wait on one (a sequence below
     /// `next_event` no longer here) waits for nothing.
-    std::unordered_map<std::uint64_t, EventState> events;
+    std::map<std::uint64_t, EventState> events;
+    /// Completes and forgets the oldest event, and any after it that are complete: what the
+    /// bound on live events costs a recording, instead of resolving everything.
+    void retire_oldest_event();
     std::uint64_t next_event = 1;
 
 private:
-    /// What the GPU reported for `op`, read from its status word (after `resolve_all` waited).
+    /// What the GPU reported for `op`, read from its status word (after its stream was waited
+    /// for).
     void fill_report(PendingOp& op);
+    /// Settles what can be, recycling settled ops no one else holds.
+    void settle_known();
+    /// Waits for the streams in `waited_`, and the whole devices of `whole`; fills in the reports
+    /// of the pending work on them, and settles what can be.
+    void resolve_waited(std::span<const std::uint32_t> whole,
+                        std::size_t fill_max = std::numeric_limits<std::size_t>::max());
+    /// Copies the status words of `ops` (on devices not in `whole`) to the host.
+    void fetch_status_of(std::span<PendingOp* const> ops, std::span<const std::uint32_t> whole);
+    /// Keeps a settled op for `new_op` when no one else holds it.
+    void recycle(std::shared_ptr<Work>&& work);
+    /// Forgets the events of `device`, which completed when the whole device was waited for.
+    void retire_events_of(std::uint32_t device);
+
+    /// Scratch of `resolve_needed`: the (device, stream) pairs to wait for.
+    std::vector<std::pair<std::uint32_t, StreamId>> waited_;
+    /// Scratch of `resolve_inputs`.
+    std::vector<ClaimKey> input_keys_;
+    /// Scratch of `resolve_waited`: the pending ops whose reports it fills in.
+    std::vector<PendingOp*> to_fill_;
 
     /// Settled ops no one else holds, kept for `new_op`.
     std::vector<std::shared_ptr<PendingOp>> spare_ops_;

@@ -195,9 +195,10 @@ Status SimDevice::drain_for_read(StreamId stream_id, std::span<const ClaimKey> k
     }
     SimStream* target = *found;
     // A read waits for the work before it on its stream, and for every writer of the bytes it
-    // reads, on any device, until the writer is settled (C6, C13).
+    // reads, on any device, until the writer is settled (C6, C13); a writer settles once what it
+    // depends on has, not behind unrelated older work (`SettlePipeline::final_for`).
     Status drained = engine_.run_until(
-        [&] { return target->queue.empty() && !engine_.pipeline.writes_unsettled(service_, keys); });
+        [&] { return target->queue.empty() && engine_.pipeline.final_for(service_, keys); });
     merge_into(engine_.host_clock, target->clock);
     sweep();
     return drained;
@@ -332,7 +333,7 @@ Status SimDevice::do_sync() {
                 return false;
             }
         }
-        return !engine_.pipeline.unsettled_on(index_);
+        return engine_.pipeline.settled_on(index_);
     });
     for (const SimStream& each : streams_) {
         merge_into(engine_.host_clock, each.clock);
@@ -350,7 +351,7 @@ Status SimDevice::do_sync(std::span<const ClaimKey> keys) {
         return synced;
     }
     Status drained =
-        engine_.run_until([&] { return !engine_.pipeline.writes_unsettled(service_, keys); });
+        engine_.run_until([&] { return engine_.pipeline.final_for(service_, keys); });
     sweep();
     if (!drained) {
         return drained;

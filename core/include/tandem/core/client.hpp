@@ -129,9 +129,14 @@ public:
     /// (C3); refused (C10) on a backend it has no callable for. On CUDA it is called when the host
     /// knows its inputs are clean, so work whose inputs' producers are still running first waits
     /// for them.
-    Status enqueue(ExternalWork work, StreamId stream);
+    Status enqueue(ExternalWork&& work, StreamId stream);
+    /// `enqueue` of a description the caller keeps, to enqueue again: its callables are copied,
+    /// its arguments are not.
+    Status enqueue(const ExternalWork& work, StreamId stream);
     /// `enqueue` on the default stream.
-    Status enqueue(ExternalWork work) { return enqueue(std::move(work), default_stream()); }
+    Status enqueue(ExternalWork&& work) { return enqueue(std::move(work), default_stream()); }
+    /// `enqueue` on the default stream of a description the caller keeps.
+    Status enqueue(const ExternalWork& work) { return enqueue(work, default_stream()); }
 
     /// A point in `stream`'s work that a stream of any device can wait for.
     Result<Event> record_event(StreamId stream);

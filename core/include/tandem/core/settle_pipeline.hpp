@@ -12,10 +12,17 @@
 // one decision per rule, in one place: the refusal (C10), the input check at settlement (C9, C13,
 // P3, D1), the failure (C8, P4), the release (C3), and the capture window (C14).
 //
+// Work that conflicts with no older unsettled work (neither writes an allocation the other reads
+// or writes: detail/footprint.hpp) settles to the same claims in either order. `settle_known`
+// settles such work past older work whose outcome is not known yet, and `for_each_needed` names
+// the unsettled work a read or a sync must learn the outcome of: so a read waits for the writers
+// of its bytes and what they depend on, not for every device's work.
+//
 // `examine` answers before work runs whether its inputs are already known to end up claimed, by
 // walking, for each input byte, the newest unsettled writer enqueued before it: skipped work must
 // not write (its bytes would otherwise show through a later write that covers them only in part).
 
+#include "tandem/core/detail/footprint.hpp"
 #include "tandem/core/detail/id_table.hpp"
 #include "tandem/core/work.hpp"
 
@@ -115,24 +122,63 @@ public:
     void settle_ready() {
         settle_ready([](std::shared_ptr<Work>&&) {});
     }
+    /// Settles, oldest first, every work whose outcome is known and that conflicts with no older
+    /// unsettled work, including work past older work whose outcome is not known yet; `recycle`
+    /// receives each settled record. The claims are those of settling in enqueue order.
+    template <typename Recycle>
+    void settle_known(Recycle&& recycle);
+    /// `settle_known`, dropping each settled record.
+    void settle_known() {
+        settle_known([](std::shared_ptr<Work>&&) {});
+    }
+    /// Calls `visit(work)`, newest first, for every unsettled work that must settle before the
+    /// allocations of `reads` are final, or before the works `seed` picks can settle: those works
+    /// themselves, and every older one that conflicts with one visited, transitively. Once every
+    /// visited work's outcome is known, `settle_known` settles them all.
+    template <typename Seed, typename Visit>
+    void for_each_needed(std::span<const ClaimKey> reads, Seed&& seed, Visit&& visit);
 
     /// Whether unsettled work writes any byte of `keys` of `owner`.
     [[nodiscard]] bool writes_unsettled(ServiceId owner, std::span<const ClaimKey> keys) const;
     /// Whether work that `device` runs is unsettled.
     [[nodiscard]] bool unsettled_on(std::uint32_t device) const;
+    /// Whether no unsettled work writes any byte of `keys` of `owner`, once what can be is
+    /// settled (`settle_known`): what a read waits for.
+    bool final_for(ServiceId owner, std::span<const ClaimKey> keys) {
+        if (!writes_unsettled(owner, keys)) {
+            return true;
+        }
+        settle_known();
+        return !writes_unsettled(owner, keys);
+    }
+    /// Whether no work that `device` runs is unsettled, once what can be is settled: what a
+    /// sync of the device waits for.
+    bool settled_on(std::uint32_t device) {
+        if (!unsettled_on(device)) {
+            return true;
+        }
+        settle_known();
+        return !unsettled_on(device);
+    }
     /// A description of the first broken invariant of the pipeline's own books (the ring and the
     /// counts agree, writer lists are in enqueue order and hold only unsettled work), or none.
     [[nodiscard]] std::optional<std::string> check_invariants() const;
     /// Whether no work is unsettled.
-    [[nodiscard]] bool empty() const { return count_ == 0; }
+    [[nodiscard]] bool empty() const { return unsettled_ == 0; }
     /// How many works are unsettled.
-    [[nodiscard]] std::size_t size() const { return count_; }
+    [[nodiscard]] std::size_t size() const { return unsettled_; }
     /// Calls `visit(work)` for the unsettled work, oldest first, for a backend to fill in reports.
     template <typename Visit>
     void for_each_pending(Visit&& visit) const {
         for (std::size_t index = 0; index < count_; ++index) {
-            visit(*ring_[(head_ + index) & (ring_.size() - 1)]);
+            if (const std::shared_ptr<Work>& slot = ring_[(head_ + index) & (ring_.size() - 1)]) {
+                visit(*slot);
+            }
         }
+    }
+    /// The oldest unsettled work, or null.
+    [[nodiscard]] const Work* oldest() const {
+        return unsettled_ == 0 ? nullptr : ring_[head_].get();  // The front is never settled.
     }
 
 private:
@@ -171,6 +217,19 @@ private:
         return writer.refused.has_value() || writer.report == Work::Report::Failed ||
                writer.report == Work::Report::NotRun;
     }
+    /// Whether the outcome of unsettled `work` is known, so that it can settle.
+    static bool known(const Work& work) {
+        return work.report != Work::Report::Pending || work.refused.has_value();
+    }
+    /// Settles `work`, found at `slot` of the ring, and empties the slot.
+    template <typename Recycle>
+    void settle_slot(std::shared_ptr<Work>& slot, Recycle& recycle) {
+        settle(*slot);
+        unindex(*slot);
+        --unsettled_;
+        std::shared_ptr<Work> settled = std::move(slot);  // Empties the slot whatever `recycle` does.
+        recycle(std::move(settled));
+    }
     /// Whether the outcome of the unsettled `writer` is not known yet.
     static bool undecided(const Work& writer) {
         return writer.report == Work::Report::Pending ||
@@ -182,10 +241,16 @@ private:
 
     DeviceDirectory& devices_;
     /// The unsettled work in enqueue order: a ring of a power-of-two size that grows when full
-    /// and is never shrunk, so that settling and enqueueing touch no heap once it is warm.
+    /// and is never shrunk, so that settling and enqueueing touch no heap once it is warm. Work
+    /// settled past older work (`settle_known`) leaves an empty slot until the front passes it.
     std::vector<std::shared_ptr<Work>> ring_;
     std::size_t head_ = 0;
+    /// Slots in use, from `head_`, empty ones included.
     std::size_t count_ = 0;
+    /// Works unsettled.
+    std::size_t unsettled_ = 0;
+    /// Scratch of `settle_known` and `for_each_needed`, kept for its storage.
+    detail::Footprint footprint_;
     /// The unsettled work writing each allocation, by `MemoryId`.
     detail::IdTable<Writers> writers_;
     std::vector<std::size_t> unsettled_per_device_;
@@ -252,16 +317,50 @@ template <typename Recycle>
 void SettlePipeline::settle_ready(Recycle&& recycle) {
     while (count_ != 0) {
         std::shared_ptr<Work>& front = ring_[head_];
-        Work& oldest = *front;
-        if (oldest.report == Work::Report::Pending && !oldest.refused) {
-            return;
+        if (front) {
+            if (!known(*front)) {
+                return;
+            }
+            settle_slot(front, recycle);
         }
-        settle(oldest);
-        unindex(oldest);
-        std::shared_ptr<Work> settled = std::move(front);
         head_ = (head_ + 1) & (ring_.size() - 1);
         --count_;
-        recycle(std::move(settled));
+    }
+}
+
+template <typename Recycle>
+void SettlePipeline::settle_known(Recycle&& recycle) {
+    settle_ready(recycle);
+    if (unsettled_ == 0) {
+        return;
+    }
+    // The footprint of the older work left unsettled: a later work that conflicts with none of
+    // it settles now, to the claims it would have met in enqueue order.
+    footprint_.clear();
+    for (std::size_t index = 0; index < count_; ++index) {
+        std::shared_ptr<Work>& slot = ring_[(head_ + index) & (ring_.size() - 1)];
+        if (!slot) {
+            continue;
+        }
+        if (known(*slot) && !footprint_.conflicts(*slot)) {
+            settle_slot(slot, recycle);
+        } else {
+            footprint_.add(*slot);
+        }
+    }
+    settle_ready(recycle);  // Passes the emptied slots at the front.
+}
+
+template <typename Seed, typename Visit>
+void SettlePipeline::for_each_needed(std::span<const ClaimKey> reads, Seed&& seed, Visit&& visit) {
+    footprint_.clear();
+    footprint_.add_reads(reads);
+    for (std::size_t index = count_; index-- > 0;) {
+        const std::shared_ptr<Work>& slot = ring_[(head_ + index) & (ring_.size() - 1)];
+        if (slot && (seed(*slot) || footprint_.conflicts(*slot))) {
+            footprint_.add(*slot);
+            visit(*slot);
+        }
     }
 }
 
