@@ -184,6 +184,12 @@ Status Client::wait_event(StreamId stream, const Event& event) {
     return server_->wait_event(stream, event);
 }
 
+Status Client::wait(const Event& event) { return server_->wait(event); }
+
+Result<bool> Client::event_complete(const Event& event) { return server_->event_complete(event); }
+
+Status Client::sync_stream(StreamId stream) { return server_->sync_stream(stream); }
+
 Status Client::sync() { return server_->sync(); }
 
 Status Client::sync(std::span<const Handle> handles) {

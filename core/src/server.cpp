@@ -143,6 +143,27 @@ Status Server::wait_event(StreamId stream, const Event& event) {
     return do_wait_event(stream, event);
 }
 
+Status Server::wait(const Event& event) {
+    if (std::optional<Error> gone = loss()) {
+        return *gone;
+    }
+    return do_wait_host(event);
+}
+
+Result<bool> Server::event_complete(const Event& event) {
+    if (std::optional<Error> gone = loss()) {
+        return *gone;
+    }
+    return do_event_complete(event);
+}
+
+Status Server::sync_stream(StreamId stream) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    return do_sync_stream(stream);
+}
+
 Status Server::sync() { return do_sync(); }
 
 Status Server::sync(std::span<const ClaimKey> keys) { return do_sync(keys); }

@@ -430,7 +430,8 @@ Result<Event> CudaDevice::do_record_event(StreamId stream_id) {
     DeviceGuard guard(ordinal_);
     cudaEventRecord(*event, (*found)->handle);
     const std::uint64_t id = engine_.next_event++;
-    engine_.events[id] = CudaEngine::EventState{*event, index_};
+    engine_.events[id] =
+        CudaEngine::EventState{*event, index_, stream_id, engine_.pipeline.next_sequence()};
     return Event{service_, stream_id, id};
 }
 
@@ -493,6 +494,48 @@ Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
     DeviceGuard guard(ordinal_);
     cudaStreamWaitEvent((*found)->handle, recorded->second.event, 0);
     return {};
+}
+
+Status CudaDevice::do_wait_host(const Event& event) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status known = check_event(event, engine_.next_event); !known) {
+        return known;
+    }
+    engine_.wait_for_event(event);
+    memory_.sweep();
+    if (std::optional<Error> gone = directory_.lost(event.device)) {
+        return Error::device_lost(event.device, "the event's device was lost").caused_by(*gone);
+    }
+    return {};
+}
+
+Result<bool> CudaDevice::do_event_complete(const Event& event) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status known = check_event(event, engine_.next_event); !known) {
+        return known.error();
+    }
+    const bool complete = engine_.event_complete(event);
+    if (std::optional<Error> gone = directory_.lost(event.device)) {
+        return Error::device_lost(event.device, "the event's device was lost").caused_by(*gone);
+    }
+    return complete;
+}
+
+Status CudaDevice::do_sync_stream(StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    if (Result<CudaStream*> found = stream(stream_id); !found) {
+        return found.error();
+    }
+    synchronize(stream_id);  // The stream itself, whether or not work of it is unsettled.
+    const auto on_stream = [&](const Work& work) {
+        return work.device == index_ && work.stream == stream_id;
+    };
+    engine_.resolve_needed({}, on_stream);
+    if (!engine_.pipeline.settled_where(on_stream)) {
+        (void)engine_.resolve_all();  // Not expected: every work it needed was waited for.
+    }
+    memory_.sweep();
+    return refuse_if_lost();
 }
 
 Status CudaDevice::do_sync() {

@@ -264,6 +264,66 @@ void CudaEngine::retire_events_of(std::uint32_t device) {
     }
 }
 
+void CudaEngine::wait_for_event(const Event& event) {
+    auto recorded = events.find(event.sequence);
+    if (recorded == events.end()) {
+        settle_known();  // Completed when its device was waited for; settled then, or now.
+        return;
+    }
+    const EventState state = recorded->second;
+    CudaDevice& device = *devices[state.device];
+    if (!device.lost_locked()) {
+        DeviceGuard guard(device.ordinal());
+        const cudaError_t status = cudaEventSynchronize(state.event);
+        if (status != cudaSuccess && sticky(status)) {
+            device.lose(cuda_error_text(status));  // D1.
+        } else if (status != cudaSuccess) {
+            cudaGetLastError();
+        }
+    }
+    events.erase(recorded);
+    if (!device.lost_locked()) {
+        device.reuse_event(state.event);
+    }
+    // The work enqueued before it on its stream has run.
+    to_fill_.clear();
+    pipeline.for_each_pending([&](Work& work) {
+        if (work.device == state.device && work.stream == state.stream &&
+            work.sequence < state.before) {
+            to_fill_.push_back(static_cast<PendingOp*>(&work));
+        }
+    });
+    fetch_status_of(to_fill_, {});
+    for (PendingOp* op : to_fill_) {
+        fill_report(*op);
+    }
+    settle_known();
+}
+
+bool CudaEngine::event_complete(const Event& event) {
+    auto recorded = events.find(event.sequence);
+    if (recorded == events.end()) {
+        return true;
+    }
+    CudaDevice& device = *devices[recorded->second.device];
+    if (device.lost_locked()) {
+        return true;  // It will never run; the caller reports the loss.
+    }
+    DeviceGuard guard(device.ordinal());
+    const cudaError_t status = cudaEventQuery(recorded->second.event);
+    if (status == cudaErrorNotReady) {
+        return false;
+    }
+    if (status != cudaSuccess) {
+        if (sticky(status)) {
+            device.lose(cuda_error_text(status));  // D1.
+        } else {
+            cudaGetLastError();
+        }
+    }
+    return true;
+}
+
 void CudaEngine::retire_oldest_event() {
     bool wait = true;  // For the oldest; the ones after it only if they are complete.
     while (!events.empty()) {

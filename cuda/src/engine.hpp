@@ -278,6 +278,9 @@ public:
     struct EventState {
         cudaEvent_t event = nullptr;
         std::uint32_t device = 0;
+        StreamId stream;
+        /// The pipeline's next sequence when it was recorded: the work before it has a lower one.
+        std::uint64_t before = 0;
     };
     /// Events recorded and not yet known complete, by sequence (oldest first). Waiting for a
     /// whole device completes its events (a lost device's are never waited on): their CUDA
@@ -287,6 +290,11 @@ public:
     /// Completes and forgets the oldest event, and any after it that are complete: what the
     /// bound on live events costs a recording, instead of resolving everything.
     void retire_oldest_event();
+    /// Blocks until `event` (of this runtime, checked) completes, then learns the outcome of the
+    /// work enqueued before it on its stream and settles what can be.
+    void wait_for_event(const Event& event);
+    /// Whether `event` has completed; a sticky error loses its device (D1).
+    bool event_complete(const Event& event);
     std::uint64_t next_event = 1;
 
 private:

@@ -31,6 +31,8 @@ struct Made {
 
 struct ReferenceBackend {
     static constexpr const char* name = "reference";
+    /// Runs work on the caller's thread as it is enqueued: nothing is ever left to wait for.
+    static constexpr bool runs_at_enqueue = true;
     static std::uint32_t devices_available() { return reference::ReferenceOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = reference::ReferenceRuntime::create(
@@ -45,6 +47,7 @@ struct ReferenceBackend {
 #ifdef TANDEM_HAVE_SIM
 struct SimBackend {
     static constexpr const char* name = "sim";
+    static constexpr bool runs_at_enqueue = false;
     static std::uint32_t devices_available() { return sim::SimOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = sim::SimRuntime::create(
@@ -60,6 +63,7 @@ struct SimBackend {
 #ifdef TANDEM_HAVE_CUDA
 struct CudaBackend {
     static constexpr const char* name = "cuda";
+    static constexpr bool runs_at_enqueue = false;
     static std::uint32_t devices_available() {
         const cuda::GpuReport gpus = cuda::probe_gpus();
         return gpus.problem.empty() ? static_cast<std::uint32_t>(gpus.names.size()) : 0;

@@ -325,6 +325,51 @@ Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
     return enqueue(stream_id, std::move(operation));
 }
 
+Status SimDevice::do_wait_host(const Event& event) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status known = check_event(event, engine_.next_event); !known) {
+        return known;
+    }
+    Status drained = engine_.run_until([&] {
+        if (!engine_.event_completed(event.sequence)) {
+            return false;
+        }
+        engine_.pipeline.settle_known();  // What the work before it decides.
+        return true;
+    });
+    merge_into(engine_.host_clock, engine_.event_clock(event.sequence));  // Happens before.
+    sweep();
+    return drained;
+}
+
+Result<bool> SimDevice::do_event_complete(const Event& event) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status known = check_event(event, engine_.next_event); !known) {
+        return known.error();
+    }
+    return engine_.event_completed(event.sequence);
+}
+
+Status SimDevice::do_sync_stream(StreamId stream_id) {
+    std::lock_guard lock(engine_.mutex);
+    Result<SimStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    SimStream* target = *found;
+    const auto on_stream = [&](const Work& work) {
+        return work.device == index_ && work.stream == stream_id;
+    };
+    Status drained = engine_.run_until(
+        [&] { return target->queue.empty() && engine_.pipeline.settled_where(on_stream); });
+    merge_into(engine_.host_clock, target->clock);
+    sweep();
+    if (!drained) {
+        return drained;
+    }
+    return refuse_if_lost();
+}
+
 Status SimDevice::do_sync() {
     std::lock_guard lock(engine_.mutex);
     Status drained = engine_.run_until([this] {

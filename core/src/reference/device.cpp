@@ -288,6 +288,29 @@ Status ReferenceDevice::do_wait_event(StreamId stream, const Event& event) {
     return {};
 }
 
+// Work runs on the caller's thread as it is enqueued: every event is complete when recorded, and
+// every stream has run what it was given.
+Status ReferenceDevice::do_wait_host(const Event& event) {
+    std::lock_guard lock(engine_.mutex);
+    return check_event(event, engine_.next_event);
+}
+
+Result<bool> ReferenceDevice::do_event_complete(const Event& event) {
+    std::lock_guard lock(engine_.mutex);
+    if (Status known = check_event(event, engine_.next_event); !known) {
+        return known.error();
+    }
+    return true;
+}
+
+Status ReferenceDevice::do_sync_stream(StreamId stream) {
+    std::lock_guard lock(engine_.mutex);
+    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+        return found.error();
+    }
+    return refuse_if_lost();
+}
+
 Status ReferenceDevice::do_sync() {
     std::lock_guard lock(engine_.mutex);
     memory_.sweep();

@@ -143,8 +143,19 @@ public:
     /// Later work on `stream` waits for `event`, which may be another device's: `InvalidArgument`
     /// for an event of no device of this runtime, `DeviceLost` for one of a lost device.
     Status wait_event(StreamId stream, const Event& event);
-    /// Waits for all work of this device; `DeviceLost` if it is or became lost. Failed work does
-    /// not fail a sync: its bytes are claimed, and a read or `sync(handles)` says why.
+    /// Blocks the host until the work enqueued before `event` on its stream has run (the event
+    /// may be another device's), and settles what that work decides. `InvalidArgument` for an
+    /// event of no device of this runtime, `DeviceLost` for one of a lost device. Failed work does
+    /// not fail the wait: its bytes are claimed, and a read says why.
+    Status wait(const Event& event);
+    /// Whether the work enqueued before `event` has run, without waiting; the errors of `wait`.
+    Result<bool> event_complete(const Event& event);
+    /// Blocks the host until the work enqueued on `stream` so far has run and is settled, and
+    /// what it needs of other streams; `InvalidArgument` for no such stream.
+    Status sync_stream(StreamId stream);
+    /// Waits for all work of this device, and for the work of other devices that it needs (work
+    /// on memory it also touches), not for the rest; `DeviceLost` if it is or became lost. Failed
+    /// work does not fail a sync: its bytes are claimed, and a read or `sync(handles)` says why.
     Status sync();
     /// Waits for this device's work and every writer of the handles' bytes on any device, then
     /// fails if any byte of them is claimed (C6).

@@ -172,7 +172,20 @@ public:
     /// `InvalidArgument` for an event of no device of this runtime, `DeviceLost` for an event of
     /// a lost device.
     Status wait_event(StreamId stream, const Event& event);
-    /// Waits for all work of this device; `DeviceLost` if it is (or became) lost.
+    /// Blocks the host until the work enqueued before `event` on its stream has run; `event` may
+    /// be another device's. What that work decides is then settled as far as it can be.
+    /// `InvalidArgument` for an event of no device of this runtime, `DeviceLost` for one of a lost
+    /// device.
+    Status wait(const Event& event);
+    /// Whether the work enqueued before `event` has run, without waiting; the errors of `wait`.
+    Result<bool> event_complete(const Event& event);
+    /// Blocks the host until the work enqueued on `stream` so far has run and is settled, with
+    /// what it needs of other streams and devices and nothing more; `InvalidArgument` for no such
+    /// stream.
+    Status sync_stream(StreamId stream);
+    /// Waits for all work of this device, and for what it needs of other devices (work they
+    /// run on memory it also touches), and for nothing else; `DeviceLost` if it is (or became)
+    /// lost.
     Status sync();
     /// Waits for all work of this device and for every writer of `keys` on any device, then
     /// fails iff some byte of some key is claimed (C6), as a read of them would.
@@ -229,6 +242,9 @@ private:
     virtual Status do_launch(LaunchRequest&& request) = 0;
     virtual Result<Event> do_record_event(StreamId stream) = 0;
     virtual Status do_wait_event(StreamId stream, const Event& event) = 0;
+    virtual Status do_wait_host(const Event& event) = 0;
+    virtual Result<bool> do_event_complete(const Event& event) = 0;
+    virtual Status do_sync_stream(StreamId stream) = 0;
     virtual Status do_sync() = 0;
     virtual Status do_sync(std::span<const ClaimKey> keys) = 0;
     virtual Status do_begin_capture(StreamId stream) = 0;

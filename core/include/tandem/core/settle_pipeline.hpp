@@ -151,6 +151,21 @@ public:
         settle_known();
         return !writes_unsettled(owner, keys);
     }
+    /// Whether no unsettled work satisfies `picked`, once what can be is settled: what a sync of
+    /// one stream waits for.
+    template <typename Picked>
+    bool settled_where(Picked&& picked) {
+        const auto any = [&] {
+            bool found = false;
+            for_each_pending([&](const Work& work) { found = found || picked(work); });
+            return found;
+        };
+        if (!any()) {
+            return true;
+        }
+        settle_known();
+        return !any();
+    }
     /// Whether no work that `device` runs is unsettled, once what can be is settled: what a
     /// sync of the device waits for.
     bool settled_on(std::uint32_t device) {
@@ -167,6 +182,8 @@ public:
     [[nodiscard]] bool empty() const { return unsettled_ == 0; }
     /// How many works are unsettled.
     [[nodiscard]] std::size_t size() const { return unsettled_; }
+    /// The `sequence` the next enqueued work gets: every work enqueued so far has a lower one.
+    [[nodiscard]] std::uint64_t next_sequence() const { return next_sequence_; }
     /// Calls `visit(work)` for the unsettled work, oldest first, for a backend to fill in reports.
     template <typename Visit>
     void for_each_pending(Visit&& visit) const {

@@ -1,0 +1,127 @@
+// Waits of the host that wait only for what they need: a read for the writers of its bytes, a
+// sync for its device, a stream sync for its stream, a wait for one event; and what each then
+// knows (C6). A stream held back by an injected delay stands for unrelated work still running:
+// the wait must return while it is, where a backend runs work after it is enqueued at all.
+
+#include "support.hpp"
+
+namespace tandem::conformance {
+namespace {
+
+template <typename Backend>
+class HostWaits : public Conformance<Backend> {
+protected:
+    /// Steps a held-back stream waits: long beside a read, short enough for a test to wait out.
+    static constexpr std::uint64_t held_back_steps = 200'000;
+
+    /// A new stream of `client`, held back, with `handle` filled with `value` on it, and the
+    /// event after that fill.
+    Event behind_a_delay(Client& client, const Handle& handle, std::uint8_t value) {
+        Result<StreamId> side = client.create_stream();
+        EXPECT_TRUE(side);
+        EXPECT_TRUE(client.inject(StreamDelay{*side, held_back_steps}));
+        this->fill(client, handle, value, *side);
+        Result<Event> event = client.record_event(*side);
+        EXPECT_TRUE(event);
+        return *event;
+    }
+    /// Whether `event` is complete, failing the test on an error.
+    static bool complete(Client& client, const Event& event) {
+        Result<bool> done = client.event_complete(event);
+        EXPECT_TRUE(done) << done.error().report();
+        return done && *done;
+    }
+};
+TYPED_TEST_SUITE(HostWaits, Backends, BackendNames);
+
+TYPED_TEST(HostWaits, a_read_waits_for_the_writers_of_its_bytes_not_for_another_stream) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle slow = this->allocate(client, 64);
+    Handle quick = this->allocate(client, 64);
+    const Event behind = this->behind_a_delay(client, slow, 1);
+    this->fill(client, quick, 7);
+    EXPECT_EQ(this->read_bytes(client, quick), filled(64, 7));
+    if (!TypeParam::runs_at_enqueue) {
+        EXPECT_FALSE(this->complete(client, behind)) << "the read waited for the held-back stream";
+    }
+    EXPECT_EQ(this->read_bytes(client, slow), filled(64, 1));
+    ASSERT_TRUE(client.wait(behind));  // The read waited for the fill, not the event after it.
+    EXPECT_TRUE(this->complete(client, behind));
+}
+
+TYPED_TEST(HostWaits, a_stream_sync_waits_for_its_stream_and_settles_its_work) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle slow = this->allocate(client, 64);
+    Handle failed = this->allocate(client, 64);
+    const Event behind = this->behind_a_delay(client, slow, 1);
+    this->fail(client, failed, 21);
+    ASSERT_TRUE(client.sync_stream(client.default_stream()));  // Failed work does not fail it.
+    if (!TypeParam::runs_at_enqueue) {
+        EXPECT_FALSE(this->complete(client, behind)) << "the sync waited for another stream";
+    }
+    std::optional<Error> read = this->read_error(client, failed);
+    ASSERT_TRUE(read);
+    EXPECT_EQ(root_code(*read), 21u) << read->report();
+    ASSERT_TRUE(client.sync_stream(behind.stream));
+    EXPECT_TRUE(this->complete(client, behind));
+}
+
+TYPED_TEST(HostWaits, waiting_for_an_event_settles_the_work_before_it) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle failed = this->allocate(client, 64);
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side);
+    ASSERT_TRUE(client.inject(StreamDelay{*side, 1000}));
+    this->fail(client, failed, 33, *side);
+    Result<Event> event = client.record_event(*side);
+    ASSERT_TRUE(event);
+    ASSERT_TRUE(client.wait(*event));  // Failed work does not fail the wait.
+    EXPECT_TRUE(this->complete(client, *event));
+    const Handle handles[] = {failed};
+    Status synced = client.sync(handles);
+    ASSERT_FALSE(synced);
+    EXPECT_EQ(root_code(synced.error()), 33u) << synced.error().report();
+}
+
+TYPED_TEST(HostWaits, a_sync_waits_for_its_device_not_for_another_devices_unrelated_work) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client first = runtime->client(0);
+    Client second = runtime->client(1);
+    Handle mine = this->allocate(first, 64);
+    Handle theirs = this->allocate(second, 64);
+    const Event behind = this->behind_a_delay(second, theirs, 2);
+    this->fill(first, mine, 3);
+    ASSERT_TRUE(first.sync());
+    if (!TypeParam::runs_at_enqueue) {
+        EXPECT_FALSE(this->complete(first, behind)) << "the sync waited for the other device";
+    }
+    ASSERT_TRUE(first.wait(behind));  // Another device's event, waited for by this one.
+    EXPECT_EQ(this->read_bytes(second, theirs), filled(64, 2));
+}
+
+TYPED_TEST(HostWaits, waits_on_what_does_not_exist_are_refused) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    const Event forged{client.service(), client.default_stream(), 12345};
+    EXPECT_EQ(client.wait(forged).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.event_complete(forged).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.sync_stream(StreamId{99}).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.sync_stream(StreamId{0}).error().kind(), ErrorKind::InvalidArgument);
+}
+
+TYPED_TEST(HostWaits, waiting_for_an_event_of_a_lost_device_says_it_is_lost) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client first = runtime->client(0);
+    Client second = runtime->client(1);
+    Result<Event> event = second.record_event(second.default_stream());
+    ASSERT_TRUE(event);
+    ASSERT_TRUE(second.inject(DeviceLossFault{0}));
+    EXPECT_EQ(first.wait(*event).error().kind(), ErrorKind::DeviceLost);
+    EXPECT_EQ(first.event_complete(*event).error().kind(), ErrorKind::DeviceLost);
+}
+
+}  // namespace
+}  // namespace tandem::conformance
