@@ -24,8 +24,8 @@ constexpr std::uint64_t claim_stride_bytes = 2 * small_bytes;
 /// The buffers the pending family's pending launches write, in turn: more than one, so that no
 /// buffer gathers every pending writer, and the same count at every size.
 constexpr std::size_t pending_outputs = 64;
-/// Reads between two drains of the read family's pending work: its sources hold from 1 to this
-/// many pending launches each while a read is timed.
+/// Reads between two drains of the read family's pending work, and the launches each of its
+/// sources then holds pending while they are timed.
 constexpr std::int64_t reads_per_drain = 64;
 
 bool succeeded(benchmark::State& state, const Status& status) {
@@ -90,13 +90,30 @@ bool launch_copies(benchmark::State& state, Client& client,
     return true;
 }
 
+/// The median of `values` (which it reorders); zero when empty.
+double median(std::vector<double>& values) {
+    if (values.empty()) {
+        return 0;
+    }
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    if (values.size() % 2 == 1) {
+        return *middle;
+    }
+    return (*middle + *std::max_element(values.begin(), middle)) / 2;
+}
+
 /// Runs the state's iterations, each `prepare` untimed and then `timed`, which does `ops`
 /// operations; either returns false after skipping the state. Reports the time of one operation
 /// (`ns_per_op`) and the size the family held (`size`, the benchmark's argument).
+///
+/// `ns_per_op` is the median iteration over `ops`, not the mean: on a shared machine one
+/// iteration in a hundred that another process preempts would otherwise move a point of a curve
+/// by more than the growth the curve is there to show.
 template <typename Prepare, typename Timed>
 void run_timed(benchmark::State& state, std::int64_t ops, Prepare prepare, Timed timed) {
-    double seconds = 0;
-    std::int64_t iterations = 0;
+    std::vector<double> seconds;
+    seconds.reserve(static_cast<std::size_t>(state.max_iterations));
     for (auto _ : state) {
         if (!prepare()) {
             break;
@@ -108,11 +125,10 @@ void run_timed(benchmark::State& state, std::int64_t ops, Prepare prepare, Timed
         if (!done) {
             break;
         }
-        seconds += elapsed;
-        ++iterations;
+        seconds.push_back(elapsed);
     }
-    const double total_ops = static_cast<double>(iterations * ops);
-    state.counters["ns_per_op"] = total_ops == 0 ? 0 : seconds * 1e9 / total_ops;
+    const auto iterations = static_cast<std::int64_t>(seconds.size());
+    state.counters["ns_per_op"] = median(seconds) * 1e9 / static_cast<double>(ops);
     state.counters["size"] = static_cast<double>(state.range(0));
     state.SetItemsProcessed(iterations * ops);
 }
@@ -281,10 +297,12 @@ void allocate_free_vs_allocations(benchmark::State& state, const Backend& backen
 // ---------------------------------------------------------------- 5. read, K sources pending
 
 /// A read of a clean `read_bytes` buffer on device 0 while K other sources (devices on the
-/// simulator, streams on one GPU) have pending work: each gets one more copy launch, untimed,
-/// before every read, and all are synced every `reads_per_drain` reads, so each holds from 1 to
-/// that many pending launches while a read is timed. The read waits for nothing of theirs: what
-/// it costs beyond K = 0 is what their pending work makes it look at.
+/// simulator, streams on one GPU) have pending work. Every `reads_per_drain` reads, untimed, all
+/// work is synced and each source gets `reads_per_drain` copy launches it then holds pending
+/// while the reads are timed one by one, back to back: the read waits for nothing of theirs, so
+/// what it costs beyond K = 0 is what their pending work makes it look at. (Enqueueing before each
+/// read instead would time the read just after the enqueues, in the caches and allocator state
+/// they leave, and measure that.)
 void read_vs_pending_sources(benchmark::State& state, const Backend& backend) {
     const auto others = static_cast<std::uint32_t>(state.range(0));
     auto runtime = backend.make_runtime(state, backend.read_devices(others));
@@ -311,12 +329,15 @@ void read_vs_pending_sources(benchmark::State& state, const Backend& backend) {
     }
     std::int64_t reads = 0;
     const auto prepare = [&] {
-        if (++reads % reads_per_drain == 0 && !succeeded(state, runtime->sync_all())) {
+        if (reads++ % reads_per_drain != 0) {
+            return true;
+        }
+        if (!succeeded(state, runtime->sync_all())) {
             return false;
         }
         for (std::size_t index = 0; index < sources.size(); ++index) {
             auto& [client, stream] = sources[index];
-            if (!launch_copies(state, client, arguments[index], 1, stream)) {
+            if (!launch_copies(state, client, arguments[index], reads_per_drain, stream)) {
                 return false;
             }
         }

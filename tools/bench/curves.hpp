@@ -8,7 +8,7 @@
 // (`cuda/curves_cuda_bench.cpp`) each register them with the runtime they measure.
 //
 // Every family times its operations itself (manual time) and reports `ns_per_op`, the time of one
-// operation, and `size`, the size it was held at, so a script reads the curve from the JSON
+// operation (the median iteration's), and `size`, the size it was held at, so a script reads the curve from the JSON
 // without knowing each family's batch. The memory family reports host bytes tandem holds per
 // object instead (`bytes_per_allocation`, `bytes_per_claim`, `bytes_per_pending_launch`), counted
 // with the allocator's own figures (`mallinfo2`): they take in every heap byte tandem's libraries
