@@ -82,8 +82,8 @@ bool launch_copies(benchmark::State& state, Client& client,
                    const std::vector<LaunchArgument>& arguments, std::int64_t count,
                    StreamId stream) {
     for (std::int64_t launch = 0; launch < count; ++launch) {
-        if (!succeeded(state, client.launch(kernels::Copy::name, tiny_config, arguments, {},
-                                            stream))) {
+        if (!succeeded(state,
+                       client.launch(kernels::Copy::name, tiny_config, arguments, {}, stream))) {
             return false;
         }
     }
@@ -255,7 +255,8 @@ void launch_vs_pending(benchmark::State& state, const Backend& backend) {
             return false;
         }
         for (std::int64_t launch = 0; launch < pending; ++launch) {
-            const auto& each = pending_arguments[static_cast<std::size_t>(launch) % pending_outputs];
+            const auto& each =
+                pending_arguments[static_cast<std::size_t>(launch) % pending_outputs];
             if (!launch_copies(state, client, each, 1, client.default_stream())) {
                 return false;
             }
@@ -377,8 +378,8 @@ void count_bytes(benchmark::State& state, const char* counter, Make make) {
             return;
         }
         // Signed: a heap that shrank (a cache trimmed) gives a figure below zero, not a wrap.
-        state.counters[counter] =
-            (static_cast<double>(after) - static_cast<double>(before)) / static_cast<double>(objects);
+        state.counters[counter] = (static_cast<double>(after) - static_cast<double>(before)) /
+                                  static_cast<double>(objects);
         state.counters["ns_per_op"] = elapsed * 1e9 / static_cast<double>(objects);
     }
     state.counters["size"] = static_cast<double>(objects);

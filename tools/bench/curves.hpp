@@ -8,15 +8,16 @@
 // (`cuda/curves_cuda_bench.cpp`) each register them with the runtime they measure.
 //
 // Every family times its operations itself (manual time) and reports `ns_per_op`, the time of one
-// operation (the median iteration's), and `size`, the size it was held at, so a script reads the curve from the JSON
-// without knowing each family's batch. The memory family reports host bytes tandem holds per
-// object instead (`bytes_per_allocation`, `bytes_per_claim`, `bytes_per_pending_launch`), counted
-// with the allocator's own figures (`mallinfo2`): they take in every heap byte tandem's libraries
-// hold, and leave the benchmark binary's allocator as it is for the other benchmarks.
+// operation (the median iteration's), and `size`, the size it was held at, so a script reads the
+// curve from the JSON without knowing each family's batch. The memory family reports host bytes
+// tandem holds per object instead (`bytes_per_allocation`, `bytes_per_claim`,
+// `bytes_per_pending_launch`), counted with the allocator's own figures (`mallinfo2`): they take in
+// every heap byte tandem's libraries hold, and leave the benchmark binary's allocator as it is for
+// the other benchmarks.
 //
 // Set-up (making the N objects) is never timed, and every family runs a fixed number of
 // iterations: Google Benchmark would otherwise call a family several times to size its runs, and
-// each call makes its N objects again (a million allocations take a second here).
+// each call makes its N objects again (a million allocations take a third of a second here).
 
 #include "tandem/core/kernels/catalog.hpp"
 #include "tandem/core/runtime.hpp"

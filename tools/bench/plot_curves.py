@@ -105,9 +105,8 @@ def time_curves(families):
     """[(family, [(x, ns)])] of the time families: x is the size, K+1 for the read family (a
     log axis has no 0)."""
     curves = []
-    for family, points in families.items():
-        if family not in TITLES:
-            continue
+    for family in TITLES:  # In the order of TITLES, whatever order the report ran them in.
+        points = families.get(family, [])
         shift = 1 if family == "read_vs_pending_sources" else 0
         curve = [(size + shift, run["ns_per_op"]) for size, run in points if run["ns_per_op"] > 0]
         if curve:

@@ -19,9 +19,9 @@ namespace {
 const std::string& missing_gpu() {
     static const std::string problem = [] {
         const cuda::GpuReport report = cuda::probe_gpus();
-        return report.problem.empty() ? std::string{}
-                                      : "no usable GPU (" + report.problem +
-                                            "): the CUDA cost curves need one";
+        return report.problem.empty()
+                   ? std::string{}
+                   : "no usable GPU (" + report.problem + "): the CUDA cost curves need one";
     }();
     return problem;
 }
