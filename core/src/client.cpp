@@ -19,6 +19,8 @@ Status Client::check_local(const Handle& handle) const {
 
 Result<StreamId> Client::create_stream() { return server_->create_stream(); }
 
+Status Client::destroy_stream(StreamId stream) { return server_->destroy_stream(stream); }
+
 Result<Handle> Client::allocate(std::uint64_t size_bytes) {
     return allocate(size_bytes, default_stream());
 }

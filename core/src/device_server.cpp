@@ -65,6 +65,42 @@ Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
                       service_, weak_from_this());
 }
 
+std::optional<Error> DeviceServer::no_room_for_stream() const {
+    if (stream_count_.load(std::memory_order_acquire) < max_streams) {
+        return std::nullopt;
+    }
+    return Error::invalid_argument(to_string(service_) + " has created " +
+                                   std::to_string(max_streams) +
+                                   " streams, the most a device creates in its life");
+}
+
+bool DeviceServer::destroyed(StreamId stream) const {
+    std::lock_guard lock(destroyed_mutex_);
+    return destroyed_.contains(stream.value);
+}
+
+Status DeviceServer::do_destroy_stream(StreamId stream) {
+    std::lock_guard lock(engine_mutex_);
+    Result<DeviceStream*> found = device_stream(stream);
+    if (!found) {
+        return found.error();
+    }
+    if ((*found)->capture) {
+        return Error::invalid_argument(to_string(stream) +
+                                       " is capturing: end the capture before destroying it");
+    }
+    // Its work must run and settle first: what it holds is held until then.
+    if (Status synced = sync_stream(stream); !synced) {
+        return synced;
+    }
+    do_release_stream(**found);
+    (*found)->destroyed = true;
+    std::lock_guard destroyed_lock(destroyed_mutex_);
+    destroyed_.insert(stream.value);
+    destroyed_count_.fetch_add(1, std::memory_order_release);
+    return {};
+}
+
 Result<DeviceStream*> DeviceServer::device_stream(StreamId id) {
     if (DeviceStream* found = do_find_stream(id)) {
         return found;

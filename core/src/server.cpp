@@ -36,6 +36,16 @@ Result<StreamId> Server::create_stream() {
     return do_create_stream();
 }
 
+Status Server::destroy_stream(StreamId stream) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    if (stream == default_stream()) {
+        return Error::invalid_argument("the default stream cannot be destroyed");
+    }
+    return do_destroy_stream(stream);
+}
+
 Result<Handle> Server::allocate(std::uint64_t size_bytes, StreamId stream) {
     if (std::optional<Error> refused = refusal(stream)) {
         return *refused;

@@ -22,7 +22,6 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal_);
     tma_capable_ = major >= 9;
-    streams_.reserve(max_streams);
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
     streams_.emplace_back(StreamId{1}, handle);
@@ -54,8 +53,17 @@ CudaDevice::~CudaDevice() {
         cudaEventDestroy(event);
     }
     for (CudaStream& each : streams_) {
-        cudaStreamDestroy(each.handle);
+        if (each.handle != nullptr) {
+            cudaStreamDestroy(each.handle);
+        }
     }
+}
+
+void CudaDevice::do_release_stream(DeviceStream& stream) {
+    auto& cuda_stream = static_cast<CudaStream&>(stream);
+    DeviceGuard guard(ordinal_);
+    cudaStreamDestroy(cuda_stream.handle);  // Its work has run: the caller waited for it.
+    cuda_stream.handle = nullptr;
 }
 
 Result<CudaStream*> CudaDevice::stream(StreamId id) { return find_stream(streams_, id); }
@@ -151,15 +159,17 @@ void CudaDevice::push(std::shared_ptr<PendingOp> op) {
 
 Result<StreamId> CudaDevice::do_create_stream() {
     std::lock_guard lock(engine_.mutex);
-    if (streams_.size() >= max_streams) {
-        return Error::invalid_argument("a device has at most " + std::to_string(max_streams) +
-                                       " streams");
+    if (std::optional<Error> full = no_room_for_stream()) {
+        return *full;
     }
     DeviceGuard guard(ordinal_);
     cudaStream_t handle = nullptr;
-    cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
+    if (const cudaError_t status = cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
+        status != cudaSuccess) {
+        return call_error("cudaStreamCreate", status);
+    }
     const StreamId id{streams_.back().id.value + 1};
-    streams_.emplace_back(id, handle);  // Capacity reserved: no reallocation.
+    streams_.emplace_back(id, handle);  // A deque: the other streams stay where they are.
     set_stream_count(streams_.size());
     return id;
 }

@@ -97,7 +97,6 @@ class CudaDevice final : public DeviceServer {
 public:
     /// Status words per device: launches unresolved at once before the host resolves them.
     static constexpr std::uint64_t status_slots = 1 << 16;
-    static constexpr std::size_t max_streams = 64;
     /// Work resolved at once when unsettled work reaches its bound, oldest first.
     static constexpr std::size_t resolve_batch = 1024;
 
@@ -138,6 +137,7 @@ public:
 private:
     void do_lose_now() override;
     DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
+    void do_release_stream(DeviceStream& stream) override;
     void do_delay(DeviceStream& stream, std::uint64_t steps) override;
     Status do_check_adopted(const AdoptedMemory& memory) override;
     void do_fault_armed() override { update_quick_allocation(); }
@@ -209,7 +209,7 @@ private:
     CudaEngine& engine_;
     std::uint32_t index_;
     int ordinal_;
-    std::vector<CudaStream> streams_;
+    std::deque<CudaStream> streams_;
     CudaStorage storage_;
     CompletedStreamOrder order_;  // Work holds its memory until resolved.
     MemoryManager memory_;

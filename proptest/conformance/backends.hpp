@@ -33,6 +33,8 @@ struct ReferenceBackend {
     static constexpr const char* name = "reference";
     /// Runs work on the caller's thread as it is enqueued: nothing is ever left to wait for.
     static constexpr bool runs_at_enqueue = true;
+    /// A stream costs a few bytes: a test may create `Server::max_streams` of them.
+    static constexpr bool cheap_streams = true;
     static std::uint32_t devices_available() { return reference::ReferenceOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = reference::ReferenceRuntime::create(
@@ -48,6 +50,7 @@ struct ReferenceBackend {
 struct SimBackend {
     static constexpr const char* name = "sim";
     static constexpr bool runs_at_enqueue = false;
+    static constexpr bool cheap_streams = true;
     static std::uint32_t devices_available() { return sim::SimOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = sim::SimRuntime::create(
@@ -64,6 +67,8 @@ struct SimBackend {
 struct CudaBackend {
     static constexpr const char* name = "cuda";
     static constexpr bool runs_at_enqueue = false;
+    /// A stream is a CUDA stream: the driver's resources, not a test's to exhaust.
+    static constexpr bool cheap_streams = false;
     static std::uint32_t devices_available() {
         const cuda::GpuReport gpus = cuda::probe_gpus();
         return gpus.problem.empty() ? static_cast<std::uint32_t>(gpus.names.size()) : 0;

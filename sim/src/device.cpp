@@ -47,7 +47,6 @@ SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segmen
             freed_.pop_front();
         }
     });
-    streams_.reserve(max_streams);
     streams_.emplace_back(StreamId{1}, engine.next_stream_global++);
     set_stream_count(streams_.size());
 }
@@ -122,9 +121,13 @@ void SimDevice::fill_garbage(const AllocationInfo& info) {
 
 Result<StreamId> SimDevice::do_create_stream() {
     std::lock_guard lock(engine_.mutex);
-    if (streams_.size() >= max_streams) {
-        return Error::invalid_argument("a device has at most " + std::to_string(max_streams) +
-                                       " streams");
+    if (std::optional<Error> full = no_room_for_stream()) {
+        return *full;
+    }
+    if (engine_.options.mode == SchedulerMode::Threads && streams_.size() >= max_threaded_streams) {
+        return Error::invalid_argument("the simulator's threads mode runs a thread per stream: at "
+                                       "most " + std::to_string(max_threaded_streams) +
+                                       " streams a device");
     }
     const StreamId id{streams_.back().id.value + 1};
     streams_.emplace_back(id, engine_.next_stream_global++);
@@ -158,7 +161,7 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
     SimStream& target = **found;
     operation->device = index_;
     operation->stream = stream_id;
-    operation->stream_local = static_cast<std::uint32_t>(&target - streams_.data());
+    operation->stream_local = static_cast<std::uint32_t>(target.id.value - 1);
     operation->stream_global = target.global_index;
     operation->stream_sequence = target.next_sequence++;
     operation->host_clock = engine_.host_clock;

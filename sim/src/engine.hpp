@@ -62,8 +62,9 @@ class SimDevice final : public DeviceServer {
 public:
     /// Freed allocations remembered for fault reports.
     static constexpr std::size_t max_freed_records = 64;
-    /// Streams per device.
-    static constexpr std::size_t max_streams = 64;
+    /// Streams a device may have in threads mode, which runs a thread for each; deterministic
+    /// mode takes `Server::max_streams`.
+    static constexpr std::size_t max_threaded_streams = 1024;
 
     SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment);
     ~SimDevice() override;
@@ -72,7 +73,7 @@ public:
 
     // Engine side.
     [[nodiscard]] std::uint32_t index() const { return index_; }
-    [[nodiscard]] std::vector<SimStream>& streams() { return streams_; }
+    [[nodiscard]] std::deque<SimStream>& streams() { return streams_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
     [[nodiscard]] const MemoryManager& memory() const { return memory_; }
     [[nodiscard]] SegmentStorage& storage() { return storage_; }
@@ -104,7 +105,7 @@ private:
     SegmentStorage storage_;
     SimStreamOrder order_;
     MemoryManager memory_;
-    std::vector<SimStream> streams_;
+    std::deque<SimStream> streams_;
     std::deque<FreedRecord> freed_;
 
     /// Seeded noise that fresh allocations are filled from (see fill_garbage).
@@ -156,6 +157,8 @@ public:
 
     /// Work enqueued and not settled, at most; an enqueue past it runs the oldest work first.
     static constexpr std::size_t max_unsettled_work = 1 << 15;
+    static_assert(OperationBlocks::max_kept == max_unsettled_work,
+                  "keep as many operation blocks as may be unsettled");
     std::uint64_t next_event = 1;
     std::uint32_t next_stream_global = 0;
 

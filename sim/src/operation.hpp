@@ -129,8 +129,10 @@ struct Operation final : Work {
 /// bins and their consolidation.
 class OperationBlocks {
 public:
-    /// Blocks kept per thread; past the bound they go back to malloc.
-    static constexpr std::size_t max_kept = 1024;
+    /// Blocks kept per thread; past the bound they go back to malloc. As many as the engine lets
+    /// be unsettled at once (`Engine::max_unsettled_work`): past a thousand pending launches,
+    /// blocks from malloc's fragmented bins made each launch cost twice as much.
+    static constexpr std::size_t max_kept = std::size_t{1} << 15;
 
     static void* take(std::size_t size_bytes) {
         Kept& kept = kept_here();

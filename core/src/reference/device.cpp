@@ -57,6 +57,9 @@ ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
 
 Result<StreamId> ReferenceDevice::do_create_stream() {
     std::lock_guard lock(engine_.mutex);
+    if (std::optional<Error> full = no_room_for_stream()) {
+        return *full;
+    }
     const StreamId id{streams_.back().id.value + 1};
     streams_.push_back(ReferenceStream{{id, {}, 0}});
     set_stream_count(streams_.size());

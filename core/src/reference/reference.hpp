@@ -63,7 +63,7 @@ private:
     HostStorage storage_;
     CompletedStreamOrder order_;  // Work is done when it is enqueued.
     MemoryManager memory_;
-    std::vector<ReferenceStream> streams_;
+    std::deque<ReferenceStream> streams_;
 };
 
 class ReferenceEngine final {

@@ -53,8 +53,14 @@ public:
     /// The device itself, for what a client does not offer.
     [[nodiscard]] Server& server() const { return *server_; }
 
-    /// A new stream of this device; `DeviceLost` when it is lost.
+    /// A new stream of this device; `DeviceLost` when it is lost, `InvalidArgument` past
+    /// `Server::max_streams` created in the device's life.
     Result<StreamId> create_stream();
+    /// Waits for the work enqueued on `stream` and settles it (as `sync_stream`), then destroys
+    /// the stream: later calls naming it are `InvalidArgument`, and its id is not reused.
+    /// `InvalidArgument` for the default stream, a stream with an open capture window, or no such
+    /// stream; nothing changes then.
+    Status destroy_stream(StreamId stream);
     /// An allocation of `size_bytes` on the default stream: `InvalidArgument` for 0 or too many
     /// bytes, `OutOfMemory` (with figures) when it does not fit or an injected fault is due.
     Result<Handle> allocate(std::uint64_t size_bytes);

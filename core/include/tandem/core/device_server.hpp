@@ -67,11 +67,20 @@ protected:
     [[nodiscard]] bool maybe_lost() const final {
         return lost_flag_.load(std::memory_order_acquire);
     }
-    /// Stream ids run from 1 and streams are never destroyed: an id is valid iff it is at most
-    /// the count, which a backend sets (`set_stream_count`) as it creates them.
+    /// Stream ids run from 1 and are never reused: an id is valid iff it is at most the count,
+    /// which a backend sets (`set_stream_count`) as it creates them, and was not destroyed. The
+    /// common case, no stream ever destroyed, takes no lock.
     [[nodiscard]] bool has_stream(StreamId stream) const final {
-        return stream.value != 0 && stream.value <= stream_count_.load(std::memory_order_acquire);
+        if (stream.value == 0 || stream.value > stream_count_.load(std::memory_order_acquire)) {
+            return false;
+        }
+        return destroyed_count_.load(std::memory_order_acquire) == 0 || !destroyed(stream);
     }
+    /// `InvalidArgument` when the device has created `max_streams` streams; none otherwise.
+    [[nodiscard]] std::optional<Error> no_room_for_stream() const;
+    /// Waits for `stream`'s work, then destroys it (the Server checked it exists and is not the
+    /// default stream): `InvalidArgument` while it has an open capture window.
+    Status do_destroy_stream(StreamId stream) final;
     /// Sets how many streams exist; a backend calls it as it creates them.
     void set_stream_count(std::uint64_t count) {
         stream_count_.store(count, std::memory_order_release);
@@ -109,6 +118,8 @@ protected:
     /// `stream` was just held back `steps` more (within the bound): a backend that holds streams
     /// back itself enqueues the delay.
     virtual void do_delay(DeviceStream& /*stream*/, std::uint64_t /*steps*/) {}
+    /// `stream`, whose work has run, is being destroyed: a backend frees what it holds for it.
+    virtual void do_release_stream(DeviceStream& /*stream*/) {}
     /// A fault was armed (a backend that skips its lock while none is armed looks again).
     virtual void do_fault_armed() {}
     /// Whether the kernels of `accessor`, a device of the runtime, can reach this device's memory
@@ -131,21 +142,21 @@ protected:
     bool mark_lost(const std::string& reason);
     /// The stream `id` among `streams`, or InvalidArgument naming it and this device.
     template <typename Stream>
-    Result<Stream*> find_stream(std::vector<Stream>& streams, StreamId id) const {
+    Result<Stream*> find_stream(std::deque<Stream>& streams, StreamId id) const {
         if (Stream* found = stream_in(streams, id)) {
             return found;
         }
         return no_such_stream(id);
     }
-    /// The stream `id` among `streams`, or null.
+    /// The stream `id` among `streams` (stream `n` at index `n - 1`: ids are given in order and
+    /// never reused), or null when there is none or it was destroyed.
     template <typename Stream>
-    static Stream* stream_in(std::vector<Stream>& streams, StreamId id) {
-        for (Stream& candidate : streams) {
-            if (candidate.id == id) {
-                return &candidate;
-            }
+    static Stream* stream_in(std::deque<Stream>& streams, StreamId id) {
+        if (id.value == 0 || id.value > streams.size()) {
+            return nullptr;
         }
-        return nullptr;
+        Stream& found = streams[id.value - 1];
+        return found.destroyed ? nullptr : &found;
     }
     /// The stream `id` of this device as every backend keeps it, or InvalidArgument naming it.
     Result<DeviceStream*> device_stream(StreamId id);
@@ -194,6 +205,12 @@ private:
     /// `lost_` is set, readable without the lock.
     std::atomic<bool> lost_flag_{false};
     std::atomic<std::uint64_t> stream_count_{0};
+    /// Whether `stream` was destroyed; takes `destroyed_mutex_`.
+    [[nodiscard]] bool destroyed(StreamId stream) const;
+    /// The destroyed streams' ids. A leaf lock: `has_stream` takes it under no other.
+    mutable std::mutex destroyed_mutex_;
+    std::set<std::uint64_t> destroyed_;
+    std::atomic<std::uint64_t> destroyed_count_{0};
 };
 
 }  // namespace tandem

@@ -8,6 +8,7 @@
 #include "tandem/core/work.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 
 namespace tandem {
@@ -20,6 +21,8 @@ struct DeviceStream {
     std::shared_ptr<CaptureWindow> capture;
     /// Steps injected delays still hold the stream back, bounded (`FaultPlan::check_delay`).
     std::uint64_t delay_steps = 0;
+    /// Destroyed (`Server::destroy_stream`): its id names no stream any more, and is not reused.
+    bool destroyed = false;
 };
 
 }  // namespace tandem

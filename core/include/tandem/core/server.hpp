@@ -133,10 +133,18 @@ struct NativeView {
 /// later read says why (C8).
 class Server : public PeerOwner {
 public:
+    /// Streams a device creates in its life, the default one included: a bound on what a
+    /// program that leaks streams holds, not a size to plan for. Ids are never reused.
+    static constexpr std::uint64_t max_streams = std::uint64_t{1} << 16;
+
     /// The stream every device has from the start, numbered 1.
     [[nodiscard]] StreamId default_stream() const { return StreamId{1}; }
-    /// A new stream of this device.
+    /// A new stream of this device; `InvalidArgument` past `max_streams`.
     Result<StreamId> create_stream();
+    /// Waits for the work enqueued on `stream` (as `sync_stream`), then destroys it: later calls
+    /// naming it are `InvalidArgument`. `InvalidArgument` for the default stream, a stream with
+    /// an open capture window, or no such stream; nothing changes then.
+    Status destroy_stream(StreamId stream);
     /// An allocation of `size_bytes` on `stream`. `InvalidArgument` for 0 bytes, more than the
     /// largest allocation, or no such stream; `OutOfMemory` (with figures) when it does not fit or
     /// an injected allocation fault is due.
@@ -230,6 +238,7 @@ private:
     [[nodiscard]] std::optional<Error> foreign(const BufferBinding& binding) const;
 
     virtual Result<StreamId> do_create_stream() = 0;
+    virtual Status do_destroy_stream(StreamId stream) = 0;
     virtual Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) = 0;
     virtual Result<Handle> do_adopt(AdoptedMemory memory) = 0;
     virtual Result<NativeView> do_native(const BufferBinding* binding, StreamId stream) = 0;

@@ -84,8 +84,10 @@ public:
     /// Launches on device `index` whose tensor maps were encoded for the GPU's tensor memory
     /// accelerator and moved by it (the others move tiles with plain loads and stores).
     [[nodiscard]] std::uint64_t tma_launches(std::size_t index) const;
-    /// Recorded events not yet known complete, on all devices. A sync completes them and their
-    /// CUDA events are reused; a record past `max_live_events` resolves everything first.
+    /// Recorded events not yet known complete, on all devices. A sync of their device, or a wait
+    /// on one, completes them and their CUDA events are reused; a record past `max_live_events`
+    /// waits for the oldest first (and forgets those after it that are complete), not for
+    /// everything queued.
     [[nodiscard]] std::size_t live_events() const;
     /// The most recorded events that may be unresolved at once.
     static constexpr std::size_t max_live_events = 4096;

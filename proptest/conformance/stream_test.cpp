@@ -1,0 +1,93 @@
+// Streams: as many as a program needs (no small fixed limit), each destroyed when the program is
+// done with it, after its work has run and settled; a destroyed stream's id names nothing again.
+
+#include "support.hpp"
+
+namespace tandem::conformance {
+namespace {
+
+template <typename Backend>
+class Streams : public Conformance<Backend> {};
+TYPED_TEST_SUITE(Streams, Backends, BackendNames);
+
+TYPED_TEST(Streams, a_device_takes_more_than_a_hundred_streams_each_running_its_own_work) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    constexpr std::size_t count = 130;
+    std::vector<StreamId> streams;
+    std::vector<Handle> handles;
+    for (std::size_t index = 0; index < count; ++index) {
+        Result<StreamId> stream = client.create_stream();
+        ASSERT_TRUE(stream) << "stream " << index << ": " << stream.error().report();
+        streams.push_back(*stream);
+        handles.push_back(this->allocate(client, 16, *stream));
+        this->fill(client, handles.back(), static_cast<std::uint8_t>(index), *stream);
+    }
+    for (std::size_t index = 0; index < count; index += 43) {
+        EXPECT_EQ(this->read_bytes(client, handles[index]),
+                  filled(16, static_cast<std::uint8_t>(index)));
+    }
+}
+
+TYPED_TEST(Streams, destroying_a_stream_waits_for_its_work_then_its_id_names_nothing) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side);
+    Handle written = this->allocate(client, 64);
+    Handle failed = this->allocate(client, 64);
+    ASSERT_TRUE(client.inject(StreamDelay{*side, 1000}));
+    this->fill(client, written, 4, *side);
+    this->fail(client, failed, 8, *side);
+    ASSERT_TRUE(client.destroy_stream(*side));
+    EXPECT_EQ(this->read_bytes(client, written), filled(64, 4));
+    std::optional<Error> read = this->read_error(client, failed);
+    ASSERT_TRUE(read);
+    EXPECT_EQ(root_code(*read), 8u) << read->report();
+    // Every call naming it is refused, and nothing is enqueued.
+    EXPECT_EQ(client.launch("fill", LaunchConfig::linear(64), {out(written)}, KernelArgs().u64(9),
+                            *side).error().kind(),
+              ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.record_event(*side).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.allocate(16, *side).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.destroy_stream(*side).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(this->read_bytes(client, written), filled(64, 4));
+    Result<StreamId> next = client.create_stream();
+    ASSERT_TRUE(next);
+    EXPECT_GT(next->value, side->value) << "a destroyed stream's id was reused";
+}
+
+TYPED_TEST(Streams, the_default_stream_and_a_capturing_stream_are_not_destroyed) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    EXPECT_EQ(client.destroy_stream(client.default_stream()).error().kind(),
+              ErrorKind::InvalidArgument);
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side);
+    ASSERT_TRUE(client.begin_capture(*side));
+    EXPECT_EQ(client.destroy_stream(*side).error().kind(), ErrorKind::InvalidArgument);
+    Handle handle = this->allocate(client, 32);
+    this->fill(client, handle, 6, *side);  // Still a stream, still capturing.
+    ASSERT_TRUE(client.end_capture(*side));
+    EXPECT_TRUE(client.destroy_stream(*side));
+    EXPECT_EQ(client.destroy_stream(StreamId{999}).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(this->read_bytes(client, handle), filled(32, 6));
+}
+
+TYPED_TEST(Streams, a_device_refuses_streams_past_its_named_bound) {
+    if (!TypeParam::cheap_streams) {
+        GTEST_SKIP() << "creates Server::max_streams streams: a CUDA stream each";
+    }
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    for (std::uint64_t created = 1; created < Server::max_streams; ++created) {
+        ASSERT_TRUE(client.create_stream()) << "stream " << created + 1;
+    }
+    Result<StreamId> past = client.create_stream();
+    ASSERT_FALSE(past);
+    EXPECT_EQ(past.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(past.error().message().find("65536"), std::string::npos) << past.error().report();
+}
+
+}  // namespace
+}  // namespace tandem::conformance
