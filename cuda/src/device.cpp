@@ -275,6 +275,9 @@ void CudaDevice::settle_own_work() {
 }
 
 void CudaDevice::settle_for_read(std::span<const ClaimKey> keys) {
+    if (!engine_.pipeline.writes_unsettled(service_, keys)) {
+        return;  // No unsettled work writes a byte of them: their claims are final already.
+    }
     engine_.resolve_needed(keys, [](const Work&) { return false; });
     if (engine_.pipeline.writes_unsettled(service_, keys)) {
         (void)engine_.resolve_all();  // Not expected: every writer it needed was waited for.

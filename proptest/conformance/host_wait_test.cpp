@@ -15,8 +15,13 @@ protected:
     static constexpr std::uint64_t held_back_steps = 200'000;
 
     /// A new stream of `client`, held back, with `handle` filled with `value` on it, and the
-    /// event after that fill.
+    /// event after that fill. The kernels the tests launch run once first: a GPU loads a kernel
+    /// at its first launch, and that load may wait for the kernels already running, the delay
+    /// among them, which is not what a test of waits means to time.
     Event behind_a_delay(Client& client, const Handle& handle, std::uint8_t value) {
+        this->fill(client, handle, 0);
+        this->fail(client, handle, 1);
+        EXPECT_TRUE(client.sync());
         Result<StreamId> side = client.create_stream();
         EXPECT_TRUE(side);
         EXPECT_TRUE(client.inject(StreamDelay{*side, held_back_steps}));
