@@ -48,6 +48,16 @@ Result<std::vector<std::byte>> Client::read(const Handle& source) {
     return server_->read(source.binding());
 }
 
+Result<PendingRead> Client::read_async(const Handle& source, std::span<std::byte> into,
+                                       StreamId stream) {
+    if (Status local = check_local(source); !local) {
+        return local.error();
+    }
+    return server_->read_async(source.binding(), into, stream);
+}
+
+Status Client::wait(const PendingRead& read) { return server_->wait(read); }
+
 Result<std::vector<std::byte>> Client::read_strided(const Handle& source,
                                                     std::vector<std::uint64_t> shape,
                                                     std::vector<std::uint64_t> strides,

@@ -29,6 +29,10 @@ bool LocalDirectory::nothing_claimed(ServiceId owner) const {
     return owner_of(owner).claims().nothing_claimed();
 }
 
+Status LocalDirectory::check(ServiceId owner, std::span<const ClaimKey> keys) const {
+    return owner_of(owner).claims().check(keys);
+}
+
 std::optional<FoundClaim> LocalDirectory::first_claimed(ServiceId owner,
                                                         std::span<const ClaimKey> keys) const {
     const ClaimStore& claims = owner_of(owner).claims();

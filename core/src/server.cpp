@@ -1,6 +1,9 @@
 #include "tandem/core/server.hpp"
 
 #include "tandem/core/runtime.hpp"
+#include "tandem/core/work.hpp"
+
+#include <cstring>
 
 namespace tandem {
 
@@ -102,6 +105,49 @@ Result<std::vector<std::byte>> Server::read(const BufferBinding& source) {
         return *gone;
     }
     return do_read(source);
+}
+
+Result<PendingRead> Server::read_async(const BufferBinding& source, std::span<std::byte> into,
+                                       StreamId stream) {
+    if (std::optional<Error> wrong = foreign(source)) {
+        return *wrong;
+    }
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
+    if (into.size() != source.size_in_use()) {
+        return Error::invalid_argument("an asynchronous read of " +
+                                       std::to_string(source.size_in_use()) +
+                                       " bytes into a buffer of " + std::to_string(into.size()));
+    }
+    auto state = std::make_shared<ReadBack>(ReadBack{service(), source.claim_key(), std::nullopt});
+    Result<Event> done = do_read_async(source, into, stream, state);
+    if (!done) {
+        return done.error();
+    }
+    return PendingRead{*done, into, std::move(state)};
+}
+
+Status Server::wait(const PendingRead& read) {
+    if (!read.state || read.state->owner != service()) {
+        return Error::invalid_argument("the read was not made by this device");
+    }
+    Status outcome = wait(read.done);
+    if (outcome && !read.state->outcome) {
+        // Older work it conflicts with, on another stream, was still unsettled: this device's
+        // sync settles the read with what it needs.
+        outcome = sync();
+    }
+    if (outcome && !read.state->outcome) {
+        outcome = Error::torn_down("the asynchronous read did not settle");
+    }
+    if (outcome) {
+        outcome = *read.state->outcome;
+    }
+    if (!outcome && !read.into.empty()) {
+        std::memset(read.into.data(), 0, read.into.size());  // Never hand out unwritten bytes.
+    }
+    return outcome;
 }
 
 Result<std::vector<std::byte>> Server::read_strided(const CopyDescriptor& source) {

@@ -18,6 +18,7 @@ void Work::reset_work() {
     failure.reset();
     provisional = false;
     window.reset();
+    read_back.reset();
     sequence = 0;
     settled = false;
     failed = false;
@@ -217,6 +218,17 @@ void SettlePipeline::settle(Work& work) {
     } else {
         work.failed = false;
         release_outputs(devices_, work.outputs);  // C3.
+    }
+    if (ReadBack* read = work.read_back.get()) {
+        // In enqueue order, the claims on its bytes now are those a read met in program order.
+        if (std::optional<Error> gone = devices_.lost(read->owner)) {
+            read->outcome = Status(*gone);  // D1.
+        } else if (work.report == Work::Report::Failed && work.failure) {
+            read->outcome = Status(*work.failure);  // The copy itself failed.
+        } else {
+            const ClaimKey keys[] = {read->key};
+            read->outcome = devices_.check(read->owner, keys);
+        }
     }
     if (CaptureWindow* window = work.window.get()) {
         --window->unsettled;

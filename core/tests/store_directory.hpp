@@ -17,6 +17,9 @@ public:
     bool nothing_claimed(ServiceId owner) const override {
         return store_of(owner).nothing_claimed();
     }
+    Status check(ServiceId owner, std::span<const ClaimKey> keys) const override {
+        return store_of(owner).check(keys);
+    }
     std::optional<FoundClaim> first_claimed(ServiceId owner,
                                             std::span<const ClaimKey> keys) const override {
         const ClaimStore& store = store_of(owner);

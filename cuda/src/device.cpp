@@ -305,6 +305,42 @@ Result<std::vector<std::byte>> CudaDevice::do_read(const BufferBinding& source) 
     return bytes;
 }
 
+Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<std::byte> into,
+                                        StreamId stream_id, std::shared_ptr<ReadBack> state) {
+    std::lock_guard lock(engine_.mutex);
+    Result<CudaStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
+    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Copy);
+    op->label = "asynchronous read";
+    op->device = index_;
+    op->stream = stream_id;
+    op->inputs.push_back(Target{service_, source.claim_key(), std::nullopt});
+    op->held.push_back(KernelResource::buffer(source));
+    op->read_back = std::move(state);
+    // A read whose bytes are known to end up claimed copies nothing; one whose producers are
+    // still running copies now, and its settlement says whether the bytes may be used.
+    if (engine_.pipeline.examine(*op, [](const Work&) { return true; }) ==
+        SettlePipeline::Inputs::Claimed) {
+        op->report = Work::Report::NotRun;
+    } else {
+        DeviceGuard guard(ordinal_);
+        const cudaError_t status =
+            into.empty() ? cudaSuccess
+                         : cudaMemcpyAsync(into.data(), device_pointer(source), into.size(),
+                                           cudaMemcpyDeviceToHost, (*found)->handle);
+        if (status != cudaSuccess) {
+            op->report = Work::Report::Failed;
+            op->failure = call_error("the device to host copy of the asynchronous read", status);
+        } else {
+            op->report = Work::Report::Landed;  // Only the loss of the device can undo it (D1).
+        }
+    }
+    push(std::move(op));
+    return do_record_event(stream_id);
+}
+
 Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor& source) {
     std::lock_guard lock(engine_.mutex);
     const BufferBinding& binding = source.binding();

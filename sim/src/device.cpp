@@ -247,6 +247,23 @@ Result<std::vector<std::byte>> SimDevice::do_read_strided(const CopyDescriptor& 
     return read_ranges(binding, elements);
 }
 
+Result<Event> SimDevice::do_read_async(const BufferBinding& source, std::span<std::byte> into,
+                                       StreamId stream_id, std::shared_ptr<ReadBack> state) {
+    std::lock_guard lock(engine_.mutex);
+    auto operation = make_operation();
+    operation->kind = Operation::Kind::ReadBack;
+    operation->label = "asynchronous read";
+    operation->device = index_;
+    operation->inputs.push_back(Target{service_, source.claim_key(), std::nullopt});
+    operation->held.push_back(source);
+    operation->read_into = into;
+    operation->read_back = std::move(state);
+    if (Status queued = enqueue(stream_id, std::move(operation)); !queued) {
+        return queued.error();
+    }
+    return do_record_event(stream_id);
+}
+
 Status SimDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                           StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);

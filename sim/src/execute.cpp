@@ -238,6 +238,13 @@ void Engine::start(SimDevice& device, SimStream& stream,
             }
             finish(device, stream, operation);
             return;
+        case Operation::Kind::ReadBack:
+            if (may_run(*this, op) && !op.read_into.empty()) {
+                std::memcpy(op.read_into.data(), device.storage().host(op.held[0].start_address()),
+                            op.read_into.size());
+            }
+            finish(device, stream, operation);
+            return;
         case Operation::Kind::Launch:
             // Refused (C10) or of no threads: nothing runs.
             if (op.refused || op.touches_nothing || !may_run(*this, op)) {

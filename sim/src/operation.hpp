@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <span>
 #include <vector>
 
 namespace tandem::sim {
@@ -71,7 +72,7 @@ using tandem::Work;
 /// are work of the settle pipeline, which decides their claims; records and waits only order
 /// streams.
 struct Operation final : Work {
-    enum class Kind : std::uint8_t { Write, Copy, Launch, Record, Wait, Replay };
+    enum class Kind : std::uint8_t { Write, Copy, Launch, Record, Wait, Replay, ReadBack };
     enum class State : std::uint8_t { Queued, Running, Done };
 
     Kind kind;
@@ -81,6 +82,8 @@ struct Operation final : Work {
     /// The position on its stream, from 1 (`Work::sequence` is the runtime-wide enqueue order).
     std::uint64_t stream_sequence = 0;
 
+    /// An asynchronous read: the caller's buffer it copies into.
+    std::span<std::byte> read_into;
     /// Keeps every bound allocation reserved until the operation is settled.
     std::vector<BufferBinding> held;
 

@@ -138,6 +138,29 @@ Result<std::vector<std::byte>> ReferenceDevice::do_read_strided(const CopyDescri
     return source.gather(host(source.binding().memory().allocation().address));
 }
 
+Result<Event> ReferenceDevice::do_read_async(const BufferBinding& source,
+                                             std::span<std::byte> into, StreamId stream,
+                                             std::shared_ptr<ReadBack> state) {
+    std::lock_guard lock(engine_.mutex);
+    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+        return found.error();
+    }
+    auto work = std::make_shared<ReferenceWork>();
+    work->label = "asynchronous read";
+    work->device = index_;
+    work->stream = stream;
+    work->inputs.push_back(Target{service_, source.claim_key(), std::nullopt});
+    work->held.push_back(source);
+    work->read_back = std::move(state);
+    (void)submit(work, [&] {
+        if (!into.empty()) {
+            std::memcpy(into.data(), host(source.start_address()), into.size());
+        }
+        work->report = Work::Report::Landed;
+    });
+    return Event{service_, stream, engine_.next_event++};  // Complete: its work is done.
+}
+
 Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                                 StreamId stream) {
     std::lock_guard lock(engine_.mutex);

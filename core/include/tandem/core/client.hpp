@@ -86,6 +86,21 @@ public:
     /// returns the bytes, or why they cannot be read (C6): `Unwritten` naming the root failure and
     /// the work skipped on the way, `Several` when several failures claim them.
     Result<std::vector<std::byte>> read(const Handle& source);
+    /// Enqueues on `stream` a copy of `source`'s bytes into `into` (exactly as many bytes) and
+    /// returns at once; `wait` on the result then says whether the bytes may be used (C6). Ordered
+    /// as a copy on `stream` is: after the stream's earlier work, and after other streams' work
+    /// only through events. On CUDA, `into` in pinned memory makes the copy asynchronous; from
+    /// pageable memory it completes before the call returns. `into` must outlive the wait.
+    Result<PendingRead> read_async(const Handle& source, std::span<std::byte> into,
+                                   StreamId stream);
+    /// `read_async` on the default stream.
+    Result<PendingRead> read_async(const Handle& source, std::span<std::byte> into) {
+        return read_async(source, into, default_stream());
+    }
+    /// Blocks until `read`'s bytes are in its buffer: success iff every byte was written at the
+    /// read's place in program order, otherwise the `Unwritten` (or `Several`) error a read
+    /// gets, with the buffer zeroed. `InvalidArgument` for a read of another device.
+    Status wait(const PendingRead& read);
     /// `read` of a strided view of `source`: `shape` elements of `elem_size_bytes`, `strides`
     /// elements apart, outermost first, in view order. `InvalidArgument` for a view that is
     /// malformed or reaches past the handle's bytes.

@@ -54,6 +54,9 @@ public:
     /// The first of `keys`, in order, with a claimed byte on the owner (C6, C9).
     [[nodiscard]] virtual std::optional<FoundClaim> first_claimed(
         ServiceId owner, std::span<const ClaimKey> keys) const = 0;
+    /// Whether `keys` of the owner read as written: success, or the error a read of them gets
+    /// (C6: `Unwritten` or `Several`, with the root and the skipped work).
+    [[nodiscard]] virtual Status check(ServiceId owner, std::span<const ClaimKey> keys) const = 0;
     /// The report of the owner's `failure` for a read of `needed`, while the failure is alive.
     [[nodiscard]] virtual std::optional<Error> report(ServiceId owner, FailureId failure,
                                                       const ClaimKey& needed) const = 0;
@@ -89,6 +92,7 @@ public:
     [[nodiscard]] std::optional<Error> lost(ServiceId owner) const override;
     [[nodiscard]] bool peer_access_granted(ServiceId owner, ServiceId accessor) const override;
     [[nodiscard]] bool nothing_claimed(ServiceId owner) const override;
+    [[nodiscard]] Status check(ServiceId owner, std::span<const ClaimKey> keys) const override;
     [[nodiscard]] std::optional<FoundClaim> first_claimed(
         ServiceId owner, std::span<const ClaimKey> keys) const override;
     [[nodiscard]] std::optional<Error> report(ServiceId owner, FailureId failure,

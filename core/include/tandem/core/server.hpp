@@ -37,6 +37,20 @@ struct Event {
     std::uint64_t sequence = 0;
 };
 
+struct ReadBack;
+
+/// An asynchronous read in flight (`Server::read_async`): the event after it on its stream, the
+/// caller's buffer it copies into, and what it learns when it settles. Waiting for it
+/// (`Server::wait`) says whether the bytes may be used.
+struct PendingRead {
+    /// Completes once the bytes are in `into`.
+    Event done;
+    /// The caller's buffer; it must stay alive until the read is waited for.
+    std::span<std::byte> into;
+    /// Decided when the read settles (C6 at its place in program order).
+    std::shared_ptr<ReadBack> state;
+};
+
 /// A launch as a server receives it: bindings already checked against the device.
 struct LaunchRequest {
     /// The kernel's name, as reports give it.
@@ -163,6 +177,18 @@ public:
     /// Waits for the work before it and for every writer of its bytes on any device, then returns
     /// the bytes, or why they cannot be read (C6: `Unwritten`, `Several`).
     Result<std::vector<std::byte>> read(const BufferBinding& source);
+    /// Enqueues on `stream` a copy of the binding's bytes into `into` (as many bytes as the
+    /// binding has), and returns at once; waiting for the returned read (`wait`) says whether
+    /// the bytes may be used. The read is ordered on `stream` as a copy is: after the stream's
+    /// earlier work, and after work of other streams only through events. `InvalidArgument` for
+    /// a buffer of another size or no such stream, `WrongService` for another device's memory.
+    Result<PendingRead> read_async(const BufferBinding& source, std::span<std::byte> into,
+                                   StreamId stream);
+    /// Blocks until `read`'s bytes are in its buffer, and returns success iff they were all
+    /// written at the read's place in program order (C6); otherwise its `Unwritten` or `Several`
+    /// error, and the buffer is zeroed: bytes failed work should have written are never handed
+    /// out.
+    Status wait(const PendingRead& read);
     /// `read` of the elements a strided view covers, in view order.
     Result<std::vector<std::byte>> read_strided(const CopyDescriptor& source);
     /// Enqueues a copy into `target` (this device) from `source`: a buffer of this device or
@@ -246,6 +272,10 @@ private:
                             StreamId stream) = 0;
     virtual Result<std::vector<std::byte>> do_read(const BufferBinding& source) = 0;
     virtual Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) = 0;
+    /// Enqueues the read described by `state` into `into` on `stream` (checked), then the event
+    /// after it.
+    virtual Result<Event> do_read_async(const BufferBinding& source, std::span<std::byte> into,
+                                        StreamId stream, std::shared_ptr<ReadBack> state) = 0;
     virtual Status do_copy(const KernelResource& source, const BufferBinding& target,
                            StreamId stream) = 0;
     virtual Status do_launch(LaunchRequest&& request) = 0;

@@ -36,6 +36,18 @@ struct CaptureWindow {
 /// One unit of work as a backend records it for the settle pipeline: what it reads and writes,
 /// where it runs, what was known when it was enqueued and how it ended. A backend derives its own
 /// record from it.
+/// What an asynchronous read (`Client::read_async`) learns when it settles: whether the bytes
+/// it copied were written at its place in program order (C6). The settle pipeline decides it,
+/// when the read settles, after every older writer of its bytes and before every later one.
+struct ReadBack {
+    /// The device that owns the bytes.
+    ServiceId owner;
+    /// The bytes read.
+    ClaimKey key;
+    /// Set when the read settles: success, or why its bytes cannot be used.
+    std::optional<Status> outcome;
+};
+
 struct Work {
     /// What the backend learned when the work ended.
     enum class Report : std::uint8_t {
@@ -77,6 +89,8 @@ struct Work {
     bool provisional = false;
     /// The recording window it was enqueued in, if any.
     std::shared_ptr<CaptureWindow> window;
+    /// An asynchronous read: what it learns when it settles.
+    std::shared_ptr<ReadBack> read_back;
 
     /// Set by the pipeline: the enqueue order across every device of the runtime.
     std::uint64_t sequence = 0;
