@@ -319,15 +319,20 @@ void Engine::resume(SimDevice& device, SimStream& stream,
 }
 
 void Engine::check_state() const {
-    // The books cost what they hold to walk: each is checked while it stays small, so that a
-    // program with many pending works or many failures does not pay a walk of them every step.
-    constexpr std::size_t checked_max = 1024;
-    std::optional<std::string> broken =
-        pipeline.size() <= checked_max ? pipeline.check_invariants() : std::nullopt;
+    // The books cost what they hold to walk: each is checked every step while it is small, and
+    // every `sparse_every` steps once it is not, so that a program with many pending works or
+    // many failures pays a walk of them now and then, not every step.
+    constexpr std::size_t checked_max = 64;
+    constexpr std::uint64_t sparse_every = 1024;
+    const bool sparse_step = steps % sparse_every == 0;
+    std::optional<std::string> broken = pipeline.size() <= checked_max || sparse_step
+                                            ? pipeline.check_invariants()
+                                            : std::nullopt;
     for (const auto& device : devices) {
         const ClaimStore& claims = device->claims();
-        if (!broken && claims.failure_count() <= checked_max &&
-            claims.claimed_allocation_count() <= checked_max) {
+        const bool small = claims.failure_count() <= checked_max &&
+                           claims.claimed_allocation_count() <= checked_max;
+        if (!broken && (small || sparse_step)) {
             broken = claims.check_invariants();
         }
     }
