@@ -33,9 +33,6 @@ struct CaptureWindow {
     std::size_t unsettled = 0;
 };
 
-/// One unit of work as a backend records it for the settle pipeline: what it reads and writes,
-/// where it runs, what was known when it was enqueued and how it ended. A backend derives its own
-/// record from it.
 /// What an asynchronous read (`Client::read_async`) learns when it settles: whether the bytes
 /// it copied were written at its place in program order (C6). The settle pipeline decides it,
 /// when the read settles, after every older writer of its bytes and before every later one.
@@ -48,6 +45,9 @@ struct ReadBack {
     std::optional<Status> outcome;
 };
 
+/// One unit of work as a backend records it for the settle pipeline: what it reads and writes,
+/// where it runs, what was known when it was enqueued and how it ended. A backend derives its own
+/// record from it.
 struct Work {
     /// What the backend learned when the work ended.
     enum class Report : std::uint8_t {
