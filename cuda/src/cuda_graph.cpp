@@ -18,29 +18,18 @@ Error refused(const std::string& what, cudaError_t status) {
 
 }  // namespace
 
-Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node> nodes) {
-    DeviceGuard guard(ordinal);
-    std::shared_ptr<CudaGraph> graph(new CudaGraph(ordinal, nodes.size()));
-    const std::size_t ticket_bytes = (ticket_words + nodes.size()) * sizeof(std::uint32_t);
-    if (cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&graph->ticket_), ticket_bytes);
-        status != cudaSuccess) {
-        (void)cudaGetLastError();
-        return refused("cudaMalloc of its ticket", status);
-    }
-    if (cudaError_t status = cudaEventCreateWithFlags(&graph->replayed_, cudaEventDisableTiming);
-        status != cudaSuccess) {
-        return refused("cudaEventCreate", status);
-    }
+namespace {
+
+/// Captures the launches of `nodes` on a stream of its own and instantiates them into `exec`.
+cudaError_t instantiate(std::span<CudaGraph::Node> nodes, cudaGraphExec_t* exec) {
     cudaStream_t capture = nullptr;
     if (cudaError_t status = cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking);
         status != cudaSuccess) {
-        return refused("cudaStreamCreate", status);
+        return status;
     }
     // Thread-local mode: other threads' calls are not affected by this capture.
     cudaError_t status = cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal);
     for (std::size_t index = 0; index < nodes.size() && status == cudaSuccess; ++index) {
-        nodes[index].params.ticket = graph->ticket_;
-        nodes[index].params.replay_index = static_cast<std::uint32_t>(index);
         status = static_cast<cudaError_t>(
             nodes[index].launcher(nodes[index].config, capture, nodes[index].params));
     }
@@ -51,10 +40,52 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
         status = ended;
     }
     if (status == cudaSuccess) {
-        status = cudaGraphInstantiate(&graph->exec_, recorded, 0);
+        status = cudaGraphInstantiate(exec, recorded, 0);
     }
     if (recorded != nullptr) {
         cudaGraphDestroy(recorded);
+    }
+    return status;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node> nodes,
+                                                    std::uint32_t plain_id,
+                                                    std::vector<KernelResource> held) {
+    DeviceGuard guard(ordinal);
+    std::shared_ptr<CudaGraph> graph(new CudaGraph(ordinal, nodes.size()));
+    graph->plain_id_ = plain_id;
+    graph->held_ = std::move(held);
+    const std::size_t ticket_bytes = (ticket_words + nodes.size()) * sizeof(std::uint32_t);
+    if (cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&graph->ticket_), ticket_bytes);
+        status != cudaSuccess) {
+        (void)cudaGetLastError();
+        return refused("cudaMalloc of its ticket", status);
+    }
+    if (cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&graph->word_), sizeof(unsigned long long));
+        status != cudaSuccess) {
+        (void)cudaGetLastError();
+        return refused("cudaMalloc of its status word", status);
+    }
+    if (cudaError_t status = cudaEventCreateWithFlags(&graph->replayed_, cudaEventDisableTiming);
+        status != cudaSuccess) {
+        return refused("cudaEventCreate", status);
+    }
+    for (std::size_t index = 0; index < nodes.size(); ++index) {
+        nodes[index].params.ticket = graph->ticket_;
+        nodes[index].params.replay_index = static_cast<std::uint32_t>(index);
+    }
+    cudaError_t status = instantiate(nodes, &graph->exec_);
+    for (Node& node : nodes) {
+        node.params.ticket = nullptr;  // Plain: nothing to read before computing.
+        node.params.replay_index = 0;
+        node.params.status = graph->word_;
+        node.params.launch_id = plain_id;
+        node.params.injected_code = 0;
+    }
+    if (status == cudaSuccess) {
+        status = instantiate(nodes, &graph->plain_exec_);
     }
     if (status != cudaSuccess) {
         (void)cudaGetLastError();
@@ -74,29 +105,35 @@ CudaGraph::~CudaGraph() {
     if (exec_ != nullptr) {
         cudaGraphExecDestroy(exec_);
     }
+    if (plain_exec_ != nullptr) {
+        cudaGraphExecDestroy(plain_exec_);
+    }
     cudaFree(ticket_);
+    cudaFree(word_);
+}
+
+cudaError_t CudaGraph::launch_plain(cudaStream_t stream, unsigned long long* status) {
+    cudaError_t result = cudaMemsetAsync(word_, 0, sizeof(unsigned long long), stream);
+    if (result == cudaSuccess) {
+        result = cudaGraphLaunch(plain_exec_, stream);
+    }
+    if (result == cudaSuccess) {
+        result = cudaMemcpyAsync(status, word_, sizeof(unsigned long long), cudaMemcpyDeviceToDevice, stream);
+    }
+    return result;
 }
 
 cudaError_t CudaGraph::launch(cudaStream_t stream, unsigned long long* status,
                               std::uint32_t launch_id,
                               std::span<const std::uint32_t> injected_codes) {
-    const ReplayTicket ticket{status, launch_id, static_cast<std::uint32_t>(node_count_)};
-    std::memcpy(staging_.data(), &ticket, sizeof ticket);
-    for (std::size_t index = 0; index < node_count_; ++index) {
-        staging_[ticket_words + index] = index < injected_codes.size() ? injected_codes[index] : 0;
-    }
     cudaError_t result = cudaSuccess;
     if (last_stream_ != nullptr && last_stream_ != stream) {
         result = cudaStreamWaitEvent(stream, replayed_, 0);
     }
-    // From pageable memory, the copy takes the bytes before it returns: the staging buffer is
-    // free for the next replay at once.
-    if (result == cudaSuccess) {
-        result = cudaMemcpyAsync(ticket_, staging_.data(), staging_.size() * sizeof(std::uint32_t),
-                                 cudaMemcpyHostToDevice, stream);
-    }
-    if (result == cudaSuccess) {
-        result = cudaGraphLaunch(exec_, stream);
+    if (result == cudaSuccess && plain(injected_codes)) {
+        result = launch_plain(stream, status);
+    } else if (result == cudaSuccess) {
+        result = launch_ticketed(stream, status, launch_id, injected_codes);
     }
     if (result == cudaSuccess) {
         result = cudaEventRecord(replayed_, stream);
@@ -104,6 +141,25 @@ cudaError_t CudaGraph::launch(cudaStream_t stream, unsigned long long* status,
     }
     if (result != cudaSuccess) {
         (void)cudaGetLastError();
+    }
+    return result;
+}
+
+cudaError_t CudaGraph::launch_ticketed(cudaStream_t stream, unsigned long long* status,
+                                       std::uint32_t launch_id,
+                                       std::span<const std::uint32_t> injected_codes) {
+    const ReplayTicket ticket{status, launch_id, static_cast<std::uint32_t>(node_count_)};
+    std::memcpy(staging_.data(), &ticket, sizeof ticket);
+    for (std::size_t index = 0; index < node_count_; ++index) {
+        staging_[ticket_words + index] = index < injected_codes.size() ? injected_codes[index] : 0;
+    }
+    // From pageable memory, the copy takes the bytes before it returns: the staging buffer is
+    // free for the next replay at once.
+    cudaError_t result = cudaMemcpyAsync(ticket_, staging_.data(),
+                                         staging_.size() * sizeof(std::uint32_t),
+                                         cudaMemcpyHostToDevice, stream);
+    if (result == cudaSuccess) {
+        result = cudaGraphLaunch(exec_, stream);
     }
     return result;
 }

@@ -8,9 +8,18 @@
 // Replays of one graph share that memory, so a replay on another stream first waits for the
 // previous replay of the same graph; two replays write the same write set, so running them at
 // once would be a race in the program anyway.
+//
+// Reading the ticket costs every node dependent loads before it computes (a replay of 1000
+// tiny launches took 1.8 times the same graph without them). So each window is built twice: the
+// ticket graph, for replays with a fault injected, and a plain graph whose nodes read nothing
+// before they compute: they share a status word the graph owns, under an id of its own, which
+// each replay clears first and copies into its status slot after. A plain replay runs all its
+// nodes even after one failed; its whole write set is claimed then, so what they write is never
+// read (C14).
 
 #include "launcher.hpp"
 
+#include "tandem/core/kernel_resource.hpp"
 #include "tandem/core/result.hpp"
 
 #include <cuda_runtime.h>
@@ -32,27 +41,55 @@ public:
         TensorLaunchParams params;
     };
 
-    /// Builds and instantiates the graph of `nodes` on GPU `ordinal`, through a stream capture on
-    /// a stream of its own. `LaunchRefused` naming the CUDA error when the driver refuses.
-    static Result<std::shared_ptr<CudaGraph>> build(int ordinal, std::span<Node> nodes);
+    /// Builds and instantiates the graphs of `nodes` on GPU `ordinal`, through stream captures
+    /// on a stream of its own; a plain replay reports under `plain_id`, and the graph keeps
+    /// `held` (the launches' bindings) reserved while it exists. `LaunchRefused` naming the CUDA
+    /// error when the driver refuses.
+    static Result<std::shared_ptr<CudaGraph>> build(int ordinal, std::span<Node> nodes,
+                                                    std::uint32_t plain_id,
+                                                    std::vector<KernelResource> held);
     ~CudaGraph();
     CudaGraph(const CudaGraph&) = delete;
     CudaGraph& operator=(const CudaGraph&) = delete;
 
     [[nodiscard]] std::size_t node_count() const { return node_count_; }
+    /// The id a plain replay reports under: the replay's launch id when `plain(codes)`.
+    [[nodiscard]] std::uint32_t plain_id() const { return plain_id_; }
+    /// Whether a replay with `injected_codes` runs the plain graph: nothing is injected.
+    [[nodiscard]] static bool plain(std::span<const std::uint32_t> injected_codes) {
+        for (std::uint32_t code : injected_codes) {
+            if (code != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
 
-    /// Enqueues one replay on `stream`: writes the ticket (status word, launch id, one injected
-    /// code per node), then launches the graph. Returns the CUDA error of the first call that
-    /// failed, or cudaSuccess.
+    /// Enqueues one replay on `stream`. With a fault injected, writes the ticket (status word,
+    /// launch id, one injected code per node) and launches the ticket graph; otherwise clears
+    /// the graph's word, launches the plain graph and copies the word into `status` (the replay
+    /// then reports under `plain_id`). Returns the CUDA error of the first call that failed, or
+    /// cudaSuccess.
     cudaError_t launch(cudaStream_t stream, unsigned long long* status, std::uint32_t launch_id,
                        std::span<const std::uint32_t> injected_codes);
 
 private:
     CudaGraph(int ordinal, std::size_t node_count) : ordinal_(ordinal), node_count_(node_count) {}
 
+    /// Enqueues the plain graph on `stream` and its word into `status`.
+    cudaError_t launch_plain(cudaStream_t stream, unsigned long long* status);
+    /// Writes the ticket and enqueues the ticket graph on `stream`.
+    cudaError_t launch_ticketed(cudaStream_t stream, unsigned long long* status,
+                                std::uint32_t launch_id,
+                                std::span<const std::uint32_t> injected_codes);
+
     int ordinal_;
     std::size_t node_count_;
     cudaGraphExec_t exec_ = nullptr;
+    cudaGraphExec_t plain_exec_ = nullptr;
+    unsigned long long* word_ = nullptr;  // Device memory: the plain graph's status word.
+    std::uint32_t plain_id_ = 0;
+    std::vector<KernelResource> held_;
     ReplayTicket* ticket_ = nullptr;  // Device memory: the ticket, then one code per node.
     cudaEvent_t replayed_ = nullptr;  // Recorded after each replay.
     cudaStream_t last_stream_ = nullptr;

@@ -26,9 +26,9 @@ Result<CaptureGraph> CudaDevice::do_make_graph(CaptureWindow& window) {
     return graph;
 }
 
-Result<std::shared_ptr<void>> CudaDevice::build_graph(
-    const std::vector<LaunchRequest>& launches) const {
+Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRequest>& launches) {
     std::vector<CudaGraph::Node> nodes;
+    std::vector<KernelResource> held;  // What a replay keeps reserved, once for every replay.
     nodes.reserve(launches.size());
     for (const LaunchRequest& launch : launches) {
         if (launch.config.runs_nothing()) {
@@ -36,11 +36,13 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(
         }
         CudaGraph::Node& node = nodes.emplace_back(launcher_of(launch.entry), launch.config);
         encode_params(launch, node.params);
+        held.insert(held.end(), launch.resources.begin(), launch.resources.end());
     }
     if (nodes.empty()) {
         return std::shared_ptr<void>{};  // Nothing to launch: a replay only counts as work.
     }
-    Result<std::shared_ptr<CudaGraph>> graph = CudaGraph::build(ordinal_, nodes);
+    Result<std::shared_ptr<CudaGraph>> graph =
+        CudaGraph::build(ordinal_, nodes, next_launch_id_++, std::move(held));
     if (!graph) {
         return graph.error();
     }
@@ -80,20 +82,22 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
 
 void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& target) {
     auto& native = *static_cast<CudaGraph*>(graph.native().get());
-    std::vector<std::uint32_t> injected_codes;
-    injected_codes.reserve(native.node_count());
-    for (const LaunchRequest& launch : graph.launches()) {
-        // Drawn for every launch, as when the launches are enqueued one by one.
-        const std::optional<std::uint32_t> injected = kernel_fault_due(launch.kernel);
-        if (launch.config.runs_nothing()) {
-            continue;
-        }
-        injected_codes.push_back(injected.value_or(0));
-        for (const KernelResource& resource : launch.resources) {
-            op.held.push_back(resource);
+    std::vector<std::uint32_t>& injected_codes = replay_codes_;
+    injected_codes.clear();
+    if (faults_.kernel_faults_armed()) {
+        for (const LaunchRequest& launch : graph.launches()) {
+            // Drawn for every launch, as when the launches are enqueued one by one.
+            const std::optional<std::uint32_t> injected = kernel_fault_due(launch.kernel);
+            if (!launch.config.runs_nothing()) {
+                injected_codes.push_back(injected.value_or(0));
+            }
         }
     }
+    // The graph keeps its launches' bindings reserved; the replay keeps the graph.
     op.keep_alive = graph.native();
+    if (CudaGraph::plain(injected_codes)) {
+        op.launch_id = native.plain_id();  // The plain graph's word reports under its id.
+    }
     DeviceGuard guard(ordinal_);
     const cudaError_t status =
         native.launch(target.handle, status_device_ + op.slot, op.launch_id, injected_codes);

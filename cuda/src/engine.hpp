@@ -198,7 +198,7 @@ private:
     /// Enqueues one launch of `graph`'s CUDA graph for the replay `op` on `stream`.
     void replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& stream);
     /// The CUDA graph of a capture window's launches (C14), or why the driver refused it.
-    Result<std::shared_ptr<void>> build_graph(const std::vector<LaunchRequest>& launches) const;
+    Result<std::shared_ptr<void>> build_graph(const std::vector<LaunchRequest>& launches);
     /// `producer`'s status word as this device's kernels can read it: a word on this GPU, or on
     /// a GPU whose memory this one was granted; null otherwise (the host checks it on resolve).
     [[nodiscard]] const unsigned long long* readable_status_word(const PendingOp& producer) const;
@@ -222,6 +222,8 @@ private:
     TensorLaunchParams launch_params_;
     std::uint64_t skipped_on_device_ = 0;
     std::uint64_t tma_launches_ = 0;
+    /// The injected codes of the replay being enqueued, kept for their storage.
+    std::vector<std::uint32_t> replay_codes_;
     /// CUDA events of completed recordings, kept for the next ones.
     std::vector<cudaEvent_t> spare_events_;
     /// Compute capability 9.0 or later: the GPU has a tensor memory accelerator.

@@ -1,6 +1,7 @@
 // Capture and replay (C14) on every backend: what a replay releases is exactly what it writes.
 
 #include "support.hpp"
+#include "user_kernels.hpp"
 
 namespace tandem::conformance {
 namespace {
@@ -61,6 +62,30 @@ TYPED_TEST(Capture, c14_a_failed_replay_claims_its_write_set) {
     std::optional<Error> error = this->read_error(client, output);
     ASSERT_TRUE(error);
     EXPECT_EQ(root_code(*error), 8u) << error->report();
+}
+
+// C14: a replay whose kernel fails on the data it meets (nothing injected) claims its write set
+// with that failure; a replay on clean data after it releases it again.
+TYPED_TEST(Capture, c14_a_replay_whose_kernel_fails_on_its_data_claims_its_write_set) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    Handle output = this->allocate(client, 64);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.write(input, filled(64, 0)));
+    ASSERT_TRUE(client.begin_capture(stream));
+    ASSERT_TRUE(client.launch<FailOnNonzero>(LaunchConfig::linear(64), {in(input), out(output)},
+                                             KernelArgs().u64(61)));
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    ASSERT_TRUE(graph) << graph.error().report();
+    ASSERT_TRUE(client.write(input, filled(64, 5)));
+    ASSERT_TRUE(client.replay(*graph, stream));
+    std::optional<Error> error = this->read_error(client, output);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_code(*error), 61u) << error->report();
+    ASSERT_TRUE(client.write(input, filled(64, 0)));
+    ASSERT_TRUE(client.replay(*graph, stream));
+    EXPECT_EQ(this->read_bytes(client, output), filled(64, 0));
 }
 
 // C14 with C10: a launch refused inside a window is a failed scope; the window is refused when it

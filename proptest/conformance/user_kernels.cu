@@ -4,6 +4,7 @@
 #include "tandem/cuda/kernel_registration.cuh"
 
 TANDEM_REGISTER_CUDA_KERNEL(tandem::conformance::AddByte);
+TANDEM_REGISTER_CUDA_KERNEL(tandem::conformance::FailOnNonzero);
 
 #include <cuda_runtime.h>
 

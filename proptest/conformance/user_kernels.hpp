@@ -22,6 +22,27 @@ struct AddByte {
     }
 };
 
+/// Copies buffer 0 (read) into buffer 1 (write), and fails with u64 argument 0 as its code when
+/// the first byte of buffer 0 is not zero: a kernel whose failure depends on its data, as a
+/// replay meets it after the inputs were rewritten.
+struct FailOnNonzero {
+    static constexpr const char* name = "conformance_fail_on_nonzero";
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        auto in = ctx.template buffer<std::uint8_t>(0);
+        auto out = ctx.template buffer<std::uint8_t>(1);
+        if (in.size() != 0 && in.load(0) != 0) {
+            if (ctx.thread_index() == 0) {
+                ctx.fail(static_cast<std::uint32_t>(ctx.u64(0)));
+            }
+            return;
+        }
+        for (std::uint64_t i = ctx.thread_index(); i < out.size(); i += ctx.thread_count()) {
+            out.store(i, in.load(i));
+        }
+    }
+};
+
 /// Sets buffer 0 (write) to 1 byte-wise. It has no CUDA registration unit: a host build only.
 struct HostOnly {
     static constexpr const char* name = "conformance_host_only";
