@@ -128,7 +128,8 @@ private:
     std::uint32_t tma_slot_bytes_;
 };
 
-/// `Params` is `LaunchParams`, or `TensorLaunchParams` for kernels that read tensor maps.
+/// `Params` is `LaunchParams` (or the smaller `CompactLaunchParams` when the launch fits it), or
+/// `TensorLaunchParams` for kernels that read tensor maps.
 template <typename Params>
 class CudaKernelContext {
 public:
@@ -173,6 +174,9 @@ public:
     /// Buffer resource `index` (below `LaunchParams::resource_count`) as elements of `T`.
     template <typename T>
     __device__ CudaView<T> buffer(std::size_t index) const {
+        if (index >= sizeof(params_.resources) / sizeof(params_.resources[0])) {
+            return CudaView<T>(nullptr, 0);  // Not bound, as a resource past the count reads.
+        }
         const DeviceResource& resource = params_.resources[index];
         return CudaView<T>(reinterpret_cast<T*>(resource.pointer), resource.size_bytes / sizeof(T));
     }
@@ -189,10 +193,13 @@ public:
     }
     /// Scalar argument `index` (below `KernelArgs::max_words`) as an integer; 0 past the arguments
     /// given.
-    __device__ std::uint64_t u64(std::size_t index) const { return params_.args[index]; }
+    __device__ std::uint64_t u64(std::size_t index) const {
+        // A small block holds fewer words; it is taken only when the others are zero.
+        return index < sizeof(params_.args) / sizeof(params_.args[0]) ? params_.args[index] : 0;
+    }
     /// Scalar argument `index` (below `KernelArgs::max_words`) as a double.
     __device__ double f64(std::size_t index) const {
-        return __longlong_as_double(static_cast<long long>(params_.args[index]));
+        return __longlong_as_double(static_cast<long long>(u64(index)));
     }
 
     /// Reports failure `code`; the first code a launch reports is kept.

@@ -44,21 +44,14 @@ __global__ void run_launch(const __grid_constant__ Params params) {
     Kernel{}(context);
 }
 
-/// Enqueues one launch of `Kernel` (a `Launcher`).
-template <typename Kernel>
-int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& block) {
-    constexpr bool tensor_maps = reads_tensor_maps<Kernel>();
-    using Params = std::conditional_t<tensor_maps, TensorLaunchParams, LaunchParams>;
-    const Params& params = block;
+/// Enqueues one launch of `Kernel` with `params`; returns the launch's cudaError_t.
+template <typename Kernel, typename Params>
+int launch_with(const LaunchConfig& config, void* stream, const Params& params,
+                std::size_t shared_bytes) {
     const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
     const dim3 threads(config.block.x, config.block.y, config.block.z);
     // cudaLaunchKernel returns the launch's own error: one runtime call, where the chevron syntax
     // makes three (push and pop of the configuration, then the launch) and a fourth to read it.
-    // A TMA launch stages one tile per thread in dynamic shared memory, then its barriers.
-    const std::size_t shared_bytes =
-        tensor_maps && block.tma_slot_bytes != 0
-            ? std::size_t{block.tma_slot_bytes + tma_barrier_bytes} * config.block.count()
-            : 0;
     void* arguments[] = {const_cast<Params*>(&params)};
     const cudaError_t status =
         cudaLaunchKernel(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), grid, threads,
@@ -67,6 +60,24 @@ int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& b
         (void)cudaGetLastError();  // Reported here: do not leave it for an unrelated call.
     }
     return static_cast<int>(status);
+}
+
+/// Enqueues one launch of `Kernel` (a `Launcher`): with the whole block if it reads tensor maps,
+/// with the compact block when the launch fits it, with `LaunchParams` otherwise.
+template <typename Kernel>
+int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& block) {
+    if constexpr (reads_tensor_maps<Kernel>()) {
+        // A TMA launch stages one tile per thread in dynamic shared memory, then its barriers.
+        const std::size_t shared_bytes =
+            block.tma_slot_bytes != 0
+                ? std::size_t{block.tma_slot_bytes + tma_barrier_bytes} * config.block.count()
+                : 0;
+        return launch_with<Kernel>(config, stream, block, shared_bytes);
+    } else if (CompactLaunchParams::fits(block)) {
+        return launch_with<Kernel>(config, stream, CompactLaunchParams::of(block), 0);
+    } else {
+        return launch_with<Kernel>(config, stream, static_cast<const LaunchParams&>(block), 0);
+    }
 }
 
 }  // namespace detail

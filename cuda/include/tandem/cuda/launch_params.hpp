@@ -101,6 +101,72 @@ struct LaunchParams {
     std::uint32_t replay_index = 0;
 };
 
+/// The block of a launch small enough for it: at most `Resources` buffers, `Producers` producers
+/// checked and `Words` scalar words, and no tensor maps. A kernel's parameters are copied into
+/// every launch and every node of a CUDA graph: most launches bind a few buffers, and take this
+/// instead of the whole `LaunchParams` (about 300 bytes).
+template <std::size_t Resources, std::size_t Producers, std::size_t Words>
+struct SmallLaunchParams {
+    /// The bound resources, in the order the kernel takes them.
+    DeviceResource resources[Resources];
+    /// How many of `resources` are bound.
+    std::uint32_t resource_count = 0;
+    /// The scalar arguments, as 64-bit words.
+    std::uint64_t args[Words] = {};
+    /// The launch's status word, which a failing kernel sets.
+    unsigned long long* status = nullptr;
+    /// The launch's id, written to the high half of its status word.
+    std::uint32_t launch_id = 0;
+    /// A fault injected for this launch: the kernel reports it without computing.
+    std::uint32_t injected_code = 0;
+    /// The status words of producers this launch checks before it computes.
+    ProducerStatus producers[Producers];
+    /// How many of `producers` are set.
+    std::uint32_t producer_count = 0;
+    /// Launches of a CUDA graph with a fault injected: their ticket (`LaunchParams::ticket`).
+    const ReplayTicket* ticket = nullptr;
+    /// The launch's position in its graph, which picks its injected code from the ticket.
+    std::uint32_t replay_index = 0;
+
+    /// Whether `block` fits: no more resources, producers or nonzero words than this holds.
+    static bool fits(const LaunchParams& block) {
+        if (block.resource_count > Resources || block.producer_count > Producers) {
+            return false;
+        }
+        for (std::size_t word = Words; word < KernelArgs::max_words; ++word) {
+            if (block.args[word] != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+    /// `block`'s fields, as far as they fit (`fits`).
+    static SmallLaunchParams of(const LaunchParams& block) {
+        SmallLaunchParams small;
+        for (std::size_t index = 0; index < Resources; ++index) {
+            small.resources[index] = block.resources[index];
+        }
+        small.resource_count = block.resource_count;
+        for (std::size_t word = 0; word < Words; ++word) {
+            small.args[word] = block.args[word];
+        }
+        small.status = block.status;
+        small.launch_id = block.launch_id;
+        small.injected_code = block.injected_code;
+        for (std::size_t index = 0; index < Producers; ++index) {
+            small.producers[index] = block.producers[index];
+        }
+        small.producer_count = block.producer_count;
+        small.ticket = block.ticket;
+        small.replay_index = block.replay_index;
+        return small;
+    }
+};
+
+/// The small block most launches take: two buffers, two producers, four scalar words (144 bytes,
+/// under half of `LaunchParams`).
+using CompactLaunchParams = SmallLaunchParams<2, 2, 4>;
+
 /// A tensor map encoded for the GPU's tensor memory accelerator (the driver's `CUtensorMap`,
 /// opaque here so that host code builds the block without CUDA headers).
 struct alignas(128) EncodedTensorMap {
