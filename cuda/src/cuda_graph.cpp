@@ -73,6 +73,7 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
         return refused("cudaEventCreate", status);
     }
     for (std::size_t index = 0; index < nodes.size(); ++index) {
+        nodes[index].params.graph_node = 1;
         nodes[index].params.ticket = graph->ticket_;
         nodes[index].params.replay_index = static_cast<std::uint32_t>(index);
     }

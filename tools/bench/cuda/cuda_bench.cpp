@@ -358,6 +358,21 @@ void raw_launch_empty_with_params(benchmark::State& state) {
     split_batches(state, batch);
 }
 
+/// What the size of a launch's parameters costs it, paired in one loop: an empty raw kernel
+/// taking tandem's compact block (144 bytes) against one taking the whole `LaunchParams` (about
+/// 300 bytes), and against one with no parameters.
+void params_pair_compact_against_whole(benchmark::State& state) {
+    RawBatch compact(launch_raw_empty_with_compact_params);
+    RawBatch whole(launch_raw_empty_with_params);
+    launch_pair(state, compact, whole);
+}
+
+void params_pair_compact_against_none(benchmark::State& state) {
+    RawBatch compact(launch_raw_empty_with_compact_params);
+    RawBatch none(launch_raw_empty);
+    launch_pair(state, compact, none);
+}
+
 
 
 /// `tandem_launch_empty` and `raw_launch_empty`, paired.
@@ -506,6 +521,8 @@ BENCHMARK(raw_launch_bound_copy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(tandem_launch_in_place_axpy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_in_place_axpy)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(raw_launch_empty_with_params)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(params_pair_compact_against_whole)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(params_pair_compact_against_none)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_empty)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_bound_copy)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_in_place_axpy)->UseManualTime()->Unit(benchmark::kMicrosecond);

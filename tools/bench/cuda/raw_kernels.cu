@@ -18,6 +18,12 @@ __global__ void raw_empty_with_params(cuda::LaunchParams params) {
     }
 }
 
+__global__ void raw_empty_with_compact_params(cuda::CompactLaunchParams params) {
+    if (params.status == reinterpret_cast<unsigned long long*>(1)) {
+        *params.status = 0;  // Never true: keeps the parameter from being optimised away.
+    }
+}
+
 __global__ void raw_copy(cuda::LaunchParams params) {
     cuda::CudaKernelContext context(params);
     kernels::Copy{}(context);
@@ -41,6 +47,11 @@ void launch_raw_empty(void* stream) { raw_empty<<<1, 1, 0, static_cast<cudaStrea
 void launch_raw_empty_with_params(void* stream) {
     const cuda::LaunchParams params;
     raw_empty_with_params<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(params);
+}
+
+void launch_raw_empty_with_compact_params(void* stream) {
+    const cuda::CompactLaunchParams params;
+    raw_empty_with_compact_params<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(params);
 }
 
 void launch_raw_copy(void* stream, std::uint8_t* to, const std::uint8_t* from, std::uint64_t bytes,

@@ -13,6 +13,8 @@ void launch_raw_empty(void* stream);
 /// An empty kernel that takes tandem's parameter block by value, launched raw: what the size of
 /// that block alone costs a launch.
 void launch_raw_empty_with_params(void* stream);
+/// The same with the compact block most tandem launches now take (`CompactLaunchParams`).
+void launch_raw_empty_with_compact_params(void* stream);
 /// The catalog's copy kernel launched on raw pointers, without tandem: the same code a tandem
 /// launch runs, with no binding resolution, scopes or status resolution around it.
 void launch_raw_copy(void* stream, std::uint8_t* to, const std::uint8_t* from, std::uint64_t bytes,

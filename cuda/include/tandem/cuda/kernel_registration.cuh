@@ -63,7 +63,7 @@ int launch_with(const LaunchConfig& config, void* stream, const Params& params,
 }
 
 /// Enqueues one launch of `Kernel` (a `Launcher`): with the whole block if it reads tensor maps,
-/// with the compact block when the launch fits it, with `LaunchParams` otherwise.
+/// with the compact block for a graph node that fits it, with `LaunchParams` otherwise.
 template <typename Kernel>
 int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& block) {
     if constexpr (reads_tensor_maps<Kernel>()) {
@@ -73,7 +73,7 @@ int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& b
                 ? std::size_t{block.tma_slot_bytes + tma_barrier_bytes} * config.block.count()
                 : 0;
         return launch_with<Kernel>(config, stream, block, shared_bytes);
-    } else if (CompactLaunchParams::fits(block)) {
+    } else if (block.graph_node != 0 && CompactLaunchParams::fits(block)) {
         return launch_with<Kernel>(config, stream, CompactLaunchParams::of(block), 0);
     } else {
         return launch_with<Kernel>(config, stream, static_cast<const LaunchParams&>(block), 0);
