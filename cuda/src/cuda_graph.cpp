@@ -2,6 +2,7 @@
 
 #include "engine.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tandem::cuda {
@@ -20,6 +21,23 @@ Error refused(const std::string& what, cudaError_t status) {
 
 namespace {
 
+/// Enqueues `node` on `capture`: its launch, or its external work's call. External work that
+/// returns an error makes the capture fail, as a refused launch does.
+cudaError_t capture_node(CudaGraph::Node& node, cudaStream_t capture) {
+    if (!node.external) {
+        return static_cast<cudaError_t>(node.launcher(node.config, capture, node.params));
+    }
+    Status ran = Error::torn_down("it threw");
+    try {
+        ran = node.external->cuda(DeviceWorkContext{capture,
+                                                    std::span(node.pointers.data(), node.count),
+                                                    std::span(node.sizes.data(), node.count)});
+    } catch (const std::exception&) {
+    }
+    const cudaError_t left = cudaGetLastError();
+    return left != cudaSuccess ? left : (ran ? cudaSuccess : cudaErrorUnknown);
+}
+
 /// Captures the launches of `nodes` on a stream of its own and instantiates them into `exec`.
 cudaError_t instantiate(std::span<CudaGraph::Node> nodes, cudaGraphExec_t* exec) {
     cudaStream_t capture = nullptr;
@@ -30,8 +48,7 @@ cudaError_t instantiate(std::span<CudaGraph::Node> nodes, cudaGraphExec_t* exec)
     // Thread-local mode: other threads' calls are not affected by this capture.
     cudaError_t status = cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal);
     for (std::size_t index = 0; index < nodes.size() && status == cudaSuccess; ++index) {
-        status = static_cast<cudaError_t>(
-            nodes[index].launcher(nodes[index].config, capture, nodes[index].params));
+        status = capture_node(nodes[index], capture);
     }
     cudaGraph_t recorded = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(capture, &recorded);
@@ -57,6 +74,8 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
     std::shared_ptr<CudaGraph> graph(new CudaGraph(ordinal, nodes.size()));
     graph->plain_id_ = plain_id;
     graph->held_ = std::move(held);
+    graph->has_external_ =
+        std::any_of(nodes.begin(), nodes.end(), [](const Node& node) { return node.external; });
     const std::size_t ticket_bytes = (ticket_words + nodes.size()) * sizeof(std::uint32_t);
     if (cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&graph->ticket_), ticket_bytes);
         status != cudaSuccess) {

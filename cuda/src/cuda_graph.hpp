@@ -24,6 +24,9 @@
 
 #include <cuda_runtime.h>
 
+#include "tandem/core/external_work.hpp"
+
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -39,6 +42,12 @@ public:
         Launcher launcher;
         LaunchConfig config;
         TensorLaunchParams params;
+        /// External work recorded in the window: called on the capture stream instead of a
+        /// launcher, with the raw pointers and sizes of its bindings (`count` of them).
+        std::shared_ptr<const ExternalCallables> external;
+        std::array<void*, max_launch_resources> pointers{};
+        std::array<std::uint64_t, max_launch_resources> sizes{};
+        std::size_t count = 0;
     };
 
     /// Builds and instantiates the graphs of `nodes` on GPU `ordinal`, through stream captures
@@ -53,6 +62,9 @@ public:
     CudaGraph& operator=(const CudaGraph&) = delete;
 
     [[nodiscard]] std::size_t node_count() const { return node_count_; }
+    /// Whether a node is external work, which reads no ticket: an injected fault on it cannot be
+    /// delivered through the graph.
+    [[nodiscard]] bool has_external() const { return has_external_; }
     /// The id a plain replay reports under: the replay's launch id when `plain(codes)`.
     [[nodiscard]] std::uint32_t plain_id() const { return plain_id_; }
     /// Whether a replay with `injected_codes` runs the plain graph: nothing is injected.
@@ -89,6 +101,7 @@ private:
     cudaGraphExec_t plain_exec_ = nullptr;
     unsigned long long* word_ = nullptr;  // Device memory: the plain graph's status word.
     std::uint32_t plain_id_ = 0;
+    bool has_external_ = false;
     std::vector<KernelResource> held_;
     ReplayTicket* ticket_ = nullptr;  // Device memory: the ticket, then one code per node.
     cudaEvent_t replayed_ = nullptr;  // Recorded after each replay.

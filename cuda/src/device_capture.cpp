@@ -34,8 +34,14 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRe
         if (launch.config.runs_nothing()) {
             continue;  // C10: runs nothing; the window's other launches were all accepted.
         }
-        CudaGraph::Node& node = nodes.emplace_back(launcher_of(launch.entry), launch.config);
-        encode_params(launch, node.params);
+        CudaGraph::Node& node = nodes.emplace_back(
+            launch.external ? nullptr : launcher_of(launch.entry), launch.config);
+        if (launch.external) {
+            node.external = launch.external;  // Called again on the capture stream.
+            node.count = external_arguments(launch, node.pointers, node.sizes);
+        } else {
+            encode_params(launch, node.params);
+        }
         held.insert(held.end(), launch.resources.begin(), launch.resources.end());
     }
     if (nodes.empty()) {
@@ -64,8 +70,12 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     op->launch_id = next_launch_id_++;
     engine_.pipeline.add_replay_targets(graph, *op);
     // The graph was built on this device by `end_capture`; a graph of another device (or one the
-    // simulator recorded) replays launch by launch, and is refused there like any launch.
-    if (graph.native() != nullptr && graph.device() == service_) {
+    // simulator recorded) replays launch by launch, and is refused there like any launch. So does
+    // a graph with external work while kernel faults are armed: its external nodes read no
+    // ticket, and a fault due for one is delivered as it is to external work called directly.
+    const auto* native = static_cast<const CudaGraph*>(graph.native().get());
+    if (native != nullptr && graph.device() == service_ &&
+        !(native->has_external() && faults_.kernel_faults_armed())) {
         replay_graph(graph, *op, **found);
         push(std::move(op));
         return {};

@@ -11,12 +11,25 @@
 
 namespace tandem::cuda {
 
-bool CudaDevice::admit_external(PendingOp& op, CudaStream& stream) {
-    if (stream.capture && !stream.capture->doomed) {
-        stream.capture->doomed = Error::launch_refused(
-            op.label, "external work cannot be recorded in a CUDA graph yet: replay it by calling "
-                      "it again, outside the window");
+std::size_t CudaDevice::external_arguments(
+    const LaunchRequest& request, std::array<void*, max_launch_resources>& pointers,
+    std::array<std::uint64_t, max_launch_resources>& sizes) const {
+    // The client refused more than the launch limit of resources.
+    const std::size_t count = request.resources.size();
+    for (std::size_t index = 0; index < count; ++index) {
+        const KernelResource& resource = request.resources[index];
+        const PeerBinding* peer = resource.peer_binding();
+        pointers[index] = peer != nullptr ? reinterpret_cast<void*>(peer->address())
+                                          : static_cast<void*>(device_pointer(
+                                                resource.buffer_binding()));
+        sizes[index] = resource.buffer_binding().size_in_use();
     }
+    return count;
+}
+
+bool CudaDevice::admit_external(PendingOp& op, CudaStream& /*stream*/) {
+    // A window records it like a launch (`admit_launch`); its graph calls it again on the
+    // capture stream, so its CUDA work must be capturable (a cuBLAS call, a raw launch).
     // The callable cannot check a producer's status word as a catalog kernel does: the host must
     // know the inputs are clean before it calls it, or skip it (C9: skipped work writes nothing).
     SettlePipeline::Inputs inputs = engine_.pipeline.examine(op, [](const Work&) { return true; });
@@ -39,18 +52,9 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
             KernelFailedDetails{request.kernel, service_, request.stream, *injected});
         return;
     }
-    // On the stack: the client refused more than the launch limit of resources.
-    std::array<void*, max_launch_resources> pointers{};
+    std::array<void*, max_launch_resources> pointers{};  // On the stack.
     std::array<std::uint64_t, max_launch_resources> sizes{};
-    const std::size_t count = request.resources.size();
-    for (std::size_t index = 0; index < count; ++index) {
-        const KernelResource& resource = request.resources[index];
-        const PeerBinding* peer = resource.peer_binding();
-        pointers[index] = peer != nullptr ? reinterpret_cast<void*>(peer->address())
-                                          : static_cast<void*>(device_pointer(
-                                                resource.buffer_binding()));
-        sizes[index] = resource.buffer_binding().size_in_use();
-    }
+    const std::size_t count = external_arguments(request, pointers, sizes);
     DeviceGuard guard(ordinal_);
     Status ran;
     try {

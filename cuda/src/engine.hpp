@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -171,9 +172,13 @@ private:
     void run_on_gpu(const LaunchRequest& request, Launcher launcher, CudaStream& stream,
                     PendingOp& op, PendingOp* replay, std::optional<std::uint32_t> injected);
     /// Whether external work recorded as `op` on `stream` may be called now: its inputs are
-    /// known clean (the host first learns what its inputs' producers did), it is not replayed, and
-    /// it dooms a window it is recorded in, whose graph could not hold it (C14).
+    /// known clean (the host first learns what its inputs' producers did).
     bool admit_external(PendingOp& op, CudaStream& stream);
+    /// The device addresses and sizes of `request`'s bindings, as external work receives them;
+    /// how many there are.
+    std::size_t external_arguments(const LaunchRequest& request,
+                                   std::array<void*, max_launch_resources>& pointers,
+                                   std::array<std::uint64_t, max_launch_resources>& sizes) const;
     /// Calls `request`'s external work on `stream`, or reports the fault injected for it; the
     /// outcome is known when it returns (a later sticky error loses the device, D1).
     void run_external(const LaunchRequest& request, CudaStream& stream, PendingOp& op,
