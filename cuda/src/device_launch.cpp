@@ -200,6 +200,13 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     }
     if (runs && request.external) {
         run_external(request, target_stream, *op, injected);
+        if (replay != nullptr && op->report == Work::Report::Failed &&
+            replay->report == Work::Report::Pending) {
+            // A replay launch by launch shares one outcome: external work reports no status
+            // word, so its failure is the replay's at once.
+            replay->report = Work::Report::Failed;
+            replay->failure = op->failure;
+        }
     } else if (runs) {
         run_on_gpu(request, launcher, target_stream, *op, replay, injected);
     }
