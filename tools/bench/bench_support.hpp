@@ -1,10 +1,9 @@
 #pragma once
 
-// Helpers shared by tandem's benchmarks: a one-device simulator runtime with room for the
-// largest buffers measured, and a way to turn a tandem error into a skipped benchmark.
-//
-// A benchmark that meets an error stops at once and reports it: figures measured on a runtime
-// that refused work would measure the refusal, not the work.
+// Helpers shared by the simulator's benchmarks: a one-device simulator runtime with room for the
+// largest buffers measured (and, from bench_checks.hpp, `succeeded` and `median`).
+
+#include "bench_checks.hpp"
 
 #include "tandem/sim/runtime.hpp"
 
@@ -36,16 +35,6 @@ inline std::shared_ptr<sim::SimRuntime> make_runtime(benchmark::State& state,
         return nullptr;
     }
     return *runtime;
-}
-
-/// Whether `result` succeeded; skips `state` with the error's report when it did not.
-template <typename T>
-bool succeeded(benchmark::State& state, const Result<T>& result) {
-    if (!result) {
-        state.SkipWithError(result.error().report().c_str());
-        return false;
-    }
-    return true;
 }
 
 }  // namespace tandem::bench

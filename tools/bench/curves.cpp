@@ -2,6 +2,8 @@
 
 #include "curves.hpp"
 
+#include "bench_checks.hpp"
+
 #include <malloc.h>
 
 #include <algorithm>
@@ -27,23 +29,6 @@ constexpr std::size_t pending_outputs = 64;
 /// Reads between two drains of the read family's pending work, and the launches each of its
 /// sources then holds pending while they are timed.
 constexpr std::int64_t reads_per_drain = 64;
-
-bool succeeded(benchmark::State& state, const Status& status) {
-    if (!status) {
-        state.SkipWithError(status.error().report().c_str());
-        return false;
-    }
-    return true;
-}
-
-template <typename T>
-bool succeeded(benchmark::State& state, const Result<T>& result) {
-    if (!result) {
-        state.SkipWithError(result.error().report().c_str());
-        return false;
-    }
-    return true;
-}
 
 /// `size_bytes` on `client`'s device, written with zeros so that it reads clean.
 std::optional<Handle> clean_buffer(benchmark::State& state, Client& client,
@@ -88,19 +73,6 @@ bool launch_copies(benchmark::State& state, Client& client,
         }
     }
     return true;
-}
-
-/// The median of `values` (which it reorders); zero when empty.
-double median(std::vector<double>& values) {
-    if (values.empty()) {
-        return 0;
-    }
-    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-    std::nth_element(values.begin(), middle, values.end());
-    if (values.size() % 2 == 1) {
-        return *middle;
-    }
-    return (*middle + *std::max_element(values.begin(), middle)) / 2;
 }
 
 /// Runs the state's iterations, each `prepare` untimed and then `timed`, which does `ops`

@@ -3,6 +3,8 @@
 // What the CUDA benchmarks share: the runtime they all use, a batch of raw launches, and the
 // paired comparison of a batch through tandem with a raw batch of the same work.
 
+#include "bench_checks.hpp"
+
 #include "tandem/cuda/runtime.hpp"
 
 #include <benchmark/benchmark.h>
@@ -64,18 +66,36 @@ private:
     cudaStream_t stream_ = nullptr;
 };
 
-/// The median of `values` (which it reorders); zero when empty.
-inline double median(std::vector<double>& values) {
-    if (values.empty()) {
-        return 0;
+/// `count` zero-filled cudaMalloc buffers of `bytes` each on GPU 0, freed when it goes.
+class RawMemory {
+public:
+    RawMemory(benchmark::State& state, int count, std::uint64_t bytes) {
+        cudaSetDevice(0);
+        for (int index = 0; index < count; ++index) {
+            void* pointer = nullptr;
+            if (cudaMalloc(&pointer, bytes) != cudaSuccess) {
+                state.SkipWithError("cudaMalloc failed");
+                return;
+            }
+            cudaMemset(pointer, 0, bytes);
+            pointers_.push_back(pointer);
+        }
+        cudaDeviceSynchronize();
     }
-    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-    std::nth_element(values.begin(), middle, values.end());
-    if (values.size() % 2 == 1) {
-        return *middle;
+    ~RawMemory() {
+        for (void* pointer : pointers_) {
+            cudaFree(pointer);
+        }
     }
-    return (*middle + *std::max_element(values.begin(), middle)) / 2;
-}
+    RawMemory(const RawMemory&) = delete;
+    RawMemory& operator=(const RawMemory&) = delete;
+
+    [[nodiscard]] bool ok(int count) const { return pointers_.size() == std::size_t(count); }
+    [[nodiscard]] void* operator[](std::size_t index) const { return pointers_[index]; }
+
+private:
+    std::vector<void*> pointers_;
+};
 
 /// A batch through tandem and a raw batch of the same kernel, timed one after the other in each
 /// iteration, the order alternating, so that both meet the machine as it is at that moment: the

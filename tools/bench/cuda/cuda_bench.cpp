@@ -165,35 +165,6 @@ std::optional<std::pair<Handle, Handle>> bound_buffers(benchmark::State& state) 
     return std::pair{*first, *second};
 }
 
-/// Two zero-filled buffers of `bound_bytes` from cudaMalloc on GPU 0, freed when it goes.
-class RawBuffers {
-public:
-    explicit RawBuffers(benchmark::State& state) {
-        cudaSetDevice(0);
-        if (cudaMalloc(&first_, bound_bytes) != cudaSuccess ||
-            cudaMalloc(&second_, bound_bytes) != cudaSuccess) {
-            state.SkipWithError("cudaMalloc failed");
-            return;
-        }
-        cudaMemset(first_, 0, bound_bytes);
-        cudaMemset(second_, 0, bound_bytes);
-    }
-    ~RawBuffers() {
-        cudaFree(first_);  // No-ops on null.
-        cudaFree(second_);
-    }
-    RawBuffers(const RawBuffers&) = delete;
-    RawBuffers& operator=(const RawBuffers&) = delete;
-
-    [[nodiscard]] bool ok() const { return first_ != nullptr && second_ != nullptr; }
-    [[nodiscard]] void* first() const { return first_; }
-    [[nodiscard]] void* second() const { return second_; }
-
-private:
-    void* first_ = nullptr;
-    void* second_ = nullptr;
-};
-
 /// The block of the bound-launch comparisons.
 constexpr LaunchConfig bound_config = LaunchConfig::linear(bound_threads, bound_threads);
 
@@ -206,8 +177,8 @@ TandemBatch bound_copy(Client client, const std::pair<Handle, Handle>& buffers) 
 }
 
 /// The same copy kernel on raw pointers.
-auto raw_bound_copy(const RawBuffers& buffers) {
-    return [from = buffers.first(), to = buffers.second()](void* stream) {
+auto raw_bound_copy(const RawMemory& buffers) {
+    return [from = buffers[0], to = buffers[1]](void* stream) {
         launch_raw_copy(stream, static_cast<std::uint8_t*>(to),
                         static_cast<const std::uint8_t*>(from), bound_bytes, 1, bound_threads);
     };
@@ -223,8 +194,8 @@ TandemBatch bound_axpy(Client client, const std::pair<Handle, Handle>& buffers) 
 }
 
 /// The same axpy kernel on raw pointers.
-auto raw_bound_axpy(const RawBuffers& buffers) {
-    return [x = buffers.first(), y = buffers.second()](void* stream) {
+auto raw_bound_axpy(const RawMemory& buffers) {
+    return [x = buffers[0], y = buffers[1]](void* stream) {
         launch_raw_axpy(stream, static_cast<const float*>(x), static_cast<float*>(y),
                         bound_bytes / sizeof(float), 0.5, 1, bound_threads);
     };
@@ -335,8 +306,8 @@ void raw_launch_empty_gpu_busy(benchmark::State& state) {
 
 /// The same copy kernel on two buffers from cudaMalloc, launched raw.
 void raw_launch_bound_copy(benchmark::State& state) {
-    const RawBuffers buffers(state);
-    if (!buffers.ok()) {
+    const RawMemory buffers(state, 2, bound_bytes);
+    if (!buffers.ok(2)) {
         return;
     }
     RawBatch batch(raw_bound_copy(buffers));
@@ -345,8 +316,8 @@ void raw_launch_bound_copy(benchmark::State& state) {
 
 /// The same axpy kernel on two buffers from cudaMalloc, launched raw.
 void raw_launch_in_place_axpy(benchmark::State& state) {
-    const RawBuffers buffers(state);
-    if (!buffers.ok()) {
+    const RawMemory buffers(state, 2, bound_bytes);
+    if (!buffers.ok(2)) {
         return;
     }
     RawBatch batch(raw_bound_axpy(buffers));
@@ -390,8 +361,8 @@ void launch_pair_empty(benchmark::State& state) {
 void launch_pair_bound_copy(benchmark::State& state) {
     auto rt = runtime(state, 1);
     auto buffers = bound_buffers(state);
-    const RawBuffers raw_buffers(state);
-    if (!rt || !buffers || !raw_buffers.ok()) {
+    const RawMemory raw_buffers(state, 2, bound_bytes);
+    if (!rt || !buffers || !raw_buffers.ok(2)) {
         return;
     }
     TandemBatch tandem = bound_copy(rt->client(0), *buffers);
@@ -403,8 +374,8 @@ void launch_pair_bound_copy(benchmark::State& state) {
 void launch_pair_in_place_axpy(benchmark::State& state) {
     auto rt = runtime(state, 1);
     auto buffers = bound_buffers(state);
-    const RawBuffers raw_buffers(state);
-    if (!rt || !buffers || !raw_buffers.ok()) {
+    const RawMemory raw_buffers(state, 2, bound_bytes);
+    if (!rt || !buffers || !raw_buffers.ok(2)) {
         return;
     }
     TandemBatch tandem = bound_axpy(rt->client(0), *buffers);

@@ -40,37 +40,6 @@ std::optional<std::vector<LaunchArgument>> tandem_buffers(benchmark::State& stat
                                        {*to, AccessMode::Write, std::nullopt}};
 }
 
-/// `count` zero-filled cudaMalloc buffers of `bytes` each on GPU 0, freed when it goes.
-class RawMemory {
-public:
-    RawMemory(benchmark::State& state, int count, std::uint64_t bytes) {
-        cudaSetDevice(0);
-        for (int index = 0; index < count; ++index) {
-            void* pointer = nullptr;
-            if (cudaMalloc(&pointer, bytes) != cudaSuccess) {
-                state.SkipWithError("cudaMalloc failed");
-                return;
-            }
-            cudaMemset(pointer, 0, bytes);
-            pointers_.push_back(pointer);
-        }
-        cudaDeviceSynchronize();
-    }
-    ~RawMemory() {
-        for (void* pointer : pointers_) {
-            cudaFree(pointer);
-        }
-    }
-    RawMemory(const RawMemory&) = delete;
-    RawMemory& operator=(const RawMemory&) = delete;
-
-    [[nodiscard]] bool ok(int count) const { return pointers_.size() == std::size_t(count); }
-    [[nodiscard]] void* operator[](std::size_t index) const { return pointers_[index]; }
-
-private:
-    std::vector<void*> pointers_;
-};
-
 /// `launches_per_batch` typed launches of `UserCopy` on two bindings, then a sync.
 class TypedBatch {
 public:
@@ -114,7 +83,10 @@ Status raw_copy_on(const DeviceWorkContext& context) {
     return status == 0 ? Status{} : Status{Error::invalid_argument("raw launch failed")};
 }
 
-void launch_pair_user_kernel(benchmark::State& state) {
+/// The tandem batch `make(client, arguments)` builds on two small buffers, paired with the raw
+/// copy launch on two cudaMalloc buffers.
+template <typename MakeBatch>
+void pair_with_raw_copy(benchmark::State& state, MakeBatch make) {
     auto rt = runtime(state, 1);
     if (!rt) {
         return;
@@ -125,30 +97,24 @@ void launch_pair_user_kernel(benchmark::State& state) {
     if (!arguments || !raw_memory.ok(2)) {
         return;
     }
-    TypedBatch tandem(client, *arguments);
+    auto tandem = make(client, *arguments);
     RawBatch raw([from = raw_memory[0], to = raw_memory[1]](void* stream) {
         (void)launch_raw_user_copy(stream, from, to, small_bytes, 1, small_threads);
     });
     launch_pair(state, tandem, raw);
 }
 
-void launch_pair_external(benchmark::State& state) {
-    auto rt = runtime(state, 1);
-    if (!rt) {
-        return;
-    }
-    Client client = rt->client(0);
-    auto arguments = tandem_buffers(state, client, small_bytes);
-    const RawMemory raw_memory(state, 2, small_bytes);
-    if (!arguments || !raw_memory.ok(2)) {
-        return;
-    }
-    ExternalBatch tandem(client, ExternalWork{"raw_copy", *arguments, {nullptr, raw_copy_on}},
-                         launches_per_batch);
-    RawBatch raw([from = raw_memory[0], to = raw_memory[1]](void* stream) {
-        (void)launch_raw_user_copy(stream, from, to, small_bytes, 1, small_threads);
+void launch_pair_user_kernel(benchmark::State& state) {
+    pair_with_raw_copy(state, [](Client& client, const std::vector<LaunchArgument>& arguments) {
+        return TypedBatch(client, arguments);
     });
-    launch_pair(state, tandem, raw);
+}
+
+void launch_pair_external(benchmark::State& state) {
+    pair_with_raw_copy(state, [](Client& client, const std::vector<LaunchArgument>& arguments) {
+        return ExternalBatch(client, ExternalWork{"raw_copy", arguments, {nullptr, raw_copy_on}},
+                             launches_per_batch);
+    });
 }
 
 /// `gemms_per_batch` direct GEMMs on three cudaMalloc matrices, then a stream sync.
