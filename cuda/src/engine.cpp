@@ -157,28 +157,25 @@ void CudaEngine::settle_known() {
     pipeline.settle_known([this](std::shared_ptr<Work>&& work) { recycle(std::move(work)); });
 }
 
-namespace {
-
-/// Whether `work` put anything on its GPU stream: refused or held-back work did not.
-bool reached_a_stream(const Work& work) {
-    return !work.refused && work.report != Work::Report::NotRun;
+bool CudaEngine::waits_for(const Work& work) const {
+    const std::pair<std::uint32_t, StreamId> on{work.device, work.stream};
+    return std::find(waited_.begin(), waited_.end(), on) != waited_.end();
 }
 
-}  // namespace
+void CudaEngine::wait_for(const Work& work) {
+    // Refused or held-back work put nothing on its stream. Work whose report is known is waited
+    // for while it is on a stream: a host write is known to land, but the bytes a read copies
+    // back must be there.
+    if (!work.refused && work.report != Work::Report::NotRun && !waits_for(work)) {
+        waited_.emplace_back(work.device, work.stream);
+    }
+}
 
 void CudaEngine::resolve_needed(std::span<const ClaimKey> reads,
                                 const std::function<bool(const Work&)>& seed,
                                 std::span<const std::uint32_t> whole) {
     waited_.clear();
-    pipeline.for_each_needed(reads, seed, [this](Work& work) {
-        // Work whose report is known is waited for too while it is on a stream: a host write is
-        // known to land, but the bytes a read copies back must be there.
-        const std::pair<std::uint32_t, StreamId> on{work.device, work.stream};
-        if (reached_a_stream(work) &&
-            std::find(waited_.begin(), waited_.end(), on) == waited_.end()) {
-            waited_.push_back(on);
-        }
-    });
+    pipeline.for_each_needed(reads, seed, [this](const Work& work) { wait_for(work); });
     resolve_waited(whole);
 }
 
@@ -193,11 +190,9 @@ void CudaEngine::resolve_inputs(const Work& consumer) {
 void CudaEngine::resolve_oldest(std::size_t count) {
     waited_.clear();
     std::size_t seen = 0;
-    pipeline.for_each_pending([&](Work& work) {
-        const std::pair<std::uint32_t, StreamId> on{work.device, work.stream};
-        if (seen++ < count && reached_a_stream(work) &&
-            std::find(waited_.begin(), waited_.end(), on) == waited_.end()) {
-            waited_.push_back(on);
+    pipeline.for_each_pending([&](const Work& work) {
+        if (seen++ < count) {
+            wait_for(work);
         }
     });
     resolve_waited({}, count);
@@ -220,9 +215,7 @@ void CudaEngine::resolve_waited(std::span<const std::uint32_t> whole, std::size_
     // The pending work on what was waited for has finished, oldest first up to `fill_max`.
     to_fill_.clear();
     pipeline.for_each_pending([&](Work& work) {
-        const std::pair<std::uint32_t, StreamId> on{work.device, work.stream};
-        if (to_fill_.size() < fill_max &&
-            (in_whole(work.device) || std::find(waited_.begin(), waited_.end(), on) != waited_.end())) {
+        if (to_fill_.size() < fill_max && (in_whole(work.device) || waits_for(work))) {
             to_fill_.push_back(static_cast<PendingOp*>(&work));
         }
     });

@@ -316,6 +316,10 @@ private:
                         std::size_t fill_max = std::numeric_limits<std::size_t>::max());
     /// Copies the status words of `ops` (on devices not in `whole`) to the host.
     void fetch_status_of(std::span<PendingOp* const> ops, std::span<const std::uint32_t> whole);
+    /// Whether `work`'s stream is among those `resolve_waited` waits for (`waited_`).
+    [[nodiscard]] bool waits_for(const Work& work) const;
+    /// Adds `work`'s stream to `waited_` when the work put something on it.
+    void wait_for(const Work& work);
     /// Keeps a settled op for `new_op` when no one else holds it.
     void recycle(std::shared_ptr<Work>&& work);
     /// Forgets the events of `device`, which completed when the whole device was waited for.

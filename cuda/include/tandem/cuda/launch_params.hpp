@@ -10,6 +10,8 @@
 
 #include "tandem/core/kernel.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace tandem::cuda {
@@ -73,40 +75,11 @@ struct ReplayTicket {
     std::uint32_t launch_count = 0;
 };
 
-/// What most kernels receive. The block is copied into every launch (on H200 hosts an empty
-/// kernel that takes it launched 1 to 6 percent slower than one with no parameters), so it is
-/// kept small: tensor maps, which few kernels read, live in the larger block below.
-struct LaunchParams {
-    /// The bound resources, in the order the kernel takes them.
-    DeviceResource resources[max_launch_resources];
-    /// How many of `resources` are bound.
-    std::uint32_t resource_count = 0;
-    /// The scalar arguments, as 64-bit words.
-    std::uint64_t args[KernelArgs::max_words] = {};
-    /// The launch's status word, which a failing kernel sets.
-    unsigned long long* status = nullptr;
-    /// The launch's id, written to the high half of its status word.
-    std::uint32_t launch_id = 0;
-    /// A fault injected for this launch: the kernel reports it without computing.
-    std::uint32_t injected_code = 0;
-    /// The status words of producers this launch checks before it computes.
-    ProducerStatus producers[max_checked_producers];
-    /// How many of `producers` are set.
-    std::uint32_t producer_count = 0;
-    /// Launches of a CUDA graph: their ticket, which replaces `status`, `launch_id` and
-    /// `injected_code`; the launches of one replay share its word, so after a failed one the
-    /// rest do not run.
-    const ReplayTicket* ticket = nullptr;
-    /// The launch's position in its graph, which picks its injected code from the ticket.
-    std::uint32_t replay_index = 0;
-};
-
-/// The block of a graph node small enough for it: at most `Resources` buffers, `Producers`
-/// producers checked and `Words` scalar words, and no tensor maps. A node's parameters are read
-/// by every run of the graph: most bind a few buffers, and take this instead of the whole
-/// `LaunchParams` (about 300 bytes).
+/// A launch's block with room for `Resources` buffers, `Producers` producers checked and `Words`
+/// scalar words: `LaunchParams`, which most launches receive, and the smaller
+/// `CompactLaunchParams` of graph nodes.
 template <std::size_t Resources, std::size_t Producers, std::size_t Words>
-struct SmallLaunchParams {
+struct BasicLaunchParams {
     /// The bound resources, in the order the kernel takes them.
     DeviceResource resources[Resources];
     /// How many of `resources` are bound.
@@ -123,17 +96,20 @@ struct SmallLaunchParams {
     ProducerStatus producers[Producers];
     /// How many of `producers` are set.
     std::uint32_t producer_count = 0;
-    /// Launches of a CUDA graph with a fault injected: their ticket (`LaunchParams::ticket`).
+    /// Launches of a CUDA graph: their ticket, which replaces `status`, `launch_id` and
+    /// `injected_code`; the launches of one replay share its word, so after a failed one the
+    /// rest do not run.
     const ReplayTicket* ticket = nullptr;
     /// The launch's position in its graph, which picks its injected code from the ticket.
     std::uint32_t replay_index = 0;
 
     /// Whether `block` fits: no more resources, producers or nonzero words than this holds.
-    static bool fits(const LaunchParams& block) {
+    template <std::size_t R, std::size_t P, std::size_t W>
+    static bool fits(const BasicLaunchParams<R, P, W>& block) {
         if (block.resource_count > Resources || block.producer_count > Producers) {
             return false;
         }
-        for (std::size_t word = Words; word < KernelArgs::max_words; ++word) {
+        for (std::size_t word = Words; word < W; ++word) {
             if (block.args[word] != 0) {
                 return false;
             }
@@ -141,21 +117,16 @@ struct SmallLaunchParams {
         return true;
     }
     /// `block`'s fields, as far as they fit (`fits`).
-    static SmallLaunchParams of(const LaunchParams& block) {
-        SmallLaunchParams small;
-        for (std::size_t index = 0; index < Resources; ++index) {
-            small.resources[index] = block.resources[index];
-        }
+    template <std::size_t R, std::size_t P, std::size_t W>
+    static BasicLaunchParams of(const BasicLaunchParams<R, P, W>& block) {
+        BasicLaunchParams small;
+        std::copy_n(block.resources, std::min(R, Resources), small.resources);
+        std::copy_n(block.args, std::min(W, Words), small.args);
+        std::copy_n(block.producers, std::min(P, Producers), small.producers);
         small.resource_count = block.resource_count;
-        for (std::size_t word = 0; word < Words; ++word) {
-            small.args[word] = block.args[word];
-        }
         small.status = block.status;
         small.launch_id = block.launch_id;
         small.injected_code = block.injected_code;
-        for (std::size_t index = 0; index < Producers; ++index) {
-            small.producers[index] = block.producers[index];
-        }
         small.producer_count = block.producer_count;
         small.ticket = block.ticket;
         small.replay_index = block.replay_index;
@@ -163,9 +134,15 @@ struct SmallLaunchParams {
     }
 };
 
-/// The small block most launches take: two buffers, two producers, four scalar words (144 bytes,
-/// under half of `LaunchParams`).
-using CompactLaunchParams = SmallLaunchParams<2, 2, 4>;
+/// What most kernels receive. The block is copied into every launch; tensor maps, which few
+/// kernels read, live in the larger block below.
+using LaunchParams =
+    BasicLaunchParams<max_launch_resources, max_checked_producers, KernelArgs::max_words>;
+
+/// The block of a graph node small enough for it: two buffers, two producers, four scalar words
+/// (144 bytes, under half of `LaunchParams`). A node's parameters are read by every run of the
+/// graph, and most bind a few buffers.
+using CompactLaunchParams = BasicLaunchParams<2, 2, 4>;
 
 /// A tensor map encoded for the GPU's tensor memory accelerator (the driver's `CUtensorMap`,
 /// opaque here so that host code builds the block without CUDA headers).
