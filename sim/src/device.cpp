@@ -182,8 +182,7 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
 Status SimDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                            StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = make_operation();
-    operation->kind = Operation::Kind::Write;
+    auto operation = engine_.new_operation(Operation::Kind::Write);
     operation->label = "host write";
     operation->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
     operation->bytes.assign(bytes.begin(), bytes.end());
@@ -250,8 +249,7 @@ Result<std::vector<std::byte>> SimDevice::do_read_strided(const CopyDescriptor& 
 Result<Event> SimDevice::do_read_async(const BufferBinding& source, std::span<std::byte> into,
                                        StreamId stream_id, std::shared_ptr<ReadBack> state) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = make_operation();
-    operation->kind = Operation::Kind::ReadBack;
+    auto operation = engine_.new_operation(Operation::Kind::ReadBack);
     operation->label = "asynchronous read";
     operation->device = index_;
     operation->inputs.push_back(Target{service_, source.claim_key(), std::nullopt});
@@ -267,8 +265,7 @@ Result<Event> SimDevice::do_read_async(const BufferBinding& source, std::span<st
 Status SimDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                           StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = make_operation();
-    operation->kind = Operation::Kind::Copy;
+    auto operation = engine_.new_operation(Operation::Kind::Copy);
     operation->device = index_;
     if (Status targets = engine_.pipeline.add_copy_targets(source, target, *operation); !targets) {
         return targets;
@@ -280,8 +277,7 @@ Status SimDevice::do_copy(const KernelResource& source, const BufferBinding& tar
 
 Status SimDevice::do_launch(LaunchRequest&& request) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = make_operation();
-    operation->kind = Operation::Kind::Launch;
+    auto operation = engine_.new_operation(Operation::Kind::Launch);
     operation->label = request.kernel;
     operation->device = index_;
     if (Status targets = engine_.pipeline.add_targets(request, *operation); !targets) {
@@ -306,14 +302,17 @@ Status SimDevice::do_launch(LaunchRequest&& request) {
         engine_.pipeline.admit_launch(*operation, request, registered, (*found)->capture);
     }
     const StreamId stream_id = request.stream;
-    operation->launch = std::move(request);
+    // A swap, not a move: the caller's request takes the reused operation's emptied storage.
+    if (!operation->launch) {
+        operation->launch.emplace();
+    }
+    std::swap(*operation->launch, request);
     return enqueue(stream_id, std::move(operation));
 }
 
 Result<Event> SimDevice::do_record_event(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = make_operation();
-    operation->kind = Operation::Kind::Record;
+    auto operation = engine_.new_operation(Operation::Kind::Record);
     operation->label = "record event";
     operation->event = engine_.next_event++;
     engine_.events[operation->event] = Engine::EventState{false, {}, index_};
@@ -338,8 +337,7 @@ Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
     if (Status known = check_event(event, engine_.next_event); !known) {
         return known;
     }
-    auto operation = make_operation();
-    operation->kind = Operation::Kind::Wait;
+    auto operation = engine_.new_operation(Operation::Kind::Wait);
     operation->label = "wait for event of device " + std::to_string(event.device.device_index);
     operation->event = event.sequence;
     return enqueue(stream_id, std::move(operation));
@@ -354,7 +352,7 @@ Status SimDevice::do_wait_host(const Event& event) {
         if (!engine_.event_completed(event.sequence)) {
             return false;
         }
-        engine_.pipeline.settle_known();  // What the work before it decides.
+        engine_.settle_known();  // What the work before it decides.
         return true;
     });
     merge_into(engine_.host_clock, engine_.event_clock(event.sequence));  // Happens before.
@@ -435,8 +433,7 @@ Status SimDevice::do_settle_window(StreamId stream_id, const CaptureWindow& wind
 
 Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    auto operation = make_operation();
-    operation->kind = Operation::Kind::Replay;
+    auto operation = engine_.new_operation(Operation::Kind::Replay);
     operation->device = index_;
     engine_.pipeline.add_replay_targets(graph, *operation);
     operation->graph = std::make_shared<const CaptureGraph>(graph);

@@ -31,6 +31,38 @@ bool Engine::other_work_waiting(const Operation& operation) const {
     return false;
 }
 
+std::shared_ptr<Operation> Engine::new_operation(Operation::Kind kind) {
+    std::shared_ptr<Operation> operation;
+    if (spare_operations_.empty()) {
+        operation = make_operation();
+    } else {
+        operation = std::move(spare_operations_.back());
+        spare_operations_.pop_back();
+    }
+    operation->kind = kind;
+    return operation;
+}
+
+void Engine::recycle(std::shared_ptr<Operation>&& operation) {
+    if (operation.use_count() == 1 && spare_operations_.size() < max_unsettled_work) {
+        operation->reset();
+        spare_operations_.push_back(std::move(operation));
+    }
+    operation.reset();
+}
+
+void Engine::settle_ready() {
+    pipeline.settle_ready([this](std::shared_ptr<Work>&& work) {
+        recycle(std::static_pointer_cast<Operation>(std::move(work)));
+    });
+}
+
+void Engine::settle_known() {
+    pipeline.settle_known([this](std::shared_ptr<Work>&& work) {
+        recycle(std::static_pointer_cast<Operation>(std::move(work)));
+    });
+}
+
 void Engine::forget_events() {
     while (events.size() > max_recorded_events && oldest_remembered_event < next_event) {
         auto found = events.find(oldest_remembered_event);
@@ -128,11 +160,14 @@ bool Engine::step_deterministic(Status& deadlock) {
         return false;
     }
     mix_trace(stream->global_index);
-    const std::shared_ptr<Operation> head = stream->queue.front();
+    std::shared_ptr<Operation> head = stream->queue.front();
     if (head->state == Operation::State::Queued) {
         start(*device, *stream, head);
     } else {
         resume(*device, *stream, head);
+    }
+    if (head->state == Operation::State::Done) {
+        recycle(std::move(head));
     }
     return true;
 }
@@ -255,7 +290,7 @@ void Engine::worker(std::uint32_t device_index, std::uint32_t stream_local) {
             changed.wait_for(lock, std::chrono::milliseconds(5));
             continue;
         }
-        const std::shared_ptr<Operation> head = stream.queue.front();
+        std::shared_ptr<Operation> head = stream.queue.front();
         ++steps;
         start(device, stream, head);
         if (head->state != Operation::State::Done && head->body) {
@@ -265,6 +300,9 @@ void Engine::worker(std::uint32_t device_index, std::uint32_t stream_local) {
             lock.lock();
             ++steps;
             finish(device, device.streams()[stream_local], head);
+        }
+        if (head->state == Operation::State::Done) {
+            recycle(std::move(head));
         }
     }
 }

@@ -162,6 +162,16 @@ public:
     std::uint64_t next_event = 1;
     std::uint32_t next_stream_global = 0;
 
+    /// An operation of `kind` to fill: a finished one reused (`recycle`), or a new one. Reuse
+    /// keeps the storage of its vectors, so a launch on a busy runtime makes no heap call for
+    /// them; on a fresh one each launch grew them from empty.
+    std::shared_ptr<Operation> new_operation(Operation::Kind kind);
+    /// Keeps `operation` for `new_operation` when no one else holds it; under `mutex`.
+    void recycle(std::shared_ptr<Operation>&& operation);
+    /// `SettlePipeline::settle_ready` and `settle_known`, recycling what they drop.
+    void settle_ready();
+    void settle_known();
+
     /// The devices as the pipeline reaches them.
     LocalDirectory directory{runtime_id};
     /// Every operation that touches bytes, from enqueue until its claims are settled.
@@ -200,6 +210,10 @@ private:
     /// simulator, reported and aborted on at once, at the step that broke it.
     void check_state() const;
     void worker(std::uint32_t device, std::uint32_t stream_local);
+
+    /// Finished operations no one else holds, kept for `new_operation`: as many as may be
+    /// unsettled at once, so a program that keeps that much work pending reuses all of it.
+    std::vector<std::shared_ptr<Operation>> spare_operations_;
 
     std::vector<std::thread> workers_;
     /// Streams of each device that have a worker (threads mode).

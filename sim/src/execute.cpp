@@ -385,7 +385,7 @@ void Engine::finish(SimDevice& device, SimStream& stream,
     const bool failed = !outcome.starts_with("ok");
     merge_into(stream.clock, op.clock);
     op.state = Operation::State::Done;
-    pipeline.settle_ready();
+    settle_ready();
     if (options.mode == SchedulerMode::Deterministic) {
         check_state();  // After every settle, as a simulation checks its state every step.
     }

@@ -124,6 +124,12 @@ struct Operation final : Work {
         return kind != Kind::Record && kind != Kind::Wait && !touches_nothing;
     }
     void on_settled() override { held.clear(); }
+    /// Empties the operation for its next use (`Engine::new_operation`), keeping the storage of
+    /// its vectors, its clocks and its launch request; a write's payload keeps at most
+    /// `kept_payload_bytes`.
+    void reset();
+
+    static constexpr std::size_t kept_payload_bytes = std::size_t{64} << 10;
 };
 
 /// Blocks for operations, kept per thread for reuse. A sync drains a whole batch of work at once
