@@ -101,15 +101,21 @@ private:
 /// iteration, the order alternating, so that both meet the machine as it is at that moment: the
 /// load of other processes and the clock move over seconds, and move two benchmarks run apart by
 /// more than tandem's cost. Reports the median of the per-iteration ratios (`ratio`, tandem time
-/// over raw time) and each side's median batch time per launch (`tandem_ns`, `raw_ns`); the
-/// iteration's time is the pair's. Each batch is `per_batch` units of work.
+/// over raw time) and each side's median batch time per launch (`tandem_ns`, `raw_ns`) and time
+/// to enqueue it (`tandem_enqueue_ns`, `raw_enqueue_ns`); the iteration's time is the pair's. Each batch is `per_batch` units of work.
 template <typename Tandem, typename Raw>
 void launch_pair(benchmark::State& state, Tandem& tandem_batch, Raw& raw_batch,
                  int per_batch = launches_per_batch) {
-    const auto timed = [](auto& batch) {
+    // The time to enqueue the batch is kept apart too: where it is most of the batch's time, the
+    // host's path is what the pair measures; where it is not, the GPU's.
+    std::vector<double> tandem_enqueue_seconds;
+    std::vector<double> raw_enqueue_seconds;
+    const auto timed = [](auto& batch, std::vector<double>& enqueue_seconds) {
         const auto begin = std::chrono::steady_clock::now();
         batch.enqueue();
+        const auto enqueued = std::chrono::steady_clock::now();
         batch.sync();
+        enqueue_seconds.push_back(std::chrono::duration<double>(enqueued - begin).count());
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     };
     std::vector<double> tandem_seconds;
@@ -120,11 +126,11 @@ void launch_pair(benchmark::State& state, Tandem& tandem_batch, Raw& raw_batch,
         double tandem = 0;
         double raw = 0;
         if (tandem_first) {
-            tandem = timed(tandem_batch);
-            raw = timed(raw_batch);
+            tandem = timed(tandem_batch, tandem_enqueue_seconds);
+            raw = timed(raw_batch, raw_enqueue_seconds);
         } else {
-            raw = timed(raw_batch);
-            tandem = timed(tandem_batch);
+            raw = timed(raw_batch, raw_enqueue_seconds);
+            tandem = timed(tandem_batch, tandem_enqueue_seconds);
         }
         tandem_first = !tandem_first;
         tandem_seconds.push_back(tandem);
@@ -138,6 +144,8 @@ void launch_pair(benchmark::State& state, Tandem& tandem_batch, Raw& raw_batch,
     // What tandem adds to a launch, in host time: the raw launch's own cost differs from host to
     // host, so the ratio alone does not say it.
     state.counters["added_ns"] = state.counters["tandem_ns"] - state.counters["raw_ns"];
+    state.counters["tandem_enqueue_ns"] = median(tandem_enqueue_seconds) * 1e9 / per_batch;
+    state.counters["raw_enqueue_ns"] = median(raw_enqueue_seconds) * 1e9 / per_batch;
     state.SetItemsProcessed(state.iterations() * 2 * per_batch);
 }
 

@@ -5,6 +5,10 @@
 //                               `Client::replay` and a sync, against a CUDA graph of the same
 //                               1000 raw launches, captured from a stream and launched with
 //                               cudaGraphLaunch and a stream sync             goal: at most 1.02
+//   replay_pair_raw_padded_against_raw
+//                               the raw graph whose kernel takes its arguments in a block the
+//                               size of tandem's graph-node block, against the raw graph: what
+//                               the block's size alone costs a replay
 // `ratio` is tandem's time over the raw time; `added_ns` what tandem adds to one replay.
 
 #include "bench_pairs.hpp"
@@ -39,7 +43,10 @@ private:
 /// sync a batch.
 class RawReplay {
 public:
-    RawReplay(benchmark::State& state, const void* from, void* to) {
+    /// `launch_copy` enqueues one raw launch (`launch_raw_user_copy` or a variant of it).
+    RawReplay(benchmark::State& state, const void* from, void* to,
+              int (*launch_copy)(void*, const void*, void*, std::uint64_t, std::uint32_t,
+                                 std::uint32_t) = launch_raw_user_copy) {
         cudaSetDevice(0);
         cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
         cudaGraph_t graph = nullptr;
@@ -48,7 +55,7 @@ public:
             return;
         }
         for (int launch = 0; launch < launches_per_window; ++launch) {
-            (void)launch_raw_user_copy(stream_, from, to, replay_bytes, 1, replay_threads);
+            (void)launch_copy(stream_, from, to, replay_bytes, 1, replay_threads);
         }
         if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess ||
             cudaGraphInstantiate(&exec_, graph, 0) != cudaSuccess) {
@@ -128,7 +135,24 @@ void replay_pair_1000_launches(benchmark::State& state) {
     cudaFree(raw_to);
 }
 
+/// Two raw CUDA graphs of 1000 launches each: of the padded kernel, and of the plain one.
+void replay_pair_raw_padded_against_raw(benchmark::State& state) {
+    if (!runtime(state, 1)) {
+        return;
+    }
+    const RawMemory memory(state, 4, replay_bytes);
+    if (!memory.ok(4)) {
+        return;
+    }
+    RawReplay padded(state, memory[0], memory[1], launch_raw_user_copy_padded);
+    RawReplay plain(state, memory[2], memory[3]);
+    if (padded.ok() && plain.ok()) {
+        launch_pair(state, padded, plain, 1);
+    }
+}
+
 BENCHMARK(replay_pair_1000_launches)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(replay_pair_raw_padded_against_raw)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tandem::bench

@@ -28,6 +28,10 @@ void launch_raw_axpy(void* stream, const float* x, float* y, std::uint64_t count
 /// chevron syntax; returns the launch's cudaError_t.
 int launch_raw_user_copy(void* stream, const void* from, void* to, std::uint64_t bytes,
                          std::uint32_t blocks, std::uint32_t threads);
+/// The same loop taking its arguments in a block the size of `CompactLaunchParams`, the block
+/// tandem's graph nodes take: what the size of the block alone costs a graph node.
+int launch_raw_user_copy_padded(void* stream, const void* from, void* to, std::uint64_t bytes,
+                                std::uint32_t blocks, std::uint32_t threads);
 
 /// One cuBLAS handle and a square fp32 GEMM on it (`c = a b`, n x n, column-major), enqueued on
 /// a given stream: the work of the GEMM comparison, called directly or through tandem.
