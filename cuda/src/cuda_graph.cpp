@@ -92,12 +92,13 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
         return refused("cudaEventCreate", status);
     }
     for (std::size_t index = 0; index < nodes.size(); ++index) {
-        nodes[index].params.graph_node = 1;
+        nodes[index].params.graph_node = ticketed_node;
         nodes[index].params.ticket = graph->ticket_;
         nodes[index].params.replay_index = static_cast<std::uint32_t>(index);
     }
     cudaError_t status = instantiate(nodes, &graph->exec_);
     for (Node& node : nodes) {
+        node.params.graph_node = plain_node;
         node.params.ticket = nullptr;  // Plain: nothing to read before computing.
         node.params.replay_index = 0;
         node.params.status = graph->word_;

@@ -133,6 +133,14 @@ private:
 template <typename Params>
 class CudaKernelContext {
 public:
+    /// The context of a plain graph node: its status word and id are its block's, and it has no
+    /// ticket, producer or injected fault.
+    __device__ CudaKernelContext(const Params& params, GraphNode /*plain_node*/)
+        : params_(params),
+          status_(params.status),
+          launch_id_(params.launch_id),
+          injected_code_(0) {}
+
     /// The context of the thread running with `params`: a replay's launch takes its status word, id
     /// and injected code from its ticket; a launch whose maps went to the tensor memory accelerator
     /// sets up its barriers (every thread of the block must construct it).
@@ -156,20 +164,25 @@ public:
         }
     }
 
+    // The index arithmetic is 32-bit wherever CUDA's limits keep it below 2^32 (a block's
+    // threads, at most 1024; a grid's y and z, at most 65535 each), with one widening multiply
+    // for the grid's x: a tiny kernel's time is its wrapper's dependent instructions, and a
+    // 64-bit multiply is several.
+
     /// The running thread's index across the grid, from 0 to `thread_count() - 1`.
     __device__ std::uint64_t thread_index() const {
-        const std::uint64_t block =
-            blockIdx.x +
-            std::uint64_t{gridDim.x} * (blockIdx.y + std::uint64_t{gridDim.y} * blockIdx.z);
-        const std::uint64_t within =
-            threadIdx.x +
-            std::uint64_t{blockDim.x} * (threadIdx.y + std::uint64_t{blockDim.y} * threadIdx.z);
-        return block * (std::uint64_t{blockDim.x} * blockDim.y * blockDim.z) + within;
+        const std::uint32_t block_yz = blockIdx.y + gridDim.y * blockIdx.z;
+        const std::uint64_t block = std::uint64_t{gridDim.x} * block_yz + blockIdx.x;
+        const std::uint32_t within = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+        return block * threads_per_block() + within;
     }
     /// How many threads the launch runs.
     __device__ std::uint64_t thread_count() const {
-        return std::uint64_t{gridDim.x} * gridDim.y * gridDim.z * blockDim.x * blockDim.y *
-               blockDim.z;
+        return std::uint64_t{gridDim.x} * (gridDim.y * gridDim.z) * threads_per_block();
+    }
+    /// How many threads each block runs (at most 1024).
+    __device__ std::uint32_t threads_per_block() const {
+        return blockDim.x * blockDim.y * blockDim.z;
     }
     /// Buffer resource `index` (below `LaunchParams::resource_count`) as elements of `T`.
     template <typename T>

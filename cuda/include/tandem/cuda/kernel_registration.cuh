@@ -44,22 +44,45 @@ __global__ void run_launch(const __grid_constant__ Params params) {
     Kernel{}(context);
 }
 
-/// Enqueues one launch of `Kernel` with `params`; returns the launch's cudaError_t.
-template <typename Kernel, typename Params>
-int launch_with(const LaunchConfig& config, void* stream, const Params& params,
-                std::size_t shared_bytes) {
+/// The wrapper of a plain graph node (`plain_node`): no producer, ticket or injected fault to
+/// check, so the kernel runs at once.
+template <typename Kernel>
+__global__ void run_plain_node(const __grid_constant__ CompactLaunchParams params) {
+    CudaKernelContext context(params, plain_node);
+    Kernel{}(context);
+}
+
+/// Enqueues one launch of the wrapper `function` with `params`; returns its cudaError_t.
+template <typename Params>
+int launch_wrapper(const void* function, const LaunchConfig& config, void* stream,
+                   const Params& params, std::size_t shared_bytes) {
     const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
     const dim3 threads(config.block.x, config.block.y, config.block.z);
     // cudaLaunchKernel returns the launch's own error: one runtime call, where the chevron syntax
     // makes three (push and pop of the configuration, then the launch) and a fourth to read it.
     void* arguments[] = {const_cast<Params*>(&params)};
-    const cudaError_t status =
-        cudaLaunchKernel(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), grid, threads,
-                         arguments, shared_bytes, static_cast<cudaStream_t>(stream));
+    const cudaError_t status = cudaLaunchKernel(function, grid, threads, arguments, shared_bytes,
+                                                static_cast<cudaStream_t>(stream));
     if (status != cudaSuccess) {
         (void)cudaGetLastError();  // Reported here: do not leave it for an unrelated call.
     }
     return static_cast<int>(status);
+}
+
+/// Enqueues one launch of `Kernel` with `params`; returns the launch's cudaError_t.
+template <typename Kernel, typename Params>
+int launch_with(const LaunchConfig& config, void* stream, const Params& params,
+                std::size_t shared_bytes) {
+    return launch_wrapper(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), config,
+                          stream, params, shared_bytes);
+}
+
+/// Enqueues one launch of `Kernel` as a plain graph node (`run_plain_node`).
+template <typename Kernel>
+int launch_plain_node(const LaunchConfig& config, void* stream,
+                      const CompactLaunchParams& params) {
+    return launch_wrapper(reinterpret_cast<const void*>(&run_plain_node<Kernel>), config, stream,
+                          params, 0);
 }
 
 /// Enqueues one launch of `Kernel` (a `Launcher`): with the whole block if it reads tensor maps,
@@ -73,7 +96,10 @@ int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& b
                 ? std::size_t{block.tma_slot_bytes + tma_barrier_bytes} * config.block.count()
                 : 0;
         return launch_with<Kernel>(config, stream, block, shared_bytes);
-    } else if (block.graph_node != 0 && CompactLaunchParams::fits(block)) {
+    } else if (block.graph_node == plain_node && block.producer_count == 0 &&
+               CompactLaunchParams::fits(block)) {
+        return launch_plain_node<Kernel>(config, stream, CompactLaunchParams::of(block));
+    } else if (block.graph_node != not_a_node && CompactLaunchParams::fits(block)) {
         return launch_with<Kernel>(config, stream, CompactLaunchParams::of(block), 0);
     } else {
         return launch_with<Kernel>(config, stream, static_cast<const LaunchParams&>(block), 0);

@@ -75,6 +75,19 @@ struct ReplayTicket {
     std::uint32_t launch_count = 0;
 };
 
+/// What a launch is to the graph that holds it (`TensorLaunchParams::graph_node`).
+enum GraphNode : std::uint32_t {
+    /// Launched directly, not a node of a graph.
+    not_a_node = 0,
+    /// A node of a graph whose replays each write a ticket: it reads its status word, id and
+    /// injected code there, and runs only while no earlier launch of the replay failed.
+    ticketed_node = 1,
+    /// A node of a graph replayed with nothing injected: its status word and id are fixed in its
+    /// block, it checks no producer and no ticket, and its wrapper compiles to the kernel alone
+    /// with its status word beside it (a graph of tiny kernels runs at the wrapper's speed).
+    plain_node = 2,
+};
+
 /// A launch's block with room for `Resources` buffers, `Producers` producers checked and `Words`
 /// scalar words: `LaunchParams`, which most launches receive, and the smaller
 /// `CompactLaunchParams` of graph nodes.
@@ -162,10 +175,10 @@ struct TensorLaunchParams : LaunchParams {
     /// maps went to the TMA: all of them encoded (`tma`), with the same shape. Zero otherwise,
     /// and tiles move with plain loads and stores.
     std::uint32_t tma_slot_bytes = 0;
-    /// Nonzero for a node of a CUDA graph: it takes the compact block when it fits. A launch
-    /// enqueued directly takes `LaunchParams`, which measured faster to launch than the compact
-    /// block on H200 hosts (about 110 ns a launch, paired in one run), while a graph of tiny
-    /// kernels ran faster with the smaller one.
+    /// Nonzero for a node of a CUDA graph (`GraphNode`): it takes the compact block when it fits.
+    /// A launch enqueued directly takes `LaunchParams`, which measured faster to launch than the
+    /// compact block on H200 hosts (about 110 ns a launch, paired in one run), while a graph of
+    /// tiny kernels ran faster with the smaller one.
     std::uint32_t graph_node = 0;
     /// The tensor maps encoded for the tensor memory accelerator, when `tma_slot_bytes` is not
     /// zero.

@@ -1,0 +1,150 @@
+// Host threads driving one runtime at once: each on a stream of one device, each on a device of
+// its own, and an event handed from one thread to another. Every thread must see the outcomes
+// the rules give its own program (C3, C6, C8, C9) whatever the others do meanwhile, and nothing
+// may crash, hang or race (the tsan build runs these). A thread records what it saw wrong in its
+// own list; the test reports the lists once every thread is joined.
+
+#include "support.hpp"
+
+#include <future>
+#include <sstream>
+#include <thread>
+
+namespace tandem::conformance {
+namespace {
+
+template <typename Backend>
+class Threads : public Conformance<Backend> {
+protected:
+    static constexpr int threads = 4;
+    static constexpr int rounds = 40;
+
+    /// One thread's program on `client`'s `stream`: each round fills one buffer, fails a second
+    /// with the thread's code, copies the failed one into a third (C9: skipped), and reads all
+    /// three back. Returns what it saw that the rules do not give, one line each.
+    static std::vector<std::string> program(Client client, StreamId stream, int thread) {
+        std::vector<std::string> wrong;
+        const auto note = [&](int round, const std::string& what) {
+            std::ostringstream line;
+            line << "thread " << thread << " round " << round << ": " << what;
+            wrong.push_back(line.str());
+        };
+        const std::uint32_t code = 100 + static_cast<std::uint32_t>(thread);
+        for (int round = 0; round < rounds; ++round) {
+            Result<Handle> good = client.allocate(64, stream);
+            Result<Handle> bad = client.allocate(64, stream);
+            Result<Handle> copied = client.allocate(64, stream);
+            if (!good || !bad || !copied) {
+                note(round, "an allocation failed");
+                continue;
+            }
+            const auto value = static_cast<std::uint8_t>(thread * 16 + round);
+            const bool enqueued =
+                client.launch("fill", LaunchConfig::linear(64), {out(*good)},
+                              KernelArgs().u64(value), stream) &&
+                client.launch("fail", LaunchConfig::linear(1), {out(*bad)},
+                              KernelArgs().u64(code), stream) &&
+                client.launch("copy", LaunchConfig::linear(64), {in(*bad), out(*copied)},
+                              KernelArgs(), stream);
+            if (!enqueued) {
+                note(round, "a launch was refused");
+                continue;
+            }
+            Result<std::vector<std::byte>> read = client.read(*good);
+            if (!read || *read != filled(64, value)) {
+                note(round, read ? "the filled buffer read other bytes"
+                                 : "the filled buffer failed: " + read.error().report());
+            }
+            for (const Handle* claimed : {&*bad, &*copied}) {
+                std::optional<Error> error = Threads::read_error(client, *claimed);
+                if (!error || root_code(*error) != code) {
+                    note(round, error ? "a claimed buffer failed on another root: " +
+                                            error->report()
+                                      : "a claimed buffer read");
+                }
+            }
+        }
+        return wrong;
+    }
+
+    /// Runs `body(thread)` on `threads` threads at once and reports every line they return.
+    template <typename Body>
+    static void run_threads(Body body) {
+        std::vector<std::future<std::vector<std::string>>> results;
+        for (int thread = 0; thread < threads; ++thread) {
+            results.push_back(std::async(std::launch::async, body, thread));
+        }
+        for (auto& result : results) {
+            for (const std::string& line : result.get()) {
+                ADD_FAILURE() << line;
+            }
+        }
+    }
+};
+TYPED_TEST_SUITE(Threads, Backends, BackendNames);
+
+TYPED_TEST(Threads, threads_on_streams_of_one_device_each_see_their_own_outcomes) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    std::vector<StreamId> streams;
+    for (int thread = 0; thread < TestFixture::threads; ++thread) {
+        Result<StreamId> stream = client.create_stream();
+        ASSERT_TRUE(stream) << stream.error().report();
+        streams.push_back(*stream);
+    }
+    TestFixture::run_threads([&](int thread) {
+        return TestFixture::program(client, streams[static_cast<std::size_t>(thread)], thread);
+    });
+    EXPECT_TRUE(client.sync());
+}
+
+TYPED_TEST(Threads, threads_on_devices_of_their_own_each_see_their_own_outcomes) {
+    TANDEM_RUNTIME(runtime, 2);
+    const auto devices = static_cast<std::uint32_t>(runtime->device_count());
+    TestFixture::run_threads([&](int thread) {
+        Client client = runtime->client(static_cast<std::uint32_t>(thread) % devices);
+        Result<StreamId> stream = client.create_stream();
+        if (!stream) {
+            return std::vector<std::string>{"thread " + std::to_string(thread) +
+                                            ": create_stream failed"};
+        }
+        return TestFixture::program(client, *stream, thread);
+    });
+}
+
+// One thread fills and fails shared memory of device 0 and hands the event after it to a thread
+// driving device 1, which waits for it and copies both into its own memory: the filled bytes
+// arrive, and the copy of the failed ones is skipped with the owner's root (C9, P3).
+TYPED_TEST(Threads, an_event_handed_to_another_thread_orders_its_peer_reads) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client owner = runtime->client(0);
+    Client peer = runtime->client(1);
+    Handle filled_source = this->share(owner, this->allocate(owner, 64), peer);
+    Handle failed_source = this->share(owner, this->allocate(owner, 64), peer);
+    Handle filled_copy = this->allocate(peer, 64);
+    Handle failed_copy = this->allocate(peer, 64);
+    std::promise<Event> handed;
+    std::future<Event> event = handed.get_future();
+    std::thread producer([&] {
+        this->fill(owner, filled_source, 9);
+        this->fail(owner, failed_source, 44);
+        Result<Event> recorded = owner.record_event(owner.default_stream());
+        EXPECT_TRUE(recorded) << recorded.error().report();
+        handed.set_value(recorded ? *recorded : Event{});
+    });
+    std::thread consumer([&] {
+        const Event after = event.get();
+        EXPECT_TRUE(peer.wait_event(peer.default_stream(), after));
+        this->copy_kernel(peer, filled_source, filled_copy);
+        this->copy_kernel(peer, failed_source, failed_copy);
+        EXPECT_EQ(this->read_bytes(peer, filled_copy), filled(64, 9));
+        std::optional<Error> error = this->read_error(peer, failed_copy);
+        EXPECT_TRUE(error && root_code(*error) == 44u)
+            << (error ? error->report() : std::string("the skipped copy read"));
+    });
+    producer.join();
+    consumer.join();
+}
+
+}  // namespace
+}  // namespace tandem::conformance
