@@ -132,19 +132,21 @@ Result<NativeView> Client::native(const Handle& handle, StreamId stream) {
     return server_->native(&binding, stream);
 }
 
+// The request views the work's callables for the call; a backend or window that keeps the request
+// past it keeps a shared copy of them (`ExternalRef`), so a unit run at once copies nothing.
 Status Client::enqueue(ExternalWork&& work, StreamId stream) {
     return launch_entry(nullptr, std::move(work.name), LaunchConfig::linear(1), work.arguments, {},
-                        stream, std::make_shared<const ExternalCallables>(std::move(work.run)));
+                        stream, &work.run);
 }
 
 Status Client::enqueue(const ExternalWork& work, StreamId stream) {
     return launch_entry(nullptr, work.name, LaunchConfig::linear(1), work.arguments, {}, stream,
-                        std::make_shared<const ExternalCallables>(work.run));
+                        &work.run);
 }
 
 Status Client::launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,
                             const std::vector<LaunchArgument>& arguments, KernelArgs args,
-                            StreamId stream, std::shared_ptr<const ExternalCallables> external) {
+                            StreamId stream, const ExternalCallables* external) {
     // One request per thread, reused: it keeps its storage for the resources from launch to
     // launch, so a launch makes no heap call for them. A launch inside a launch (none does
     // today) gets a request of its own.
@@ -166,7 +168,9 @@ Status Client::launch_entry(const KernelEntry* entry, std::string kernel, Launch
         }
     } clear{request, reusing};
     request.entry = entry;
-    request.external = std::move(external);
+    if (external != nullptr) {
+        request.external.view(*external);
+    }
     if (entry != nullptr) {
         request.kernel.assign(entry->name);  // Into the reused storage: no heap once warm.
     } else {

@@ -44,7 +44,7 @@ public:
         TensorLaunchParams params;
         /// External work recorded in the window: called on the capture stream instead of a
         /// launcher, with the raw pointers and sizes of its bindings (`count` of them).
-        std::shared_ptr<const ExternalCallables> external;
+        ExternalRef external;
         std::array<void*, max_launch_resources> pointers{};
         std::array<std::uint64_t, max_launch_resources> sizes{};
         std::size_t count = 0;

@@ -208,7 +208,7 @@ private:
     /// when both are null.
     Status launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,
                         const std::vector<LaunchArgument>& arguments, KernelArgs args,
-                        StreamId stream, std::shared_ptr<const ExternalCallables> external);
+                        StreamId stream, const ExternalCallables* external);
     Status check_local(const Handle& handle) const;
     Result<KernelResource> bind(const LaunchArgument& argument) const;
     /// Whether `argument` is a plain buffer of this device: bound as it is, with nothing to check.

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 
 namespace tandem {
@@ -43,6 +44,45 @@ struct ExternalCallables {
     /// Enqueues on the GPU. Returns failure to fail the work (C8); a CUDA error it leaves
     /// (`cudaGetLastError`) fails it too, and a sticky one loses the device (D1).
     std::function<Status(const DeviceWorkContext& context)> cuda;
+};
+
+/// The callables a unit of external work runs, as a request carries them: during the call that
+/// enqueues the work, a view of the caller's own (no copy); once anything keeps the request past
+/// that call (a capture window recording it, a backend that runs it later), a copy shared by
+/// everything that keeps it. A copy or a move of a view is such a shared copy, so a view never
+/// outlives the call it was made in.
+class ExternalRef {
+public:
+    ExternalRef() = default;
+    /// Makes this a view of `callables`, which must outlive every use of the view itself (copies
+    /// and moves of it make their own copy of the callables).
+    void view(const ExternalCallables& callables) {
+        owned_.reset();
+        callables_ = &callables;
+    }
+    ExternalRef(const ExternalRef& other);
+    ExternalRef(ExternalRef&& other);
+    ExternalRef& operator=(const ExternalRef& other);
+    ExternalRef& operator=(ExternalRef&& other);
+    ~ExternalRef() = default;
+
+    /// Whether the request runs external work.
+    explicit operator bool() const { return callables_ != nullptr; }
+    const ExternalCallables* operator->() const { return callables_; }
+    const ExternalCallables& operator*() const { return *callables_; }
+    /// No external work.
+    void reset() {
+        callables_ = nullptr;
+        owned_.reset();
+    }
+
+private:
+    /// Shares `other`'s copy, or makes one of the callables it views.
+    void take_shared(const ExternalRef& other);
+
+    const ExternalCallables* callables_ = nullptr;
+    /// The shared copy `callables_` points into; null for a view.
+    std::shared_ptr<const ExternalCallables> owned_;
 };
 
 }  // namespace tandem

@@ -59,7 +59,7 @@ struct LaunchRequest {
     /// for a name no one registered (refused, C10), and for external work.
     const KernelEntry* entry = nullptr;
     /// Set for work tandem did not write (`Client::enqueue`): what runs instead of a kernel.
-    std::shared_ptr<const ExternalCallables> external;
+    ExternalRef external;
     /// Blocks and threads.
     LaunchConfig config;
     /// What the kernel binds, in the order its parameters take them.
