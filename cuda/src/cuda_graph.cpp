@@ -82,12 +82,18 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
         (void)cudaGetLastError();
         return refused("cudaMalloc of its ticket", status);
     }
-    if (cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&graph->word_), sizeof(unsigned long long));
+    if (cudaError_t status =
+            cudaMalloc(reinterpret_cast<void**>(&graph->word_), sizeof(unsigned long long));
         status != cudaSuccess) {
         (void)cudaGetLastError();
         return refused("cudaMalloc of its status word", status);
     }
-    if (cudaError_t status = cudaEventCreateWithFlags(&graph->replayed_, cudaEventDisableTiming);
+    if (cudaError_t status = cudaMemset(graph->word_, 0, sizeof(unsigned long long));
+        status != cudaSuccess) {
+        (void)cudaGetLastError();
+        return refused("clearing its status word", status);
+    }
+    if (cudaError_t status = cudaEventCreateWithFlags(&graph->ordered_, cudaEventDisableTiming);
         status != cudaSuccess) {
         return refused("cudaEventCreate", status);
     }
@@ -119,9 +125,8 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
 
 CudaGraph::~CudaGraph() {
     DeviceGuard guard(ordinal_);
-    if (replayed_ != nullptr) {
-        cudaEventSynchronize(replayed_);  // A replay still running reads the ticket.
-        cudaEventDestroy(replayed_);
+    if (ordered_ != nullptr) {
+        cudaEventDestroy(ordered_);
     }
     if (exec_ != nullptr) {
         cudaGraphExecDestroy(exec_);
@@ -134,31 +139,29 @@ CudaGraph::~CudaGraph() {
 }
 
 cudaError_t CudaGraph::launch_plain(cudaStream_t stream, unsigned long long* status) {
-    cudaError_t result = cudaMemsetAsync(word_, 0, sizeof(unsigned long long), stream);
+    cudaError_t result = cudaGraphLaunch(plain_exec_, stream);
     if (result == cudaSuccess) {
-        result = cudaGraphLaunch(plain_exec_, stream);
-    }
-    if (result == cudaSuccess) {
-        result = cudaMemcpyAsync(status, word_, sizeof(unsigned long long), cudaMemcpyDeviceToDevice, stream);
+        void* arguments[] = {&word_, &status};
+        result = cudaLaunchKernel(publish_replay_kernel(), dim3(1), dim3(1), arguments, 0, stream);
     }
     return result;
 }
 
-cudaError_t CudaGraph::launch(cudaStream_t stream, unsigned long long* status,
-                              std::uint32_t launch_id,
+cudaError_t CudaGraph::launch(cudaStream_t stream, cudaStream_t previous,
+                              unsigned long long* status, std::uint32_t launch_id,
                               std::span<const std::uint32_t> injected_codes) {
     cudaError_t result = cudaSuccess;
-    if (last_stream_ != nullptr && last_stream_ != stream) {
-        result = cudaStreamWaitEvent(stream, replayed_, 0);
+    if (previous != nullptr) {
+        // After everything on the previous replay's stream so far: that replay among it.
+        result = cudaEventRecord(ordered_, previous);
+        if (result == cudaSuccess) {
+            result = cudaStreamWaitEvent(stream, ordered_, 0);
+        }
     }
     if (result == cudaSuccess && plain(injected_codes)) {
         result = launch_plain(stream, status);
     } else if (result == cudaSuccess) {
         result = launch_ticketed(stream, status, launch_id, injected_codes);
-    }
-    if (result == cudaSuccess) {
-        result = cudaEventRecord(replayed_, stream);
-        last_stream_ = stream;
     }
     if (result != cudaSuccess) {
         (void)cudaGetLastError();
@@ -176,9 +179,9 @@ cudaError_t CudaGraph::launch_ticketed(cudaStream_t stream, unsigned long long* 
     }
     // From pageable memory, the copy takes the bytes before it returns: the staging buffer is
     // free for the next replay at once.
-    cudaError_t result = cudaMemcpyAsync(ticket_, staging_.data(),
-                                         staging_.size() * sizeof(std::uint32_t),
-                                         cudaMemcpyHostToDevice, stream);
+    cudaError_t result =
+        cudaMemcpyAsync(ticket_, staging_.data(), staging_.size() * sizeof(std::uint32_t),
+                        cudaMemcpyHostToDevice, stream);
     if (result == cudaSuccess) {
         result = cudaGraphLaunch(exec_, stream);
     }

@@ -6,19 +6,27 @@
 // memory, which each replay rewrites first (a graph's parameters are fixed once it is built).
 //
 // Replays of one graph share that memory, so a replay on another stream first waits for the
-// previous replay of the same graph; two replays write the same write set, so running them at
-// once would be a race in the program anyway.
+// previous replay of the same graph (the device orders them: `launch`'s `previous`); two replays
+// write the same write set, so running them at once would be a race in the program anyway.
 //
 // Reading the ticket costs every node dependent loads before it computes (a replay of 1000
 // tiny launches took 1.8 times the same graph without them). So each window is built twice: the
 // ticket graph, for replays with a fault injected, and a plain graph whose nodes read nothing
-// before they compute: they share a status word the graph owns, under an id of its own, which
-// each replay clears first and copies into its status slot after. A plain replay runs all its
-// nodes even after one failed; its whole write set is claimed then, so what they write is never
-// read (C14).
+// before they compute: they share a status word the graph owns, under an id of its own. After
+// the graph, one tiny kernel copies that word into the replay's status slot and clears it for
+// the next replay: one stream operation where a clear before the graph and a copy after it were
+// two, the clear delaying the graph's start. (Making that copy a node of the graph, its slot set
+// for each replay with `cudaGraphExecKernelNodeSetParams`, cost more: a replay of 1000 nodes then
+// took 1.15 times the raw graph, against 1.03, measured side by side, as if an updated graph were
+// uploaded again.) A plain replay runs all its nodes even after one failed; its whole write set
+// is claimed then, so what they write is never read (C14).
+//
+// A replay in flight holds its graph (`PendingOp::keep_alive`) until its outcome is known, so the
+// graph is never destroyed under a running replay.
 
 #include "launcher.hpp"
 
+#include "tandem/core/ids.hpp"
 #include "tandem/core/kernel_resource.hpp"
 #include "tandem/core/result.hpp"
 
@@ -29,6 +37,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -67,6 +76,8 @@ public:
     [[nodiscard]] bool has_external() const { return has_external_; }
     /// The id a plain replay reports under: the replay's launch id when `plain(codes)`.
     [[nodiscard]] std::uint32_t plain_id() const { return plain_id_; }
+    /// The stream of the graph's previous replay, if any.
+    [[nodiscard]] std::optional<StreamId> last_stream() const { return last_stream_; }
     /// Whether a replay with `injected_codes` runs the plain graph: nothing is injected.
     [[nodiscard]] static bool plain(std::span<const std::uint32_t> injected_codes) {
         for (std::uint32_t code : injected_codes) {
@@ -77,18 +88,22 @@ public:
         return true;
     }
 
-    /// Enqueues one replay on `stream`. With a fault injected, writes the ticket (status word,
-    /// launch id, one injected code per node) and launches the ticket graph; otherwise clears
-    /// the graph's word, launches the plain graph and copies the word into `status` (the replay
-    /// then reports under `plain_id`). Returns the CUDA error of the first call that failed, or
-    /// cudaSuccess.
-    cudaError_t launch(cudaStream_t stream, unsigned long long* status, std::uint32_t launch_id,
-                       std::span<const std::uint32_t> injected_codes);
+    /// Enqueues one replay on `stream`, after the work so far on `previous` (the stream of the
+    /// graph's previous replay, when that was another stream that still exists; null
+    /// otherwise). With a fault injected, writes the ticket (status word, launch id, one
+    /// injected code per node) and launches the ticket graph; otherwise launches the plain graph
+    /// and then the copy of its word into `status` (the replay then reports under `plain_id`).
+    /// Returns the CUDA error of the first call that failed, or cudaSuccess.
+    cudaError_t launch(cudaStream_t stream, cudaStream_t previous, unsigned long long* status,
+                       std::uint32_t launch_id, std::span<const std::uint32_t> injected_codes);
+    /// Notes that the graph was just replayed on `stream`.
+    void replayed_on(StreamId stream) { last_stream_ = stream; }
 
 private:
     CudaGraph(int ordinal, std::size_t node_count) : ordinal_(ordinal), node_count_(node_count) {}
 
-    /// Enqueues the plain graph on `stream` and its word into `status`.
+    /// Enqueues the plain graph on `stream`, then the kernel that copies its word into `status`
+    /// and clears it.
     cudaError_t launch_plain(cudaStream_t stream, unsigned long long* status);
     /// Writes the ticket and enqueues the ticket graph on `stream`.
     cudaError_t launch_ticketed(cudaStream_t stream, unsigned long long* status,
@@ -104,8 +119,9 @@ private:
     bool has_external_ = false;
     std::vector<KernelResource> held_;
     ReplayTicket* ticket_ = nullptr;  // Device memory: the ticket, then one code per node.
-    cudaEvent_t replayed_ = nullptr;  // Recorded after each replay.
-    cudaStream_t last_stream_ = nullptr;
+    /// Recorded on the previous replay's stream when a replay comes on another one.
+    cudaEvent_t ordered_ = nullptr;
+    std::optional<StreamId> last_stream_;
     std::vector<std::uint32_t> staging_;  // The ticket as the host writes it.
 };
 

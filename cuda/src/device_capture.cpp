@@ -108,13 +108,22 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
     if (CudaGraph::plain(injected_codes)) {
         op.launch_id = native.plain_id();  // The plain graph's word reports under its id.
     }
+    // After the graph's previous replay, when that was on another stream still here (a
+    // destroyed stream's work had all run).
+    cudaStream_t previous = nullptr;
+    if (const std::optional<StreamId> last = native.last_stream(); last && *last != target.id) {
+        if (const CudaStream* earlier = stream_in(streams_, *last)) {
+            previous = earlier->handle;
+        }
+    }
     DeviceGuard guard(ordinal_);
-    const cudaError_t status =
-        native.launch(target.handle, status_device_ + op.slot, op.launch_id, injected_codes);
+    const cudaError_t status = native.launch(target.handle, previous, status_device_ + op.slot,
+                                             op.launch_id, injected_codes);
     if (status != cudaSuccess) {
         op.refused = refusal_of(op.label, status);
     } else {
         op.has_status_word = true;
+        native.replayed_on(target.id);
     }
 }
 

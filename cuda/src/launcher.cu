@@ -21,7 +21,16 @@ __global__ void spin(std::uint64_t microseconds) {
     }
 }
 
+/// What a plain replay runs after its graph: the outcome into the replay's status slot, and the
+/// graph's word cleared for the next replay.
+__global__ void publish_replay_word(unsigned long long* word, unsigned long long* status) {
+    *status = *word;
+    *word = 0;
+}
+
 }  // namespace
+
+const void* publish_replay_kernel() { return reinterpret_cast<const void*>(&publish_replay_word); }
 
 void register_catalog_launchers() {
     static std::once_flag once;

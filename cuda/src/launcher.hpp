@@ -17,6 +17,10 @@ Launcher launcher_of(LaunchRequest& request);
 /// The launcher of `entry`'s kernel; null for a null entry or one with no CUDA build.
 Launcher launcher_of(const KernelEntry* entry);
 
+/// The kernel a plain replay runs after its graph (`CudaGraph`): it takes the graph's status
+/// word and a replay's status slot, copies the one into the other and clears the word.
+const void* publish_replay_kernel();
+
 /// Enqueues a kernel that spins for `microseconds` on `stream`: how a stream delay is injected.
 int launch_delay(void* stream, std::uint64_t microseconds);
 

@@ -88,6 +88,45 @@ TYPED_TEST(Capture, c14_a_replay_whose_kernel_fails_on_its_data_claims_its_write
     EXPECT_EQ(this->read_bytes(client, output), filled(64, 0));
 }
 
+// C14 across streams: replays of one graph alternate between two streams, each after the one
+// before (an event), failing and clean in turn; each reports its own outcome, never the one
+// before it (a replay's status starts clean whatever the last replay left).
+TYPED_TEST(Capture, c14_replays_alternating_between_streams_each_report_their_own_outcome) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    Handle output = this->allocate(client, 64);
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side) << side.error().report();
+    const StreamId streams[] = {client.default_stream(), *side};
+    this->fill(client, input, 0);
+    ASSERT_TRUE(client.begin_capture(streams[0]));
+    ASSERT_TRUE(client.launch<FailOnNonzero>(LaunchConfig::linear(64), {in(input), out(output)},
+                                             KernelArgs().u64(62), streams[0]));
+    Result<CaptureGraph> graph = client.end_capture(streams[0]);
+    ASSERT_TRUE(graph) << graph.error().report();
+    std::optional<Event> before;
+    for (int round = 0; round < 6; ++round) {
+        const StreamId on = streams[round % 2];
+        const bool fails = round % 3 != 1;  // Failing, clean, failing, failing, clean, failing.
+        if (before) {
+            ASSERT_TRUE(client.wait_event(on, *before));
+        }
+        this->fill(client, input, fails ? 9 : 0, on);
+        ASSERT_TRUE(client.replay(*graph, on));
+        Result<Event> replayed = client.record_event(on);
+        ASSERT_TRUE(replayed) << replayed.error().report();
+        before = *replayed;
+        std::optional<Error> error = this->read_error(client, output);
+        if (fails) {
+            ASSERT_TRUE(error) << "round " << round << " read bytes of a failed replay";
+            EXPECT_EQ(root_code(*error), 62u) << "round " << round << ": " << error->report();
+        } else {
+            EXPECT_FALSE(error) << "round " << round << ": " << error->report();
+        }
+    }
+}
+
 // C14 with C10: a launch refused inside a window is a failed scope; the window is refused when it
 // ends, and what it recorded is claimed with the refusal.
 TYPED_TEST(Capture, c14_a_launch_refused_inside_a_window_dooms_it) {

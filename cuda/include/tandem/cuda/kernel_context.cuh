@@ -173,7 +173,8 @@ public:
     __device__ std::uint64_t thread_index() const {
         const std::uint32_t block_yz = blockIdx.y + gridDim.y * blockIdx.z;
         const std::uint64_t block = std::uint64_t{gridDim.x} * block_yz + blockIdx.x;
-        const std::uint32_t within = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+        const std::uint32_t within =
+            threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
         return block * threads_per_block() + within;
     }
     /// How many threads the launch runs.
