@@ -266,28 +266,81 @@ void CudaDevice::keep_status_words_bounded() {
     }
 }
 
-void CudaDevice::settle_own_work() {
+void CudaDevice::settle_own_work(bool may_unlock) {
+    // The work enqueued before the call: other threads may enqueue more while it waits unlocked.
+    const std::uint64_t before = engine_.pipeline.next_sequence();
+    const auto own = [this, before](const Work& work) {
+        return work.device == index_ && work.sequence < before;
+    };
     const std::uint32_t whole[] = {index_};
-    engine_.resolve_needed({}, [this](const Work& work) { return work.device == index_; }, whole);
-    if (engine_.pipeline.unsettled_on(index_)) {
+    engine_.resolve_needed({}, own, whole, may_unlock);
+    if (!engine_.pipeline.settled_where(own)) {
         (void)engine_.resolve_all();  // Not expected: every work it needed was waited for.
     }
 }
 
-void CudaDevice::settle_for_read(std::span<const ClaimKey> keys) {
-    if (!engine_.pipeline.writes_unsettled(service_, keys)) {
-        return;  // No unsettled work writes a byte of them: their claims are final already.
+void CudaDevice::settle_for_read(std::span<const ClaimKey> keys, bool may_unlock) {
+    // A writer another thread enqueues while this waits unlocked is waited for in the next
+    // round; the last round waits holding the lock, so that no new writer can come.
+    constexpr int rounds = 4;
+    for (int round = 0; engine_.pipeline.writes_unsettled(service_, keys); ++round) {
+        if (round == rounds) {
+            (void)engine_.resolve_all();  // Not expected: every writer it needed was waited for.
+            return;
+        }
+        engine_.resolve_needed(keys, [](const Work&) { return false; }, {},
+                               may_unlock && round + 1 < rounds);
     }
-    engine_.resolve_needed(keys, [](const Work&) { return false; });
-    if (engine_.pipeline.writes_unsettled(service_, keys)) {
-        (void)engine_.resolve_all();  // Not expected: every writer it needed was waited for.
+}
+
+bool CudaDevice::add_fence(StreamId stream_id, std::vector<Fence>& fences) {
+    CudaStream* found = stream_in(streams_, stream_id);
+    if (lost_ || found == nullptr) {
+        return true;  // Nothing to wait for on a stream gone, or on a lost device.
+    }
+    Result<cudaEvent_t> event = take_event();
+    if (!event) {
+        return false;
+    }
+    DeviceGuard guard(ordinal_);
+    if (cudaEventRecord(*event, found->handle) != cudaSuccess) {
+        (void)cudaGetLastError();
+        reuse_event(*event);
+        return false;
+    }
+    fences.push_back(Fence{index_, stream_id, *event, found->delay_steps});
+    return true;
+}
+
+void CudaDevice::add_fences(std::vector<Fence>& fences) {
+    for (const CudaStream& each : streams_) {
+        if (!each.destroyed && !add_fence(each.id, fences)) {
+            synchronize(each.id);  // No fence: waited for here, holding the lock.
+        }
+    }
+}
+
+void CudaDevice::end_fence(const Fence& fence) {
+    if (fence.status != cudaSuccess) {
+        if (sticky(fence.status)) {
+            lose(cuda_error_text(fence.status));  // D1: a sticky error loses the device.
+        } else {
+            cudaGetLastError();
+        }
+    }
+    if (CudaStream* found = stream_in(streams_, fence.stream)) {
+        // The delays enqueued on it before the fence have run out.
+        found->delay_steps -= std::min(found->delay_steps, fence.delay_steps);
+    }
+    if (!lost_) {
+        reuse_event(fence.event);
     }
 }
 
 Result<std::vector<std::byte>> CudaDevice::do_read(const BufferBinding& source) {
     std::lock_guard lock(engine_.mutex);
     const ClaimKey keys[] = {source.claim_key()};
-    settle_for_read(keys);  // Waits for the writers of the bytes and what they need, no more.
+    settle_for_read(keys, true);  // Waits for the writers of the bytes and what they need.
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
     }
@@ -345,7 +398,7 @@ Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor&
     std::lock_guard lock(engine_.mutex);
     const BufferBinding& binding = source.binding();
     const ClaimKey read_keys[] = {binding.claim_key()};
-    settle_for_read(read_keys);
+    settle_for_read(read_keys, true);
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
     }
@@ -550,7 +603,7 @@ Status CudaDevice::do_wait_host(const Event& event) {
     if (Status known = check_event(event, engine_.next_event); !known) {
         return known;
     }
-    engine_.wait_for_event(event);
+    engine_.wait_for_event(event, true);
     memory_.sweep();
     if (std::optional<Error> gone = directory_.lost(event.device)) {
         return Error::device_lost(event.device, "the event's device was lost").caused_by(*gone);
@@ -575,11 +628,13 @@ Status CudaDevice::do_sync_stream(StreamId stream_id) {
     if (Result<CudaStream*> found = stream(stream_id); !found) {
         return found.error();
     }
-    synchronize(stream_id);  // The stream itself, whether or not work of it is unsettled.
+    // The stream itself is waited for, whether or not work of it is unsettled, and the work
+    // enqueued on it before the call settles.
+    const std::uint64_t before = engine_.pipeline.next_sequence();
     const auto on_stream = [&](const Work& work) {
-        return work.device == index_ && work.stream == stream_id;
+        return work.device == index_ && work.stream == stream_id && work.sequence < before;
     };
-    engine_.resolve_needed({}, on_stream);
+    engine_.resolve_needed({}, on_stream, {}, true, std::pair{index_, stream_id});
     if (!engine_.pipeline.settled_where(on_stream)) {
         (void)engine_.resolve_all();  // Not expected: every work it needed was waited for.
     }
@@ -589,15 +644,15 @@ Status CudaDevice::do_sync_stream(StreamId stream_id) {
 
 Status CudaDevice::do_sync() {
     std::lock_guard lock(engine_.mutex);
-    settle_own_work();  // This device, and only what its work needs of the others.
+    settle_own_work(true);  // This device, and only what its work needs of the others.
     memory_.sweep();
     return refuse_if_lost();
 }
 
 Status CudaDevice::do_sync(std::span<const ClaimKey> keys) {
     std::lock_guard lock(engine_.mutex);
-    settle_own_work();
-    settle_for_read(keys);  // A writer of the keys may run on any device.
+    settle_own_work(true);
+    settle_for_read(keys, true);  // A writer of the keys may run on any device.
     memory_.sweep();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;

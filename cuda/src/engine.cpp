@@ -137,7 +137,7 @@ Status CudaEngine::resolve_all() {
     // Every device waited for all its work, so every recorded event is complete. A lost device's
     // never will be, but a wait on one is refused as the device's loss before it is looked up.
     for (const auto& [sequence, state] : events) {
-        devices[state.device]->reuse_event(state.event);
+        give_back_event(state.device, state.event);
     }
     events.clear();
     pipeline.for_each_pending([this](Work& work) { fill_report(static_cast<PendingOp&>(work)); });
@@ -157,26 +157,31 @@ void CudaEngine::settle_known() {
     pipeline.settle_known([this](std::shared_ptr<Work>&& work) { recycle(std::move(work)); });
 }
 
-bool CudaEngine::waits_for(const Work& work) const {
+bool CudaEngine::waits_for(std::span<const std::pair<std::uint32_t, StreamId>> waited,
+                           const Work& work) {
     const std::pair<std::uint32_t, StreamId> on{work.device, work.stream};
-    return std::find(waited_.begin(), waited_.end(), on) != waited_.end();
+    return std::find(waited.begin(), waited.end(), on) != waited.end();
 }
 
 void CudaEngine::wait_for(const Work& work) {
     // Refused or held-back work put nothing on its stream. Work whose report is known is waited
     // for while it is on a stream: a host write is known to land, but the bytes a read copies
     // back must be there.
-    if (!work.refused && work.report != Work::Report::NotRun && !waits_for(work)) {
+    if (!work.refused && work.report != Work::Report::NotRun && !waits_for(waited_, work)) {
         waited_.emplace_back(work.device, work.stream);
     }
 }
 
 void CudaEngine::resolve_needed(std::span<const ClaimKey> reads,
                                 const std::function<bool(const Work&)>& seed,
-                                std::span<const std::uint32_t> whole) {
+                                std::span<const std::uint32_t> whole, bool may_unlock,
+                                std::optional<std::pair<std::uint32_t, StreamId>> stream) {
     waited_.clear();
+    if (stream) {
+        waited_.push_back(*stream);
+    }
     pipeline.for_each_needed(reads, seed, [this](const Work& work) { wait_for(work); });
-    resolve_waited(whole);
+    resolve_waited(whole, std::numeric_limits<std::size_t>::max(), may_unlock);
 }
 
 void CudaEngine::resolve_inputs(const Work& consumer) {
@@ -198,32 +203,74 @@ void CudaEngine::resolve_oldest(std::size_t count) {
     resolve_waited({}, count);
 }
 
-void CudaEngine::resolve_waited(std::span<const std::uint32_t> whole, std::size_t fill_max) {
+void CudaEngine::resolve_waited(std::span<const std::uint32_t> whole, std::size_t fill_max,
+                                bool may_unlock) {
     const auto in_whole = [whole](std::uint32_t device) {
         return std::find(whole.begin(), whole.end(), device) != whole.end();
     };
-    for (std::uint32_t device : whole) {
-        devices[device]->synchronize();
-        devices[device]->fetch_status();
-        retire_events_of(device);
-    }
-    for (const auto& [device, stream] : waited_) {
-        if (!in_whole(device)) {
-            devices[device]->synchronize(stream);
+    // Taken before the wait: without the lock, other threads use the scratch and enqueue more
+    // work on these streams, which this wait does not cover.
+    const std::vector<std::pair<std::uint32_t, StreamId>> waited = waited_;
+    const std::uint64_t before = pipeline.next_sequence();
+    const std::uint64_t events_before = next_event;
+    if (may_unlock && mutex.depth() == 1) {
+        std::vector<Fence> fences;
+        for (std::uint32_t device : whole) {
+            devices[device]->add_fences(fences);
+        }
+        for (const auto& [device, stream] : waited) {
+            if (!in_whole(device) && !devices[device]->add_fence(stream, fences)) {
+                devices[device]->synchronize(stream);  // No fence: waited for here.
+            }
+        }
+        wait_unlocked(fences);
+    } else {
+        for (std::uint32_t device : whole) {
+            devices[device]->synchronize();
+        }
+        for (const auto& [device, stream] : waited) {
+            if (!in_whole(device)) {
+                devices[device]->synchronize(stream);
+            }
         }
     }
-    // The pending work on what was waited for has finished, oldest first up to `fill_max`.
+    for (std::uint32_t device : whole) {
+        retire_events_of(device, events_before);
+    }
+    // The work pending on what was waited for when the wait began has finished, oldest first up
+    // to `fill_max`.
     to_fill_.clear();
     pipeline.for_each_pending([&](Work& work) {
-        if (to_fill_.size() < fill_max && (in_whole(work.device) || waits_for(work))) {
+        if (to_fill_.size() < fill_max && work.sequence < before &&
+            (in_whole(work.device) || waits_for(waited, work))) {
             to_fill_.push_back(static_cast<PendingOp*>(&work));
         }
     });
-    fetch_status_of(to_fill_, whole);
+    fetch_status_of(to_fill_, {});
     for (PendingOp* op : to_fill_) {
         fill_report(*op);
     }
     settle_known();
+}
+
+void CudaEngine::wait_unlocked(std::vector<Fence>& fences) {
+    {
+        detail::EngineMutex::Released released(mutex);
+        for (Fence& fence : fences) {
+            fence.status = cudaEventSynchronize(fence.event);
+        }
+    }
+    for (const Fence& fence : fences) {
+        devices[fence.device]->end_fence(fence);
+    }
+}
+
+void CudaEngine::give_back_event(std::uint32_t device, cudaEvent_t event) {
+    if (unlocked_event_waits_ > 0) {
+        held_back_events_.emplace_back(device, event);
+    } else {
+        devices[device]->reuse_event(event);
+    }
 }
 
 void CudaEngine::fetch_status_of(std::span<PendingOp* const> ops,
@@ -246,10 +293,10 @@ void CudaEngine::fetch_status_of(std::span<PendingOp* const> ops,
     }
 }
 
-void CudaEngine::retire_events_of(std::uint32_t device) {
-    for (auto each = events.begin(); each != events.end();) {
+void CudaEngine::retire_events_of(std::uint32_t device, std::uint64_t before) {
+    for (auto each = events.begin(); each != events.end() && each->first < before;) {
         if (each->second.device == device) {
-            devices[device]->reuse_event(each->second.event);
+            give_back_event(device, each->second.event);
             each = events.erase(each);
         } else {
             ++each;
@@ -257,7 +304,7 @@ void CudaEngine::retire_events_of(std::uint32_t device) {
     }
 }
 
-void CudaEngine::wait_for_event(const Event& event) {
+void CudaEngine::wait_for_event(const Event& event, bool may_unlock) {
     auto recorded = events.find(event.sequence);
     if (recorded == events.end()) {
         settle_known();  // Completed when its device was waited for; settled then, or now.
@@ -266,17 +313,36 @@ void CudaEngine::wait_for_event(const Event& event) {
     const EventState state = recorded->second;
     CudaDevice& device = *devices[state.device];
     if (!device.lost_locked()) {
-        DeviceGuard guard(device.ordinal());
-        const cudaError_t status = cudaEventSynchronize(state.event);
+        cudaError_t status = cudaSuccess;
+        if (may_unlock && mutex.depth() == 1) {
+            // While this waits unlocked, no event goes back for reuse (`give_back_event`): the
+            // event is recorded again only once no one may still wait on its last recording.
+            ++unlocked_event_waits_;
+            {
+                detail::EngineMutex::Released released(mutex);
+                status = cudaEventSynchronize(state.event);
+            }
+            if (--unlocked_event_waits_ == 0) {
+                for (const auto& [owner, held_back] : held_back_events_) {
+                    devices[owner]->reuse_event(held_back);
+                }
+                held_back_events_.clear();
+            }
+        } else {
+            status = cudaEventSynchronize(state.event);
+        }
         if (status != cudaSuccess && sticky(status)) {
             device.lose(cuda_error_text(status));  // D1.
         } else if (status != cudaSuccess) {
             cudaGetLastError();
         }
     }
-    events.erase(recorded);
-    if (!device.lost_locked()) {
-        device.reuse_event(state.event);
+    // Another thread may have retired it meanwhile (and given its CUDA event back).
+    if (recorded = events.find(event.sequence); recorded != events.end()) {
+        events.erase(recorded);
+        if (!device.lost_locked()) {
+            give_back_event(state.device, state.event);
+        }
     }
     // The work enqueued before it on its stream has run.
     to_fill_.clear();
@@ -332,7 +398,7 @@ void CudaEngine::retire_oldest_event() {
             if (status != cudaSuccess) {
                 cudaGetLastError();  // The device's next sync reports a sticky error (D1).
             }
-            device.reuse_event(oldest->second.event);
+            give_back_event(oldest->second.device, oldest->second.event);
         }
         events.erase(oldest);
         wait = false;

@@ -25,6 +25,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -85,6 +86,16 @@ struct PendingOp final : Work {
     void reset();
 };
 
+/// A point on a stream that a wait without the engine's lock waits for: a CUDA event recorded
+/// there, with what the stream's delays counted then.
+struct Fence {
+    std::uint32_t device = 0;
+    StreamId stream;
+    cudaEvent_t event = nullptr;
+    std::uint64_t delay_steps = 0;
+    cudaError_t status = cudaSuccess;  // What waiting for it returned.
+};
+
 /// A stream of a GPU. Its delay steps (microseconds) count what was injected since the device
 /// last synchronised: at most what is still to run.
 struct CudaStream : DeviceStream {
@@ -113,6 +124,15 @@ public:
     void synchronize();
     /// Waits for the stream `id`; a sticky CUDA error loses the device (D1).
     void synchronize(StreamId id);
+    /// Records a fence (a CUDA event) on `stream` for a wait without the engine's lock; false when
+    /// it must be waited for otherwise (an event the runtime refused); true for a stream gone or
+    /// a lost device, which leave nothing to wait for.
+    bool add_fence(StreamId stream, std::vector<Fence>& fences);
+    /// A fence on every stream of the device.
+    void add_fences(std::vector<Fence>& fences);
+    /// What a fence waited for has run: a sticky error loses the device (D1); the delays
+    /// enqueued on its stream before it have run out; its event goes back.
+    void end_fence(const Fence& fence);
     /// Copies the status words of unresolved launches to the host (after `synchronize`).
     void fetch_status();
     /// Copies the status words of the slots issued in [`from`, `to`) to the host, once the
@@ -243,10 +263,14 @@ private:
     /// Keeps the status word a launch is about to take from being one unsettled work still
     /// holds: resolves the oldest work when unsettled work reaches half the slots.
     void keep_status_words_bounded();
-    /// Waits for this device's work and what it needs of other devices, and settles it.
-    void settle_own_work();
+    /// Waits for this device's work enqueued so far and what it needs of other devices, and
+    /// settles it; `may_unlock` at the top of a call (a sync), to wait with the engine's lock let
+    /// go (`CudaEngine::resolve_waited`).
+    void settle_own_work(bool may_unlock = false);
     /// Waits for the writers of `keys` (on any device) and what they need, and settles them.
-    void settle_for_read(std::span<const ClaimKey> keys);
+    /// `may_unlock` at the top of a call (a read, a sync): writers other threads enqueue while it
+    /// waits unlocked are waited for too, so the bytes are final when it returns.
+    void settle_for_read(std::span<const ClaimKey> keys, bool may_unlock = false);
 };
 
 class CudaEngine final {
@@ -262,10 +286,12 @@ public:
     /// Learns the outcome of the work that must settle before the allocations of `reads` are
     /// final, or before the work `seed` picks can settle (`SettlePipeline::for_each_needed`):
     /// waits for the streams that hold it, and no other, then settles what can be. Whole
-    /// devices listed in `whole` are waited for too.
+    /// devices listed in `whole`, and `stream` (a device and a stream), are waited for too.
+    /// `may_unlock`: see `resolve_waited`.
     void resolve_needed(std::span<const ClaimKey> reads,
                         const std::function<bool(const Work&)>& seed,
-                        std::span<const std::uint32_t> whole = {});
+                        std::span<const std::uint32_t> whole = {}, bool may_unlock = false,
+                        std::optional<std::pair<std::uint32_t, StreamId>> stream = std::nullopt);
     /// `resolve_needed` for the inputs of `consumer`.
     void resolve_inputs(const Work& consumer);
     /// Learns the outcome of the `count` oldest unsettled works and settles what can be: what a
@@ -275,7 +301,7 @@ public:
     CudaOptions options;
     std::uint64_t runtime_id;
     std::vector<std::shared_ptr<CudaDevice>> devices;
-    std::recursive_mutex mutex;
+    detail::EngineMutex mutex;
     /// Draws injected faults by probability: one seed, so a faulty run replays exactly.
     std::mt19937_64 rng;
     /// The devices as the pipeline reaches them.
@@ -299,7 +325,7 @@ public:
     void retire_oldest_event();
     /// Blocks until `event` (of this runtime, checked) completes, then learns the outcome of the
     /// work enqueued before it on its stream and settles what can be.
-    void wait_for_event(const Event& event);
+    void wait_for_event(const Event& event, bool may_unlock = false);
     /// Whether `event` has completed; a sticky error loses its device (D1).
     bool event_complete(const Event& event);
     std::uint64_t next_event = 1;
@@ -311,19 +337,33 @@ private:
     /// Settles what can be, recycling settled ops no one else holds.
     void settle_known();
     /// Waits for the streams in `waited_`, and the whole devices of `whole`; fills in the reports
-    /// of the pending work on them, and settles what can be.
+    /// of the work that was pending on them when it began, and settles what can be. With
+    /// `may_unlock`, where this thread holds the engine's lock once (the top of a read, a sync, a
+    /// host wait), it records a fence on each stream and waits for the fences with the lock let
+    /// go: another thread's enqueues and waits, on this GPU or another, do not queue behind a
+    /// wait for the GPU. Nested in another call (a launch learning its producers) it waits
+    /// holding the lock, since the call around it holds state of its own.
     void resolve_waited(std::span<const std::uint32_t> whole,
-                        std::size_t fill_max = std::numeric_limits<std::size_t>::max());
+                        std::size_t fill_max = std::numeric_limits<std::size_t>::max(),
+                        bool may_unlock = false);
+    /// Waits for `fences` with the engine's lock let go, then ends each.
+    void wait_unlocked(std::vector<Fence>& fences);
+    /// Gives `event` of `device` back for reuse, or holds it back while a host wait without the
+    /// lock may still be about to wait on an event: reused and recorded again meanwhile, it
+    /// would make that wait wait for later work.
+    void give_back_event(std::uint32_t device, cudaEvent_t event);
     /// Copies the status words of `ops` (on devices not in `whole`) to the host.
     void fetch_status_of(std::span<PendingOp* const> ops, std::span<const std::uint32_t> whole);
-    /// Whether `work`'s stream is among those `resolve_waited` waits for (`waited_`).
-    [[nodiscard]] bool waits_for(const Work& work) const;
+    /// Whether `work`'s stream is among `waited`.
+    [[nodiscard]] static bool waits_for(std::span<const std::pair<std::uint32_t, StreamId>> waited,
+                                        const Work& work);
     /// Adds `work`'s stream to `waited_` when the work put something on it.
     void wait_for(const Work& work);
     /// Keeps a settled op for `new_op` when no one else holds it.
     void recycle(std::shared_ptr<Work>&& work);
     /// Forgets the events of `device`, which completed when the whole device was waited for.
-    void retire_events_of(std::uint32_t device);
+    /// Only those recorded before `next_event` was `before`.
+    void retire_events_of(std::uint32_t device, std::uint64_t before);
 
     /// Scratch of `resolve_needed`: the (device, stream) pairs to wait for.
     std::vector<std::pair<std::uint32_t, StreamId>> waited_;
@@ -331,6 +371,10 @@ private:
     std::vector<ClaimKey> input_keys_;
     /// Scratch of `resolve_waited`: the pending ops whose reports it fills in.
     std::vector<PendingOp*> to_fill_;
+
+    /// Host waits for an event in progress without the lock, and the events held back meanwhile.
+    int unlocked_event_waits_ = 0;
+    std::vector<std::pair<std::uint32_t, cudaEvent_t>> held_back_events_;
 
     /// Settled ops no one else holds, kept for `new_op`.
     std::vector<std::shared_ptr<PendingOp>> spare_ops_;

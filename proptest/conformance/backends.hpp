@@ -35,6 +35,9 @@ struct ReferenceBackend {
     static constexpr bool runs_at_enqueue = true;
     /// A stream costs a few bytes: a test may create `Server::max_streams` of them.
     static constexpr bool cheap_streams = true;
+    /// Whether a host thread blocked waiting for the device leaves the runtime to other threads
+    /// meanwhile. Not here: nothing is ever left to wait for.
+    static constexpr bool waits_apart = false;
     static std::uint32_t devices_available() { return reference::ReferenceOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = reference::ReferenceRuntime::create(
@@ -51,6 +54,9 @@ struct SimBackend {
     static constexpr const char* name = "sim";
     static constexpr bool runs_at_enqueue = false;
     static constexpr bool cheap_streams = true;
+    /// The deterministic scheduler runs the work on the thread that waits for it, under the
+    /// engine's lock: one thread's wait runs every stream, the other threads' work with it.
+    static constexpr bool waits_apart = false;
     static std::uint32_t devices_available() { return sim::SimOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = sim::SimRuntime::create(
@@ -69,6 +75,8 @@ struct CudaBackend {
     static constexpr bool runs_at_enqueue = false;
     /// A stream is a CUDA stream: the driver's resources, not a test's to exhaust.
     static constexpr bool cheap_streams = false;
+    /// A read, a sync or a host wait waits for the GPU with the engine's lock let go.
+    static constexpr bool waits_apart = true;
     static std::uint32_t devices_available() {
         const cuda::GpuReport gpus = cuda::probe_gpus();
         return gpus.problem.empty() ? static_cast<std::uint32_t>(gpus.names.size()) : 0;

@@ -6,6 +6,8 @@
 
 #include "support.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <future>
 #include <sstream>
 #include <thread>
@@ -110,6 +112,41 @@ TYPED_TEST(Threads, threads_on_devices_of_their_own_each_see_their_own_outcomes)
         }
         return TestFixture::program(client, *stream, thread);
     });
+}
+
+// A thread blocked waiting for an event behind a held-back stream leaves the runtime to the
+// others: another thread's launch and read on another stream return while it still waits, where
+// a backend waits apart from its lock at all.
+TYPED_TEST(Threads, a_thread_waiting_for_held_back_work_does_not_hold_back_another_threads_read) {
+    if (!TypeParam::waits_apart) {
+        GTEST_SKIP() << "on " << TypeParam::name << " a wait runs the work it waits for";
+    }
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle slow = this->allocate(client, 64);
+    Handle quick = this->allocate(client, 64);
+    this->fill(client, quick, 0);  // The kernel is loaded before the stream is held back.
+    ASSERT_TRUE(client.sync());
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side) << side.error().report();
+    constexpr std::uint64_t held_back_steps = 400'000;
+    ASSERT_TRUE(client.inject(StreamDelay{*side, held_back_steps}));
+    this->fill(client, slow, 1, *side);
+    Result<Event> behind = client.record_event(*side);
+    ASSERT_TRUE(behind) << behind.error().report();
+    std::atomic<bool> waited{false};
+    std::thread waiter([&] {
+        EXPECT_TRUE(client.wait(*behind));
+        waited = true;
+    });
+    // Long enough for the waiter to be blocked in its wait; it stays there for the held-back
+    // steps, whether or not it got there first.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    this->fill(client, quick, 7);
+    EXPECT_EQ(this->read_bytes(client, quick), filled(64, 7));
+    EXPECT_FALSE(waited.load()) << "the read waited for another thread's wait to end";
+    waiter.join();
+    EXPECT_EQ(this->read_bytes(client, slow), filled(64, 1));
 }
 
 // One thread fills and fails shared memory of device 0 and hands the event after it to a thread

@@ -127,7 +127,7 @@ public:
     std::uint64_t trace_hash = 0xcbf29ce484222325ULL;
     std::uint64_t steps = 0;
     /// Serialises all scheduling state in threads mode; uncontended in deterministic mode.
-    std::recursive_mutex mutex;
+    detail::EngineMutex mutex;
     std::condition_variable_any changed;
 
     struct EventState {

@@ -80,7 +80,7 @@ public:
     ReferenceOptions options;
     std::uint64_t runtime_id;
     std::mt19937_64 rng;
-    std::recursive_mutex mutex;
+    detail::EngineMutex mutex;
     std::vector<std::shared_ptr<ReferenceDevice>> devices;
     /// The devices as the pipeline reaches them.
     LocalDirectory directory{runtime_id};

@@ -7,6 +7,7 @@
 // serialises a device's state.
 
 #include "tandem/core/claim_store.hpp"
+#include "tandem/core/detail/engine_mutex.hpp"
 #include "tandem/core/device_directory.hpp"
 #include "tandem/core/device_stream.hpp"
 #include "tandem/core/fault_plan.hpp"
@@ -89,7 +90,7 @@ protected:
 protected:
     /// `directory` reaches the runtime's devices (this one too); `engine_mutex` serialises the
     /// backend's state.
-    DeviceServer(ServiceId service, std::recursive_mutex& engine_mutex,
+    DeviceServer(ServiceId service, detail::EngineMutex& engine_mutex,
                  const DeviceDirectory& directory)
         : service_(service), claims_(service), directory_(directory), engine_mutex_(engine_mutex) {}
 
@@ -201,7 +202,7 @@ private:
     /// thread, under any other lock.
     mutable std::mutex adopted_mutex_;
     std::map<std::uint64_t, std::uint64_t> adopted_;
-    std::recursive_mutex& engine_mutex_;
+    detail::EngineMutex& engine_mutex_;
     /// `lost_` is set, readable without the lock.
     std::atomic<bool> lost_flag_{false};
     std::atomic<std::uint64_t> stream_count_{0};

@@ -129,8 +129,10 @@ private:
 };
 
 /// `Params` is `LaunchParams` (or the smaller `CompactLaunchParams` when the launch fits it), or
-/// `TensorLaunchParams` for kernels that read tensor maps.
-template <typename Params>
+/// `TensorLaunchParams` for kernels that read tensor maps. `Linear`: the launch has one dimension
+/// (its grid and blocks are all in x), which the host knows when it enqueues it; its indices are
+/// then one multiply-add, as a hand-written kernel computes them.
+template <typename Params, bool Linear = false>
 class CudaKernelContext {
 public:
     /// The context of a plain graph node: its status word and id are its block's, and it has no
@@ -171,6 +173,9 @@ public:
 
     /// The running thread's index across the grid, from 0 to `thread_count() - 1`.
     __device__ std::uint64_t thread_index() const {
+        if constexpr (Linear) {
+            return std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+        }
         const std::uint32_t block_yz = blockIdx.y + gridDim.y * blockIdx.z;
         const std::uint64_t block = std::uint64_t{gridDim.x} * block_yz + blockIdx.x;
         const std::uint32_t within =
@@ -179,6 +184,9 @@ public:
     }
     /// How many threads the launch runs.
     __device__ std::uint64_t thread_count() const {
+        if constexpr (Linear) {
+            return std::uint64_t{gridDim.x} * blockDim.x;
+        }
         return std::uint64_t{gridDim.x} * (gridDim.y * gridDim.z) * threads_per_block();
     }
     /// How many threads each block runs (at most 1024).

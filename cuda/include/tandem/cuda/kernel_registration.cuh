@@ -45,10 +45,10 @@ __global__ void run_launch(const __grid_constant__ Params params) {
 }
 
 /// The wrapper of a plain graph node (`plain_node`): no producer, ticket or injected fault to
-/// check, so the kernel runs at once.
-template <typename Kernel>
+/// check, so the kernel runs at once. `Linear` for a launch of one dimension.
+template <typename Kernel, bool Linear>
 __global__ void run_plain_node(const __grid_constant__ CompactLaunchParams params) {
-    CudaKernelContext context(params, plain_node);
+    CudaKernelContext<CompactLaunchParams, Linear> context(params, plain_node);
     Kernel{}(context);
 }
 
@@ -81,8 +81,11 @@ int launch_with(const LaunchConfig& config, void* stream, const Params& params,
 template <typename Kernel>
 int launch_plain_node(const LaunchConfig& config, void* stream,
                       const CompactLaunchParams& params) {
-    return launch_wrapper(reinterpret_cast<const void*>(&run_plain_node<Kernel>), config, stream,
-                          params, 0);
+    const bool linear = config.grid.y == 1 && config.grid.z == 1 && config.block.y == 1 &&
+                        config.block.z == 1;
+    const void* wrapper = linear ? reinterpret_cast<const void*>(&run_plain_node<Kernel, true>)
+                                 : reinterpret_cast<const void*>(&run_plain_node<Kernel, false>);
+    return launch_wrapper(wrapper, config, stream, params, 0);
 }
 
 /// Enqueues one launch of `Kernel` (a `Launcher`): with the whole block if it reads tensor maps,
