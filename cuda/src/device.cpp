@@ -288,8 +288,8 @@ void CudaDevice::settle_for_read(std::span<const ClaimKey> keys, bool may_unlock
             (void)engine_.resolve_all();  // Not expected: every writer it needed was waited for.
             return;
         }
-        engine_.resolve_needed(keys, [](const Work&) { return false; }, {},
-                               may_unlock && round + 1 < rounds);
+        engine_.resolve_needed(
+            keys, [](const Work&) { return false; }, {}, may_unlock && round + 1 < rounds);
     }
 }
 
@@ -571,8 +571,8 @@ Status CudaDevice::do_check_adopted(const AdoptedMemory& memory) {
         cudaGetLastError();
         return Error::invalid_argument("the adopted pointer is not memory CUDA knows");
     }
-    const bool on_device = attributes.type == cudaMemoryTypeDevice ||
-                           attributes.type == cudaMemoryTypeManaged;
+    const bool on_device =
+        attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
     if (!on_device || attributes.device != ordinal_) {
         return Error::invalid_argument("the adopted pointer is not device memory of GPU " +
                                        std::to_string(ordinal_) + " (" + to_string(service_) + ")");

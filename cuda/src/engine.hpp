@@ -25,9 +25,9 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <unordered_map>

@@ -41,13 +41,12 @@ protected:
                 continue;
             }
             const auto value = static_cast<std::uint8_t>(thread * 16 + round);
-            const bool enqueued =
-                client.launch("fill", LaunchConfig::linear(64), {out(*good)},
-                              KernelArgs().u64(value), stream) &&
-                client.launch("fail", LaunchConfig::linear(1), {out(*bad)},
-                              KernelArgs().u64(code), stream) &&
-                client.launch("copy", LaunchConfig::linear(64), {in(*bad), out(*copied)},
-                              KernelArgs(), stream);
+            const bool enqueued = client.launch("fill", LaunchConfig::linear(64), {out(*good)},
+                                                KernelArgs().u64(value), stream) &&
+                                  client.launch("fail", LaunchConfig::linear(1), {out(*bad)},
+                                                KernelArgs().u64(code), stream) &&
+                                  client.launch("copy", LaunchConfig::linear(64),
+                                                {in(*bad), out(*copied)}, KernelArgs(), stream);
             if (!enqueued) {
                 note(round, "a launch was refused");
                 continue;
@@ -60,9 +59,9 @@ protected:
             for (const Handle* claimed : {&*bad, &*copied}) {
                 std::optional<Error> error = Threads::read_error(client, *claimed);
                 if (!error || root_code(*error) != code) {
-                    note(round, error ? "a claimed buffer failed on another root: " +
-                                            error->report()
-                                      : "a claimed buffer read");
+                    note(round, error
+                                    ? "a claimed buffer failed on another root: " + error->report()
+                                    : "a claimed buffer read");
                 }
             }
         }
