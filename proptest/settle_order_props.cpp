@@ -4,9 +4,10 @@
 // Oracle: the same program settled in enqueue order once every outcome is known. A program is
 // up to 24 works over four allocations, each reading and writing random ranges and ending in a
 // random outcome; the outcomes are then learned in a random order. After learning only what
-// `for_each_needed` names for a random read, that read's bytes have no unsettled writer and read
-// as they do in the oracle; after learning everything, every byte does, with the same root
-// failure and the same skipped work on its way.
+// `for_each_needed` names for a random read and a random set of works it is seeded with (what a
+// sync of one device picks), that read's bytes have no unsettled writer and read as they do in
+// the oracle, and every seeded work is settled; after learning everything, every byte does, with
+// the same root failure and the same skipped work on its way.
 
 #include "../core/tests/one_device.hpp"
 #include "tandem/core/claim_store.hpp"
@@ -155,6 +156,8 @@ RC_GTEST_PROP(SettleOrder, out_of_order_settlement_gives_the_claims_of_enqueue_o
     const auto count = *rc::gen::inRange<std::size_t>(1, 25);
     const auto program = *rc::gen::container<std::vector<WorkSpec>>(count, gen_work());
     const RangeSpec read = *gen_range();
+    // The works a sync picks itself (a device's, say); the read's needs come on top of them.
+    const auto seeded = *rc::gen::container<std::vector<bool>>(count, rc::gen::arbitrary<bool>());
     // The order outcomes are learned in: the works sorted by a random rank each.
     const auto ranks = *rc::gen::container<std::vector<std::uint32_t>>(
         count, rc::gen::inRange<std::uint32_t>(0, 1000));
@@ -173,17 +176,20 @@ RC_GTEST_PROP(SettleOrder, out_of_order_settlement_gives_the_claims_of_enqueue_o
     RC_ASSERT(oracle.pipeline.empty());
 
     Run run(program);
-    // Learn only what the read needs: its bytes are then final.
+    // Learn only what the read and the seeded works need: the read's bytes are then final, and
+    // every seeded work settles.
     const ClaimKey read_keys[] = {run.key(read)};
+    const auto index_of = [](const Work& work) { return std::stoul(work.label.substr(1)); };
+    const auto seed = [&](const Work& work) { return static_cast<bool>(seeded[index_of(work)]); };
     std::vector<std::size_t> needed;
-    run.pipeline.for_each_needed(read_keys, [](const Work&) { return false; }, [&](Work& work) {
-        needed.push_back(std::stoul(work.label.substr(1)));
-    });
+    run.pipeline.for_each_needed(read_keys, seed,
+                                 [&](Work& work) { needed.push_back(index_of(work)); });
     for (std::size_t index : needed) {
         run.learn(index, program[index]);
     }
     run.pipeline.settle_known();
     RC_ASSERT(!run.pipeline.writes_unsettled(device0, read_keys));
+    RC_ASSERT(run.pipeline.settled_where(seed));
     for (std::uint64_t at = read.begin; at < read.end; ++at) {
         RC_ASSERT(run.byte(read.allocation, at) == oracle.byte(read.allocation, at));
     }

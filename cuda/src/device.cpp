@@ -308,15 +308,17 @@ bool CudaDevice::add_fence(StreamId stream_id, std::vector<Fence>& fences) {
         reuse_event(*event);
         return false;
     }
-    fences.push_back(Fence{index_, stream_id, *event, found->delay_steps});
+    fences.push_back(Fence{index_, ordinal_, stream_id, *event, {found->delay_steps}});
     return true;
 }
 
 void CudaDevice::add_fences(std::vector<Fence>& fences) {
+    if (lost_) {
+        return;
+    }
+    Fence& whole = fences.emplace_back(Fence{index_, ordinal_, StreamId{}, nullptr, {}});
     for (const CudaStream& each : streams_) {
-        if (!each.destroyed && !add_fence(each.id, fences)) {
-            synchronize(each.id);  // No fence: waited for here, holding the lock.
-        }
+        whole.delay_steps.push_back(each.delay_steps);
     }
 }
 
@@ -328,9 +330,18 @@ void CudaDevice::end_fence(const Fence& fence) {
             cudaGetLastError();
         }
     }
+    // The delays enqueued before the fence have run out.
+    const auto ran_out = [](CudaStream& stream, std::uint64_t steps) {
+        stream.delay_steps -= std::min(stream.delay_steps, steps);
+    };
+    if (fence.event == nullptr) {
+        for (std::size_t index = 0; index < fence.delay_steps.size(); ++index) {
+            ran_out(streams_[index], fence.delay_steps[index]);
+        }
+        return;
+    }
     if (CudaStream* found = stream_in(streams_, fence.stream)) {
-        // The delays enqueued on it before the fence have run out.
-        found->delay_steps -= std::min(found->delay_steps, fence.delay_steps);
+        ran_out(*found, fence.delay_steps.front());
     }
     if (!lost_) {
         reuse_event(fence.event);

@@ -257,7 +257,12 @@ void CudaEngine::wait_unlocked(std::vector<Fence>& fences) {
     {
         detail::EngineMutex::Released released(mutex);
         for (Fence& fence : fences) {
-            fence.status = cudaEventSynchronize(fence.event);
+            if (fence.event != nullptr) {
+                fence.status = cudaEventSynchronize(fence.event);
+            } else {
+                DeviceGuard guard(fence.ordinal);  // The calling thread's own current device.
+                fence.status = cudaDeviceSynchronize();
+            }
         }
     }
     for (const Fence& fence : fences) {

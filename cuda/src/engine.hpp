@@ -86,13 +86,16 @@ struct PendingOp final : Work {
     void reset();
 };
 
-/// A point on a stream that a wait without the engine's lock waits for: a CUDA event recorded
-/// there, with what the stream's delays counted then.
+/// What a wait without the engine's lock waits for: a CUDA event recorded on a stream, or (with
+/// no event) a whole GPU, with what the streams' delays counted then.
 struct Fence {
     std::uint32_t device = 0;
+    /// The GPU, for a whole-GPU fence (its ordinal never changes).
+    int ordinal = 0;
     StreamId stream;
     cudaEvent_t event = nullptr;
-    std::uint64_t delay_steps = 0;
+    /// The stream's delay steps; for a whole GPU, each stream's, in order.
+    std::vector<std::uint64_t> delay_steps;
     cudaError_t status = cudaSuccess;  // What waiting for it returned.
 };
 
@@ -128,7 +131,8 @@ public:
     /// it must be waited for otherwise (an event the runtime refused); true for a stream gone or
     /// a lost device, which leave nothing to wait for.
     bool add_fence(StreamId stream, std::vector<Fence>& fences);
-    /// A fence on every stream of the device.
+    /// A fence on the whole device: waited for with `cudaDeviceSynchronize` (one call, however
+    /// many streams), which may also wait for work other threads enqueue meanwhile.
     void add_fences(std::vector<Fence>& fences);
     /// What a fence waited for has run: a sticky error loses the device (D1); the delays
     /// enqueued on its stream before it have run out; its event goes back.

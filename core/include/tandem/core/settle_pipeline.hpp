@@ -268,6 +268,8 @@ private:
     std::size_t unsettled_ = 0;
     /// Scratch of `settle_known` and `for_each_needed`, kept for its storage.
     detail::Footprint footprint_;
+    /// Scratch of `for_each_needed`: the works picked so far, newest first.
+    std::vector<const Work*> picked_;
     /// The unsettled work writing each allocation, by `MemoryId`.
     detail::IdTable<Writers> writers_;
     std::vector<std::size_t> unsettled_per_device_;
@@ -372,10 +374,28 @@ template <typename Seed, typename Visit>
 void SettlePipeline::for_each_needed(std::span<const ClaimKey> reads, Seed&& seed, Visit&& visit) {
     footprint_.clear();
     footprint_.add_reads(reads);
+    // The footprint is asked only about work the seed does not pick, so the works picked are
+    // added to it only once such work comes: a sync of one device's work, all seeded, builds
+    // none. `picked_[0, added)` are in it.
+    picked_.clear();
+    std::size_t added = 0;
     for (std::size_t index = count_; index-- > 0;) {
         const std::shared_ptr<Work>& slot = ring_[(head_ + index) & (ring_.size() - 1)];
-        if (slot && (seed(*slot) || footprint_.conflicts(*slot))) {
+        if (!slot) {
+            continue;
+        }
+        if (seed(*slot)) {
+            picked_.push_back(slot.get());
+            visit(*slot);
+            continue;
+        }
+        for (; added < picked_.size(); ++added) {
+            footprint_.add(*picked_[added]);
+        }
+        if (footprint_.conflicts(*slot)) {
             footprint_.add(*slot);
+            picked_.push_back(slot.get());
+            ++added;
             visit(*slot);
         }
     }
