@@ -138,17 +138,19 @@ CudaGraph::~CudaGraph() {
     cudaFree(word_);
 }
 
-cudaError_t CudaGraph::launch_plain(cudaStream_t stream, unsigned long long* status) {
+cudaError_t CudaGraph::launch_plain(cudaStream_t stream, unsigned long long* status,
+                                    unsigned long long* host_status) {
     cudaError_t result = cudaGraphLaunch(plain_exec_, stream);
     if (result == cudaSuccess) {
-        void* arguments[] = {&word_, &status};
+        void* arguments[] = {&word_, &status, &host_status};
         result = cudaLaunchKernel(publish_replay_kernel(), dim3(1), dim3(1), arguments, 0, stream);
     }
     return result;
 }
 
 cudaError_t CudaGraph::launch(cudaStream_t stream, cudaStream_t previous,
-                              unsigned long long* status, std::uint32_t launch_id,
+                              unsigned long long* status, unsigned long long* host_status,
+                              std::uint32_t launch_id,
                               std::span<const std::uint32_t> injected_codes) {
     cudaError_t result = cudaSuccess;
     if (previous != nullptr) {
@@ -159,7 +161,7 @@ cudaError_t CudaGraph::launch(cudaStream_t stream, cudaStream_t previous,
         }
     }
     if (result == cudaSuccess && plain(injected_codes)) {
-        result = launch_plain(stream, status);
+        result = launch_plain(stream, status, host_status);
     } else if (result == cudaSuccess) {
         result = launch_ticketed(stream, status, launch_id, injected_codes);
     }

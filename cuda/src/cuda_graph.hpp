@@ -94,8 +94,11 @@ public:
     /// injected code per node) and launches the ticket graph; otherwise launches the plain graph
     /// and then the copy of its word into `status` (the replay then reports under `plain_id`).
     /// Returns the CUDA error of the first call that failed, or cudaSuccess.
+    /// A plain replay also writes the word into `host_status` (the slot's host copy, as the GPU
+    /// reaches it), unless it is null; the ticket graph does not.
     cudaError_t launch(cudaStream_t stream, cudaStream_t previous, unsigned long long* status,
-                       std::uint32_t launch_id, std::span<const std::uint32_t> injected_codes);
+                       unsigned long long* host_status, std::uint32_t launch_id,
+                       std::span<const std::uint32_t> injected_codes);
     /// Notes that the graph was just replayed on `stream`.
     void replayed_on(StreamId stream) { last_stream_ = stream; }
 
@@ -104,7 +107,8 @@ private:
 
     /// Enqueues the plain graph on `stream`, then the kernel that copies its word into `status`
     /// and clears it.
-    cudaError_t launch_plain(cudaStream_t stream, unsigned long long* status);
+    cudaError_t launch_plain(cudaStream_t stream, unsigned long long* status,
+                             unsigned long long* host_status);
     /// Writes the ticket and enqueues the ticket graph on `stream`.
     cudaError_t launch_ticketed(cudaStream_t stream, unsigned long long* status,
                                 std::uint32_t launch_id,

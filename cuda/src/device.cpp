@@ -40,6 +40,14 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
         lose("cannot allocate the launch status words: " + cuda_error_text(status));
     } else {
         std::fill_n(status_host_, status_slots, 0ULL);
+        // Where kernels reach the host copy (pinned memory is mapped); none, and every word is
+        // fetched, where the driver does not map it.
+        void* mapped = nullptr;
+        if (cudaHostGetDevicePointer(&mapped, status_host_, 0) == cudaSuccess) {
+            status_host_mapped_ = static_cast<unsigned long long*>(mapped);
+        } else {
+            (void)cudaGetLastError();
+        }
     }
     memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
 }

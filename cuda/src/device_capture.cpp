@@ -117,12 +117,17 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
         }
     }
     DeviceGuard guard(ordinal_);
+    // A plain replay writes its word into the host's copy too: resolving it then copies nothing.
+    const bool plain = CudaGraph::plain(injected_codes);
+    unsigned long long* host =
+        plain && status_host_mapped_ != nullptr ? status_host_mapped_ + op.slot : nullptr;
     const cudaError_t status = native.launch(target.handle, previous, status_device_ + op.slot,
-                                             op.launch_id, injected_codes);
+                                             host, op.launch_id, injected_codes);
     if (status != cudaSuccess) {
         op.refused = refusal_of(op.label, status);
     } else {
         op.has_status_word = true;
+        op.word_on_host = host != nullptr;
         native.replayed_on(target.id);
     }
 }

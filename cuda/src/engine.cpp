@@ -90,6 +90,7 @@ void PendingOp::reset() {
     held.clear();
     keep_alive.reset();
     has_status_word = false;
+    word_on_host = false;
     slot = 0;
     launch_id = 0;
 }
@@ -289,7 +290,7 @@ void CudaEngine::fetch_status_of(std::span<PendingOp* const> ops,
         std::uint64_t from = std::numeric_limits<std::uint64_t>::max();
         std::uint64_t to = 0;
         for (const PendingOp* op : ops) {
-            if (op->device == device && op->has_status_word) {
+            if (op->device == device && op->has_status_word && !op->word_on_host) {
                 from = std::min(from, op->issued);
                 to = std::max(to, op->issued + 1);
             }

@@ -77,6 +77,8 @@ struct PendingOp final : Work {
     /// The device's count of slots handed out when this one was: `slot` before it wrapped.
     std::uint64_t issued = 0;
     std::uint32_t launch_id = 0;
+    /// The GPU also wrote the word into the host's copy (a plain replay): nothing to fetch.
+    bool word_on_host = false;
 
     void on_settled() override {
         held.clear();
@@ -244,6 +246,8 @@ private:
     MemoryManager memory_;
     unsigned long long* status_device_ = nullptr;
     unsigned long long* status_host_ = nullptr;  // Pinned; `status_slots` words.
+    /// `status_host_` as kernels reach it, or null.
+    unsigned long long* status_host_mapped_ = nullptr;
     std::uint64_t next_slot_ = 0;
     std::uint32_t next_launch_id_ = 1;
     /// The parameter block of the launch being enqueued (the engine's lock guards it), kept

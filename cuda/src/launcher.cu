@@ -21,10 +21,16 @@ __global__ void spin(std::uint64_t microseconds) {
     }
 }
 
-/// What a plain replay runs after its graph: the outcome into the replay's status slot, and the
-/// graph's word cleared for the next replay.
-__global__ void publish_replay_word(unsigned long long* word, unsigned long long* status) {
-    *status = *word;
+/// What a plain replay runs after its graph: the outcome into the replay's status slot (and into
+/// the host's copy of it, when `host` is not null), and the graph's word cleared for the next
+/// replay.
+__global__ void publish_replay_word(unsigned long long* word, unsigned long long* status,
+                                    unsigned long long* host) {
+    const unsigned long long outcome = *word;
+    *status = outcome;
+    if (host != nullptr) {
+        *host = outcome;
+    }
     *word = 0;
 }
 

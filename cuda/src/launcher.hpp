@@ -18,7 +18,8 @@ Launcher launcher_of(LaunchRequest& request);
 Launcher launcher_of(const KernelEntry* entry);
 
 /// The kernel a plain replay runs after its graph (`CudaGraph`): it takes the graph's status
-/// word and a replay's status slot, copies the one into the other and clears the word.
+/// word, a replay's status slot and that slot's host copy (or null), copies the word into both
+/// and clears it.
 const void* publish_replay_kernel();
 
 /// Enqueues a kernel that spins for `microseconds` on `stream`: how a stream delay is injected.
