@@ -318,21 +318,27 @@ void Engine::resume(SimDevice& device, SimStream& stream,
     }
 }
 
-void Engine::check_state() const {
+void Engine::check_state() {
     // The books cost what they hold to walk: each is checked every step while it is small, and
-    // every `sparse_every` steps once it is not, so that a program with many pending works or
-    // many failures pays a walk of them now and then, not every step.
-    constexpr std::size_t checked_max = 64;
-    constexpr std::uint64_t sparse_every = 1024;
-    const bool sparse_step = steps % sparse_every == 0;
-    std::optional<std::string> broken = pipeline.size() <= checked_max || sparse_step
-                                            ? pipeline.check_invariants()
-                                            : std::nullopt;
-    for (const auto& device : devices) {
-        const ClaimStore& claims = device->claims();
-        const bool small = claims.failure_count() <= checked_max &&
-                           claims.claimed_allocation_count() <= checked_max;
-        if (!broken && (small || sparse_step)) {
+    // once it is not, after as many steps as it holds entries (at least `sparse_every`), so that
+    // a walk costs a step about one entry's check whatever the size of the program.
+    static constexpr std::size_t checked_max = 64;
+    static constexpr std::uint64_t sparse_every = 1024;
+    const auto due = [this](std::size_t size, std::uint64_t& checked_at) {
+        if (size > checked_max &&
+            steps - checked_at < std::max<std::uint64_t>(sparse_every, size)) {
+            return false;
+        }
+        checked_at = steps;
+        return true;
+    };
+    std::optional<std::string> broken =
+        due(pipeline.size(), pipeline_checked_at_) ? pipeline.check_invariants() : std::nullopt;
+    claims_checked_at_.resize(devices.size(), 0);
+    for (std::size_t index = 0; index < devices.size() && !broken; ++index) {
+        const ClaimStore& claims = devices[index]->claims();
+        if (due(claims.failure_count() + claims.claimed_allocation_count(),
+                claims_checked_at_[index])) {
             broken = claims.check_invariants();
         }
     }
