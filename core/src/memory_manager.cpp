@@ -291,15 +291,12 @@ std::size_t MemoryManager::sweep_locked() {
 
 std::optional<AllocationInfo> MemoryManager::find_address(std::uint64_t address) const {
     std::lock_guard guard(lock_);
-    auto after = by_address_.upper_bound(address);
-    if (after == by_address_.begin()) {
-        return std::nullopt;
+    for (const auto& [start, info] : by_address_) {
+        if (address >= start && address - start < info.size_bytes) {
+            return info;
+        }
     }
-    const AllocationInfo& info = std::prev(after)->second;
-    if (address - info.address >= info.size_bytes) {
-        return std::nullopt;
-    }
-    return info;
+    return std::nullopt;
 }
 
 MemoryUsage MemoryManager::usage() const {
