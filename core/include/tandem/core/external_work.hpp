@@ -53,6 +53,7 @@ struct ExternalCallables {
 /// outlives the call it was made in.
 class ExternalRef {
 public:
+    /// No external work.
     ExternalRef() = default;
     /// Makes this a view of `callables`, which must outlive every use of the view itself (copies
     /// and moves of it make their own copy of the callables).
@@ -60,15 +61,22 @@ public:
         owned_.reset();
         callables_ = &callables;
     }
+    /// Shares `other`'s shared copy, or makes one of the callables `other` views.
     ExternalRef(const ExternalRef& other);
+    /// Takes `other`'s shared copy, or makes one of the callables `other` views; `other` is left
+    /// empty.
     ExternalRef(ExternalRef&& other);
+    /// As the copy constructor, in place of what this held.
     ExternalRef& operator=(const ExternalRef& other);
+    /// As the move constructor, in place of what this held.
     ExternalRef& operator=(ExternalRef&& other);
     ~ExternalRef() = default;
 
     /// Whether the request runs external work.
     explicit operator bool() const { return callables_ != nullptr; }
+    /// The callables; only when there is external work.
     const ExternalCallables* operator->() const { return callables_; }
+    /// The callables; only when there is external work.
     const ExternalCallables& operator*() const { return *callables_; }
     /// No external work.
     void reset() {
