@@ -32,35 +32,23 @@ bool Engine::other_work_waiting(const Operation& operation) const {
 }
 
 std::shared_ptr<Operation> Engine::new_operation(Operation::Kind kind) {
-    std::shared_ptr<Operation> operation;
-    if (spare_operations_.empty()) {
-        operation = make_operation();
-    } else {
-        operation = std::move(spare_operations_.back());
-        spare_operations_.pop_back();
-    }
+    std::shared_ptr<Operation> operation = spare_operations_.take([] { return make_operation(); });
     operation->kind = kind;
     return operation;
 }
 
 void Engine::recycle(std::shared_ptr<Operation>&& operation) {
-    if (operation.use_count() == 1 && spare_operations_.size() < max_unsettled_work) {
-        operation->reset();
-        spare_operations_.push_back(std::move(operation));
-    }
-    operation.reset();
+    spare_operations_.give_back(std::move(operation));
 }
 
 void Engine::settle_ready() {
-    pipeline.settle_ready([this](std::shared_ptr<Work>&& work) {
-        recycle(std::static_pointer_cast<Operation>(std::move(work)));
-    });
+    pipeline.settle_ready(
+        [this](std::shared_ptr<Work>&& work) { spare_operations_.give_back(std::move(work)); });
 }
 
 void Engine::settle_known() {
-    pipeline.settle_known([this](std::shared_ptr<Work>&& work) {
-        recycle(std::static_pointer_cast<Operation>(std::move(work)));
-    });
+    pipeline.settle_known(
+        [this](std::shared_ptr<Work>&& work) { spare_operations_.give_back(std::move(work)); });
 }
 
 void Engine::forget_events() {

@@ -8,6 +8,7 @@
 #include "segment_storage.hpp"
 
 #include "tandem/core/claim_store.hpp"
+#include "tandem/core/detail/spare_works.hpp"
 #include "tandem/core/device_server.hpp"
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
@@ -216,7 +217,7 @@ private:
 
     /// Finished operations no one else holds, kept for `new_operation`: as many as may be
     /// unsettled at once, so a program that keeps that much work pending reuses all of it.
-    std::vector<std::shared_ptr<Operation>> spare_operations_;
+    detail::SpareWorks<Operation> spare_operations_{max_unsettled_work};
 
     std::vector<std::thread> workers_;
     /// Streams of each device that have a worker (threads mode).
