@@ -17,11 +17,11 @@ ExternalRef::ExternalRef(const ExternalRef& other) { take_shared(other); }
 
 // A move of a view copies too: the view's callables belong to a call that is ending.
 ExternalRef::ExternalRef(ExternalRef&& other) {
-    if (other.owned_ != nullptr || other.callables_ == nullptr) {
+    if (other.owned_ != nullptr) {
         owned_ = std::move(other.owned_);
         callables_ = owned_.get();
     } else {
-        take_shared(other);
+        take_shared(other);  // A view, or nothing.
     }
     other.reset();
 }

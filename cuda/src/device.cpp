@@ -95,13 +95,7 @@ void CudaDevice::synchronize() {
     for (CudaStream& each : streams_) {
         each.delay_steps = 0;  // Every delay enqueued so far has run out.
     }
-    if (status != cudaSuccess) {
-        if (sticky(status)) {
-            lose(cuda_error_text(status));  // D1: a sticky error loses the device.
-        } else {
-            cudaGetLastError();
-        }
-    }
+    take_wait_status(status);
 }
 
 void CudaDevice::synchronize(StreamId id) {
@@ -112,13 +106,7 @@ void CudaDevice::synchronize(StreamId id) {
     DeviceGuard guard(ordinal_);
     const cudaError_t status = cudaStreamSynchronize((*found)->handle);
     (*found)->delay_steps = 0;  // Every delay enqueued on it so far has run out.
-    if (status != cudaSuccess) {
-        if (sticky(status)) {
-            lose(cuda_error_text(status));  // D1: a sticky error loses the device.
-        } else {
-            cudaGetLastError();
-        }
-    }
+    take_wait_status(status);
 }
 
 void CudaDevice::fetch_status() {
@@ -330,14 +318,19 @@ void CudaDevice::add_fences(std::vector<Fence>& fences) {
     }
 }
 
-void CudaDevice::end_fence(const Fence& fence) {
-    if (fence.status != cudaSuccess) {
-        if (sticky(fence.status)) {
-            lose(cuda_error_text(fence.status));  // D1: a sticky error loses the device.
-        } else {
-            cudaGetLastError();
-        }
+void CudaDevice::take_wait_status(cudaError_t status) {
+    if (status == cudaSuccess) {
+        return;
     }
+    if (sticky(status)) {
+        lose(cuda_error_text(status));  // D1: a sticky error loses the device.
+    } else {
+        cudaGetLastError();  // Not sticky: leave it for no later call.
+    }
+}
+
+void CudaDevice::end_fence(const Fence& fence) {
+    take_wait_status(fence.status);
     // The delays enqueued before the fence have run out.
     const auto ran_out = [](CudaStream& stream, std::uint64_t steps) {
         stream.delay_steps -= std::min(stream.delay_steps, steps);

@@ -119,13 +119,7 @@ CudaDevice* CudaEngine::device_of(ServiceId service) const {
 }
 
 std::shared_ptr<PendingOp> CudaEngine::new_op(PendingOp::Kind kind) {
-    std::shared_ptr<PendingOp> op;
-    if (spare_ops_.empty()) {
-        op = std::make_shared<PendingOp>();
-    } else {
-        op = std::move(spare_ops_.back());
-        spare_ops_.pop_back();
-    }
+    std::shared_ptr<PendingOp> op = spare_ops_.take([] { return std::make_shared<PendingOp>(); });
     op->kind = kind;
     return op;
 }
@@ -146,16 +140,9 @@ Status CudaEngine::resolve_all() {
     return {};
 }
 
-void CudaEngine::recycle(std::shared_ptr<Work>&& work) {
-    if (work.use_count() == 1 && spare_ops_.size() < max_spare_ops) {
-        auto op = std::static_pointer_cast<PendingOp>(std::move(work));
-        op->reset();
-        spare_ops_.push_back(std::move(op));
-    }
-}
-
 void CudaEngine::settle_known() {
-    pipeline.settle_known([this](std::shared_ptr<Work>&& work) { recycle(std::move(work)); });
+    pipeline.settle_known(
+        [this](std::shared_ptr<Work>&& work) { spare_ops_.give_back(std::move(work)); });
 }
 
 bool CudaEngine::waits_for(std::span<const std::pair<std::uint32_t, StreamId>> waited,
@@ -337,11 +324,7 @@ void CudaEngine::wait_for_event(const Event& event, bool may_unlock) {
         } else {
             status = cudaEventSynchronize(state.event);
         }
-        if (status != cudaSuccess && sticky(status)) {
-            device.lose(cuda_error_text(status));  // D1.
-        } else if (status != cudaSuccess) {
-            cudaGetLastError();
-        }
+        device.take_wait_status(status);
     }
     // Another thread may have retired it meanwhile (and given its CUDA event back).
     if (recorded = events.find(event.sequence); recorded != events.end()) {
@@ -379,13 +362,7 @@ bool CudaEngine::event_complete(const Event& event) {
     if (status == cudaErrorNotReady) {
         return false;
     }
-    if (status != cudaSuccess) {
-        if (sticky(status)) {
-            device.lose(cuda_error_text(status));  // D1.
-        } else {
-            cudaGetLastError();
-        }
-    }
+    device.take_wait_status(status);
     return true;
 }
 

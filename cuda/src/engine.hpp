@@ -8,6 +8,7 @@
 
 #include "tandem/core/claim_store.hpp"
 #include "tandem/core/detail/id_table.hpp"
+#include "tandem/core/detail/spare_works.hpp"
 #include "tandem/core/device_server.hpp"
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
@@ -136,6 +137,8 @@ public:
     /// A fence on the whole device: waited for with `cudaDeviceSynchronize` (one call, however
     /// many streams), which may also wait for work other threads enqueue meanwhile.
     void add_fences(std::vector<Fence>& fences);
+    /// What a wait for the GPU returned: a sticky error loses the device (D1), another is cleared.
+    void take_wait_status(cudaError_t status);
     /// What a fence waited for has run: a sticky error loses the device (D1); the delays
     /// enqueued on its stream before it have run out; its event goes back.
     void end_fence(const Fence& fence);
@@ -367,8 +370,6 @@ private:
                                         const Work& work);
     /// Adds `work`'s stream to `waited_` when the work put something on it.
     void wait_for(const Work& work);
-    /// Keeps a settled op for `new_op` when no one else holds it.
-    void recycle(std::shared_ptr<Work>&& work);
     /// Forgets the events of `device`, which completed when the whole device was waited for.
     /// Only those recorded before `next_event` was `before`.
     void retire_events_of(std::uint32_t device, std::uint64_t before);
@@ -385,8 +386,8 @@ private:
     std::vector<std::pair<std::uint32_t, cudaEvent_t>> held_back_events_;
 
     /// Settled ops no one else holds, kept for `new_op`.
-    std::vector<std::shared_ptr<PendingOp>> spare_ops_;
     static constexpr std::size_t max_spare_ops = 4096;
+    detail::SpareWorks<PendingOp> spare_ops_{max_spare_ops};
 };
 
 /// The message of a CUDA error.
