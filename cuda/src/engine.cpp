@@ -196,12 +196,18 @@ void CudaEngine::resolve_waited(std::span<const std::uint32_t> whole, std::size_
     const auto in_whole = [whole](std::uint32_t device) {
         return std::find(whole.begin(), whole.end(), device) != whole.end();
     };
-    // Taken before the wait: without the lock, other threads use the scratch and enqueue more
-    // work on these streams, which this wait does not cover.
-    const std::vector<std::pair<std::uint32_t, StreamId>> waited = waited_;
+    // Taken before the wait: without the lock, other threads enqueue more work on these streams,
+    // which this wait does not cover, and use the scratch, so an unlocked wait keeps a copy.
     const std::uint64_t before = pipeline.next_sequence();
     const std::uint64_t events_before = next_event;
-    if (may_unlock && mutex.depth() == 1) {
+    const bool unlocks = may_unlock && mutex.depth() == 1;
+    std::vector<std::pair<std::uint32_t, StreamId>> kept;
+    if (unlocks) {
+        kept = waited_;
+    }
+    const std::span<const std::pair<std::uint32_t, StreamId>> waited =
+        unlocks ? std::span<const std::pair<std::uint32_t, StreamId>>(kept) : waited_;
+    if (unlocks) {
         std::vector<Fence> fences;
         for (std::uint32_t device : whole) {
             devices[device]->add_fences(fences);
