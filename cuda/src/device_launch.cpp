@@ -59,6 +59,15 @@ void encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
     }
 }
 
+/// The parameter block of the launch this thread is enqueueing, kept from one launch to the next
+/// so that a launch does not zero all of it (about a kilobyte; `encode_params` writes every field
+/// a kernel reads). The thread's own: a launch makes its call with the engine's lock let go,
+/// while other threads encode theirs.
+TensorLaunchParams& launch_block() {
+    thread_local TensorLaunchParams block;
+    return block;
+}
+
 bool same_shape(const TensorMapDescriptor& a, const TensorMapDescriptor& b) {
     return a.dims == b.dims && a.box == b.box && a.elem_size_bytes == b.elem_size_bytes;
 }
@@ -114,14 +123,31 @@ const unsigned long long* CudaDevice::readable_status_word(const PendingOp& prod
 }
 
 Status CudaDevice::do_launch(LaunchRequest&& request) {
-    std::lock_guard lock(engine_.mutex);
+    // External work runs under the lock, after every open issue; a launch records itself under
+    // it and makes its call to the driver after letting go, so that threads on other streams and
+    // devices put their kernels on the GPU at once.
+    if (request.external || !engine_.options.unlocked_launch_calls) {
+        engine_.mutex.lock();
+    } else {
+        engine_.mutex.lock_to_issue();
+    }
+    std::unique_lock lock(engine_.mutex, std::adopt_lock);
     Result<CudaStream*> found = stream(request.stream);
     if (!found) {
         return found.error();
     }
     // The client refused a launch over the limits (`check_launch_limits`): the block holds no more.
     assert(check_launch_limits(request.resources) && "a launch within the launch limits");
-    return enqueue_launch(request, **found, true, nullptr);
+    // Nested in a call holding the lock (external work that launches), it issues at once.
+    PreparedIssue prepared;
+    const bool hand_off = engine_.options.unlocked_launch_calls && engine_.mutex.depth() == 1;
+    Status enqueued =
+        enqueue_launch(request, **found, true, nullptr, nullptr, hand_off ? &prepared : nullptr);
+    lock.unlock();
+    if (prepared.op != nullptr) {
+        issue(prepared);
+    }
+    return enqueued;
 }
 
 bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params) {
@@ -150,7 +176,7 @@ bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params)
 
 Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_stream,
                                   bool check_inputs, PendingOp* replay,
-                                  const std::string* as_copy) {
+                                  const std::string* as_copy, PreparedIssue* handoff) {
     keep_status_words_bounded();
     // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
     // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
@@ -172,8 +198,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     if (Status found = engine_.pipeline.add_targets(request, *op); !found) {
         return found;
     }
-    // Reused, not zeroed (about a kilobyte): `encode_params` writes every field a kernel reads.
-    TensorLaunchParams& params = launch_params_;
+    TensorLaunchParams& params = launch_block();
     params.producer_count = 0;
     params.ticket = nullptr;
     params.replay_index = 0;
@@ -208,7 +233,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
             replay->failure = op->failure;
         }
     } else if (runs) {
-        run_on_gpu(request, launcher, target_stream, *op, replay, injected);
+        run_on_gpu(request, launcher, target_stream, *op, replay, injected, handoff);
     }
     // The request is done with: its bindings move into the work they keep reserved.
     std::vector<KernelResource>& held = replay != nullptr ? replay->held : op->held;
@@ -216,14 +241,21 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     if (replay != nullptr) {
         return {};
     }
+    const bool to_issue = handoff != nullptr && handoff->op == op.get();
     push(std::move(op));
+    if (to_issue) {
+        // Taken before the engine's lock is let go: the next launch on this stream, recorded
+        // after this one, reaches the driver after it too.
+        handoff->stream->issue_mutex.lock();
+        engine_.mutex.begin_issue();
+    }
     return {};
 }
 
 void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
                             CudaStream& target_stream, PendingOp& op, PendingOp* replay,
-                            std::optional<std::uint32_t> injected) {
-    TensorLaunchParams& params = launch_params_;
+                            std::optional<std::uint32_t> injected, PreparedIssue* handoff) {
+    TensorLaunchParams& params = launch_block();
     encode_params(request, params);
     params.status = status_device_ + op.slot;
     params.launch_id = op.launch_id;
@@ -231,17 +263,42 @@ void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
     if (replay != nullptr) {
         // Launches of one replay share its word: after a failed one, the rest do not run.
         params.producers[params.producer_count++] = ProducerStatus{params.status, op.launch_id};
+    } else if (handoff != nullptr) {
+        // Its word, until its call says otherwise (`issue_error`, read by `fill_report`): a
+        // launch recorded after it may check it before the call returns.
+        op.has_status_word = true;
+        *handoff = PreparedIssue{launcher, &request.config, &target_stream, &params, &op};
+        return;
     }
     DeviceGuard guard(ordinal_);
     const auto status =
         static_cast<cudaError_t>(launcher(request.config, target_stream.handle, params));
     if (status == cudaSuccess) {
         (replay != nullptr ? *replay : op).has_status_word = true;
-        if (params.tma_slot_bytes != 0) {
-            ++tma_launches_;
-        }
+        count_tma(params);
     } else {
         op.refused = refusal_of(request.kernel, status);
+    }
+}
+
+void CudaDevice::issue(const PreparedIssue& prepared) {
+    cudaError_t status = cudaSuccess;
+    {
+        DeviceGuard guard(ordinal_);
+        status = static_cast<cudaError_t>(
+            prepared.launcher(*prepared.config, prepared.stream->handle, *prepared.params));
+    }
+    if (status == cudaSuccess) {
+        count_tma(*prepared.params);
+    } else {
+        prepared.op->issue_error = status;  // Becomes its refusal when it settles.
+    }
+    prepared.stream->issue_mutex.unlock();
+    engine_.mutex.end_issue();
+    if (status != cudaSuccess && sticky(status)) [[unlikely]] {
+        // D1 at once, as a launch under the lock has it; the op's report says so when it settles.
+        std::lock_guard lock(engine_.mutex);
+        take_wait_status(status);
     }
 }
 

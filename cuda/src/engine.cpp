@@ -91,6 +91,7 @@ void PendingOp::reset() {
     keep_alive.reset();
     has_status_word = false;
     word_on_host = false;
+    issue_error = cudaSuccess;
     slot = 0;
     launch_id = 0;
 }
@@ -125,6 +126,7 @@ std::shared_ptr<PendingOp> CudaEngine::new_op(PendingOp::Kind kind) {
 }
 
 Status CudaEngine::resolve_all() {
+    mutex.wait_for_issues();
     for (const auto& device : devices) {
         device->synchronize();
         device->fetch_status();
@@ -141,6 +143,7 @@ Status CudaEngine::resolve_all() {
 }
 
 void CudaEngine::settle_known() {
+    mutex.wait_for_issues();
     pipeline.settle_known(
         [this](std::shared_ptr<Work>&& work) { spare_ops_.give_back(std::move(work)); });
 }
@@ -164,6 +167,7 @@ void CudaEngine::resolve_needed(std::span<const ClaimKey> reads,
                                 const std::function<bool(const Work&)>& seed,
                                 std::span<const std::uint32_t> whole, bool may_unlock,
                                 std::optional<std::pair<std::uint32_t, StreamId>> stream) {
+    mutex.wait_for_issues();  // What it waits for is on its streams, with what the driver said.
     waited_.clear();
     if (stream) {
         waited_.push_back(*stream);
@@ -181,6 +185,7 @@ void CudaEngine::resolve_inputs(const Work& consumer) {
 }
 
 void CudaEngine::resolve_oldest(std::size_t count) {
+    mutex.wait_for_issues();
     waited_.clear();
     std::size_t seen = 0;
     pipeline.for_each_pending([&](const Work& work) {
@@ -400,6 +405,12 @@ void CudaEngine::fill_report(PendingOp& op) {
         // D1: the host cannot tell what a lost device did.
         op.report = Work::Report::Failed;
         op.failure = *gone;
+        return;
+    }
+    if (op.issue_error != cudaSuccess) [[unlikely]] {
+        op.refused = device.refusal_of(op.label, op.issue_error);  // The driver did not take it.
+        op.has_status_word = false;
+        op.issue_error = cudaSuccess;
         return;
     }
     if (op.refused || op.report != Work::Report::Pending) {

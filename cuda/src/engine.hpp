@@ -80,6 +80,9 @@ struct PendingOp final : Work {
     std::uint32_t launch_id = 0;
     /// The GPU also wrote the word into the host's copy (a plain replay): nothing to fetch.
     bool word_on_host = false;
+    /// What the driver's call that put it on its stream returned, where that call was made with
+    /// the engine's lock let go (`CudaDevice::issue`): read only after waiting for open issues.
+    cudaError_t issue_error = cudaSuccess;
 
     void on_settled() override {
         held.clear();
@@ -109,6 +112,19 @@ struct CudaStream : DeviceStream {
         : DeviceStream{stream, {}, 0}, handle(cuda_stream) {}
 
     cudaStream_t handle = nullptr;
+    /// Held from before a launch lets go of the engine's lock until its call to the driver
+    /// returns: launches reach the stream in the order the pipeline recorded them.
+    std::mutex issue_mutex;
+};
+
+/// A launch recorded and encoded under the engine's lock whose call to the driver is still to
+/// make, with the lock let go and its stream's issue lock held (`CudaDevice::issue`).
+struct PreparedIssue {
+    Launcher launcher = nullptr;
+    const LaunchConfig* config = nullptr;
+    CudaStream* stream = nullptr;
+    const TensorLaunchParams* params = nullptr;
+    PendingOp* op = nullptr;
 };
 
 class CudaDevice final : public DeviceServer {
@@ -158,7 +174,12 @@ public:
     void count_skipped_on_device() { ++skipped_on_device_; }
     [[nodiscard]] std::uint64_t skipped_on_device() const { return skipped_on_device_; }
     /// Launches whose tensor maps went to the TMA.
-    [[nodiscard]] std::uint64_t tma_launches() const { return tma_launches_; }
+    [[nodiscard]] std::uint64_t tma_launches() const {
+        return tma_launches_.load(std::memory_order_relaxed);
+    }
+    /// The error of work the CUDA runtime did not take: the device's loss for a sticky error
+    /// (D1), `LaunchRefused` naming the CUDA error otherwise (nothing ran).
+    Error refusal_of(const std::string& label, cudaError_t status);
     /// A CUDA event of this device to record: one a completed event left, or a new one.
     Result<cudaEvent_t> take_event();
     /// `event`, complete, for a later `take_event`.
@@ -191,15 +212,28 @@ private:
     /// holds them.
     /// `as_copy` names the client copy it runs for: such a launch draws no injected kernel fault
     /// (a copy is not a launch) and is labelled as the copy.
+    /// With `handoff`, a launch that goes to the GPU is recorded, encoded and left in it to issue:
+    /// the caller lets go of the engine's lock, then calls `issue`.
     Status enqueue_launch(LaunchRequest& request, CudaStream& stream, bool check_inputs,
-                          PendingOp* replay, const std::string* as_copy = nullptr);
+                          PendingOp* replay, const std::string* as_copy = nullptr,
+                          PreparedIssue* handoff = nullptr);
+    /// Makes the driver's call of `prepared`, without the engine's lock, and closes its issue.
+    void issue(const PreparedIssue& prepared);
+    /// Counts a launch the driver took whose tensor maps went to the TMA.
+    void count_tma(const TensorLaunchParams& params) {
+        if (params.tma_slot_bytes != 0) {
+            tma_launches_.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
     /// Fills `params.producers` with the producers of `consumer`'s inputs the GPU checks before it
     /// computes; false when an input is known to end up claimed, so the launch must not run.
     bool add_producers(const Work& consumer, TensorLaunchParams& params);
     /// Encodes `request` for `op` and launches it on the GPU; a refusal of the CUDA runtime
     /// becomes `op`'s.
+    /// With `handoff`, leaves the call in it instead (not for a replay).
     void run_on_gpu(const LaunchRequest& request, Launcher launcher, CudaStream& stream,
-                    PendingOp& op, PendingOp* replay, std::optional<std::uint32_t> injected);
+                    PendingOp& op, PendingOp* replay, std::optional<std::uint32_t> injected,
+                    PreparedIssue* handoff);
     /// Whether external work recorded as `op` on `stream` may be called now: its inputs are
     /// known clean (the host first learns what its inputs' producers did).
     bool admit_external(PendingOp& op, CudaStream& stream);
@@ -223,9 +257,6 @@ private:
     /// ran out, `PeerUnreachable` without peer access, `InvalidArgument` naming the CUDA error
     /// otherwise. Never `TornDown`: nothing threw.
     Error call_error(const std::string& what, cudaError_t status);
-    /// The error of work the CUDA runtime did not take: the device's loss for a sticky error
-    /// (D1), `LaunchRefused` naming the CUDA error otherwise (nothing ran).
-    Error refusal_of(const std::string& label, cudaError_t status);
     /// The resources and arguments of `request` as its kernel receives them.
     /// Every field of `params` a kernel may read; the request is within the launch limits.
     void encode_params(const LaunchRequest& request, TensorLaunchParams& params) const;
@@ -253,11 +284,9 @@ private:
     unsigned long long* status_host_mapped_ = nullptr;
     std::uint64_t next_slot_ = 0;
     std::uint32_t next_launch_id_ = 1;
-    /// The parameter block of the launch being enqueued (the engine's lock guards it), kept
-    /// from one launch to the next so that a launch does not zero all of it.
-    TensorLaunchParams launch_params_;
     std::uint64_t skipped_on_device_ = 0;
-    std::uint64_t tma_launches_ = 0;
+    /// Counted by launches as their calls return, some with the engine's lock let go.
+    std::atomic<std::uint64_t> tma_launches_{0};
     /// The injected codes of the replay being enqueued, kept for their storage.
     std::vector<std::uint32_t> replay_codes_;
     /// CUDA events of completed recordings, kept for the next ones.

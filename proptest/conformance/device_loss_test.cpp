@@ -44,6 +44,32 @@ TYPED_TEST(DeviceLoss, d1_a_kernel_that_traps_loses_its_device) {
               ErrorKind::DeviceLost);
 }
 
+// Launches enqueued behind a kernel that traps: each is taken, or refused as the device's loss
+// (on CUDA the driver reports the trap to a later launch's call, which is made without the
+// runtime's lock); the sync and every read after them fail with DeviceLost, and nothing hangs.
+TYPED_TEST(DeviceLoss, d1_launches_behind_a_trap_are_taken_or_refused_as_the_loss) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle trapped = this->allocate(client, 64);
+    Handle behind = this->allocate(client, 64);
+    ASSERT_TRUE(client.launch("trap", LaunchConfig::linear(1), {out(trapped)}));
+    constexpr int launches = 2000;
+    for (int launch = 0; launch < launches; ++launch) {
+        Status taken = client.launch("fill", LaunchConfig::linear(64), {out(behind)},
+                                     KernelArgs().u64(7));
+        if (!taken) {
+            ASSERT_EQ(taken.error().kind(), ErrorKind::DeviceLost) << taken.error().report();
+            break;
+        }
+    }
+    Status synced = client.sync();
+    ASSERT_FALSE(synced);
+    EXPECT_EQ(synced.error().kind(), ErrorKind::DeviceLost) << synced.error().report();
+    EXPECT_EQ(client.read(behind).error().kind(), ErrorKind::DeviceLost);
+    EXPECT_EQ(client.launch("fill", LaunchConfig::linear(64), {out(behind)}).error().kind(),
+              ErrorKind::DeviceLost);
+}
+
 // Break d: every armed fault counts every launch of its kernel.
 TYPED_TEST(DeviceLoss, faults_armed_for_the_first_and_second_launch_hit_exactly_those) {
     TANDEM_RUNTIME(runtime, 1);

@@ -99,6 +99,17 @@ TYPED_TEST(Threads, threads_on_streams_of_one_device_each_see_their_own_outcomes
     EXPECT_TRUE(client.sync());
 }
 
+// Threads sharing one stream: on CUDA their launches make their calls to the driver without the
+// runtime's lock, and one stream must still take them in the order the runtime recorded them.
+TYPED_TEST(Threads, threads_sharing_one_stream_each_see_their_own_outcomes) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    TestFixture::run_threads([&](int thread) {
+        return TestFixture::program(client, client.default_stream(), thread);
+    });
+    EXPECT_TRUE(client.sync());
+}
+
 TYPED_TEST(Threads, threads_on_devices_of_their_own_each_see_their_own_outcomes) {
     TANDEM_RUNTIME(runtime, 2);
     const auto devices = static_cast<std::uint32_t>(runtime->device_count());

@@ -31,6 +31,12 @@ struct CudaOptions {
         .slice_max_bytes = 1 << 20, .page_size_bytes = 8 << 20, .index_addresses = false};
     /// Bytes each device's pools may reserve; 0 means the device's free memory at start.
     std::uint64_t capacity_bytes = 0;
+    /// Whether a launch makes its call to the driver after letting go of the runtime's lock, so
+    /// that threads launching on other streams or GPUs reach the driver at the same time (the
+    /// call is most of a launch's host time). Launches on one stream still reach it in the order
+    /// they were enqueued. False makes every call holding the lock, one thread at a time: for
+    /// comparison, or for a driver that wants its calls serialised.
+    bool unlocked_launch_calls = true;
 };
 
 /// What `tandem doctor` prints about the GPUs of this machine.

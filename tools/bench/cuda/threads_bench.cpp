@@ -1,0 +1,194 @@
+// Host threads launching at once, each on a stream of its own of GPU 0:
+//   launch_threads_user_kernel/N   N threads each enqueue `launches_per_batch` typed launches of
+//                                  the user kernel on two buffers of their own, then sync their
+//                                  stream; against N threads making the same raw launches, each
+//                                  on a cudaStream of its own (`ratio`), and against tandem making
+//                                  every call to the driver holding its lock
+//                                  (`CudaOptions::unlocked_launch_calls = false`; `locked_ratio`).
+// The three are timed one after another in each iteration, the order turning, and each side's
+// time is the wall time from the threads' start to the last thread's sync, per launch of all the
+// threads (`tandem_ns`, `raw_ns`, `locked_ns`): one thread's figure against N threads' says how
+// the launch path scales with threads.
+
+#include "bench_pairs.hpp"
+#include "raw_kernels.hpp"
+#include "user_kernel.hpp"
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <thread>
+
+namespace tandem::bench {
+namespace {
+
+constexpr std::uint64_t small_bytes = 256;
+constexpr std::uint32_t small_threads = 256;
+constexpr LaunchConfig small_config = LaunchConfig::linear(small_threads, small_threads);
+
+/// Runs `work(thread)` on `threads` threads released at once; returns the seconds from their
+/// release to the last one's return.
+double run_threads(int threads, const std::function<void(int)>& work) {
+    std::atomic<bool> go{false};
+    std::vector<std::thread> team;
+    team.reserve(static_cast<std::size_t>(threads));
+    for (int thread = 0; thread < threads; ++thread) {
+        team.emplace_back([&go, &work, thread] {
+            while (!go.load(std::memory_order_acquire)) {
+                std::this_thread::yield();
+            }
+            work(thread);
+        });
+    }
+    const auto begin = std::chrono::steady_clock::now();
+    go.store(true, std::memory_order_release);
+    for (std::thread& each : team) {
+        each.join();
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+}
+
+/// One tandem runtime's side: a stream and two buffers per thread on GPU 0.
+class TandemThreads {
+public:
+    TandemThreads(benchmark::State& state, std::shared_ptr<cuda::CudaRuntime> runtime, int threads)
+        : runtime_(std::move(runtime)) {
+        Client client = runtime_->client(0);
+        for (int thread = 0; thread < threads; ++thread) {
+            Result<StreamId> stream = client.create_stream();
+            Result<Handle> from = client.allocate(small_bytes);
+            Result<Handle> to = client.allocate(small_bytes);
+            if (!stream || !from || !to || !client.write(*from, std::vector<std::byte>(small_bytes))) {
+                state.SkipWithError("tandem set-up failed");
+                return;
+            }
+            streams_.push_back(*stream);
+            arguments_.push_back({{*from, AccessMode::Read, std::nullopt},
+                                  {*to, AccessMode::Write, std::nullopt}});
+        }
+        ok_ = client.sync().ok();
+    }
+    [[nodiscard]] bool ok() const { return ok_; }
+    double batch() {
+        return run_threads(static_cast<int>(streams_.size()), [this](int thread) {
+            Client client = runtime_->client(0);
+            const auto index = static_cast<std::size_t>(thread);
+            for (int launch = 0; launch < launches_per_batch; ++launch) {
+                (void)client.launch<UserCopy>(small_config, arguments_[index], {}, streams_[index]);
+            }
+            (void)client.sync_stream(streams_[index]);
+        });
+    }
+
+private:
+    std::shared_ptr<cuda::CudaRuntime> runtime_;
+    std::vector<StreamId> streams_;
+    std::vector<std::vector<LaunchArgument>> arguments_;
+    bool ok_ = false;
+};
+
+/// The raw side: a cudaStream and two cudaMalloc buffers per thread.
+class RawThreads {
+public:
+    RawThreads(benchmark::State& state, int threads) : memory_(state, 2 * threads, small_bytes) {
+        cudaSetDevice(0);
+        for (int thread = 0; thread < threads; ++thread) {
+            cudaStream_t stream = nullptr;
+            cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+            streams_.push_back(stream);
+        }
+    }
+    ~RawThreads() {
+        for (cudaStream_t stream : streams_) {
+            cudaStreamDestroy(stream);
+        }
+    }
+    RawThreads(const RawThreads&) = delete;
+    RawThreads& operator=(const RawThreads&) = delete;
+    [[nodiscard]] bool ok() const { return memory_.ok(2 * static_cast<int>(streams_.size())); }
+    double batch() {
+        return run_threads(static_cast<int>(streams_.size()), [this](int thread) {
+            cudaSetDevice(0);
+            const auto index = static_cast<std::size_t>(thread);
+            for (int launch = 0; launch < launches_per_batch; ++launch) {
+                (void)launch_raw_user_copy(streams_[index], memory_[2 * index],
+                                           memory_[2 * index + 1], small_bytes, 1, small_threads);
+            }
+            cudaStreamSynchronize(streams_[index]);
+        });
+    }
+
+private:
+    RawMemory memory_;
+    std::vector<cudaStream_t> streams_;
+};
+
+/// A second runtime whose launches make their driver calls holding its lock.
+std::shared_ptr<cuda::CudaRuntime> locked_runtime(benchmark::State& state) {
+    static std::shared_ptr<cuda::CudaRuntime> shared;
+    if (!shared) {
+        cuda::CudaOptions options;
+        options.devices = 1;
+        options.unlocked_launch_calls = false;
+        auto created = cuda::CudaRuntime::create(options);
+        if (!created) {
+            state.SkipWithError(created.error().message().c_str());
+            return nullptr;
+        }
+        shared = *created;
+    }
+    return shared;
+}
+
+void launch_threads_user_kernel(benchmark::State& state) {
+    const auto threads = static_cast<int>(state.range(0));
+    auto unlocked_runtime = runtime(state, 1);
+    auto serialised_runtime = unlocked_runtime ? locked_runtime(state) : nullptr;
+    if (!serialised_runtime) {
+        return;
+    }
+    TandemThreads unlocked(state, unlocked_runtime, threads);
+    TandemThreads locked(state, serialised_runtime, threads);
+    RawThreads raw(state, threads);
+    if (!unlocked.ok() || !locked.ok() || !raw.ok()) {
+        return;
+    }
+    std::vector<double> tandem_seconds;
+    std::vector<double> locked_seconds;
+    std::vector<double> raw_seconds;
+    std::vector<double> ratios;
+    std::vector<double> locked_ratios;
+    int turn = 0;
+    for (auto _ : state) {
+        double times[3] = {};  // Tandem, locked, raw: run in an order that turns.
+        for (int step = 0; step < 3; ++step) {
+            const int side = (turn + step) % 3;
+            times[side] = side == 0 ? unlocked.batch() : side == 1 ? locked.batch() : raw.batch();
+        }
+        turn = (turn + 1) % 3;
+        tandem_seconds.push_back(times[0]);
+        locked_seconds.push_back(times[1]);
+        raw_seconds.push_back(times[2]);
+        ratios.push_back(times[0] / times[2]);
+        locked_ratios.push_back(times[1] / times[2]);
+        state.SetIterationTime(times[0] + times[1] + times[2]);
+    }
+    const double launches = double{launches_per_batch} * threads;
+    state.counters["ratio"] = median(ratios);
+    state.counters["locked_ratio"] = median(locked_ratios);
+    state.counters["tandem_ns"] = median(tandem_seconds) * 1e9 / launches;
+    state.counters["locked_ns"] = median(locked_seconds) * 1e9 / launches;
+    state.counters["raw_ns"] = median(raw_seconds) * 1e9 / launches;
+    state.SetItemsProcessed(state.iterations() * 3 * static_cast<std::int64_t>(launches));
+}
+
+BENCHMARK(launch_threads_user_kernel)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tandem::bench
