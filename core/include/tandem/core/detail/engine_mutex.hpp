@@ -32,7 +32,9 @@ public:
     /// Takes the lock without waiting for open issues: for a launch, which records itself and
     /// opens an issue of its own, and waits for the others only where it must (`wait_for_issues`).
     void lock_to_issue() {
-        mutex_.lock();
+        if (!mutex_.try_lock()) {
+            lock_contended();
+        }
         ++depth_;  // Only the holder reads or writes the count.
     }
     void unlock() {
@@ -72,6 +74,27 @@ public:
     };
 
 private:
+    /// Spins a few microseconds before it sleeps: the lock is mostly held for a launch's
+    /// bookkeeping (under a microsecond), and a thread put to sleep behind it takes several
+    /// microseconds to wake, longer than the wait; threads launching at once would otherwise
+    /// queue behind each other's wake-ups. A holder that holds it long (a wait nested in a call)
+    /// costs a waiter the spin, then nothing.
+    void lock_contended() {
+        constexpr int tries = 32;
+        constexpr int pauses_per_try = 8;
+        for (int attempt = 0; attempt < tries; ++attempt) {
+            for (int pause = 0; pause < pauses_per_try; ++pause) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            }
+            if (mutex_.try_lock()) {
+                return;
+            }
+        }
+        mutex_.lock();
+    }
+
     std::recursive_mutex mutex_;
     int depth_ = 0;
     /// Issues opened and not yet closed.
