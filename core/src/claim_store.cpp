@@ -1,5 +1,6 @@
 #include "tandem/core/claim_store.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <set>
 #include <utility>
@@ -12,8 +13,18 @@ ClaimStore::ClaimStore(ServiceId device) : device_(device) {}
 
 void ClaimStore::recount(MemoryId memory, const TouchedFailures& touched, FailureId except) {
     auto found = allocations_.find(memory);
-    for (std::size_t index = 0; index < touched.size(); ++index) {
-        FailureId failure = touched[index];
+    // Past `touched_scanned` the list may repeat a failure, which must be dropped once.
+    std::vector<FailureId> many;
+    if (touched.size() > touched_scanned) {
+        for (std::size_t index = 0; index < touched.size(); ++index) {
+            many.push_back(touched[index]);
+        }
+        std::sort(many.begin(), many.end());
+        many.erase(std::unique(many.begin(), many.end()), many.end());
+    }
+    const std::size_t count = many.empty() ? touched.size() : many.size();
+    for (std::size_t index = 0; index < count; ++index) {
+        const FailureId failure = many.empty() ? touched[index] : many[index];
         if (failure != except && (found == allocations_.end() || !found->second.carries(failure))) {
             graph_.drop(failure);
         }
@@ -93,8 +104,8 @@ void ClaimStore::forget(MemoryId memory) {
         return;
     }
     TouchedFailures touched;
-    for (const Claim& claim : found->second.claims()) {
-        touched.push_back_unique(claim.failure);
+    for (const auto& [failure, claims] : found->second.carried()) {
+        touched.push_back(failure);  // Each once: a pass over the failures, not over every pair.
     }
     allocations_.erase(found);
     claimed_allocations_.store(allocations_.size(), std::memory_order_release);

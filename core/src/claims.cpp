@@ -1,6 +1,7 @@
 #include "tandem/core/claims.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 namespace tandem {
 
@@ -17,7 +18,14 @@ std::size_t AllocationClaims::cut(ByteRange range, TouchedFailures& touched) {
     std::optional<Claim> right;
     while (last < claims_.size() && claims_[last].range.begin < range.end) {
         const Claim& claim = claims_[last];
-        touched.push_back_unique(claim.failure);
+        // Past a few, duplicates are left for the caller to drop (`ClaimStore::recount`): a
+        // range over thousands of failures' claims would otherwise scan the list per claim.
+        if (touched.size() < touched_scanned) {
+            touched.push_back_unique(claim.failure);
+        } else {
+            touched.push_back(claim.failure);
+        }
+        uncount_claim(claim.failure);
         if (claim.range.begin < range.begin) {
             left = Claim{ByteRange{claim.range.begin, range.begin}, claim.failure};
         }
@@ -28,6 +36,11 @@ std::size_t AllocationClaims::cut(ByteRange range, TouchedFailures& touched) {
     }
     const std::size_t removed = last - first;
     const std::size_t kept = (left ? 1 : 0) + (right ? 1 : 0);
+    for (const std::optional<Claim>* remainder : {&left, &right}) {
+        if (*remainder) {
+            count_claim((*remainder)->failure);
+        }
+    }
     const auto at = [this](std::size_t index) {
         return claims_.begin() + static_cast<std::ptrdiff_t>(index);
     };
@@ -55,12 +68,43 @@ void AllocationClaims::fuse_around(std::size_t index) {
     if (index + 1 < claims_.size() && claims_[index].range.end == claims_[index + 1].range.begin &&
         claims_[index].failure == claims_[index + 1].failure) {
         claims_[index].range.end = claims_[index + 1].range.end;
+        uncount_claim(claims_[index + 1].failure);
         claims_.erase(at(index + 1));
     }
     if (index > 0 && claims_[index - 1].range.end == claims_[index].range.begin &&
         claims_[index - 1].failure == claims_[index].failure) {
         claims_[index - 1].range.end = claims_[index].range.end;
+        uncount_claim(claims_[index].failure);
         claims_.erase(at(index));
+    }
+}
+
+namespace {
+
+/// Where `failure` is or would go in `carried`, sorted by failure.
+template <typename Counts>
+auto count_of(Counts& carried, FailureId failure) {
+    return std::lower_bound(carried.begin(), carried.end(), failure,
+                            [](const auto& entry, FailureId id) { return entry.first < id; });
+}
+
+}  // namespace
+
+void AllocationClaims::count_claim(FailureId failure) {
+    // Failures are numbered as they happen, so a new one nearly always goes at the end.
+    auto found = count_of(carried_, failure);
+    if (found != carried_.end() && found->first == failure) {
+        ++found->second;
+    } else {
+        carried_.insert(found, {failure, 1});
+    }
+}
+
+void AllocationClaims::uncount_claim(FailureId failure) {
+    auto found = count_of(carried_, failure);
+    assert(found != carried_.end() && found->first == failure && "a counted claim");
+    if (--found->second == 0) {
+        carried_.erase(found);
     }
 }
 
@@ -71,6 +115,7 @@ TouchedFailures AllocationClaims::claim(ByteRange range, FailureId failure) {
     }
     const std::size_t index = cut(range, touched);
     claims_.insert(claims_.begin() + static_cast<std::ptrdiff_t>(index), Claim{range, failure});
+    count_claim(failure);
     fuse_around(index);
     return touched;
 }
@@ -107,8 +152,8 @@ void AllocationClaims::claimants(ByteRange range, std::vector<FailureId>& found)
 }
 
 bool AllocationClaims::carries(FailureId failure) const {
-    return std::any_of(claims_.begin(), claims_.end(),
-                       [failure](const Claim& claim) { return claim.failure == failure; });
+    const auto found = count_of(carried_, failure);
+    return found != carried_.end() && found->first == failure;
 }
 
 std::optional<std::string> AllocationClaims::check_invariants() const {
@@ -129,6 +174,23 @@ std::optional<std::string> AllocationClaims::check_invariants() const {
             return "claims " + to_string(previous.range) + " and " + to_string(claim.range) +
                    " of " + to_string(claim.failure) + " touch but are not fused";
         }
+    }
+    return check_counts();
+}
+
+std::optional<std::string> AllocationClaims::check_counts() const {
+    std::vector<std::pair<FailureId, std::uint32_t>> counted;
+    for (const Claim& claim : claims_) {
+        auto found = count_of(counted, claim.failure);
+        if (found != counted.end() && found->first == claim.failure) {
+            ++found->second;
+        } else {
+            counted.insert(found, {claim.failure, 1});
+        }
+    }
+    if (counted != carried_) {
+        return "the claims of each failure are counted as " + std::to_string(carried_.size()) +
+               " failures, where the claims name " + std::to_string(counted.size());
     }
     return std::nullopt;
 }

@@ -113,5 +113,53 @@ TEST_F(ClaimStoreTest, a_freed_allocation_sheds_its_claims_and_a_new_occupant_st
     EXPECT_TRUE(store.drained());
 }
 
+// Twelve failures, each claiming two ranges of `a` twelve claims apart, and the first also a
+// range of `b`: a release or a free of `a` meets each failure twice, past the touched failures it
+// keeps unique as it goes, and must still drop each once.
+class ManyFailures : public ClaimStoreTest {
+protected:
+    static constexpr int failures = 12;
+    std::vector<FailureId> ids;
+
+    void SetUp() override {
+        for (int index = 0; index < failures; ++index) {
+            ClaimKey first = {a, {index * 10ULL, index * 10ULL + 5}};
+            ids.push_back(store.fail({&first, 1}, boom(static_cast<std::uint32_t>(index))));
+            store.claim({a, {(index + failures) * 10ULL, (index + failures) * 10ULL + 5}},
+                        ids.back());
+        }
+        store.claim({b, {0, 4}}, ids.front());
+        expect_consistent();
+    }
+    void expect_only_the_first_alive() {
+        EXPECT_TRUE(store.failure_alive(ids.front()));
+        EXPECT_EQ(store.allocations_carrying(ids.front()), 1u);
+        for (std::size_t index = 1; index < ids.size(); ++index) {
+            EXPECT_FALSE(store.failure_alive(ids[index])) << index;
+        }
+        EXPECT_EQ(store.failure_count(), 1u);
+        expect_consistent();
+    }
+};
+
+TEST_F(ManyFailures, a_release_over_every_claim_drops_each_failure_once) {
+    store.release({a, {0, failures * 20ULL}});
+    expect_only_the_first_alive();
+}
+
+TEST_F(ManyFailures, freeing_the_allocation_drops_each_failure_once) {
+    store.forget(a);
+    expect_only_the_first_alive();
+}
+
+TEST_F(ManyFailures, a_claim_over_every_claim_leaves_only_its_own_and_the_first) {
+    ClaimKey whole = {a, {0, failures * 20ULL}};
+    const FailureId over = store.fail({&whole, 1}, boom(99));
+    EXPECT_TRUE(store.failure_alive(over));
+    EXPECT_TRUE(store.failure_alive(ids.front()));
+    EXPECT_EQ(store.failure_count(), 2u);
+    expect_consistent();
+}
+
 }  // namespace
 }  // namespace tandem

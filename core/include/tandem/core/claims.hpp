@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tandem {
@@ -30,6 +31,8 @@ struct Claim {
 
 /// Failures whose claims a change touched. Inline for up to 8, the common case by far.
 using TouchedFailures = detail::SmallVector<FailureId, 8>;
+/// Touched failures kept unique as they are found; past them a list may repeat a failure.
+inline constexpr std::size_t touched_scanned = 8;
 
 /// The claims on one allocation: sorted, disjoint, non-empty ranges, each naming one failure (C1),
 /// with touching ranges of one failure fused.
@@ -46,8 +49,12 @@ public:
     /// Every distinct failure claiming a byte of `range`, in order of the bytes, appended to
     /// `found` unless already there.
     void claimants(ByteRange range, std::vector<FailureId>& found) const;
-    /// Whether some byte is claimed by `failure`.
+    /// Whether some byte is claimed by `failure`: a binary search, however many claims there are.
     [[nodiscard]] bool carries(FailureId failure) const;
+    /// How many claims each failure claiming bytes here has, sorted by failure: each once.
+    [[nodiscard]] std::span<const std::pair<FailureId, std::uint32_t>> carried() const {
+        return carried_;
+    }
     /// Whether no byte is claimed.
     [[nodiscard]] bool empty() const { return claims_.empty(); }
     /// The claims, sorted by offset.
@@ -63,8 +70,18 @@ private:
     /// and the index where `range` would now be inserted.
     std::size_t cut(ByteRange range, TouchedFailures& touched);
     void fuse_around(std::size_t index);
+    /// Whether `carried_` counts what `claims_` holds.
+    [[nodiscard]] std::optional<std::string> check_counts() const;
+    /// Counts one more claim of `failure` in `carried_`.
+    void count_claim(FailureId failure);
+    /// Counts one claim of `failure` fewer; a failure with none left leaves `carried_`.
+    void uncount_claim(FailureId failure);
 
     std::vector<Claim> claims_;
+    /// The claims of each failure in `claims_`, sorted by failure: `carries` without a scan of
+    /// every claim (an allocation whose claims a thousand failed launches made would otherwise
+    /// cost each further claim a pass over all of them). Removing one frees nothing (C12).
+    std::vector<std::pair<FailureId, std::uint32_t>> carried_;
 };
 
 }  // namespace tandem
