@@ -88,17 +88,20 @@ auto count_of(Counts& carried, FailureId failure) {
                             [](const auto& entry, FailureId id) { return entry.first < id; });
 }
 
-}  // namespace
-
-void AllocationClaims::count_claim(FailureId failure) {
+/// Counts one more claim of `failure` in `carried`, sorted by failure.
+void add_one(std::vector<std::pair<FailureId, std::uint32_t>>& carried, FailureId failure) {
     // Failures are numbered as they happen, so a new one nearly always goes at the end.
-    auto found = count_of(carried_, failure);
-    if (found != carried_.end() && found->first == failure) {
+    auto found = count_of(carried, failure);
+    if (found != carried.end() && found->first == failure) {
         ++found->second;
     } else {
-        carried_.insert(found, {failure, 1});
+        carried.insert(found, {failure, 1});
     }
 }
+
+}  // namespace
+
+void AllocationClaims::count_claim(FailureId failure) { add_one(carried_, failure); }
 
 void AllocationClaims::uncount_claim(FailureId failure) {
     auto found = count_of(carried_, failure);
@@ -181,12 +184,7 @@ std::optional<std::string> AllocationClaims::check_invariants() const {
 std::optional<std::string> AllocationClaims::check_counts() const {
     std::vector<std::pair<FailureId, std::uint32_t>> counted;
     for (const Claim& claim : claims_) {
-        auto found = count_of(counted, claim.failure);
-        if (found != counted.end() && found->first == claim.failure) {
-            ++found->second;
-        } else {
-            counted.insert(found, {claim.failure, 1});
-        }
+        add_one(counted, claim.failure);
     }
     if (counted != carried_) {
         return "the claims of each failure are counted as " + std::to_string(carried_.size()) +
