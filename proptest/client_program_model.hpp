@@ -10,16 +10,22 @@
 // must fail exactly when some byte is claimed, name exactly the root codes of those claims, and
 // otherwise return the model's values. Work goes to several streams of each device and across
 // devices, ordered with events after the work before it, so program order is the order of
-// effect; copies go through kernels and through the client's copy, some inside a capture window
-// that is replayed.
+// effect; copies go through kernels, the client's copy and external work, some inside a capture
+// window that is replayed. Reads are synchronous, through a sync naming the handle, or
+// asynchronous (`read_async`, waited for later, each deciding C6 at its own place in program
+// order); buffers are allocated or adopted from another allocator, and each adopted one must be
+// released to it exactly once.
 
+#include "conformance/foreign.hpp"
 #include "tandem/core/client.hpp"
 
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>
 
+#include <memory>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace tandem::model {
@@ -31,6 +37,14 @@ struct ModelBuffer {
     std::vector<int> value;            // Byte value; -1 when never written.
 };
 
+/// What a read of some bytes must report, decided at its place in program order: the root codes
+/// of the failures claiming them (none: it succeeds), and the value of each (-1: never written).
+struct ExpectedRead {
+    std::uint32_t device = 0;
+    std::set<std::uint64_t> codes;
+    std::vector<int> values;
+};
+
 struct ClientModel {
     /// Streams each device uses: its default stream and two it creates.
     static constexpr std::uint32_t streams = 3;
@@ -39,6 +53,14 @@ struct ClientModel {
     std::uint64_t next_code = 100;
     /// Per device, the code the next copy that runs there fails with (an injected fault).
     std::vector<std::uint64_t> pending_copy_fault = std::vector<std::uint64_t>(3, 0);
+    /// Asynchronous reads enqueued and not waited for yet, oldest first.
+    std::vector<ExpectedRead> reads;
+};
+
+/// An asynchronous read in flight, and the buffer it lands in.
+struct InFlightRead {
+    PendingRead pending;
+    std::unique_ptr<std::vector<std::byte>> into;
 };
 
 /// The system under test: one client per device of any backend, and the program's handles.
@@ -48,13 +70,22 @@ struct ClientSut {
     /// Per device, its streams (`ClientModel::streams` of them), and the one its last work used.
     std::vector<std::vector<StreamId>> streams;
     std::vector<std::uint32_t> last_stream;
+    /// The asynchronous reads in flight, as `ClientModel::reads` lists them.
+    std::vector<InFlightRead> reads;
+    /// The runtime, for memory of another allocator on its backend.
+    const Runtime* runtime = nullptr;
+    /// Buffers adopted so far, and how many of them went back to their allocator (it outlives
+    /// the runtime).
+    int adopted = 0;
+    int* releases = nullptr;
     Client client(std::uint32_t device) const { return clients.at(device); }
 
     /// The clients of `runtime`'s first `devices` devices, each with its streams, and every pair
-    /// granted peer access.
-    template <typename Runtime>
-    static ClientSut of(Runtime& runtime, std::uint32_t devices) {
+    /// granted peer access. Adopted buffers count their releases in `*releases`.
+    static ClientSut of(Runtime& runtime, std::uint32_t devices, int* releases) {
         ClientSut sut;
+        sut.runtime = &runtime;
+        sut.releases = releases;
         for (std::uint32_t device = 0; device < devices; ++device) {
             Client client = runtime.client(device);
             std::vector<StreamId> streams{client.default_stream()};
@@ -134,6 +165,38 @@ inline void root_codes(const Error& error, std::set<std::uint64_t>& codes) {
     }
 }
 
+/// What a read of `range` must report now.
+inline ExpectedRead expected_read(const ClientModel& model, const Range& range) {
+    const ModelBuffer& buffer = *model.buffers[range.buffer];
+    ExpectedRead expected{buffer.device, {}, {}};
+    for (std::uint64_t at = range.begin; at < range.begin + range.length; ++at) {
+        if (buffer.claim[at] != 0) {
+            expected.codes.insert(buffer.claim[at]);
+        }
+        expected.values.push_back(buffer.value[at]);
+    }
+    return expected;
+}
+
+/// Checks the outcome of a read (or a sync naming its handle: no bytes) against `expected`: it
+/// fails exactly when a byte is claimed, naming exactly the claims' root codes, and otherwise
+/// returns every written byte's value.
+inline void check_read(const ExpectedRead& expected, const Status& outcome,
+                       std::span<const std::byte> bytes) {
+    RC_ASSERT(outcome.ok() == expected.codes.empty());
+    if (!outcome.ok()) {
+        std::set<std::uint64_t> named;
+        root_codes(outcome.error(), named);
+        RC_ASSERT(named == expected.codes);
+        return;
+    }
+    for (std::size_t at = 0; at < bytes.size(); ++at) {
+        if (expected.values[at] >= 0) {
+            RC_ASSERT(static_cast<int>(bytes[at]) == expected.values[at]);
+        }
+    }
+}
+
 /// Orders the last work of device `from` before what device `to` enqueues next on its stream
 /// `stream` (an index of `ClientModel::streams`), and makes that stream `to`'s last.
 inline StreamId order(ClientSut& sut, std::uint32_t from, std::uint32_t to, std::uint32_t stream) {
@@ -155,9 +218,12 @@ inline std::uint32_t pick_stream() {
 struct Allocate : Command {
     std::uint32_t device;
     std::uint64_t size;
+    /// Memory of another allocator, adopted (`Client::adopt`), instead of tandem's own.
+    bool adopt;
     explicit Allocate(const ClientModel& model)
         : device(*rc::gen::inRange<std::uint32_t>(0, model.devices)),
-          size(*rc::gen::inRange<std::uint64_t>(1, 48)) {}
+          size(*rc::gen::inRange<std::uint64_t>(1, 48)),
+          adopt(*rc::gen::inRange(0, 4) == 0) {}
     void checkPreconditions(const ClientModel& model) const override {
         RC_PRE(bool(device < model.devices && model.buffers.size() < 24));
     }
@@ -166,12 +232,21 @@ struct Allocate : Command {
                                             std::vector<int>(size, -1)});
     }
     void run(const ClientModel&, ClientSut& sut) const override {
-        Result<Handle> handle = sut.client(device).allocate(size);
+        if (!adopt) {
+            Result<Handle> handle = sut.client(device).allocate(size);
+            RC_ASSERT(handle.ok());
+            sut.handles.push_back(*handle);
+            return;
+        }
+        conformance::Foreign memory =
+            conformance::foreign_memory(*sut.runtime, size, sut.releases);
+        Result<Handle> handle = sut.client(device).adopt({memory.pointer, size, memory.release});
         RC_ASSERT(handle.ok());
+        ++sut.adopted;
         sut.handles.push_back(*handle);
     }
     void show(std::ostream& out) const override {
-        out << "allocate " << size << " bytes on device " << device;
+        out << (adopt ? "adopt " : "allocate ") << size << " bytes on device " << device;
     }
 };
 
@@ -284,10 +359,11 @@ struct Share : Command {
     void show(std::ostream& out) const override { out << "share #" << buffer; }
 };
 
-/// A copy on the target's device: a copy kernel, the client's copy, or a copy kernel recorded in
-/// a capture window and replayed once. A source on another device must be shared (a peer read).
+/// A copy on the target's device: a copy kernel, the client's copy, external work, or a copy
+/// kernel or external work recorded in a capture window and replayed once. A source on another
+/// device must be shared (a peer read).
 struct Copy : Command {
-    enum class Way : std::uint8_t { Kernel, Client, Captured };
+    enum class Way : std::uint8_t { Kernel, Client, Captured, External, CapturedExternal };
     Range source;
     Range target;
     std::uint32_t stream;
@@ -296,7 +372,8 @@ struct Copy : Command {
         : source(pick_range(model)),
           target(pick_range(model)),
           stream(pick_stream()),
-          way(*rc::gen::element(Way::Kernel, Way::Client, Way::Captured)) {}
+          way(*rc::gen::element(Way::Kernel, Way::Client, Way::Captured, Way::External,
+                                Way::CapturedExternal)) {}
     void checkPreconditions(const ClientModel& model) const override {
         RC_PRE(
             bool(valid(model, source) && valid(model, target) && source.length == target.length));
@@ -309,10 +386,11 @@ struct Copy : Command {
         const ModelBuffer& from = *model.buffers[source.buffer];
         const std::uint32_t device = model.buffers[target.buffer]->device;
         // An injected fault takes the next copy kernel enqueued on the device (the client's copy
-        // is not a launch, whatever a backend runs it with); a claimed input still skips that
-        // copy first (C9), with the input's failure.
+        // is not a launch, whatever a backend runs it with, and external work has a name of its
+        // own); a claimed input still skips that copy first (C9), with the input's failure.
+        const bool kernel = way == Way::Kernel || way == Way::Captured;
         const std::uint64_t injected =
-            way == Way::Client ? 0 : std::exchange(model.pending_copy_fault[device], 0);
+            kernel ? std::exchange(model.pending_copy_fault[device], 0) : 0;
         for (std::uint64_t at = 0; at < source.length; ++at) {
             if (from.claim[source.begin + at] != 0) {
                 return from.claim[source.begin + at];
@@ -344,11 +422,11 @@ struct Copy : Command {
         Client client = sut.client(to);
         if (way == Way::Client) {
             RC_ASSERT(client.copy(slice(sut, source), slice(sut, target), on).ok());
-        } else if (way == Way::Kernel) {
-            launch_copy(sut, client, on);
+        } else if (way == Way::Kernel || way == Way::External) {
+            enqueue_copy(sut, client, on);
         } else {
             RC_ASSERT(client.begin_capture(on).ok());
-            launch_copy(sut, client, on);
+            enqueue_copy(sut, client, on);
             Result<CaptureGraph> graph = client.end_capture(on);
             // C14: a window whose copy failed or was skipped is refused; a clean one replays.
             RC_ASSERT(graph.ok() == lands);
@@ -361,16 +439,23 @@ struct Copy : Command {
         }
         order(sut, to, from, sut.last_stream[from]);
     }
-    void launch_copy(const ClientSut& sut, Client& client, StreamId on) const {
-        RC_ASSERT(client
-                      .launch("copy", LaunchConfig::linear(target.length, 8),
-                              {LaunchArgument{slice(sut, source), AccessMode::Read, std::nullopt},
-                               LaunchArgument{slice(sut, target), AccessMode::Write, std::nullopt}},
-                              KernelArgs(), on)
+    /// The copy as a kernel launch or as external work, by `way`.
+    void enqueue_copy(const ClientSut& sut, Client& client, StreamId on) const {
+        std::vector<LaunchArgument> arguments{
+            LaunchArgument{slice(sut, source), AccessMode::Read, std::nullopt},
+            LaunchArgument{slice(sut, target), AccessMode::Write, std::nullopt}};
+        if (way == Way::External || way == Way::CapturedExternal) {
+            ExternalWork work{"external_copy", std::move(arguments), conformance::external_copy()};
+            RC_ASSERT(client.enqueue(std::move(work), on).ok());
+            return;
+        }
+        RC_ASSERT(client.launch("copy", LaunchConfig::linear(target.length, 8), arguments,
+                                KernelArgs(), on)
                       .ok());
     }
     void show(std::ostream& out) const override {
-        const char* ways[] = {"copy kernel", "client copy", "captured copy kernel, replayed,"};
+        const char* ways[] = {"copy kernel", "client copy", "captured copy kernel, replayed,",
+                              "external copy", "captured external copy, replayed,"};
         out << ways[static_cast<int>(way)] << " " << source << " to " << target << " on stream "
             << stream;
     }
@@ -387,42 +472,77 @@ struct Read : Command {
     }
     void apply(ClientModel&) const override {}
     void run(const ClientModel& model, ClientSut& sut) const override {
-        const ModelBuffer& buffer = *model.buffers[range.buffer];
-        std::set<std::uint64_t> expected;
-        for (std::uint64_t at = range.begin; at < range.begin + range.length; ++at) {
-            if (buffer.claim[at] != 0) {
-                expected.insert(buffer.claim[at]);
-            }
-        }
+        const ExpectedRead expected = expected_read(model, range);
         if (through_sync) {
             const Handle named[] = {slice(sut, range)};
-            Status synced = sut.client(buffer.device).sync(named);
-            RC_ASSERT(synced.ok() == expected.empty());
-            if (!synced.ok()) {
-                std::set<std::uint64_t> codes;
-                root_codes(synced.error(), codes);
-                RC_ASSERT(codes == expected);
-            }
+            check_read(expected, sut.client(expected.device).sync(named), {});
             return;
         }
-        auto read = sut.client(buffer.device).read(slice(sut, range));
-        RC_ASSERT(read.ok() == expected.empty());
+        auto read = sut.client(expected.device).read(slice(sut, range));
         if (!read.ok()) {
-            std::set<std::uint64_t> named;
-            root_codes(read.error(), named);
-            RC_ASSERT(named == expected);
+            check_read(expected, Status(read.error()), {});
             return;
         }
-        for (std::uint64_t at = 0; at < range.length; ++at) {
-            const int value = buffer.value[range.begin + at];
-            if (value >= 0) {
-                RC_ASSERT(static_cast<int>((*read)[at]) == value);
-            }
-        }
+        RC_ASSERT(read->size() == range.length);
+        check_read(expected, Status(), *read);
     }
     void show(std::ostream& out) const override {
         out << (through_sync ? "sync naming " : "read ") << range;
     }
+};
+
+/// An asynchronous read of a range on one of its device's streams (after the device's last
+/// work), waited for by a later `WaitRead`: what it reports is decided here, in program order.
+struct ReadAsync : Command {
+    Range range;
+    std::uint32_t stream;
+    explicit ReadAsync(const ClientModel& model)
+        : range(pick_range(model)), stream(pick_stream()) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(valid(model, range));
+        RC_PRE(model.reads.size() < 4u);
+    }
+    void apply(ClientModel& model) const override {
+        model.reads.push_back(expected_read(model, range));
+    }
+    void run(const ClientModel& model, ClientSut& sut) const override {
+        const std::uint32_t device = model.buffers[range.buffer]->device;
+        const StreamId on = order(sut, device, device, stream);
+        auto into = std::make_unique<std::vector<std::byte>>(range.length, std::byte{0xee});
+        Result<PendingRead> read = sut.client(device).read_async(slice(sut, range), *into, on);
+        RC_ASSERT(read.ok());
+        sut.reads.push_back(InFlightRead{*read, std::move(into)});
+    }
+    void show(std::ostream& out) const override {
+        out << "read " << range << " asynchronously on stream " << stream;
+    }
+};
+
+/// Waits for one asynchronous read in flight: it reports what the model decided when it was
+/// enqueued, whatever was enqueued since, and a failed one leaves its buffer zeroed.
+struct WaitRead : Command {
+    std::size_t index;
+    explicit WaitRead(const ClientModel& model)
+        : index(*rc::gen::inRange<std::size_t>(0, std::max<std::size_t>(model.reads.size(), 1))) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(index < model.reads.size());
+    }
+    void apply(ClientModel& model) const override {
+        model.reads.erase(model.reads.begin() + static_cast<std::ptrdiff_t>(index));
+    }
+    void run(const ClientModel& model, ClientSut& sut) const override {
+        const ExpectedRead& expected = model.reads[index];
+        InFlightRead read = std::move(sut.reads[index]);
+        sut.reads.erase(sut.reads.begin() + static_cast<std::ptrdiff_t>(index));
+        const Status waited = sut.client(expected.device).wait(read.pending);
+        check_read(expected, waited, *read.into);
+        if (!waited.ok()) {
+            for (const std::byte byte : *read.into) {
+                RC_ASSERT(byte == std::byte{0});
+            }
+        }
+    }
+    void show(std::ostream& out) const override { out << "wait for async read " << index; }
 };
 
 struct Free : Command {
@@ -450,10 +570,47 @@ struct Sync : Command {
     void show(std::ostream& out) const override { out << "sync device " << device; }
 };
 
+/// The host waits for the last work of device `from` through device `device`'s client: an event
+/// recorded after it (`wait`, then `event_complete`), or, on its own device, its stream
+/// (`sync_stream`). Failed work fails neither; the bytes are the model's either way.
+struct HostWait : Command {
+    std::uint32_t from;
+    std::uint32_t device;
+    bool on_stream;
+    explicit HostWait(const ClientModel& model)
+        : from(*rc::gen::inRange<std::uint32_t>(0, model.devices)),
+          device(*rc::gen::inRange<std::uint32_t>(0, model.devices)),
+          on_stream(*rc::gen::arbitrary<bool>()) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(bool(from < model.devices && device < model.devices));
+    }
+    void apply(ClientModel&) const override {}
+    void run(const ClientModel&, ClientSut& sut) const override {
+        const StreamId last = sut.streams[from][sut.last_stream[from]];
+        if (on_stream) {
+            RC_ASSERT(sut.client(from).sync_stream(last).ok());
+            return;
+        }
+        Result<Event> event = sut.client(from).record_event(last);
+        RC_ASSERT(event.ok());
+        RC_ASSERT(sut.client(device).wait(*event).ok());
+        Result<bool> complete = sut.client(device).event_complete(*event);
+        RC_ASSERT(complete.ok() && *complete);
+    }
+    void show(std::ostream& out) const override {
+        if (on_stream) {
+            out << "sync the last stream of device " << from;
+        } else {
+            out << "host waits on device " << device << " for an event after device " << from
+                << "'s last work";
+        }
+    }
+};
+
 /// Every command of a client program, for `rc::state::check`.
 inline auto client_program() {
     return rc::state::gen::execOneOfWithArgs<Allocate, Write, Fail, InjectCopyFault, Share, Copy,
-                                             Read, Free, Sync>();
+                                             Read, ReadAsync, WaitRead, Free, Sync, HostWait>();
 }
 
 }  // namespace tandem::model

@@ -41,15 +41,18 @@ TYPED_TEST(ClientProperties, programs_agree_with_the_byte_model_and_drain) {
         ClientModel initial;
         initial.devices = *rc::gen::inRange<std::uint32_t>(1, devices_max + 1);
         const auto seed = *rc::gen::inRange<std::uint64_t>(1, 1u << 20);
+        int releases = 0;  // Of adopted buffers; it outlives the runtime.
         // A runtime per case: injected faults a case leaves unconsumed must not reach the next.
         Made made = TypeParam::make(initial.devices, seed);
         RC_ASSERT(made.runtime != nullptr);
-        ClientSut sut = ClientSut::of(*made.runtime, initial.devices);
+        ClientSut sut = ClientSut::of(*made.runtime, initial.devices, &releases);
         rc::state::check(initial, sut, client_program());
-        // Drain: drop every handle; nothing may be left behind.
+        // Drain: drop every handle; nothing may be left behind, and every adopted buffer went
+        // back to its allocator once. Reads never waited for hold nothing once synced.
         sut.handles.clear();
         RC_ASSERT(made.runtime->sync_all().ok());
         RC_ASSERT(made.runtime->drained());
+        RC_ASSERT(releases == sut.adopted);
         check_drained_extras<TypeParam>(*made.runtime);
     });
     EXPECT_TRUE(held);

@@ -2,6 +2,7 @@
 // implementation on the simulator and the reference backend, under the rules of a launch.
 
 #include "support.hpp"
+#include "foreign.hpp"
 #include "user_kernels.hpp"
 
 #include <algorithm>
@@ -20,16 +21,6 @@ std::function<Status(HostKernelContext&)> host_fill(std::uint8_t value, int* cal
         }
         return {};
     };
-}
-
-/// Copies argument 0 into argument 1 on a host backend.
-Status host_copy(HostKernelContext& context) {
-    auto in = context.buffer<std::uint8_t>(0);
-    auto out = context.buffer<std::uint8_t>(1);
-    for (std::uint64_t i = 0; i < std::min(in.size(), out.size()); ++i) {
-        out.store(i, in.load(i));
-    }
-    return {};
 }
 
 /// A fill of argument 0 on every backend; `calls` counts the host calls.
@@ -62,11 +53,7 @@ TYPED_TEST(ExternalWorks, external_work_reads_what_pending_work_before_it_wrote)
     Handle input = this->allocate(client, 256);
     Handle output = this->allocate(client, 256);
     this->fill(client, input, 33);  // Not synchronised: its producer may still be running.
-    ExternalWork copy{"external_copy", {in(input), out(output)}, {}};
-    copy.run.host = host_copy;
-#if TANDEM_HAS_CUDA_KERNELS
-    copy.run.cuda = device_copy();
-#endif
+    ExternalWork copy{"external_copy", {in(input), out(output)}, external_copy()};
     ASSERT_TRUE(client.enqueue(std::move(copy)));
     EXPECT_EQ(this->read_bytes(client, output), filled(256, 33));
 }

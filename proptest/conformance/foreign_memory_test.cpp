@@ -3,6 +3,7 @@
 // handle for another library; tensors in and out through DLPack, without a copy.
 
 #include "support.hpp"
+#include "foreign.hpp"
 #include "user_kernels.hpp"
 
 #include "tandem/core/dlpack.hpp"
@@ -12,31 +13,6 @@
 
 namespace tandem::conformance {
 namespace {
-
-/// Memory of the allocator a program would use next to tandem on `runtime`'s backend: the GPU's
-/// on CUDA, the host's elsewhere. Freed by `release`.
-struct Foreign {
-    void* pointer = nullptr;
-    std::function<void()> release;
-};
-
-Foreign foreign_memory([[maybe_unused]] const Runtime& runtime, std::uint64_t size_bytes,
-                       int* releases) {
-#if TANDEM_HAS_CUDA_KERNELS
-    if (runtime.backend() == "cuda") {
-        void* pointer = device_malloc(size_bytes);
-        return {pointer, [pointer, releases] {
-                    device_free(pointer);
-                    ++*releases;
-                }};
-    }
-#endif
-    auto* bytes = new std::byte[size_bytes];
-    return {bytes, [bytes, releases] {
-                delete[] bytes;
-                ++*releases;
-            }};
-}
 
 /// The bytes at `view`, read as the native library would.
 std::vector<std::byte> native_bytes(const NativeView& view) {
