@@ -211,6 +211,28 @@ inline StreamId order(ClientSut& sut, std::uint32_t from, std::uint32_t to, std:
     return target_stream;
 }
 
+/// The device that runs a kernel writing `range`: its owner, or the peer `pick` when the buffer
+/// is shared (the kernel then binds the owner's shared memory, P4).
+inline std::uint32_t runner_of(const ClientModel& model, const Range& range, std::uint32_t pick) {
+    const ModelBuffer& buffer = *model.buffers[range.buffer];
+    return buffer.shared && pick < model.devices ? pick : buffer.device;
+}
+
+/// Enqueues `launch(client, stream)` on `runner`'s stream `stream`, ordered after the runner's
+/// and the owner's last work, and orders what the owner enqueues next after it.
+template <typename Launch>
+void run_on(ClientSut& sut, std::uint32_t owner, std::uint32_t runner, std::uint32_t stream,
+            Launch&& launch) {
+    StreamId on = order(sut, runner, runner, stream);
+    if (runner != owner) {
+        on = order(sut, owner, runner, stream);
+    }
+    launch(sut.client(runner), on);
+    if (runner != owner) {
+        order(sut, runner, owner, sut.last_stream[owner]);
+    }
+}
+
 inline std::uint32_t pick_stream() {
     return *rc::gen::inRange<std::uint32_t>(0, ClientModel::streams);
 }
@@ -255,11 +277,14 @@ struct Write : Command {
     std::uint8_t value;
     bool through_kernel;
     std::uint32_t stream;
+    /// A peer that runs the fill kernel when the buffer is shared.
+    std::uint32_t peer;
     explicit Write(const ClientModel& model)
         : range(pick_range(model)),
           value(*rc::gen::arbitrary<std::uint8_t>()),
           through_kernel(*rc::gen::arbitrary<bool>()),
-          stream(pick_stream()) {}
+          stream(pick_stream()),
+          peer(*rc::gen::inRange<std::uint32_t>(0, model.devices)) {}
     void checkPreconditions(const ClientModel& model) const override {
         RC_PRE(valid(model, range));
     }
@@ -272,31 +297,41 @@ struct Write : Command {
     }
     void run(const ClientModel& model, ClientSut& sut) const override {
         const std::uint32_t device = model.buffers[range.buffer]->device;
-        Client client = sut.client(device);
-        // A host write goes to its handle's stream, the default one here.
-        const StreamId on = order(sut, device, device, through_kernel ? stream : 0);
         Handle target = slice(sut, range);
-        if (through_kernel) {
+        if (!through_kernel) {
+            // A host write goes to its handle's stream, the default one here.
+            order(sut, device, device, 0);
+            RC_ASSERT(sut.client(device)
+                          .write(target, std::vector<std::byte>(range.length, std::byte{value}))
+                          .ok());
+            return;
+        }
+        run_on(sut, device, runner_of(model, range, peer), stream, [&](Client client, StreamId on) {
             RC_ASSERT(client
                           .launch("fill", LaunchConfig::linear(range.length, 16),
                                   {LaunchArgument{target, AccessMode::Write, std::nullopt}},
                                   KernelArgs().u64(value), on)
                           .ok());
-        } else {
-            RC_ASSERT(
-                client.write(target, std::vector<std::byte>(range.length, std::byte{value})).ok());
-        }
+        });
     }
     void show(std::ostream& out) const override {
         out << (through_kernel ? "fill " : "write ") << range << " with " << int(value)
             << " on stream " << stream;
+        if (through_kernel) {
+            out << " (run by device " << peer << " if shared)";
+        }
     }
 };
 
 struct Fail : Command {
     Range range;
     std::uint32_t stream;
-    explicit Fail(const ClientModel& model) : range(pick_range(model)), stream(pick_stream()) {}
+    /// A peer that runs the failing kernel when the buffer is shared (P4).
+    std::uint32_t peer;
+    explicit Fail(const ClientModel& model)
+        : range(pick_range(model)),
+          stream(pick_stream()),
+          peer(*rc::gen::inRange<std::uint32_t>(0, model.devices)) {}
     void checkPreconditions(const ClientModel& model) const override {
         RC_PRE(valid(model, range));
     }
@@ -309,15 +344,18 @@ struct Fail : Command {
     }
     void run(const ClientModel& model, ClientSut& sut) const override {
         const std::uint32_t device = model.buffers[range.buffer]->device;
-        const StreamId on = order(sut, device, device, stream);
-        RC_ASSERT(sut.client(device)
-                      .launch("fail", LaunchConfig::linear(1),
-                              {LaunchArgument{slice(sut, range), AccessMode::Write, std::nullopt}},
-                              KernelArgs().u64(model.next_code), on)
-                      .ok());
+        Handle target = slice(sut, range);
+        run_on(sut, device, runner_of(model, range, peer), stream, [&](Client client, StreamId on) {
+            RC_ASSERT(client
+                          .launch("fail", LaunchConfig::linear(1),
+                                  {LaunchArgument{target, AccessMode::Write, std::nullopt}},
+                                  KernelArgs().u64(model.next_code), on)
+                          .ok());
+        });
     }
     void show(std::ostream& out) const override {
-        out << "kernel failing over " << range << " on stream " << stream;
+        out << "kernel failing over " << range << " on stream " << stream
+            << " (run by device " << peer << " if shared)";
     }
 };
 

@@ -24,7 +24,8 @@ TYPED_TEST_SUITE(ClientProperties, Backends, BackendNames);
 template <typename Backend>
 void check_drained_extras(Runtime& runtime) {
 #ifdef TANDEM_HAVE_SIM
-    if constexpr (std::is_same_v<Backend, SimBackend>) {
+    if constexpr (std::is_same_v<Backend, SimBackend> ||
+                  std::is_same_v<Backend, SimThreadsBackend>) {
         RC_ASSERT(static_cast<sim::SimRuntime&>(runtime).races().empty());
     }
 #endif

@@ -67,6 +67,28 @@ struct SimBackend {
         return {*runtime, {}};
     }
 };
+
+/// The simulator with a worker thread per stream (`SchedulerMode::Threads`): real concurrency,
+/// as a program under a thread sanitizer runs it, under the same contract.
+struct SimThreadsBackend {
+    static constexpr const char* name = "sim_threads";
+    static constexpr bool runs_at_enqueue = false;
+    /// A stream is a worker thread, and streams are bounded at 1024 here.
+    static constexpr bool cheap_streams = false;
+    /// A wait lets go of the engine's lock while the workers run the streams.
+    static constexpr bool waits_apart = true;
+    static std::uint32_t devices_available() { return sim::SimOptions::max_devices; }
+    static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
+        auto runtime = sim::SimRuntime::create(sim::SimOptions{.devices = devices,
+                                                               .seed = seed,
+                                                               .mode = sim::SchedulerMode::Threads,
+                                                               .capacity_bytes = 64 << 20});
+        if (!runtime) {
+            return {nullptr, runtime.error().report()};
+        }
+        return {*runtime, {}};
+    }
+};
 #endif
 
 #ifdef TANDEM_HAVE_CUDA
@@ -103,7 +125,7 @@ struct CudaBackend {
 using Backends = ::testing::Types<ReferenceBackend
 #ifdef TANDEM_HAVE_SIM
                                   ,
-                                  SimBackend
+                                  SimBackend, SimThreadsBackend
 #endif
 #ifdef TANDEM_HAVE_CUDA
                                   ,

@@ -409,10 +409,12 @@ Status SimDevice::do_sync() {
 }
 
 Status SimDevice::do_sync(std::span<const ClaimKey> keys) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status synced = sync(); !synced) {
+    // The device's own sync first, outside this call's lock: in threads mode a wait lets go of
+    // the lock so that the workers can run, and one nested in a call holding it would not.
+    if (Status synced = do_sync(); !synced) {
         return synced;
     }
+    std::lock_guard lock(engine_.mutex);
     Status drained =
         engine_.run_until([&] { return engine_.pipeline.final_for(service_, keys); });
     sweep();

@@ -195,6 +195,32 @@ Status Engine::resolve_deadlock() {
     return error;
 }
 
+namespace {
+
+/// The engine's lock as a threads-mode wait lets go of it: every level its caller holds. The
+/// workers need the lock to run work, so a wait that kept a level of it would wait for itself
+/// (until the stall limit called it a deadlock).
+class WholeLock {
+public:
+    explicit WholeLock(detail::EngineMutex& mutex) : mutex_(mutex), depth_(mutex.depth()) {}
+    void unlock() {
+        for (int level = 0; level < depth_; ++level) {
+            mutex_.unlock();
+        }
+    }
+    void lock() {
+        for (int level = 0; level < depth_; ++level) {
+            mutex_.lock();
+        }
+    }
+
+private:
+    detail::EngineMutex& mutex_;
+    int depth_;
+};
+
+}  // namespace
+
 Status Engine::run_until(const std::function<bool()>& done) {
     if (options.mode == SchedulerMode::Deterministic) {
         Status deadlock;
@@ -202,8 +228,8 @@ Status Engine::run_until(const std::function<bool()>& done) {
         }
         return deadlock;
     }
-    // Threads mode: the caller holds the engine lock exactly once; waiting releases it.
-    std::unique_lock lock(mutex, std::adopt_lock);
+    // Threads mode: the caller holds the engine lock; waiting lets go of all of it.
+    WholeLock lock(mutex);
     Status deadlock;
     auto last_progress = std::chrono::steady_clock::now();
     std::uint64_t last_steps = steps;
@@ -233,7 +259,6 @@ Status Engine::run_until(const std::function<bool()>& done) {
             last_progress = std::chrono::steady_clock::now();
         }
     }
-    lock.release();
     return deadlock;
 }
 
@@ -264,14 +289,29 @@ void Engine::stop_workers() {
     workers_.clear();
 }
 
+void Engine::hold_back(SimDevice& device, std::uint32_t stream_local,
+                       std::unique_lock<detail::EngineMutex>& lock) {
+    // The delay stays on the stream while it is waited out, so that nothing runs it meanwhile;
+    // a delay injected during the wait is waited out after it. The streams may move while the
+    // lock is let go (a new stream is created): the stream is found again after the wait.
+    const std::uint64_t waited = device.streams()[stream_local].delay_steps;
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(waited);
+    while (!stopping_ && std::chrono::steady_clock::now() < until) {
+        changed.wait_until(lock, until);
+    }
+    std::uint64_t& left = device.streams()[stream_local].delay_steps;
+    left -= std::min(waited, left);
+    ++steps;  // Progress, for a waiter watching for a stall.
+}
+
 void Engine::worker(std::uint32_t device_index, std::uint32_t stream_local) {
     std::unique_lock lock(mutex);
     SimDevice& device = *devices[device_index];
     while (!stopping_) {
         SimStream& stream = device.streams()[stream_local];
         if (!stream.queue.empty() && stream.delay_steps > 0) {
-            --stream.delay_steps;
-            changed.wait_for(lock, std::chrono::microseconds(100));
+            hold_back(device, stream_local, lock);
             continue;
         }
         if (!runnable(*this, stream)) {

@@ -214,6 +214,11 @@ private:
     std::uint64_t pipeline_checked_at_ = 0;
     std::vector<std::uint64_t> claims_checked_at_;
     void worker(std::uint32_t device, std::uint32_t stream_local);
+    /// Holds stream `stream_local` of `device` back for its delay, counted in microseconds in
+    /// threads mode (as on a GPU): scheduler steps are the deterministic scheduler's, and a worker
+    /// has no steps to count. The caller holds the lock through `lock`; the wait lets go of it.
+    void hold_back(SimDevice& device, std::uint32_t stream_local,
+                   std::unique_lock<detail::EngineMutex>& lock);
 
     /// Finished operations no one else holds, kept for `new_operation`: as many as may be
     /// unsettled at once, so a program that keeps that much work pending reuses all of it.

@@ -37,8 +37,8 @@ struct DeviceLossFault {
     std::uint64_t after_operations = 0;
 };
 
-/// Work on `stream` is held back for `steps` scheduler steps (sim) or microseconds (a kernel that
-/// waits, on a GPU) before it may run.
+/// Work on `stream` is held back for `steps` scheduler steps (the simulator's deterministic mode)
+/// or microseconds (its threads mode; a kernel that waits, on a GPU) before it may run.
 struct StreamDelay {
     /// The longest a stream may be held back, in all: a sync waits out every step of a delay,
     /// so an unbounded one would hang it. The simulator counts the steps not yet run; a GPU counts
@@ -47,7 +47,8 @@ struct StreamDelay {
 
     /// The stream held back.
     StreamId stream;
-    /// How long it is held back: scheduler steps on the simulator, microseconds on a GPU.
+    /// How long it is held back: scheduler steps on the deterministic simulator, microseconds in
+    /// its threads mode and on a GPU.
     std::uint64_t steps = 0;
 };
 
