@@ -28,6 +28,39 @@ TYPED_TEST(Peers, p1_a_handle_of_another_device_is_refused_with_wrong_service) {
               ErrorKind::WrongService);
 }
 
+// P2: shared memory stays pinned while a peer kernel that bound it may still run. The owner
+// drops every handle of it while the peer's fill of it is held back, then allocates and writes
+// memory of the same size again and again: none of it may be the bytes the fill still writes.
+TYPED_TEST(Peers, p2_memory_a_pending_peer_kernel_bound_is_not_reused_before_it_ends) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client owner = runtime->client(0);
+    Client peer = runtime->client(1);
+    std::optional<Handle> shared = this->share(owner, this->allocate(owner, 256), peer);
+    ASSERT_TRUE(owner.sync());
+    Result<StreamId> side = peer.create_stream();
+    ASSERT_TRUE(side) << side.error().report();
+    ASSERT_TRUE(peer.inject(StreamDelay{*side, 100'000}));
+    this->fill(peer, *shared, 1, *side);
+    Result<Event> filled_event = peer.record_event(*side);
+    ASSERT_TRUE(filled_event) << filled_event.error().report();
+    shared.reset();  // The last handle: only the pending fill holds the memory now.
+    std::vector<Handle> later;
+    for (int round = 0; round < 8; ++round) {
+        later.push_back(this->allocate(owner, 256));
+        ASSERT_TRUE(owner.write(later.back(), filled(256, 7)));
+        ASSERT_TRUE(owner.sync());  // Sweeps what was freed: the pinned bytes must not be.
+    }
+    if (!TypeParam::runs_at_enqueue) {
+        Result<bool> done = peer.event_complete(*filled_event);
+        ASSERT_TRUE(done) << done.error().report();
+        EXPECT_FALSE(*done) << "the owner's sync waited for the peer's unrelated fill";
+    }
+    ASSERT_TRUE(peer.sync());
+    for (const Handle& each : later) {
+        EXPECT_EQ(this->read_bytes(owner, each), filled(256, 7));
+    }
+}
+
 TYPED_TEST(Peers, p3_a_peer_kernel_reading_failed_owner_bytes_is_skipped_naming_the_owner_root) {
     TANDEM_RUNTIME(runtime, 2);
     Client owner = runtime->client(0);
