@@ -1,6 +1,6 @@
 #include "tandem/core/device_server.hpp"
 
-#include <iterator>
+#include "tandem/core/held_ranges.hpp"
 
 namespace tandem {
 
@@ -14,8 +14,9 @@ public:
     void released(detail::MemoryControl& control) noexcept override {
         if (std::shared_ptr<DeviceServer> owner = owner_.lock()) {
             owner->claims().forget(control.allocation.id);
-            owner->forget_adopted(control.allocation.address);
         }
+        // Before the adopter frees it: memory it then allocates again may be adopted again.
+        HeldRanges::process().release(control.allocation.address);
         if (release_) {
             release_();
         }
@@ -27,23 +28,6 @@ private:
     std::weak_ptr<DeviceServer> owner_;
     std::function<void()> release_;
 };
-
-bool DeviceServer::holds_any(std::uint64_t address, std::uint64_t size_bytes) const {
-    if (do_storage().overlaps(address, size_bytes)) {
-        return true;
-    }
-    std::lock_guard lock(adopted_mutex_);
-    auto after = adopted_.upper_bound(address);
-    if (after != adopted_.end() && after->first < address + size_bytes) {
-        return true;
-    }
-    return after != adopted_.begin() && std::prev(after)->first + std::prev(after)->second > address;
-}
-
-void DeviceServer::forget_adopted(std::uint64_t address) {
-    std::lock_guard lock(adopted_mutex_);
-    adopted_.erase(address);
-}
 
 Status DeviceServer::check(std::span<const ClaimKey> keys) const {
     std::lock_guard lock(engine_mutex_);
@@ -114,18 +98,23 @@ Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
         return alive.error();
     }
     const auto address = reinterpret_cast<std::uint64_t>(memory.pointer);
-    if (holds_any(address, memory.size_bytes)) {
-        return Error::invalid_argument("the adopted range of " + std::to_string(memory.size_bytes) +
-                                       " bytes at " + std::to_string(address) +
-                                       " overlaps memory " + to_string(service_) +
-                                       " already holds");
+    const auto overlapping = [&] {
+        return Error::invalid_argument(
+            "the adopted range of " + std::to_string(memory.size_bytes) + " bytes at " +
+            std::to_string(address) + " overlaps memory tandem already holds in this process " +
+            "(the storage or adopted memory of a device of any runtime); " + to_string(service_) +
+            " adopts none of it");
+    };
+    if (do_storage().overlaps(address, memory.size_bytes)) {
+        return overlapping();
     }
     if (Status fits = do_check_adopted(memory); !fits) {
         return fits.error();
     }
-    {
-        std::lock_guard adopted_lock(adopted_mutex_);
-        adopted_.emplace(address, memory.size_bytes);
+    // Last, since it holds the range at once if no one holds a byte of it: two adoptions of the
+    // same bytes, on any devices, race to one.
+    if (!HeldRanges::process().hold(address, memory.size_bytes)) {
+        return overlapping();
     }
     const AllocationInfo info{MemoryId::next(), address, memory.size_bytes, default_stream()};
     auto* sink = new AdoptedRelease(weak_from_this(), std::move(memory.release));

@@ -1,4 +1,6 @@
 #include "tandem/core/storage.hpp"
+
+#include "tandem/core/held_ranges.hpp"
 #include "tandem/core/stream_order.hpp"
 
 #include <cstdlib>
@@ -10,6 +12,7 @@ HostStorage::HostStorage(std::uint64_t capacity_bytes) : capacity_bytes_(capacit
 
 HostStorage::~HostStorage() {
     for (const auto& [address, size] : regions_) {
+        HeldRanges::process().release(address);
         std::free(reinterpret_cast<void*>(address));  // NOLINT: the region came from aligned_alloc
     }
 }
@@ -34,6 +37,9 @@ Result<StorageRegion> HostStorage::reserve(std::uint64_t size_bytes) {
             OutOfMemoryDetails{size_bytes, free_bytes, reserved_bytes_, 0});
     }
     const auto address = reinterpret_cast<std::uint64_t>(memory);
+    // Fresh memory overlaps nothing held, unless a program freed memory it had given tandem to
+    // adopt; the check of adoptions is then the weaker for it, and nothing else changes.
+    (void)HeldRanges::process().hold(address, size_bytes);
     regions_.emplace(address, size_bytes);
     reserved_bytes_ += size_bytes;
     return StorageRegion{address, size_bytes};
@@ -47,17 +53,8 @@ void HostStorage::release(StorageRegion region) {
     }
     reserved_bytes_ -= found->second;
     regions_.erase(found);
+    HeldRanges::process().release(region.address);
     std::free(reinterpret_cast<void*>(region.address));  // NOLINT: from aligned_alloc
-}
-
-bool HostStorage::overlaps(std::uint64_t address, std::uint64_t size_bytes) const {
-    std::lock_guard lock(mutex_);
-    for (const auto& [start, size] : regions_) {
-        if (address < start + size && start < address + size_bytes) {
-            return true;
-        }
-    }
-    return false;
 }
 
 std::uint64_t HostStorage::reserved_bytes() const {

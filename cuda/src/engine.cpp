@@ -2,6 +2,8 @@
 
 #include "engine.hpp"
 
+#include "tandem/core/held_ranges.hpp"
+
 #include "launcher.hpp"
 
 #include <algorithm>
@@ -36,6 +38,12 @@ bool sticky(cudaError_t error) {
 CudaStorage::CudaStorage(int ordinal, std::uint64_t capacity_bytes)
     : ordinal_(ordinal), capacity_bytes_(capacity_bytes) {}
 
+CudaStorage::~CudaStorage() {
+    for (const auto& [address, size] : regions_) {
+        HeldRanges::process().release(address);
+    }
+}
+
 Result<StorageRegion> CudaStorage::reserve(std::uint64_t size_bytes) {
     if (size_bytes > capacity_bytes_ - reserved_bytes_) {
         return Error::out_of_memory(
@@ -57,6 +65,7 @@ Result<StorageRegion> CudaStorage::reserve(std::uint64_t size_bytes) {
             OutOfMemoryDetails{size_bytes, free_bytes, reserved_bytes_, free_bytes});
     }
     const auto address = reinterpret_cast<std::uint64_t>(pointer);
+    (void)HeldRanges::process().hold(address, size_bytes);  // Fresh: no one else holds it.
     regions_.emplace(address, size_bytes);
     reserved_bytes_ += size_bytes;
     return StorageRegion{address, size_bytes};
@@ -68,6 +77,7 @@ void CudaStorage::release(StorageRegion region) {
         return;
     }
     DeviceGuard guard(ordinal_);
+    HeldRanges::process().release(region.address);
     cudaFree(reinterpret_cast<void*>(region.address));
     reserved_bytes_ -= found->second;
     regions_.erase(found);

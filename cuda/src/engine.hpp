@@ -41,18 +41,16 @@ class CudaEngine;
 class CudaStorage final : public Storage {
 public:
     CudaStorage(int ordinal, std::uint64_t capacity_bytes);
+    /// Lets go of the regions still held in `HeldRanges` (the pools give theirs back first).
+    ~CudaStorage() override;
+    CudaStorage(const CudaStorage&) = delete;
+    CudaStorage& operator=(const CudaStorage&) = delete;
+    /// A region from cudaMalloc, held in `HeldRanges` until it is given back: memory adopted
+    /// from elsewhere never aliases it.
     Result<StorageRegion> reserve(std::uint64_t size_bytes) override;
     void release(StorageRegion region) override;
     [[nodiscard]] std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
     [[nodiscard]] std::uint64_t reserved_bytes() const override { return reserved_bytes_; }
-    [[nodiscard]] bool overlaps(std::uint64_t address, std::uint64_t size_bytes) const override {
-        for (const auto& [start, size] : regions_) {
-            if (address < start + size && start < address + size_bytes) {
-                return true;
-            }
-        }
-        return false;
-    }
     [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
 
 private:

@@ -88,6 +88,61 @@ TYPED_TEST(ForeignMemory, adoption_that_cannot_be_is_refused_and_takes_nothing) 
     EXPECT_EQ(releases, 0);
 }
 
+// One byte never has two owners: memory one device adopted, or holds in its own pools, is refused
+// by every other device, as memory it holds itself is.
+TYPED_TEST(ForeignMemory, memory_another_device_holds_is_not_adopted) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client zero = runtime->client(0);
+    Client one = runtime->client(1);
+    int releases = 0;
+    Foreign memory = foreign_memory(*runtime, 128, &releases);
+    Handle own = this->allocate(one, 256);
+    {
+        Result<Handle> adopted = zero.adopt({memory.pointer, 128, memory.release});
+        ASSERT_TRUE(adopted) << adopted.error().report();
+        Result<Handle> again = one.adopt({memory.pointer, 128, [] {}});
+        ASSERT_FALSE(again);
+        EXPECT_EQ(again.error().kind(), ErrorKind::InvalidArgument);
+        EXPECT_NE(again.error().message().find("overlaps"), std::string::npos)
+            << again.error().report();
+        // Device 1's own allocation, through device 0 (a GPU refuses another GPU's pointer
+        // before it looks: InvalidArgument either way).
+        void* inside = static_cast<std::byte*>(one.native(own)->pointer) + 8;
+        EXPECT_EQ(zero.adopt({inside, 16, [] {}}).error().kind(), ErrorKind::InvalidArgument);
+        this->fill(zero, *adopted, 3);
+        EXPECT_EQ(this->read_bytes(zero, *adopted), filled(128, 3));
+    }
+    ASSERT_TRUE(zero.sync());
+    EXPECT_EQ(releases, 1);
+}
+
+// Nor does a byte have two owners across runtimes of one process; once the adopter lets go of
+// memory (its release was called), it may be adopted again.
+TYPED_TEST(ForeignMemory, memory_another_runtime_holds_is_not_adopted_until_it_is_released) {
+    TANDEM_RUNTIME(runtime, 1);
+    TANDEM_RUNTIME(other, 1);
+    Client first = runtime->client(0);
+    Client second = other->client(0);
+    int releases = 0;
+    Foreign memory = foreign_memory(*runtime, 64, &releases);
+    void* const pointer = memory.pointer;
+    bool freed = false;
+    {
+        // The release lets go of the memory only after this test adopted it a second time.
+        Result<Handle> adopted = first.adopt({pointer, 64, [&freed] { freed = true; }});
+        ASSERT_TRUE(adopted) << adopted.error().report();
+        Result<Handle> again = second.adopt({pointer, 64, [] {}});
+        ASSERT_FALSE(again);
+        EXPECT_EQ(again.error().kind(), ErrorKind::InvalidArgument) << again.error().report();
+    }
+    ASSERT_TRUE(first.sync());
+    ASSERT_TRUE(freed);
+    Result<Handle> later = second.adopt({pointer, 64, memory.release});
+    ASSERT_TRUE(later) << later.error().report();
+    this->fill(second, *later, 4);
+    EXPECT_EQ(this->read_bytes(second, *later), filled(64, 4));
+}
+
 TYPED_TEST(ForeignMemory, the_native_view_of_a_handle_holds_its_bytes) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);

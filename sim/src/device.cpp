@@ -332,6 +332,21 @@ Result<NativeView> SimDevice::do_native(const BufferBinding* binding, StreamId) 
     return NativeView{storage_.host(binding->start_address()), binding->size_in_use(), nullptr};
 }
 
+Status SimDevice::do_check_adopted(const AdoptedMemory& memory) {
+    // An address names its device here: host memory at addresses of a device's range would be
+    // taken for that device's memory.
+    const auto address = reinterpret_cast<std::uint64_t>(memory.pointer);
+    for (const auto& device : engine_.devices) {
+        if (device->storage_.overlaps(address, memory.size_bytes)) {
+            return Error::invalid_argument("the adopted range of " +
+                                           std::to_string(memory.size_bytes) + " bytes at " +
+                                           hex(address) + " overlaps the device addresses of " +
+                                           to_string(device->service()));
+        }
+    }
+    return {};
+}
+
 Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
     std::lock_guard lock(engine_.mutex);
     if (Status known = check_event(event, engine_.next_event); !known) {

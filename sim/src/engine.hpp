@@ -71,6 +71,7 @@ public:
     ~SimDevice() override;
 
 #include "tandem/core/detail/server_hooks.inc"
+    Status do_check_adopted(const AdoptedMemory& memory) override;
 
     // Engine side.
     [[nodiscard]] std::uint32_t index() const { return index_; }

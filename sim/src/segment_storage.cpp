@@ -1,5 +1,7 @@
 #include "segment_storage.hpp"
 
+#include "tandem/core/held_ranges.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -8,6 +10,12 @@ namespace tandem::sim {
 SegmentStorage::SegmentStorage(Segment& segment, std::uint64_t base_address)
     : segment_(segment), base_address_(base_address) {
     free_.emplace(0, segment.capacity_bytes());
+    (void)HeldRanges::process().hold(reinterpret_cast<std::uint64_t>(segment_.data()),
+                                     segment_.capacity_bytes());
+}
+
+SegmentStorage::~SegmentStorage() {
+    HeldRanges::process().release(reinterpret_cast<std::uint64_t>(segment_.data()));
 }
 
 Result<StorageRegion> SegmentStorage::reserve(std::uint64_t size_bytes) {

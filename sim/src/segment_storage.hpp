@@ -13,7 +13,12 @@ namespace tandem::sim {
 
 class SegmentStorage final : public Storage {
 public:
+    /// Storage of `segment`, whose bytes have device addresses from `base_address`; the mapping
+    /// is held in `HeldRanges` for the storage's life.
     SegmentStorage(Segment& segment, std::uint64_t base_address);
+    ~SegmentStorage() override;
+    SegmentStorage(const SegmentStorage&) = delete;
+    SegmentStorage& operator=(const SegmentStorage&) = delete;
 
     Result<StorageRegion> reserve(std::uint64_t size_bytes) override;
     void release(StorageRegion region) override;
@@ -22,13 +27,11 @@ public:
     }
     [[nodiscard]] std::uint64_t reserved_bytes() const override;
     [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
-    /// Whether the range touches the segment, reserved or not: its device addresses, or where it
-    /// is mapped in this process (what `native` hands out).
+    /// Whether the range touches the segment's device addresses, reserved or not (where it is
+    /// mapped in this process, what `native` hands out, is in `HeldRanges`).
     [[nodiscard]] bool overlaps(std::uint64_t address, std::uint64_t size_bytes) const override {
         const std::uint64_t capacity = segment_.capacity_bytes();
-        const auto mapped = reinterpret_cast<std::uint64_t>(segment_.data());
-        return (address < base_address_ + capacity && base_address_ < address + size_bytes) ||
-               (address < mapped + capacity && mapped < address + size_bytes);
+        return address < base_address_ + capacity && base_address_ < address + size_bytes;
     }
 
     [[nodiscard]] std::uint64_t base_address() const { return base_address_; }

@@ -16,7 +16,6 @@
 #include "tandem/core/work.hpp"
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -109,8 +108,10 @@ protected:
     /// An injected loss with no delay: learn what can be learned of pending work, then lose the
     /// device.
     virtual void do_lose_now() = 0;
-    /// Whether this device can take `memory` (a device pointer of this GPU, say); the Server
-    /// checked pointer and size, and this class that it aliases nothing the device holds.
+    /// Whether this device can take `memory` (a device pointer of this GPU, say, or no device
+    /// address of another device of the runtime); the Server checked pointer and size, and this
+    /// class that it touches none of the device's storage. Memory held anywhere in the process
+    /// (`HeldRanges`) is refused after this check.
     virtual Status do_check_adopted(const AdoptedMemory& /*memory*/) { return {}; }
     /// The storage the device's pools reserve from.
     [[nodiscard]] virtual const Storage& do_storage() const = 0;
@@ -191,17 +192,6 @@ protected:
     FaultPlan faults_;
 
 private:
-    friend class AdoptedRelease;
-    /// Whether `[address, address + size_bytes)` touches memory the device holds: its storage's
-    /// regions or live adopted memory.
-    [[nodiscard]] bool holds_any(std::uint64_t address, std::uint64_t size_bytes) const;
-    /// Forgets the adopted range starting at `address` (its last reference went).
-    void forget_adopted(std::uint64_t address);
-
-    /// Live adopted memory, by start address: size. A leaf lock: a release may come from any
-    /// thread, under any other lock.
-    mutable std::mutex adopted_mutex_;
-    std::map<std::uint64_t, std::uint64_t> adopted_;
     detail::EngineMutex& engine_mutex_;
     /// `lost_` is set, readable without the lock.
     std::atomic<bool> lost_flag_{false};

@@ -38,9 +38,9 @@ public:
     [[nodiscard]] virtual std::uint64_t largest_reservable_bytes() const = 0;
     /// Every region starts at a multiple of this, and pools round sizes up to it.
     [[nodiscard]] virtual std::uint64_t alignment_bytes() const { return 256; }
-    /// Whether any byte of `[address, address + size_bytes)` is in a region this storage holds
-    /// (so that memory adopted from elsewhere never aliases it). A storage that cannot tell says
-    /// no.
+    /// Whether any byte of `[address, address + size_bytes)` is an address of this storage that
+    /// `HeldRanges` does not know: the simulator's device addresses, say. Each storage holds its
+    /// host-visible memory in `HeldRanges`, so memory adopted from elsewhere never aliases it.
     [[nodiscard]] virtual bool overlaps(std::uint64_t /*address*/,
                                         std::uint64_t /*size_bytes*/) const {
         return false;
@@ -59,7 +59,6 @@ public:
     [[nodiscard]] std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
     [[nodiscard]] std::uint64_t reserved_bytes() const override;
     [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
-    [[nodiscard]] bool overlaps(std::uint64_t address, std::uint64_t size_bytes) const override;
 
 private:
     const std::uint64_t capacity_bytes_;
