@@ -9,6 +9,7 @@
 // a call that is right either succeeds or fails with a kind that work can fail with at run time.
 // No input may crash, hang, or trip AddressSanitizer or UndefinedBehaviorSanitizer.
 
+#include "tandem/core/external_work.hpp"
 #include "tandem/core/reference_runtime.hpp"
 #include "tandem/sim/runtime.hpp"
 
@@ -20,6 +21,8 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <limits>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,10 @@ using namespace tandem;
 constexpr std::size_t max_calls = 48;
 constexpr std::size_t max_handles = 24;
 constexpr std::size_t max_events = 16;
+constexpr std::size_t max_reads = 8;
+/// Host blocks the program may hand a device to adopt, and their size.
+constexpr std::size_t host_blocks = 4;
+constexpr std::uint64_t host_block_bytes = 256;
 /// Bytes a write or launch may touch; larger handles are only given wrong sizes.
 constexpr std::uint64_t max_touched_bytes = 64 * 1024;
 constexpr std::uint64_t device_capacity_bytes = 8 << 20;
@@ -83,6 +90,19 @@ struct Slot {
 struct EventSlot {
     Event event;
     std::size_t client = 0;
+};
+
+/// An asynchronous read in flight and the buffer it lands in.
+struct ReadSlot {
+    PendingRead read;
+    std::unique_ptr<std::vector<std::byte>> into;
+    std::size_t client = 0;
+};
+
+/// Host memory a device may adopt, and whether a device holds it now (set until its release).
+struct HostBlock {
+    std::unique_ptr<std::byte[]> bytes = std::make_unique<std::byte[]>(host_block_bytes);
+    std::shared_ptr<bool> adopted = std::make_shared<bool>(false);
 };
 
 /// Values a hostile caller passes for offsets, lengths and sizes.
@@ -162,7 +182,7 @@ private:
         for (std::size_t index = 0; index < clients_.size(); ++index) {
             lost_before_[index] = clients_[index].server().lost().has_value();
         }
-        switch (data_.ConsumeIntegralInRange<int>(0, 17)) {
+        switch (data_.ConsumeIntegralInRange<int>(0, 23)) {
             case 0:
                 allocate();
                 break;
@@ -214,8 +234,26 @@ private:
             case 16:
                 replay();
                 break;
-            default:
+            case 17:
                 read_strided();
+                break;
+            case 18:
+                read_async();
+                break;
+            case 19:
+                wait_read();
+                break;
+            case 20:
+                host_wait();
+                break;
+            case 21:
+                destroy_stream();
+                break;
+            case 22:
+                adopt();
+                break;
+            default:
+                external();
                 break;
         }
     }
@@ -481,11 +519,11 @@ private:
             expect_refused(launched, *refusal, "launch with unshared memory of another device");
         } else if (lost(index)) {
             expect_refused(launched, ErrorKind::DeviceLost, "launch on a lost device");
+        } else if (!valid_stream(index, stream)) {  // The Server's check, before the device's.
+            expect_refused(launched, ErrorKind::InvalidArgument, "launch on no stream");
         } else if (foreign) {
             expect_refused(launched, ErrorKind::PeerUnreachable,
                            "launch with another runtime's memory");
-        } else if (!valid_stream(index, stream)) {
-            expect_refused(launched, ErrorKind::InvalidArgument, "launch on no stream");
         } else if (!launched) {
             violated("launch refused at once: " + launched.error().report());
         }
@@ -775,7 +813,202 @@ private:
         }
     }
 
+    void read_async() {
+        Slot* slot = pick_slot();
+        if (slot == nullptr) {
+            return;
+        }
+        const std::size_t index = pick_client();
+        const StreamId stream = pick_stream(index);
+        const std::uint64_t in_use = slot->handle.size_in_use();
+        std::uint64_t size = data_.ConsumeIntegralInRange<std::uint64_t>(0, 256);
+        if (data_.ConsumeBool() && in_use <= max_touched_bytes) {
+            size = in_use;
+        }
+        auto into = std::make_unique<std::vector<std::byte>>(size);
+        Result<PendingRead> read = client(index).read_async(slot->handle, *into, stream);
+        if (slot->handle.service() != client(index).service()) {
+            expect_refused(read, ErrorKind::WrongService, "async read through another device");
+        } else if (lost(index)) {
+            expect_refused(read, ErrorKind::DeviceLost, "async read on a lost device");
+        } else if (!valid_stream(index, stream)) {
+            expect_refused(read, ErrorKind::InvalidArgument, "async read on no stream");
+        } else if (size != in_use) {
+            expect_refused(read, ErrorKind::InvalidArgument, "async read into the wrong size");
+        } else if (!read) {
+            violated("async read refused: " + read.error().report());
+        }
+        if (read && reads_.size() < max_reads) {
+            reads_.push_back(ReadSlot{*read, std::move(into), index});
+        } else if (read) {
+            expect_ok_or(client(index).wait(*read), read_failures, "wait for an async read");
+        }
+    }
+
+    /// Waits for a read in flight through any client: one of another device is refused and
+    /// leaves the read in flight; a failed one zeroes its buffer.
+    void wait_read() {
+        if (reads_.empty()) {
+            const PendingRead forged{};
+            expect_refused(client(pick_client()).wait(forged), ErrorKind::InvalidArgument,
+                           "wait for a read no device made");
+            return;
+        }
+        const std::size_t at = data_.ConsumeIntegralInRange<std::size_t>(0, reads_.size() - 1);
+        const std::size_t index = pick_client();
+        Status waited = client(index).wait(reads_[at].read);
+        if (index != reads_[at].client) {
+            expect_refused(waited, ErrorKind::InvalidArgument, "wait for another device's read");
+            return;
+        }
+        expect_ok_or(waited, read_failures, "wait for an async read");
+        if (!waited) {
+            for (std::byte byte : *reads_[at].into) {
+                if (byte != std::byte{0}) {
+                    violated("a failed async read left bytes in its buffer");
+                }
+            }
+        }
+        reads_.erase(reads_.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+
+    /// The host waits for an event (of any client) or a stream.
+    void host_wait() {
+        const std::size_t index = pick_client();
+        if (data_.ConsumeBool() || events_.empty()) {
+            const StreamId stream = pick_stream(index);
+            Status synced = client(index).sync_stream(stream);
+            if (lost(index)) {
+                expect_refused(synced, ErrorKind::DeviceLost, "sync a stream of a lost device");
+            } else if (!valid_stream(index, stream)) {
+                expect_refused(synced, ErrorKind::InvalidArgument, "sync no stream");
+            } else {
+                expect_ok_or(synced, {ErrorKind::DeviceLost, ErrorKind::TornDown}, "sync_stream");
+            }
+            return;
+        }
+        const EventSlot& event =
+            events_[data_.ConsumeIntegralInRange<std::size_t>(0, events_.size() - 1)];
+        Status waited;
+        if (data_.ConsumeBool()) {
+            waited = client(index).wait(event.event);
+        } else if (Result<bool> done = client(index).event_complete(event.event); !done) {
+            waited = done.error();
+        }
+        if (lost(index)) {
+            expect_refused(waited, ErrorKind::DeviceLost, "host wait on a lost device");
+        } else if (!same_runtime(index, event.client)) {
+            expect_refused(waited, ErrorKind::InvalidArgument, "host wait on another runtime");
+        } else {
+            expect_ok_or(waited, {ErrorKind::DeviceLost, ErrorKind::TornDown}, "host wait");
+        }
+    }
+
+    void destroy_stream() {
+        const std::size_t index = pick_client();
+        const StreamId stream = pick_stream(index);
+        Status destroyed = client(index).destroy_stream(stream);
+        if (lost(index)) {
+            expect_refused(destroyed, ErrorKind::DeviceLost, "destroy on a lost device");
+        } else if (!valid_stream(index, stream) || stream == client(index).default_stream()) {
+            expect_refused(destroyed, ErrorKind::InvalidArgument, "destroy no stream or default");
+        } else {
+            expect_ok_or(destroyed, {ErrorKind::DeviceLost, ErrorKind::TornDown}, "destroy");
+        }
+        if (destroyed) {
+            auto& streams = streams_[index];
+            streams.erase(std::find(streams.begin(), streams.end(), stream));
+        }
+    }
+
+    /// Adopts a host block, in part or whole, or hostile coordinates, through any client.
+    void adopt() {
+        const std::size_t index = pick_client();
+        HostBlock& block = blocks_[data_.ConsumeIntegralInRange<std::size_t>(0, host_blocks - 1)];
+        // Every range taken covers the block's byte 128, so two adoptions of a block overlap.
+        const std::uint64_t offset = data_.ConsumeIntegralInRange<std::uint64_t>(0, 128);
+        std::uint64_t size =
+            data_.ConsumeIntegralInRange<std::uint64_t>(129 - offset, host_block_bytes - offset);
+        void* pointer = block.bytes.get() + offset;
+        bool bad = false;
+        switch (data_.ConsumeIntegralInRange<int>(0, 5)) {
+            case 0:
+                pointer = nullptr;
+                bad = true;
+                break;
+            case 1:
+                size = 0;
+                bad = true;
+                break;
+            case 2:
+                size = std::numeric_limits<std::uint64_t>::max() - offset;  // Wraps, or too big.
+                bad = true;
+                break;
+            default:
+                break;
+        }
+        Result<Handle> adopted =
+            client(index).adopt({pointer, size, [flag = block.adopted] { *flag = false; }});
+        if (lost(index)) {
+            expect_refused(adopted, ErrorKind::DeviceLost, "adopt on a lost device");
+        } else if (bad || *block.adopted) {
+            expect_refused(adopted, ErrorKind::InvalidArgument, "adopt of bad or held memory");
+        } else if (!adopted) {
+            violated("adopt refused: " + adopted.error().report());
+        }
+        if (adopted) {
+            *block.adopted = true;
+            keep(std::move(*adopted), index);
+        }
+    }
+
+    /// External work over up to two handles, whose host callable succeeds, fails or throws.
+    void external() {
+        const std::size_t index = pick_client();
+        std::vector<LaunchArgument> arguments;
+        std::optional<ErrorKind> refusal;
+        bool foreign = false;
+        for (std::size_t n = data_.ConsumeIntegralInRange<std::size_t>(0, 2);
+             n > 0 && !slots_.empty(); --n) {
+            Slot* slot = pick_slot();
+            arguments.push_back(LaunchArgument{
+                slot->handle, static_cast<AccessMode>(data_.ConsumeIntegralInRange<int>(0, 2)),
+                std::nullopt});
+            refusal = refusal ? refusal : binding_refusal(index, *slot);
+            foreign = foreign || foreign_peer(index, *slot);
+        }
+        const int behaviour = data_.ConsumeIntegralInRange<int>(0, 3);
+        ExternalCallables run;
+        if (behaviour != 3) {  // None: refused on the backend (C10), once it settles.
+            run.host = [behaviour](HostKernelContext&) -> Status {
+                if (behaviour == 1) {
+                    return Error::invalid_argument("external work that fails");
+                }
+                if (behaviour == 2) {
+                    throw std::runtime_error("external work that throws");
+                }
+                return {};
+            };
+        }
+        const StreamId stream = pick_stream(index);
+        Status enqueued =
+            client(index).enqueue(ExternalWork{"fuzz_external", std::move(arguments), run}, stream);
+        if (refusal) {
+            expect_refused(enqueued, *refusal, "external work with another device's memory");
+        } else if (lost(index)) {
+            expect_refused(enqueued, ErrorKind::DeviceLost, "external work on a lost device");
+        } else if (!valid_stream(index, stream)) {
+            expect_refused(enqueued, ErrorKind::InvalidArgument, "external work on no stream");
+        } else if (foreign) {
+            expect_refused(enqueued, ErrorKind::PeerUnreachable, "external work, other runtime");
+        } else if (!enqueued) {
+            violated("external work refused at once: " + enqueued.error().report());
+        }
+    }
+
     FuzzedDataProvider& data_;
+    /// Before the runtimes: adopted blocks must outlive every device that may hold them.
+    std::array<HostBlock, host_blocks> blocks_;
     std::shared_ptr<Runtime> main_;
     std::shared_ptr<Runtime> foreign_;
     std::array<bool, 3> lost_before_{};
@@ -783,6 +1016,7 @@ private:
     std::vector<std::vector<StreamId>> streams_;
     std::vector<Slot> slots_;
     std::vector<EventSlot> events_;
+    std::vector<ReadSlot> reads_;
     struct GraphSlot {
         CaptureGraph graph;
         std::size_t client = 0;
