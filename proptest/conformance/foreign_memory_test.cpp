@@ -198,5 +198,72 @@ TYPED_TEST(ForeignMemory, a_tensor_goes_out_and_comes_back_through_dlpack_withou
     EXPECT_NE(strided.error().message().find("compact"), std::string::npos);
 }
 
+// A tensor whose coordinates cannot be taken is refused, and its deleter is not called: fewer
+// than no dimensions, no shape, no bytes, more than 2^64 of them, or a byte offset that wraps.
+TYPED_TEST(ForeignMemory, a_malformed_dlpack_tensor_is_refused_and_stays_the_callers) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    const NativeView device = *client.native(client.default_stream());
+    std::byte bytes[64];
+    std::int64_t shape[] = {4, 16};
+    int deleted = 0;
+    const auto tensor = [&] {
+        DLManagedTensor made{};
+        made.dl_tensor.data = bytes;
+        made.dl_tensor.device =
+            device.on_gpu ? DLDevice{kDLCUDA, device.ordinal} : DLDevice{kDLCPU, 0};
+        made.dl_tensor.ndim = 2;
+        made.dl_tensor.shape = shape;
+        made.dl_tensor.dtype = DLDataType{kDLUInt, 8, 1};
+        made.manager_ctx = &deleted;
+        made.deleter = [](DLManagedTensor* self) { ++*static_cast<int*>(self->manager_ctx); };
+        return made;
+    };
+    const auto refused = [&](DLManagedTensor made, const char* what) {
+        Result<Handle> taken = from_dlpack(client, &made);
+        ASSERT_FALSE(taken) << what;
+        EXPECT_EQ(taken.error().kind(), ErrorKind::InvalidArgument) << what;
+    };
+    DLManagedTensor negative = tensor();
+    negative.dl_tensor.ndim = -1;
+    refused(negative, "ndim -1");
+    DLManagedTensor shapeless = tensor();
+    shapeless.dl_tensor.shape = nullptr;
+    refused(shapeless, "no shape");
+    DLManagedTensor empty = tensor();
+    empty.dl_tensor.dtype = DLDataType{kDLUInt, 8, 0};
+    refused(empty, "no lanes: no bytes");
+    std::int64_t huge[] = {0, std::int64_t{1} << 62, std::int64_t{1} << 62};
+    DLManagedTensor zero_extent = tensor();
+    zero_extent.dl_tensor.ndim = 3;
+    zero_extent.dl_tensor.shape = huge;
+    std::int64_t huge_strides[] = {1, 1, 1};
+    zero_extent.dl_tensor.strides = huge_strides;
+    refused(zero_extent, "a zero extent: no bytes");
+    std::int64_t past[] = {std::int64_t{1} << 40, std::int64_t{1} << 40};
+    DLManagedTensor too_big = tensor();
+    too_big.dl_tensor.shape = past;
+    refused(too_big, "2^80 bytes");
+    DLManagedTensor wrapping = tensor();
+    wrapping.dl_tensor.byte_offset = UINT64_MAX - 8;
+    refused(wrapping, "an offset that wraps");
+    EXPECT_EQ(deleted, 0);
+}
+
+// A tensor of one device's handle is that device's bytes: another device does not adopt them.
+TYPED_TEST(ForeignMemory, a_dlpack_tensor_of_another_devices_handle_is_not_adopted) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client zero = runtime->client(0);
+    Client one = runtime->client(1);
+    Handle handle = this->allocate(zero, 64);
+    const std::int64_t shape[] = {64};
+    Result<DLManagedTensor*> out = to_dlpack(zero, handle, DLDataType{kDLUInt, 8, 1}, shape);
+    ASSERT_TRUE(out) << out.error().report();
+    Result<Handle> taken = from_dlpack(one, *out);
+    ASSERT_FALSE(taken);
+    EXPECT_EQ(taken.error().kind(), ErrorKind::InvalidArgument) << taken.error().report();
+    (*out)->deleter(*out);  // Still the caller's.
+}
+
 }  // namespace
 }  // namespace tandem::conformance

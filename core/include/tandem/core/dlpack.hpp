@@ -12,6 +12,7 @@
 #include <dlpack/dlpack.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,17 +50,38 @@ inline std::optional<std::uint64_t> compact_bytes(DLDataType dtype, const std::i
     return bytes;
 }
 
-/// Whether `tensor` has no strides or the compact row-major ones.
+/// Why `tensor`'s coordinates cannot be taken at all, if they cannot: a dimension count below
+/// zero, a shape missing, no bytes, or a first byte whose address wraps.
+inline std::optional<std::string> malformed(const DLTensor& tensor) {
+    if (tensor.ndim < 0 || (tensor.ndim > 0 && tensor.shape == nullptr)) {
+        return "a DLPack tensor with " + std::to_string(tensor.ndim) + " dimensions and " +
+               (tensor.shape == nullptr ? "no shape" : "a shape");
+    }
+    const std::optional<std::uint64_t> bytes = compact_bytes(tensor.dtype, tensor.shape, tensor.ndim);
+    if (!bytes || *bytes == 0) {
+        return "a DLPack tensor of no bytes, or of more than 2^64";
+    }
+    if (tensor.byte_offset > UINT64_MAX - reinterpret_cast<std::uint64_t>(tensor.data)) {
+        return "a DLPack tensor whose byte offset " + std::to_string(tensor.byte_offset) +
+               " takes its first byte past the end of the address space";
+    }
+    return std::nullopt;
+}
+
+/// Whether `tensor` has no strides or the compact row-major ones; its shape spans some bytes and
+/// at most 2^64 (`malformed` said nothing), so the running product does not overflow.
 inline bool compact(const DLTensor& tensor) {
     if (tensor.strides == nullptr) {
         return true;
     }
-    std::int64_t expected = 1;
+    std::uint64_t expected = 1;  // Unsigned: the extents' product may pass 2^63.
     for (int dimension = tensor.ndim; dimension-- > 0;) {
-        if (tensor.shape[dimension] != 1 && tensor.strides[dimension] != expected) {
+        if (tensor.shape[dimension] != 1 &&
+            (tensor.strides[dimension] < 0 ||
+             static_cast<std::uint64_t>(tensor.strides[dimension]) != expected)) {
             return false;
         }
-        expected *= tensor.shape[dimension];
+        expected *= static_cast<std::uint64_t>(tensor.shape[dimension]);
     }
     return true;
 }
@@ -96,9 +118,11 @@ inline Result<DLManagedTensor*> to_dlpack(Client& client, const Handle& handle, 
 
 /// `tensor` as a handle of `client`'s device, adopted without a copy (`Client::adopt`): its
 /// deleter is called when the last handle and binding are gone. A tensor `to_dlpack` made from a
-/// handle of this device comes back as that handle (the tensor is deleted at once). `InvalidArgument` for a null or
-/// strided tensor, or one on another device (`kDLCUDA` of the client's GPU on CUDA, `kDLCPU` on
-/// the simulator and the reference backend); the tensor is then still the caller's.
+/// handle of this device comes back as that handle (the tensor is deleted at once).
+/// `InvalidArgument` for a null, malformed (dimensions below zero, no shape, no bytes, an offset
+/// that wraps) or strided tensor, one on another device (`kDLCUDA` of the client's GPU on CUDA,
+/// `kDLCPU` on the simulator and the reference backend), or one whose bytes tandem already holds
+/// (a tensor of another device's handle); the tensor is then still the caller's.
 inline Result<Handle> from_dlpack(Client& client, DLManagedTensor* tensor) {
     if (tensor == nullptr || tensor->dl_tensor.data == nullptr) {
         return Error::invalid_argument("a DLPack tensor with no data");
@@ -112,11 +136,13 @@ inline Result<Handle> from_dlpack(Client& client, DLManagedTensor* tensor) {
         }
     }
     const DLTensor& view = tensor->dl_tensor;
-    const std::optional<std::uint64_t> bytes =
-        detail::compact_bytes(view.dtype, view.shape, view.ndim);
-    if (!bytes || !detail::compact(view)) {
+    if (std::optional<std::string> wrong = detail::malformed(view)) {
+        return Error::invalid_argument(*wrong);
+    }
+    if (!detail::compact(view)) {
         return Error::invalid_argument("only compact row-major DLPack tensors can be adopted");
     }
+    const std::uint64_t bytes = *detail::compact_bytes(view.dtype, view.shape, view.ndim);
     Result<NativeView> native = client.native(client.default_stream());
     if (!native) {
         return native.error();
@@ -129,8 +155,11 @@ inline Result<Handle> from_dlpack(Client& client, DLManagedTensor* tensor) {
                                        std::to_string(view.device.device_id) +
                                        ", not this client's device");
     }
+    // The first byte's address as a number: a pointer moved past the end of its object is not
+    // one a program may form.
+    const std::uint64_t first = reinterpret_cast<std::uint64_t>(view.data) + view.byte_offset;
     return client.adopt(AdoptedMemory{
-        static_cast<std::byte*>(view.data) + view.byte_offset, *bytes, [tensor] {
+        reinterpret_cast<void*>(first), bytes, [tensor] {
             if (tensor->deleter != nullptr) {
                 tensor->deleter(tensor);
             }
