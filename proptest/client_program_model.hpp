@@ -22,6 +22,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <set>
@@ -77,12 +78,12 @@ struct ClientSut {
     /// Buffers adopted so far, and how many of them went back to their allocator (it outlives
     /// the runtime).
     int adopted = 0;
-    int* releases = nullptr;
+    std::atomic<int>* releases = nullptr;
     Client client(std::uint32_t device) const { return clients.at(device); }
 
     /// The clients of `runtime`'s first `devices` devices, each with its streams, and every pair
     /// granted peer access. Adopted buffers count their releases in `*releases`.
-    static ClientSut of(Runtime& runtime, std::uint32_t devices, int* releases) {
+    static ClientSut of(Runtime& runtime, std::uint32_t devices, std::atomic<int>* releases) {
         ClientSut sut;
         sut.runtime = &runtime;
         sut.releases = releases;

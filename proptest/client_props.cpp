@@ -42,7 +42,7 @@ TYPED_TEST(ClientProperties, programs_agree_with_the_byte_model_and_drain) {
         ClientModel initial;
         initial.devices = *rc::gen::inRange<std::uint32_t>(1, devices_max + 1);
         const auto seed = *rc::gen::inRange<std::uint64_t>(1, 1u << 20);
-        int releases = 0;  // Of adopted buffers; it outlives the runtime.
+        std::atomic<int> releases = 0;  // Of adopted buffers; it outlives the runtime.
         // A runtime per case: injected faults a case leaves unconsumed must not reach the next.
         Made made = TypeParam::make(initial.devices, seed);
         RC_ASSERT(made.runtime != nullptr);

@@ -9,6 +9,7 @@
 #include "tandem/core/runtime.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 
 namespace tandem::conformance {
@@ -41,9 +42,10 @@ struct Foreign {
 };
 
 /// `size_bytes` of foreign memory for `runtime`; its release frees them and counts one more in
-/// `*releases`, which must outlive the runtime.
+/// `*releases`, which must outlive the runtime. Atomic: a release runs on whichever thread drops
+/// the last reference (a worker of the simulator's threads mode, say).
 inline Foreign foreign_memory([[maybe_unused]] const Runtime& runtime, std::uint64_t size_bytes,
-                              int* releases) {
+                              std::atomic<int>* releases) {
 #if TANDEM_HAS_CUDA_KERNELS
     if (runtime.backend() == "cuda") {
         void* pointer = device_malloc(size_bytes);

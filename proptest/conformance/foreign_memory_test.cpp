@@ -34,7 +34,7 @@ TYPED_TEST_SUITE(ForeignMemory, Backends, BackendNames);
 TYPED_TEST(ForeignMemory, adopted_memory_has_claims_like_any_and_is_released_once) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
-    int releases = 0;
+    std::atomic<int> releases = 0;
     {
         Foreign memory = foreign_memory(*runtime, 256, &releases);
         ASSERT_NE(memory.pointer, nullptr);
@@ -58,7 +58,7 @@ TYPED_TEST(ForeignMemory, adopted_memory_has_claims_like_any_and_is_released_onc
 TYPED_TEST(ForeignMemory, adoption_that_cannot_be_is_refused_and_takes_nothing) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
-    int releases = 0;
+    std::atomic<int> releases = 0;
     const auto count = [&releases] { ++releases; };
     EXPECT_EQ(client.adopt({nullptr, 64, count}).error().kind(), ErrorKind::InvalidArgument);
     std::byte host[64];
@@ -76,7 +76,7 @@ TYPED_TEST(ForeignMemory, adoption_that_cannot_be_is_refused_and_takes_nothing) 
     ASSERT_FALSE(aliased);
     EXPECT_EQ(aliased.error().kind(), ErrorKind::InvalidArgument);
     EXPECT_NE(aliased.error().message().find("overlaps"), std::string::npos);
-    int foreign_releases = 0;
+    std::atomic<int> foreign_releases = 0;
     Foreign memory = foreign_memory(*runtime, 128, &foreign_releases);
     {
         Result<Handle> first = client.adopt({memory.pointer, 128, memory.release});
@@ -94,7 +94,7 @@ TYPED_TEST(ForeignMemory, memory_another_device_holds_is_not_adopted) {
     TANDEM_RUNTIME(runtime, 2);
     Client zero = runtime->client(0);
     Client one = runtime->client(1);
-    int releases = 0;
+    std::atomic<int> releases = 0;
     Foreign memory = foreign_memory(*runtime, 128, &releases);
     Handle own = this->allocate(one, 256);
     {
@@ -123,10 +123,10 @@ TYPED_TEST(ForeignMemory, memory_another_runtime_holds_is_not_adopted_until_it_i
     TANDEM_RUNTIME(other, 1);
     Client first = runtime->client(0);
     Client second = other->client(0);
-    int releases = 0;
+    std::atomic<int> releases = 0;
     Foreign memory = foreign_memory(*runtime, 64, &releases);
     void* const pointer = memory.pointer;
-    bool freed = false;
+    std::atomic<bool> freed = false;
     {
         // The release lets go of the memory only after this test adopted it a second time.
         Result<Handle> adopted = first.adopt({pointer, 64, [&freed] { freed = true; }});
