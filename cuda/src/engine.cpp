@@ -116,7 +116,10 @@ CudaEngine::CudaEngine(CudaOptions cuda_options)
 }
 
 CudaEngine::~CudaEngine() {
-    (void)resolve_all();
+    {
+        std::lock_guard lock(mutex);  // As every resolve holds it.
+        (void)resolve_all();
+    }
     for (const auto& [id, state] : events) {
         cudaEventDestroy(state.event);
     }

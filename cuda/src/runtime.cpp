@@ -85,14 +85,15 @@ Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
 
 CudaRuntime::CudaRuntime(std::unique_ptr<CudaEngine> engine) : engine_(std::move(engine)) {}
 
-CudaRuntime::~CudaRuntime() {
-    std::lock_guard lock(engine_->mutex);
-    (void)engine_->resolve_all();
-}
+// The engine, shared with the clients, resolves what is left when the last of them goes
+// (`CudaEngine::~CudaEngine`).
+CudaRuntime::~CudaRuntime() = default;
 
 std::size_t CudaRuntime::device_count() const { return engine_->devices.size(); }
 
-Client CudaRuntime::client(std::size_t index) const { return Client(engine_->devices.at(index)); }
+Client CudaRuntime::client(std::size_t index) const {
+    return Client(std::shared_ptr<Server>(engine_, engine_->devices.at(index).get()));
+}
 
 std::uint64_t CudaRuntime::runtime_id() const { return engine_->runtime_id; }
 

@@ -4,6 +4,7 @@
 #include "support.hpp"
 
 #include <cmath>
+#include <optional>
 #include <type_traits>
 
 namespace tandem::conformance {
@@ -83,6 +84,29 @@ TYPED_TEST(ContractChecks, an_armed_allocation_fault_hits_the_nth_allocation_wit
     ASSERT_EQ(failed.error().kind(), ErrorKind::OutOfMemory);
     EXPECT_EQ(failed.error().details_as<OutOfMemoryDetails>()->requested_bytes, 64u);
     EXPECT_TRUE(client.allocate(64));
+}
+
+// A client is a way to its device: kept past the runtime that made it, it still reads, allocates,
+// launches, records and waits, and the devices go with the last client.
+TYPED_TEST(ContractChecks, a_client_kept_past_its_runtime_still_works) {
+    std::optional<Client> kept;
+    std::optional<Handle> handle;
+    {
+        TANDEM_RUNTIME(runtime, 1);
+        kept = runtime->client(0);
+        handle = this->allocate(*kept, 64);
+        this->fill(*kept, *handle, 9);  // Still pending when the runtime goes.
+    }
+    EXPECT_EQ(this->read_bytes(*kept, *handle), filled(64, 9));
+    Handle more = this->allocate(*kept, 32);
+    this->fill(*kept, more, 2);
+    EXPECT_EQ(this->read_bytes(*kept, more), filled(32, 2));
+    Result<Event> event = kept->record_event(kept->default_stream());
+    ASSERT_TRUE(event) << event.error().report();
+    EXPECT_TRUE(kept->wait(*event));
+    EXPECT_TRUE(kept->sync());
+    kept.reset();   // The last client: the devices go, and their work with them.
+    handle.reset(); // A handle outliving every client lets go of its bytes as ever.
 }
 
 TYPED_TEST(ContractChecks, an_allocation_names_a_stream_that_exists) {

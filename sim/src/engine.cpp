@@ -11,7 +11,14 @@ Engine::Engine(SimOptions sim_options)
       runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)),
       rng(sim_options.seed) {}
 
-Engine::~Engine() { stop_workers(); }
+Engine::~Engine() {
+    // The last owner went (the runtime, or the last client kept past it): what was enqueued runs
+    // before the devices go, as a sync would have run it.
+    for (const auto& device : devices) {
+        (void)device->sync();
+    }
+    stop_workers();
+}
 
 SimDevice* Engine::device_of(ServiceId service) const {
     if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {

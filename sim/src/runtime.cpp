@@ -36,14 +36,15 @@ Result<std::shared_ptr<SimRuntime>> SimRuntime::create(SimOptions options) {
 
 SimRuntime::SimRuntime(std::unique_ptr<Engine> engine) : engine_(std::move(engine)) {}
 
-SimRuntime::~SimRuntime() {
-    (void)sync_all();
-    engine_->stop_workers();
-}
+// The engine, shared with the clients, runs what is left and stops its workers when the last of
+// them goes (`Engine::~Engine`).
+SimRuntime::~SimRuntime() = default;
 
 std::size_t SimRuntime::device_count() const { return engine_->devices.size(); }
 
-Client SimRuntime::client(std::size_t index) const { return Client(engine_->devices.at(index)); }
+Client SimRuntime::client(std::size_t index) const {
+    return Client(std::shared_ptr<Server>(engine_, engine_->devices.at(index).get()));
+}
 
 std::uint64_t SimRuntime::runtime_id() const { return engine_->runtime_id; }
 

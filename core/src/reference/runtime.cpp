@@ -36,7 +36,7 @@ ReferenceRuntime::~ReferenceRuntime() = default;
 std::size_t ReferenceRuntime::device_count() const { return engine_->devices.size(); }
 
 Client ReferenceRuntime::client(std::size_t index) const {
-    return Client(engine_->devices.at(index));
+    return Client(std::shared_ptr<Server>(engine_, engine_->devices.at(index).get()));
 }
 
 std::uint64_t ReferenceRuntime::runtime_id() const { return engine_->runtime_id; }

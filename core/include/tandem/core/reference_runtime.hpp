@@ -43,6 +43,9 @@ public:
     /// A runtime of `options.devices` devices; `InvalidArgument` for zero or too many devices or
     /// a capacity below one pool page.
     static Result<std::shared_ptr<ReferenceRuntime>> create(ReferenceOptions options = {});
+    /// Its devices, and what they hold, live while the runtime or any client of it does: a
+    /// client kept past the runtime still works, and the last of them lets go of the devices
+    /// (after their work is done).
     ~ReferenceRuntime() override;
     ReferenceRuntime(const ReferenceRuntime&) = delete;
     ReferenceRuntime& operator=(const ReferenceRuntime&) = delete;
@@ -57,7 +60,8 @@ public:
 
 private:
     explicit ReferenceRuntime(std::unique_ptr<ReferenceEngine> engine);
-    std::unique_ptr<ReferenceEngine> engine_;
+    /// Shared with every client it hands out (`client`), which point at one of its devices.
+    std::shared_ptr<ReferenceEngine> engine_;
 };
 
 }  // namespace tandem::reference

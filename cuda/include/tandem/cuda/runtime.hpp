@@ -71,6 +71,9 @@ public:
     /// A runtime over the first `options.devices` visible GPUs. Errors: no driver or no GPU
     /// (`DeviceLost` naming the CUDA error), fewer GPUs than asked for (`InvalidArgument`).
     static Result<std::shared_ptr<CudaRuntime>> create(CudaOptions options = {});
+    /// Its devices, and what they hold, live while the runtime or any client of it does: a
+    /// client kept past the runtime still works, and the last of them lets go of the devices
+    /// (after their work is done).
     ~CudaRuntime() override;
 
     [[nodiscard]] std::string_view backend() const override { return "cuda"; }
@@ -100,7 +103,8 @@ public:
 
 private:
     explicit CudaRuntime(std::unique_ptr<CudaEngine> engine);
-    std::unique_ptr<CudaEngine> engine_;
+    /// Shared with every client it hands out (`client`), which point at one of its devices.
+    std::shared_ptr<CudaEngine> engine_;
 };
 
 }  // namespace tandem::cuda

@@ -115,6 +115,9 @@ public:
     /// A runtime with `options.devices` devices. `InvalidArgument` for zero or too many devices;
     /// errors from the system (no /dev/shm, say) as they come.
     static Result<std::shared_ptr<SimRuntime>> create(SimOptions options = {});
+    /// Its devices, and what they hold, live while the runtime or any client of it does: a
+    /// client kept past the runtime still works, and the last of them lets go of the devices
+    /// (after their work is done).
     ~SimRuntime() override;
 
     [[nodiscard]] std::string_view backend() const override { return "sim"; }
@@ -147,7 +150,8 @@ public:
 
 private:
     explicit SimRuntime(std::unique_ptr<Engine> engine);
-    std::unique_ptr<Engine> engine_;
+    /// Shared with every client it hands out (`client`), which point at one of its devices.
+    std::shared_ptr<Engine> engine_;
 };
 
 }  // namespace tandem::sim
