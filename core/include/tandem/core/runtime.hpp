@@ -22,7 +22,8 @@ public:
     [[nodiscard]] virtual std::string_view backend() const = 0;
     /// The number of devices; clients are numbered from 0 to one below it.
     [[nodiscard]] virtual std::size_t device_count() const = 0;
-    /// The client of device `index` (`index < device_count()`).
+    /// The client of device `index`; `std::out_of_range` is thrown for an index past
+    /// `device_count()`. The client shares the runtime's devices: it works past the runtime.
     [[nodiscard]] virtual Client client(std::size_t index) const = 0;
     /// Unique across runtime instances in a process and across processes.
     [[nodiscard]] virtual std::uint64_t runtime_id() const = 0;
