@@ -447,6 +447,8 @@ private:
             expect_refused(copied, ErrorKind::WrongService, "copy into another device");
         } else if (source->handle.size_in_use() != target->handle.size_in_use()) {
             expect_refused(copied, ErrorKind::InvalidArgument, "copy between sizes");
+        } else if (source->handle.overlap(target->handle) != Overlap::Disjoint) {
+            expect_refused(copied, ErrorKind::InvalidArgument, "copy onto its own bytes");
         } else if (std::optional<ErrorKind> refusal = binding_refusal(index, *source)) {
             expect_refused(copied, *refusal, "copy from unshared memory of another device");
         } else if (lost(index)) {

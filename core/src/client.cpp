@@ -86,6 +86,11 @@ Status Client::copy(const Handle& source, const Handle& target, StreamId stream)
                                        " bytes into " + std::to_string(target.size_in_use()) +
                                        " bytes");
     }
+    // A GPU's copy gives overlapping bytes no order, so no backend takes such a copy.
+    if (overlap(source.claim_key(), target.claim_key()) != Overlap::Disjoint) {
+        return Error::invalid_argument("a copy from " + source.describe() + " into " +
+                                       target.describe() + ", which share bytes");
+    }
     Result<KernelResource> bound = bind(LaunchArgument{source, AccessMode::Read, std::nullopt});
     if (!bound) {
         return bound.error();

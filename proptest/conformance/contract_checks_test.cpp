@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 namespace tandem::conformance {
 namespace {
@@ -107,6 +108,24 @@ TYPED_TEST(ContractChecks, a_client_kept_past_its_runtime_still_works) {
     EXPECT_TRUE(kept->sync());
     kept.reset();   // The last client: the devices go, and their work with them.
     handle.reset(); // A handle outliving every client lets go of its bytes as ever.
+}
+
+// A copy whose source and target share bytes is refused on every backend (a GPU's copy gives
+// them no order), and changes nothing; a copy between disjoint halves of one buffer runs.
+TYPED_TEST(ContractChecks, a_copy_onto_its_own_bytes_is_refused_and_changes_nothing) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle buffer = this->allocate(client, 64);
+    this->fill(client, buffer, 5);
+    for (const auto& [from, to] : {std::pair{0, 16}, std::pair{16, 0}, std::pair{0, 0}}) {
+        Status copied = client.copy(*buffer.slice(from, 32), *buffer.slice(to, 32));
+        ASSERT_FALSE(copied) << from << " to " << to;
+        EXPECT_EQ(copied.error().kind(), ErrorKind::InvalidArgument) << copied.error().report();
+    }
+    EXPECT_EQ(this->read_bytes(client, buffer), filled(64, 5));
+    this->fill(client, *buffer.slice(0, 32), 7);
+    ASSERT_TRUE(client.copy(*buffer.slice(0, 32), *buffer.slice(32, 32)));
+    EXPECT_EQ(this->read_bytes(client, buffer), filled(64, 7));
 }
 
 TYPED_TEST(ContractChecks, an_allocation_names_a_stream_that_exists) {

@@ -109,6 +109,8 @@ public:
                                                 std::vector<std::uint64_t> strides,
                                                 std::uint64_t elem_size_bytes);
     /// Copies `source` (this device, or memory a peer shared) into `target` (this device).
+    /// `InvalidArgument` for sizes that differ, or a source and target that share bytes (a GPU's
+    /// copy gives overlapping bytes no order).
     Status copy(const Handle& source, const Handle& target);
     /// `copy` on `stream` instead of the target's stream.
     Status copy(const Handle& source, const Handle& target, StreamId stream);
