@@ -68,7 +68,7 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     op->issued = next_slot_;
     op->slot = next_slot_++ % status_slots;
     op->launch_id = next_launch_id_++;
-    engine_.pipeline.add_replay_targets(graph, *op);
+    engine_.pipeline.add_replay_targets(graph, *op, (*found)->capture);
     // The graph was built on this device by `end_capture`; a graph of another device (or one the
     // simulator recorded) replays launch by launch, and is refused there like any launch. So does
     // a graph with external work while kernel faults are armed: its external nodes read no

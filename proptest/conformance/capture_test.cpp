@@ -28,6 +28,38 @@ TYPED_TEST(Capture, c14_a_clean_capture_replays_and_releases_its_write_set) {
     EXPECT_EQ(this->read_bytes(client, output), filled(64, 4));
 }
 
+// C14: a graph replayed inside a window is recorded with it, so replaying the window replays the
+// graph's launches too and releases what they write; a replay that fails inside a window dooms it.
+TYPED_TEST(Capture, c14_a_replay_inside_a_window_is_recorded_with_it) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle inner_target = this->allocate(client, 64);
+    Handle outer_target = this->allocate(client, 64);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    this->fill(client, inner_target, 3);
+    Result<CaptureGraph> inner = client.end_capture(stream);
+    ASSERT_TRUE(inner) << inner.error().report();
+    ASSERT_TRUE(client.begin_capture(stream));
+    ASSERT_TRUE(client.replay(*inner, stream));
+    this->fill(client, outer_target, 4);
+    Result<CaptureGraph> outer = client.end_capture(stream);
+    ASSERT_TRUE(outer) << outer.error().report();
+    EXPECT_EQ(outer->write_set().size(), 2u);
+    this->fail(client, inner_target, 5);
+    this->fail(client, outer_target, 6);
+    ASSERT_TRUE(client.replay(*outer, stream));
+    EXPECT_EQ(this->read_bytes(client, inner_target), filled(64, 3));
+    EXPECT_EQ(this->read_bytes(client, outer_target), filled(64, 4));
+    // The inner graph's fill fails inside a window: the window is refused.
+    ASSERT_TRUE(client.inject(KernelFault{"fill", 1, 1.0, 71}));
+    ASSERT_TRUE(client.begin_capture(stream));
+    ASSERT_TRUE(client.replay(*inner, stream));
+    Result<CaptureGraph> doomed = client.end_capture(stream);
+    ASSERT_FALSE(doomed);
+    EXPECT_EQ(doomed.error().kind(), ErrorKind::LaunchRefused) << doomed.error().report();
+}
+
 TYPED_TEST(Capture, c14_a_doomed_capture_is_refused_and_claims_what_it_recorded) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);

@@ -450,9 +450,13 @@ Status SimDevice::do_settle_window(StreamId stream_id, const CaptureWindow& wind
 
 Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
+    Result<SimStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
     auto operation = engine_.new_operation(Operation::Kind::Replay);
     operation->device = index_;
-    engine_.pipeline.add_replay_targets(graph, *operation);
+    engine_.pipeline.add_replay_targets(graph, *operation, (*found)->capture);
     operation->graph = std::make_shared<const CaptureGraph>(graph);
     for (const LaunchRequest& launch : graph.launches()) {
         operation->injected.push_back(kernel_fault_due(launch.kernel));

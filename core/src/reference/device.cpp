@@ -358,13 +358,14 @@ Status ReferenceDevice::do_settle_window(StreamId, const CaptureWindow&) {
 
 Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
     std::lock_guard lock(engine_.mutex);
-    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+    Result<ReferenceStream*> found = find_stream(streams_, stream);
+    if (!found) {
         return found.error();
     }
     auto work = std::make_shared<ReferenceWork>();
     work->device = index_;
     work->stream = stream;
-    engine_.pipeline.add_replay_targets(graph, *work);
+    engine_.pipeline.add_replay_targets(graph, *work, (*found)->capture);
     std::vector<const LaunchRequest*> launches;
     std::vector<std::optional<std::uint32_t>> injected;
     for (const LaunchRequest& launch : graph.launches()) {

@@ -98,9 +98,13 @@ public:
     Status add_copy_targets(const KernelResource& source, const BufferBinding& target,
                             Work& work) const;
 
-    /// Records a replay of `graph` run by `work.device`: its label, and that it writes exactly the
-    /// graph's write set without checking inputs (C14: the caller wrote fresh inputs first).
-    void add_replay_targets(const CaptureGraph& graph, Work& work) const;
+    /// Records a replay of `graph` run by `work.device` on a stream whose open window is `window`
+    /// (null when none): its label, and that it writes exactly the graph's write set without
+    /// checking inputs (C14: the caller wrote fresh inputs first). A window records the graph's
+    /// launches as its own, so that replaying the window replays them too, and takes the replay's
+    /// write set when it settles clean; a failed replay dooms it.
+    void add_replay_targets(const CaptureGraph& graph, Work& work,
+                            const std::shared_ptr<CaptureWindow>& window) const;
 
     /// Appends `work` in enqueue order. It is settled once its report is in (or it was refused)
     /// and every older work is settled.
