@@ -152,6 +152,11 @@ Status Client::enqueue(const ExternalWork& work, StreamId stream) {
 Status Client::launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,
                             const std::vector<LaunchArgument>& arguments, KernelArgs args,
                             StreamId stream, const ExternalCallables* external) {
+    if (args.overflowed()) [[unlikely]] {
+        return Error::invalid_argument(
+            "a launch of '" + (entry != nullptr ? std::string(entry->name) : kernel) +
+            "' with more than " + std::to_string(KernelArgs::max_words) + " scalar arguments");
+    }
     // One request per thread, reused: it keeps its storage for the resources from launch to
     // launch, so a launch makes no heap call for them. A launch inside a launch (none does
     // today) gets a request of its own.

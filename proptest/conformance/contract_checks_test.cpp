@@ -128,6 +128,24 @@ TYPED_TEST(ContractChecks, a_copy_onto_its_own_bytes_is_refused_and_changes_noth
     EXPECT_EQ(this->read_bytes(client, buffer), filled(64, 7));
 }
 
+// A launch carries at most `KernelArgs::max_words` scalars: one given more is refused at once and
+// changes nothing, where the extra ones used to be dropped without a word.
+TYPED_TEST(ContractChecks, a_launch_given_more_scalars_than_it_carries_is_refused) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle buffer = this->allocate(client, 16);
+    this->fill(client, buffer, 1);
+    KernelArgs args;
+    for (std::size_t word = 0; word <= KernelArgs::max_words; ++word) {
+        args.u64(2);
+    }
+    ASSERT_TRUE(args.overflowed());
+    Status launched = client.launch("fill", LaunchConfig::linear(16), {out(buffer)}, args);
+    ASSERT_FALSE(launched);
+    EXPECT_EQ(launched.error().kind(), ErrorKind::InvalidArgument) << launched.error().report();
+    EXPECT_EQ(this->read_bytes(client, buffer), filled(16, 1));
+}
+
 TYPED_TEST(ContractChecks, an_allocation_names_a_stream_that_exists) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);

@@ -104,13 +104,16 @@ static_assert(max_launch_tensor_maps <= max_launch_resources);
 /// Scalar arguments of a launch: up to eight 64-bit words, each an integer or a double.
 class KernelArgs {
 public:
-    /// The most words a launch carries; further words are dropped.
+    /// The most words a launch carries; a launch given more is refused.
     static constexpr std::size_t max_words = 8;
 
-    /// Appends `value`; past `max_words` it is dropped. Returns `*this`, to chain.
+    /// Appends `value`. Past `max_words` it is not kept, and a launch given these arguments is
+    /// refused (`InvalidArgument`, `overflowed`). Returns `*this`, to chain.
     KernelArgs& u64(std::uint64_t value) {
         if (count_ < max_words) {
             words_[count_++] = value;
+        } else {
+            overflowed_ = true;
         }
         return *this;
     }
@@ -131,12 +134,15 @@ public:
         std::memcpy(&value, &bits, sizeof value);
         return value;
     }
-    /// How many words were given.
+    /// How many words were kept.
     [[nodiscard]] std::size_t count() const { return count_; }
+    /// Whether more than `max_words` were given.
+    [[nodiscard]] bool overflowed() const { return overflowed_; }
 
 private:
     std::array<std::uint64_t, max_words> words_{};
     std::size_t count_ = 0;
+    bool overflowed_ = false;
 };
 
 }  // namespace tandem
