@@ -639,14 +639,15 @@ private:
         const std::size_t index = pick_client();
         const StreamId stream = pick_stream(index);
         Status waited = client(index).wait_event(stream, event.event);
+        // The Server refuses its own loss and stream first; the device then checks the event.
         if (lost(index)) {
             expect_refused(waited, ErrorKind::DeviceLost, "wait on a lost device");
+        } else if (!valid_stream(index, stream)) {
+            expect_refused(waited, ErrorKind::InvalidArgument, "wait on no stream");
         } else if (!same_runtime(index, event.client)) {
             expect_refused(waited, ErrorKind::InvalidArgument, "wait on another runtime's event");
         } else if (lost(event.client)) {
             expect_refused(waited, ErrorKind::DeviceLost, "wait on a lost device's event");
-        } else if (!valid_stream(index, stream)) {
-            expect_refused(waited, ErrorKind::InvalidArgument, "wait on no stream");
         } else if (!waited) {
             violated("wait refused: " + waited.error().report());
         }
