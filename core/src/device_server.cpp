@@ -98,23 +98,17 @@ Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
         return alive.error();
     }
     const auto address = reinterpret_cast<std::uint64_t>(memory.pointer);
-    const auto overlapping = [&] {
-        return Error::invalid_argument(
-            "the adopted range of " + std::to_string(memory.size_bytes) + " bytes at " +
-            std::to_string(address) + " overlaps memory tandem already holds in this process " +
-            "(the storage or adopted memory of a device of any runtime); " + to_string(service_) +
-            " adopts none of it");
-    };
-    if (do_storage().overlaps(address, memory.size_bytes)) {
-        return overlapping();
-    }
     if (Status fits = do_check_adopted(memory); !fits) {
         return fits.error();
     }
     // Last, since it holds the range at once if no one holds a byte of it: two adoptions of the
     // same bytes, on any devices, race to one.
     if (!HeldRanges::process().hold(address, memory.size_bytes)) {
-        return overlapping();
+        return Error::invalid_argument(
+            "the adopted range of " + std::to_string(memory.size_bytes) + " bytes at " +
+            std::to_string(address) + " overlaps memory tandem already holds in this process " +
+            "(the storage or adopted memory of a device of any runtime); " + to_string(service_) +
+            " adopts none of it");
     }
     const AllocationInfo info{MemoryId::next(), address, memory.size_bytes, default_stream()};
     auto* sink = new AdoptedRelease(weak_from_this(), std::move(memory.release));

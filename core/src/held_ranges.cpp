@@ -12,7 +12,7 @@ HeldRanges& HeldRanges::process() {
 
 bool HeldRanges::hold(std::uint64_t address, std::uint64_t size_bytes) {
     std::lock_guard lock(mutex_);
-    if (size_bytes == 0 || overlaps_locked(address, size_bytes)) {
+    if (size_bytes == 0 || overlaps(address, size_bytes)) {
         return false;
     }
     ranges_.emplace(address, size_bytes);
@@ -25,11 +25,6 @@ void HeldRanges::release(std::uint64_t address) {
 }
 
 bool HeldRanges::overlaps(std::uint64_t address, std::uint64_t size_bytes) const {
-    std::lock_guard lock(mutex_);
-    return overlaps_locked(address, size_bytes);
-}
-
-bool HeldRanges::overlaps_locked(std::uint64_t address, std::uint64_t size_bytes) const {
     // The ranges are disjoint: only the first one starting after `address` and the one before it
     // can hold a byte of the range.
     const auto after = ranges_.upper_bound(address);

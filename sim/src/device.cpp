@@ -333,8 +333,8 @@ Result<NativeView> SimDevice::do_native(const BufferBinding* binding, StreamId) 
 }
 
 Status SimDevice::do_check_adopted(const AdoptedMemory& memory) {
-    // An address names its device here: host memory at addresses of a device's range would be
-    // taken for that device's memory.
+    // An address names its device here: host memory at addresses of a device's range (this
+    // one's included) would be taken for that device's memory.
     const auto address = reinterpret_cast<std::uint64_t>(memory.pointer);
     for (const auto& device : engine_.devices) {
         if (device->storage_.overlaps(address, memory.size_bytes)) {

@@ -29,7 +29,7 @@ public:
     [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
     /// Whether the range touches the segment's device addresses, reserved or not (where it is
     /// mapped in this process, what `native` hands out, is in `HeldRanges`).
-    [[nodiscard]] bool overlaps(std::uint64_t address, std::uint64_t size_bytes) const override {
+    [[nodiscard]] bool overlaps(std::uint64_t address, std::uint64_t size_bytes) const {
         const std::uint64_t capacity = segment_.capacity_bytes();
         return address < base_address_ + capacity && base_address_ < address + size_bytes;
     }

@@ -109,12 +109,9 @@ protected:
     /// device.
     virtual void do_lose_now() = 0;
     /// Whether this device can take `memory` (a device pointer of this GPU, say, or no device
-    /// address of another device of the runtime); the Server checked pointer and size, and this
-    /// class that it touches none of the device's storage. Memory held anywhere in the process
-    /// (`HeldRanges`) is refused after this check.
+    /// address of a device of the runtime); the Server checked pointer and size. Memory held
+    /// anywhere in the process (`HeldRanges`) is refused after this check.
     virtual Status do_check_adopted(const AdoptedMemory& /*memory*/) { return {}; }
-    /// The storage the device's pools reserve from.
-    [[nodiscard]] virtual const Storage& do_storage() const = 0;
     /// The stream `id` of this device, or null when there is none.
     virtual DeviceStream* do_find_stream(StreamId id) = 0;
     /// `stream` was just held back `steps` more (within the bound): a backend that holds streams

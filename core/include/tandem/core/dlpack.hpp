@@ -50,26 +50,29 @@ inline std::optional<std::uint64_t> compact_bytes(DLDataType dtype, const std::i
     return bytes;
 }
 
-/// Why `tensor`'s coordinates cannot be taken at all, if they cannot: a dimension count below
-/// zero, a shape missing, no bytes, or a first byte whose address wraps.
-inline std::optional<std::string> malformed(const DLTensor& tensor) {
+/// The bytes `tensor` spans compact, or `InvalidArgument` when its coordinates cannot be taken
+/// at all: a dimension count below zero, a shape missing, no bytes or more than 2^64, or a first
+/// byte whose address wraps.
+inline Result<std::uint64_t> spanned_bytes(const DLTensor& tensor) {
     if (tensor.ndim < 0 || (tensor.ndim > 0 && tensor.shape == nullptr)) {
-        return "a DLPack tensor with " + std::to_string(tensor.ndim) + " dimensions and " +
-               (tensor.shape == nullptr ? "no shape" : "a shape");
+        return Error::invalid_argument("a DLPack tensor with " + std::to_string(tensor.ndim) +
+                                       " dimensions and " +
+                                       (tensor.shape == nullptr ? "no shape" : "a shape"));
     }
     const std::optional<std::uint64_t> bytes = compact_bytes(tensor.dtype, tensor.shape, tensor.ndim);
     if (!bytes || *bytes == 0) {
-        return "a DLPack tensor of no bytes, or of more than 2^64";
+        return Error::invalid_argument("a DLPack tensor of no bytes, or of more than 2^64");
     }
     if (tensor.byte_offset > UINT64_MAX - reinterpret_cast<std::uint64_t>(tensor.data)) {
-        return "a DLPack tensor whose byte offset " + std::to_string(tensor.byte_offset) +
-               " takes its first byte past the end of the address space";
+        return Error::invalid_argument(
+            "a DLPack tensor whose byte offset " + std::to_string(tensor.byte_offset) +
+            " takes its first byte past the end of the address space");
     }
-    return std::nullopt;
+    return *bytes;
 }
 
 /// Whether `tensor` has no strides or the compact row-major ones; its shape spans some bytes and
-/// at most 2^64 (`malformed` said nothing), so the running product does not overflow.
+/// at most 2^64 (`spanned_bytes` took it), so the running product does not overflow.
 inline bool compact(const DLTensor& tensor) {
     if (tensor.strides == nullptr) {
         return true;
@@ -136,13 +139,13 @@ inline Result<Handle> from_dlpack(Client& client, DLManagedTensor* tensor) {
         }
     }
     const DLTensor& view = tensor->dl_tensor;
-    if (std::optional<std::string> wrong = detail::malformed(view)) {
-        return Error::invalid_argument(*wrong);
+    const Result<std::uint64_t> bytes = detail::spanned_bytes(view);
+    if (!bytes) {
+        return bytes.error();
     }
     if (!detail::compact(view)) {
         return Error::invalid_argument("only compact row-major DLPack tensors can be adopted");
     }
-    const std::uint64_t bytes = *detail::compact_bytes(view.dtype, view.shape, view.ndim);
     Result<NativeView> native = client.native(client.default_stream());
     if (!native) {
         return native.error();
@@ -159,7 +162,7 @@ inline Result<Handle> from_dlpack(Client& client, DLManagedTensor* tensor) {
     // one a program may form.
     const std::uint64_t first = reinterpret_cast<std::uint64_t>(view.data) + view.byte_offset;
     return client.adopt(AdoptedMemory{
-        reinterpret_cast<void*>(first), bytes, [tensor] {
+        reinterpret_cast<void*>(first), *bytes, [tensor] {
             if (tensor->deleter != nullptr) {
                 tensor->deleter(tensor);
             }

@@ -23,13 +23,12 @@ public:
     [[nodiscard]] bool hold(std::uint64_t address, std::uint64_t size_bytes);
     /// Lets go of the range held from `address`; nothing when none is.
     void release(std::uint64_t address);
-    /// Whether a byte of `[address, address + size_bytes)` is held.
-    [[nodiscard]] bool overlaps(std::uint64_t address, std::uint64_t size_bytes) const;
 
 private:
-    [[nodiscard]] bool overlaps_locked(std::uint64_t address, std::uint64_t size_bytes) const;
+    /// Whether a byte of `[address, address + size_bytes)` is held; under `mutex_`.
+    [[nodiscard]] bool overlaps(std::uint64_t address, std::uint64_t size_bytes) const;
 
-    mutable std::mutex mutex_;
+    std::mutex mutex_;
     /// Disjoint ranges, by their first address: their sizes.
     std::map<std::uint64_t, std::uint64_t> ranges_;
 };

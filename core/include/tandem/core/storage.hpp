@@ -36,15 +36,10 @@ public:
     [[nodiscard]] virtual std::uint64_t reserved_bytes() const = 0;
     /// The largest region a `reserve` could return now.
     [[nodiscard]] virtual std::uint64_t largest_reservable_bytes() const = 0;
-    /// Every region starts at a multiple of this, and pools round sizes up to it.
+    /// Every region starts at a multiple of this, and pools round sizes up to it. Each storage
+    /// holds its host-visible memory in `HeldRanges`, so memory adopted from elsewhere never
+    /// aliases it.
     [[nodiscard]] virtual std::uint64_t alignment_bytes() const { return 256; }
-    /// Whether any byte of `[address, address + size_bytes)` is an address of this storage that
-    /// `HeldRanges` does not know: the simulator's device addresses, say. Each storage holds its
-    /// host-visible memory in `HeldRanges`, so memory adopted from elsewhere never aliases it.
-    [[nodiscard]] virtual bool overlaps(std::uint64_t /*address*/,
-                                        std::uint64_t /*size_bytes*/) const {
-        return false;
-    }
 };
 
 /// Host memory with a capacity limit, for tests and tools that need no device.
