@@ -233,7 +233,7 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
     if (status != cudaSuccess) {
         op->refused = refusal_of(op->label, status);
     } else {
-        op->report = Work::Report::Landed;  // Only the loss of the device can undo it (D1).
+        op->put_on_stream(bytes.size());  // Only the loss of the device can undo it (D1).
     }
     push(std::move(op));
     return {};
@@ -399,7 +399,7 @@ Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<s
             op->report = Work::Report::Failed;
             op->failure = call_error("the device to host copy of the asynchronous read", status);
         } else {
-            op->report = Work::Report::Landed;  // Only the loss of the device can undo it (D1).
+            op->put_on_stream(into.size());  // Only the loss of the device can undo it (D1).
         }
     }
     push(std::move(op));
@@ -447,13 +447,13 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
     // C9: a copy whose input will end up claimed does not move a byte. One whose producers are
     // not known yet runs as the catalog's copy kernel, which checks their status words first;
     // where this GPU cannot read them, the host learns their outcome first.
-    SettlePipeline::Inputs inputs = engine_.pipeline.examine(*op, [](const Work&) { return true; });
+    SettlePipeline::Inputs inputs = host_inputs(*op);
     if (inputs == SettlePipeline::Inputs::Pending) {
         if (owner == this || owner->granted_locked(service_)) {
             return copy_as_launch(source, target, *resolved, op->label);
         }
         engine_.resolve_inputs(*op);
-        inputs = engine_.pipeline.examine(*op, [](const Work&) { return true; });
+        inputs = host_inputs(*op);
     }
     if (inputs == SettlePipeline::Inputs::Claimed) {
         op->report = Work::Report::NotRun;
@@ -482,7 +482,7 @@ void CudaDevice::enqueue_copy(PendingOp& op, const CudaDevice& owner, const Kern
     if (status != cudaSuccess) {
         op.refused = refusal_of(op.label, status);
     } else {
-        op.report = Work::Report::Landed;  // Its inputs were clean: only a loss can undo it.
+        op.put_on_stream(size_bytes);  // Its inputs were clean: only a loss can undo it.
     }
 }
 

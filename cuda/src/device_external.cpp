@@ -32,10 +32,10 @@ bool CudaDevice::admit_external(PendingOp& op, CudaStream& /*stream*/) {
     // capture stream, so its CUDA work must be capturable (a cuBLAS call, a raw launch).
     // The callable cannot check a producer's status word as a catalog kernel does: the host must
     // know the inputs are clean before it calls it, or skip it (C9: skipped work writes nothing).
-    SettlePipeline::Inputs inputs = engine_.pipeline.examine(op, [](const Work&) { return true; });
+    SettlePipeline::Inputs inputs = host_inputs(op);
     if (inputs == SettlePipeline::Inputs::Pending || inputs == SettlePipeline::Inputs::Undecided) {
         engine_.resolve_inputs(op);
-        inputs = engine_.pipeline.examine(op, [](const Work&) { return true; });
+        inputs = host_inputs(op);
     }
     if (inputs != SettlePipeline::Inputs::Clean) {
         op.report = Work::Report::NotRun;
@@ -70,7 +70,7 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
     } else if (left != cudaSuccess) {
         op.failure = call_error("'" + request.kernel + "'", left);
     } else {
-        op.report = Work::Report::Landed;
+        op.lands = true;  // What it enqueued lands once its stream passes it.
     }
 }
 

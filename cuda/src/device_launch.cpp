@@ -157,6 +157,9 @@ bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params)
     params.producer_count = 0;
     const SettlePipeline::Inputs inputs = engine_.pipeline.examine(consumer, [&](const Work& work) {
         const auto& producer = static_cast<const PendingOp&>(work);
+        if (producer.lands) {
+            return true;  // Nothing to check: it is ahead of the launch on the GPU.
+        }
         const unsigned long long* word =
             producer.has_status_word ? readable_status_word(producer) : nullptr;
         if (word == nullptr || params.producer_count == max_checked_producers) {
@@ -172,6 +175,16 @@ bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params)
     params.producer_count = 0;
     return engine_.pipeline.examine(consumer, [](const Work&) { return false; }) ==
            SettlePipeline::Inputs::Clean;
+}
+
+SettlePipeline::Inputs CudaDevice::host_inputs(const Work& work) const {
+    bool unknown = false;
+    const SettlePipeline::Inputs inputs = engine_.pipeline.examine(work, [&](const Work& producer) {
+        unknown = unknown || !static_cast<const PendingOp&>(producer).lands;
+        return true;
+    });
+    return inputs == SettlePipeline::Inputs::Pending && !unknown ? SettlePipeline::Inputs::Clean
+                                                                 : inputs;
 }
 
 Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_stream,

@@ -101,6 +101,7 @@ void PendingOp::reset() {
     keep_alive.reset();
     has_status_word = false;
     word_on_host = false;
+    lands = false;
     issue_error = cudaSuccess;
     slot = 0;
     launch_id = 0;
@@ -168,9 +169,7 @@ bool CudaEngine::waits_for(std::span<const std::pair<std::uint32_t, StreamId>> w
 }
 
 void CudaEngine::wait_for(const Work& work) {
-    // Refused or held-back work put nothing on its stream. Work whose report is known is waited
-    // for while it is on a stream: a host write is known to land, but the bytes a read copies
-    // back must be there.
+    // Refused or skipped work put nothing on its stream.
     if (!work.refused && work.report != Work::Report::NotRun && !waits_for(waited_, work)) {
         waited_.emplace_back(work.device, work.stream);
     }
@@ -430,7 +429,7 @@ void CudaEngine::fill_report(PendingOp& op) {
         return;  // Known when it was enqueued.
     }
     if (!op.has_status_word) {
-        op.report = Work::Report::Landed;
+        op.report = Work::Report::Landed;  // A copy or write its stream passed (`lands`).
         return;
     }
     const unsigned long long word = device.status_word(op.slot);

@@ -78,6 +78,21 @@ struct PendingOp final : Work {
     std::uint32_t launch_id = 0;
     /// The GPU also wrote the word into the host's copy (a plain replay): nothing to fetch.
     bool word_on_host = false;
+    /// Put on its stream by a call that leaves it nothing to fail at (a host write, a copy,
+    /// external work whose callable returned clean): it lands once its stream passes it, unless
+    /// the device is lost. Until a wait shows that, it stays unsettled: the bytes it writes are
+    /// not there yet, so a read must wait for its stream, and its allocations stay reserved.
+    bool lands = false;
+
+    /// Its call to the driver succeeded, putting `bytes` bytes on its stream: none lands at once,
+    /// any other once its stream passes it (`lands`).
+    void put_on_stream(std::uint64_t bytes) {
+        if (bytes == 0) {
+            report = Report::Landed;
+        } else {
+            lands = true;
+        }
+    }
     /// What the driver's call that put it on its stream returned, where that call was made with
     /// the engine's lock let go (`CudaDevice::issue`): read only after waiting for open issues.
     cudaError_t issue_error = cudaSuccess;
@@ -226,6 +241,11 @@ private:
     /// Fills `params.producers` with the producers of `consumer`'s inputs the GPU checks before it
     /// computes; false when an input is known to end up claimed, so the launch must not run.
     bool add_producers(const Work& consumer, TensorLaunchParams& params);
+    /// What the host knows of `work`'s inputs before it enqueues work that checks no status word
+    /// (a copy, external work). A producer that `lands` counts as clean: its stream, or the event
+    /// the program waits on, puts it first on the GPU. `Pending` means some other producer's
+    /// outcome is not known yet.
+    [[nodiscard]] SettlePipeline::Inputs host_inputs(const Work& work) const;
     /// Encodes `request` for `op` and launches it on the GPU; a refusal of the CUDA runtime
     /// becomes `op`'s.
     /// With `handoff`, leaves the call in it instead (not for a replay).

@@ -107,6 +107,63 @@ TYPED_TEST(HostWaits, a_sync_waits_for_its_device_not_for_another_devices_unrela
     EXPECT_EQ(this->read_bytes(second, theirs), filled(64, 2));
 }
 
+// A host write and a copy are known to land when they are enqueued, but their bytes are not on
+// the device until their stream gets to them. A wait for other work in between (which settles
+// what is known) must not let a read of their bytes go ahead of them.
+TYPED_TEST(HostWaits, a_read_waits_for_a_write_and_a_copy_still_on_their_stream) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side);
+    Handle written = this->allocate(client, 64, *side);
+    Handle source = this->allocate(client, 64);
+    Handle copied = this->allocate(client, 64, *side);
+    Handle quick = this->allocate(client, 64);
+    this->fill(client, written, 0, *side);
+    this->fill(client, copied, 0, *side);
+    this->fill(client, source, 9);
+    ASSERT_TRUE(client.sync());
+    ASSERT_TRUE(client.inject(StreamDelay{*side, this->held_back_steps}));
+    ASSERT_TRUE(client.write(written, filled(64, 5)));
+    ASSERT_TRUE(client.copy(source, copied, *side));
+    this->fill(client, quick, 7);
+    Result<Event> other = client.record_event(client.default_stream());
+    ASSERT_TRUE(other);
+    ASSERT_TRUE(client.wait(*other));  // Settles what is known, the write and the copy among it.
+    EXPECT_EQ(this->read_bytes(client, written), filled(64, 5));
+    EXPECT_EQ(this->read_bytes(client, copied), filled(64, 9));
+    ASSERT_TRUE(client.sync());
+}
+
+// The bytes a write still on its stream lands in stay its own: dropped while the write waits
+// behind other work, they are not handed to a later allocation the write would then overwrite.
+TYPED_TEST(HostWaits, memory_a_pending_write_lands_in_is_not_reused_before_it_lands) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side);
+    Handle quick = this->allocate(client, 64);
+    this->fill(client, quick, 7);  // Loads the fill kernel before the stream is held back.
+    ASSERT_TRUE(client.sync());
+    {
+        Handle dropped = this->allocate(client, 64, *side);
+        ASSERT_TRUE(client.inject(StreamDelay{*side, this->held_back_steps}));
+        ASSERT_TRUE(client.write(dropped, filled(64, 5)));
+        Result<Event> other = client.record_event(client.default_stream());
+        ASSERT_TRUE(other);
+        ASSERT_TRUE(client.wait(*other));  // Settles what is known, the write among it.
+    }
+    std::vector<Handle> later;
+    for (int round = 0; round < 8; ++round) {
+        later.push_back(this->allocate(client, 64));
+        this->fill(client, later.back(), 3);
+    }
+    ASSERT_TRUE(client.sync());  // The held-back write has landed by now, wherever it did.
+    for (const Handle& handle : later) {
+        EXPECT_EQ(this->read_bytes(client, handle), filled(64, 3));
+    }
+}
+
 TYPED_TEST(HostWaits, waits_on_what_does_not_exist_are_refused) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
