@@ -217,6 +217,7 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
     }
     CudaStream** found = &resolved->stream;
     std::uint8_t** pointer = &resolved->pointer;
+    keep_status_words_bounded();  // It stays unsettled until its stream passes it (`lands`).
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Write);
     op->label = "host write";
     op->device = index_;
@@ -377,6 +378,7 @@ Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<s
     if (!found) {
         return found.error();
     }
+    keep_status_words_bounded();
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Copy);
     op->label = "asynchronous read";
     op->device = index_;
@@ -435,6 +437,7 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
     if (!resolved) {
         return resolved.error();
     }
+    keep_status_words_bounded();
     std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Copy);
     op->device = index_;
     op->stream = stream_id;
