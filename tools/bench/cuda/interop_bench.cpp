@@ -4,6 +4,11 @@
 //                             cudaMalloc pointers                             goal: at most 1.05
 //   launch_pair_external      external work wrapping that raw launch, against the raw launch
 //                                                                            goal: at most 1.10
+//   launch_pair_raw_full_block, launch_pair_raw_driver
+//                             the raw launch made as tandem makes it (a block the size of
+//                             `LaunchParams`, cudaLaunchKernel) and through the driver
+//                             (cuLaunchKernel), each against the chevron launch: no tandem in
+//                             either, what the way of launching alone costs
 //   gemm_pair_external        a 4096 x 4096 fp32 cuBLAS GEMM through external work, against the
 //                             same call made directly       goal: at least 0.98 of its throughput
 // Each is paired (bench_pairs.hpp): `ratio` is tandem's time over the raw time, `added_ns` what
@@ -110,6 +115,32 @@ void launch_pair_user_kernel(benchmark::State& state) {
     });
 }
 
+/// A raw launch in another way (`launch`, with the raw copy's arguments) against the chevron
+/// launch: what the way alone costs, without tandem.
+void pair_raw_with_raw_copy(benchmark::State& state,
+                            int (*launch)(void*, const void*, void*, std::uint64_t, std::uint32_t,
+                                          std::uint32_t)) {
+    const RawMemory raw_memory(state, 4, small_bytes);
+    if (!raw_memory.ok(4)) {
+        return;
+    }
+    RawBatch other([launch, from = raw_memory[2], to = raw_memory[3]](void* stream) {
+        (void)launch(stream, from, to, small_bytes, 1, small_threads);
+    });
+    RawBatch raw([from = raw_memory[0], to = raw_memory[1]](void* stream) {
+        (void)launch_raw_user_copy(stream, from, to, small_bytes, 1, small_threads);
+    });
+    launch_pair(state, other, raw);
+}
+
+void launch_pair_raw_full_block(benchmark::State& state) {
+    pair_raw_with_raw_copy(state, launch_raw_user_copy_full);
+}
+
+void launch_pair_raw_driver(benchmark::State& state) {
+    pair_raw_with_raw_copy(state, launch_raw_user_copy_driver);
+}
+
 void launch_pair_external(benchmark::State& state) {
     pair_with_raw_copy(state, [](Client& client, const std::vector<LaunchArgument>& arguments) {
         return ExternalBatch(client, ExternalWork{"raw_copy", arguments, {nullptr, raw_copy_on}},
@@ -180,6 +211,8 @@ void gemm_pair_external(benchmark::State& state) {
 
 BENCHMARK(launch_pair_user_kernel)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_external)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_raw_full_block)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_raw_driver)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(gemm_pair_external)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20);
 
 }  // namespace

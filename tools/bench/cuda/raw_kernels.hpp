@@ -28,6 +28,15 @@ void launch_raw_axpy(void* stream, const float* x, float* y, std::uint64_t count
 /// chevron syntax; returns the launch's cudaError_t.
 int launch_raw_user_copy(void* stream, const void* from, void* to, std::uint64_t bytes,
                          std::uint32_t blocks, std::uint32_t threads);
+/// The same loop taking its arguments in a block the size of `LaunchParams`, the block a direct
+/// tandem launch passes, launched with `cudaLaunchKernel` as tandem launches: what the block's
+/// size and that call cost a raw launch.
+int launch_raw_user_copy_full(void* stream, const void* from, void* to, std::uint64_t bytes,
+                              std::uint32_t blocks, std::uint32_t threads);
+/// The raw kernel launched through the driver (`cuLaunchKernel` on its function, looked up once),
+/// without the runtime's call in between.
+int launch_raw_user_copy_driver(void* stream, const void* from, void* to, std::uint64_t bytes,
+                                std::uint32_t blocks, std::uint32_t threads);
 /// The same loop taking its arguments in a block the size of `CompactLaunchParams`, the block
 /// tandem's graph nodes take: what the size of the block alone costs a graph node.
 int launch_raw_user_copy_padded(void* stream, const void* from, void* to, std::uint64_t bytes,
