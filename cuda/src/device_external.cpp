@@ -64,14 +64,12 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
         ran = Error::torn_down("'" + request.kernel + "' threw: " + thrown.what());
     }
     const cudaError_t left = cudaGetLastError();
-    op.report = Work::Report::Failed;
-    if (!ran) {
-        op.failure = ran.error();
-    } else if (left != cudaSuccess) {
-        op.failure = call_error("'" + request.kernel + "'", left);
-    } else {
+    if (ran && left == cudaSuccess) {
         op.lands = true;  // What it enqueued lands once its stream passes it.
+        return;
     }
+    op.report = Work::Report::Failed;
+    op.failure = !ran ? ran.error() : call_error("'" + request.kernel + "'", left);
 }
 
 }  // namespace tandem::cuda
