@@ -17,11 +17,13 @@
 // (`TANDEM_REGISTER_KERNEL`) for launches by name; typed launches need nothing more.
 
 #include "tandem/core/kernel_entry.hpp"
+#include "tandem/cuda/driver_launch.cuh"
 #include "tandem/cuda/kernel_context.cuh"
 #include "tandem/cuda/launch_params.hpp"
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <type_traits>
 
 namespace tandem::cuda {
@@ -52,28 +54,12 @@ __global__ void run_plain_node(const __grid_constant__ CompactLaunchParams param
     Kernel{}(context);
 }
 
-/// Enqueues one launch of the wrapper `function` with `params`; returns its cudaError_t.
-template <typename Params>
-int launch_wrapper(const void* function, const LaunchConfig& config, void* stream,
-                   const Params& params, std::size_t shared_bytes) {
-    const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
-    const dim3 threads(config.block.x, config.block.y, config.block.z);
-    // cudaLaunchKernel returns the launch's own error: one runtime call, where the chevron syntax
-    // makes three (push and pop of the configuration, then the launch) and a fourth to read it.
-    void* arguments[] = {const_cast<Params*>(&params)};
-    const cudaError_t status = cudaLaunchKernel(function, grid, threads, arguments, shared_bytes,
-                                                static_cast<cudaStream_t>(stream));
-    if (status != cudaSuccess) {
-        (void)cudaGetLastError();  // Reported here: do not leave it for an unrelated call.
-    }
-    return static_cast<int>(status);
-}
-
 /// Enqueues one launch of `Kernel` with `params`; returns the launch's cudaError_t.
 template <typename Kernel, typename Params>
 int launch_with(const LaunchConfig& config, void* stream, const Params& params,
                 std::size_t shared_bytes) {
-    return launch_wrapper(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), config,
+    static std::atomic<CUfunction> slot{nullptr};
+    return launch_wrapper(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), slot, config,
                           stream, params, shared_bytes);
 }
 
@@ -83,9 +69,11 @@ int launch_plain_node(const LaunchConfig& config, void* stream,
                       const CompactLaunchParams& params) {
     const bool linear = config.grid.y == 1 && config.grid.z == 1 && config.block.y == 1 &&
                         config.block.z == 1;
+    static std::atomic<CUfunction> linear_slot{nullptr};
+    static std::atomic<CUfunction> slot{nullptr};
     const void* wrapper = linear ? reinterpret_cast<const void*>(&run_plain_node<Kernel, true>)
                                  : reinterpret_cast<const void*>(&run_plain_node<Kernel, false>);
-    return launch_wrapper(wrapper, config, stream, params, 0);
+    return launch_wrapper(wrapper, linear ? linear_slot : slot, config, stream, params, 0);
 }
 
 /// Enqueues one launch of `Kernel` (a `Launcher`): with the whole block if it reads tensor maps,
