@@ -1,11 +1,11 @@
 #pragma once
 
 // How a kernel's wrapper reaches the GPU: through the driver's `cuLaunchKernel`, on the driver's
-// handle of the wrapper found at its first launch. The runtime's `cudaLaunchKernel` looks the
-// function up again in every call; on H200 hosts the driver's call measured about 190 ns a launch
-// faster (docs/PERFORMANCE.md), most of what tandem adds to a launch. Where the driver's function
-// or the handle cannot be had, and on a thread with no current context yet, the runtime's call is
-// made instead, with the same result.
+// function of the wrapper in the current context, found at its first launch there. The runtime's
+// `cudaLaunchKernel` looks the function up again in every call; on H200 hosts the driver's call
+// measured 250 ns a launch faster (docs/PERFORMANCE.md), most of what tandem adds to a launch.
+// Where the driver's function cannot be had, and on a thread with no current context yet, the
+// runtime's call is made instead, with the same result.
 //
 // Inline, in the registration unit that compiles the wrapper: the handle is asked of the CUDA
 // runtime the unit registered its kernels with.
@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <mutex>
 
 namespace tandem::cuda::detail {
 
@@ -37,40 +38,100 @@ inline PFN_cuLaunchKernel_v4000 driver_launch_function() {
     return function;
 }
 
-/// The driver's handle of the kernel `function`, kept in `slot` from its first launch: a
-/// `cudaKernel_t`, which belongs to no context and is launched in the current one. Null where
-/// the runtime cannot give one.
-inline CUfunction driver_kernel(const void* function, std::atomic<CUfunction>& slot) {
-    CUfunction kernel = slot.load(std::memory_order_acquire);
-    if (kernel == nullptr) {
-        cudaKernel_t found = nullptr;
-        if (cudaGetKernel(&found, function) != cudaSuccess) {
+/// The driver's `cuCtxGetCurrent`, found once; null where the driver does not provide it.
+inline PFN_cuCtxGetCurrent_v4000 driver_current_context_function() {
+    static const PFN_cuCtxGetCurrent_v4000 function = [] {
+        void* entry = nullptr;
+        cudaDriverEntryPointQueryResult found{};
+        if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 4000, cudaEnableDefault,
+                                             &found) != cudaSuccess ||
+            found != cudaDriverEntryPointSuccess) {
             (void)cudaGetLastError();
-            return nullptr;
+            return PFN_cuCtxGetCurrent_v4000{nullptr};
         }
-        kernel = reinterpret_cast<CUfunction>(found);
-        slot.store(kernel, std::memory_order_release);
+        return reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(entry);
+    }();
+    return function;
+}
+
+/// The driver's functions of one kernel wrapper, one per context it was launched in: a
+/// `CUfunction` belongs to one context (a context-free `cudaKernel_t` measured no faster to launch
+/// than the runtime's call, the driver looking its function up in every launch). Found lock-free;
+/// added under a lock, at most `contexts_max` (a launch in a context past them goes through the
+/// runtime).
+struct DriverFunctions {
+    static constexpr int contexts_max = 16;
+    std::atomic<CUcontext> contexts[contexts_max] = {};
+    std::atomic<CUfunction> functions[contexts_max] = {};
+    std::atomic<int> count{0};
+
+    /// The function of the wrapper `wrapper` in `context` (the calling thread's current one),
+    /// or null where there is none to be had.
+    CUfunction in(CUcontext context, const void* wrapper) {
+        const int known = count.load(std::memory_order_acquire);
+        for (int index = 0; index < known; ++index) {
+            if (contexts[index].load(std::memory_order_relaxed) == context) {
+                return functions[index].load(std::memory_order_relaxed);
+            }
+        }
+        return add(context, wrapper);
     }
-    return kernel;
+
+private:
+    CUfunction add(CUcontext context, const void* wrapper);
+};
+
+/// A lock of its own for the additions of every wrapper: they happen once per wrapper and
+/// context.
+inline std::mutex& driver_functions_lock() {
+    static std::mutex lock;
+    return lock;
+}
+
+inline CUfunction DriverFunctions::add(CUcontext context, const void* wrapper) {
+    std::lock_guard guard(driver_functions_lock());
+    const int known = count.load(std::memory_order_relaxed);
+    for (int index = 0; index < known; ++index) {
+        if (contexts[index].load(std::memory_order_relaxed) == context) {
+            return functions[index].load(std::memory_order_relaxed);
+        }
+    }
+    cudaFunction_t found = nullptr;
+    if (known == contexts_max || cudaGetFuncBySymbol(&found, wrapper) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    functions[known].store(reinterpret_cast<CUfunction>(found), std::memory_order_relaxed);
+    contexts[known].store(context, std::memory_order_relaxed);
+    count.store(known + 1, std::memory_order_release);
+    return reinterpret_cast<CUfunction>(found);
+}
+
+/// The driver's function of `wrapper` for the calling thread's current context, kept in
+/// `functions`; null where no context is current or the driver cannot say.
+inline CUfunction driver_function_of(const void* wrapper, DriverFunctions& functions) {
+    const PFN_cuCtxGetCurrent_v4000 current = driver_current_context_function();
+    CUcontext context = nullptr;
+    if (current == nullptr || current(&context) != CUDA_SUCCESS || context == nullptr) {
+        return nullptr;  // The runtime's call makes the device's own context current.
+    }
+    return functions.in(context, wrapper);
 }
 
 /// Enqueues one launch of the wrapper `function` with `params` on `stream`, through the driver
-/// where it can (`slot` keeps the wrapper's handle); returns the launch's cudaError_t. For a
-/// launch the driver's error codes are the runtime's.
+/// where it can (`functions` keeps the wrapper's functions); returns the launch's cudaError_t.
+/// For a launch the driver's error codes are the runtime's.
 template <typename Params>
-int launch_wrapper(const void* function, std::atomic<CUfunction>& slot, const LaunchConfig& config,
+int launch_wrapper(const void* function, DriverFunctions& functions, const LaunchConfig& config,
                    void* stream, const Params& params, std::size_t shared_bytes) {
     void* arguments[] = {const_cast<Params*>(&params)};
     const PFN_cuLaunchKernel_v4000 launch = driver_launch_function();
-    if (const CUfunction kernel = launch != nullptr ? driver_kernel(function, slot) : nullptr) {
-        const CUresult result =
-            launch(kernel, config.grid.x, config.grid.y, config.grid.z, config.block.x,
-                   config.block.y, config.block.z, static_cast<unsigned int>(shared_bytes),
-                   static_cast<CUstream>(stream), arguments, nullptr);
-        if (result != CUDA_ERROR_INVALID_CONTEXT) {
-            return static_cast<int>(result);
-        }
-        // No context is current on this thread yet: the runtime's call makes the device's own.
+    if (const CUfunction kernel =
+            launch != nullptr ? driver_function_of(function, functions) : nullptr) {
+        return static_cast<int>(launch(kernel, config.grid.x, config.grid.y, config.grid.z,
+                                       config.block.x, config.block.y, config.block.z,
+                                       static_cast<unsigned int>(shared_bytes),
+                                       static_cast<CUstream>(stream), arguments, nullptr));
     }
     // One runtime call, where the chevron syntax makes three (push and pop of the
     // configuration, then the launch) and a fourth to read its error.

@@ -58,9 +58,9 @@ __global__ void run_plain_node(const __grid_constant__ CompactLaunchParams param
 template <typename Kernel, typename Params>
 int launch_with(const LaunchConfig& config, void* stream, const Params& params,
                 std::size_t shared_bytes) {
-    static std::atomic<CUfunction> slot{nullptr};
-    return launch_wrapper(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), slot, config,
-                          stream, params, shared_bytes);
+    static DriverFunctions functions;
+    return launch_wrapper(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), functions,
+                          config, stream, params, shared_bytes);
 }
 
 /// Enqueues one launch of `Kernel` as a plain graph node (`run_plain_node`).
@@ -69,11 +69,12 @@ int launch_plain_node(const LaunchConfig& config, void* stream,
                       const CompactLaunchParams& params) {
     const bool linear = config.grid.y == 1 && config.grid.z == 1 && config.block.y == 1 &&
                         config.block.z == 1;
-    static std::atomic<CUfunction> linear_slot{nullptr};
-    static std::atomic<CUfunction> slot{nullptr};
+    static DriverFunctions linear_functions;
+    static DriverFunctions functions;
     const void* wrapper = linear ? reinterpret_cast<const void*>(&run_plain_node<Kernel, true>)
                                  : reinterpret_cast<const void*>(&run_plain_node<Kernel, false>);
-    return launch_wrapper(wrapper, linear ? linear_slot : slot, config, stream, params, 0);
+    return launch_wrapper(wrapper, linear ? linear_functions : functions, config, stream, params,
+                          0);
 }
 
 /// Enqueues one launch of `Kernel` (a `Launcher`): with the whole block if it reads tensor maps,
