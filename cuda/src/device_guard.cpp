@@ -48,6 +48,7 @@ DeviceGuard::DeviceGuard(int ordinal) {
         const CUcontext current = current_context();
         if (current != nullptr &&
             current == seen_current[ordinal].load(std::memory_order_relaxed)) {
+            context_ = current;
             return;
         }
     }
@@ -57,8 +58,10 @@ DeviceGuard::DeviceGuard(int ordinal) {
         cudaSetDevice(ordinal);
         previous_ = previous;
     }
+    const CUcontext current = current_context();
+    context_ = current;
     if (remembered(ordinal)) {
-        seen_current[ordinal].store(current_context(), std::memory_order_relaxed);
+        seen_current[ordinal].store(current, std::memory_order_relaxed);
     }
 }
 

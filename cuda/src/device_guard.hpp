@@ -18,7 +18,12 @@ public:
     DeviceGuard(const DeviceGuard&) = delete;
     DeviceGuard& operator=(const DeviceGuard&) = delete;
 
+    /// The driver context current in the scope (a `CUcontext`), or null when the driver did
+    /// not say: what a launcher needs to find its kernel's function without asking again.
+    [[nodiscard]] void* context() const { return context_; }
+
 private:
+    void* context_ = nullptr;
     /// The device current before, to make current again; -1 when it was `ordinal` already.
     int previous_ = -1;
 };

@@ -20,11 +20,10 @@ void encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
                       const LocalPointer& local_pointer) {
     // The block is reused from launch to launch: every field a kernel may read is written here,
     // and what this launch does not bind is left as a fresh block has it (null, zero).
-    for (DeviceTensorMap& map : params.tensor_maps) {
-        if (map.rank != 0) {
-            map = DeviceTensorMap{};  // An encoded map has a rank; a clean one is all zero.
-        }
+    for (std::uint32_t map = 0; map < params.tensor_maps_encoded; ++map) {
+        params.tensor_maps[map] = DeviceTensorMap{};
     }
+    params.tensor_maps_encoded = 0;
     std::fill(std::begin(params.tensor_map_of), std::end(params.tensor_map_of), std::uint8_t{0});
     params.tma_slot_bytes = 0;
     std::fill(std::begin(params.resources) + static_cast<std::ptrdiff_t>(request.resources.size()),
@@ -46,6 +45,7 @@ void encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
         }
         params.tensor_map_of[index] = static_cast<std::uint8_t>(maps);
         DeviceTensorMap& encoded = params.tensor_maps[maps++];
+        params.tensor_maps_encoded = maps;
         const TensorMapDescriptor& descriptor = map->descriptor();
         encoded.rank = static_cast<std::uint32_t>(descriptor.dims.size());
         encoded.elem_size_bytes = descriptor.elem_size_bytes;
@@ -284,8 +284,10 @@ void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
         return;
     }
     DeviceGuard guard(ordinal_);
+    params.current_context = guard.context();
     const auto status =
         static_cast<cudaError_t>(launcher(request.config, target_stream.handle, params));
+    params.current_context = nullptr;
     if (status == cudaSuccess) {
         (replay != nullptr ? *replay : op).has_status_word = true;
         count_tma(params);
@@ -298,8 +300,10 @@ void CudaDevice::issue(const PreparedIssue& prepared) {
     cudaError_t status = cudaSuccess;
     {
         DeviceGuard guard(ordinal_);
+        prepared.params->current_context = guard.context();
         status = static_cast<cudaError_t>(
             prepared.launcher(*prepared.config, prepared.stream->handle, *prepared.params));
+        prepared.params->current_context = nullptr;
     }
     if (status == cudaSuccess) {
         count_tma(*prepared.params);

@@ -136,7 +136,7 @@ struct PreparedIssue {
     Launcher launcher = nullptr;
     const LaunchConfig* config = nullptr;
     CudaStream* stream = nullptr;
-    const TensorLaunchParams* params = nullptr;
+    TensorLaunchParams* params = nullptr;
     PendingOp* op = nullptr;
 };
 

@@ -107,27 +107,32 @@ inline CUfunction DriverFunctions::add(CUcontext context, const void* wrapper) {
     return reinterpret_cast<CUfunction>(found);
 }
 
-/// The driver's function of `wrapper` for the calling thread's current context, kept in
-/// `functions`; null where no context is current or the driver cannot say.
-inline CUfunction driver_function_of(const void* wrapper, DriverFunctions& functions) {
+/// The driver's function of `wrapper` for the calling thread's current context (`known`, where
+/// the caller knows it), kept in `functions`; null where no context is current or the driver
+/// cannot say.
+inline CUfunction driver_function_of(const void* wrapper, DriverFunctions& functions,
+                                     void* known) {
+    auto context = static_cast<CUcontext>(known);
     const PFN_cuCtxGetCurrent_v4000 current = driver_current_context_function();
-    CUcontext context = nullptr;
-    if (current == nullptr || current(&context) != CUDA_SUCCESS || context == nullptr) {
+    if (context == nullptr &&
+        (current == nullptr || current(&context) != CUDA_SUCCESS || context == nullptr)) {
         return nullptr;  // The runtime's call makes the device's own context current.
     }
     return functions.in(context, wrapper);
 }
 
 /// Enqueues one launch of the wrapper `function` with `params` on `stream`, through the driver
-/// where it can (`functions` keeps the wrapper's functions); returns the launch's cudaError_t.
-/// For a launch the driver's error codes are the runtime's.
+/// where it can (`functions` keeps the wrapper's functions; `context` is the current one, or
+/// null when the caller does not know it); returns the launch's cudaError_t. For a launch the
+/// driver's error codes are the runtime's.
 template <typename Params>
 int launch_wrapper(const void* function, DriverFunctions& functions, const LaunchConfig& config,
-                   void* stream, const Params& params, std::size_t shared_bytes) {
+                   void* stream, const Params& params, std::size_t shared_bytes,
+                   void* context) {
     void* arguments[] = {const_cast<Params*>(&params)};
     const PFN_cuLaunchKernel_v4000 launch = driver_launch_function();
     if (const CUfunction kernel =
-            launch != nullptr ? driver_function_of(function, functions) : nullptr) {
+            launch != nullptr ? driver_function_of(function, functions, context) : nullptr) {
         return static_cast<int>(launch(kernel, config.grid.x, config.grid.y, config.grid.z,
                                        config.block.x, config.block.y, config.block.z,
                                        static_cast<unsigned int>(shared_bytes),

@@ -54,19 +54,20 @@ __global__ void run_plain_node(const __grid_constant__ CompactLaunchParams param
     Kernel{}(context);
 }
 
-/// Enqueues one launch of `Kernel` with `params`; returns the launch's cudaError_t.
+/// Enqueues one launch of `Kernel` with `params` in the current `context` (null when unknown);
+/// returns the launch's cudaError_t.
 template <typename Kernel, typename Params>
 int launch_with(const LaunchConfig& config, void* stream, const Params& params,
-                std::size_t shared_bytes) {
+                std::size_t shared_bytes, void* context) {
     static DriverFunctions functions;
     return launch_wrapper(reinterpret_cast<const void*>(&run_launch<Kernel, Params>), functions,
-                          config, stream, params, shared_bytes);
+                          config, stream, params, shared_bytes, context);
 }
 
 /// Enqueues one launch of `Kernel` as a plain graph node (`run_plain_node`).
 template <typename Kernel>
-int launch_plain_node(const LaunchConfig& config, void* stream,
-                      const CompactLaunchParams& params) {
+int launch_plain_node(const LaunchConfig& config, void* stream, const CompactLaunchParams& params,
+                      void* context) {
     const bool linear = config.grid.y == 1 && config.grid.z == 1 && config.block.y == 1 &&
                         config.block.z == 1;
     static DriverFunctions linear_functions;
@@ -74,7 +75,7 @@ int launch_plain_node(const LaunchConfig& config, void* stream,
     const void* wrapper = linear ? reinterpret_cast<const void*>(&run_plain_node<Kernel, true>)
                                  : reinterpret_cast<const void*>(&run_plain_node<Kernel, false>);
     return launch_wrapper(wrapper, linear ? linear_functions : functions, config, stream, params,
-                          0);
+                          0, context);
 }
 
 /// Enqueues one launch of `Kernel` (a `Launcher`): with the whole block if it reads tensor maps,
@@ -87,14 +88,17 @@ int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& b
             block.tma_slot_bytes != 0
                 ? std::size_t{block.tma_slot_bytes + tma_barrier_bytes} * config.block.count()
                 : 0;
-        return launch_with<Kernel>(config, stream, block, shared_bytes);
+        return launch_with<Kernel>(config, stream, block, shared_bytes, block.current_context);
     } else if (block.graph_node == plain_node && block.producer_count == 0 &&
                CompactLaunchParams::fits(block)) {
-        return launch_plain_node<Kernel>(config, stream, CompactLaunchParams::of(block));
+        return launch_plain_node<Kernel>(config, stream, CompactLaunchParams::of(block),
+                                         block.current_context);
     } else if (block.graph_node != not_a_node && CompactLaunchParams::fits(block)) {
-        return launch_with<Kernel>(config, stream, CompactLaunchParams::of(block), 0);
+        return launch_with<Kernel>(config, stream, CompactLaunchParams::of(block), 0,
+                                   block.current_context);
     } else {
-        return launch_with<Kernel>(config, stream, static_cast<const LaunchParams&>(block), 0);
+        return launch_with<Kernel>(config, stream, static_cast<const LaunchParams&>(block), 0,
+                                   block.current_context);
     }
 }
 

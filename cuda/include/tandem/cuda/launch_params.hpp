@@ -180,6 +180,13 @@ struct TensorLaunchParams : LaunchParams {
     /// compact block on H200 hosts (about 110 ns a launch, paired in one run), while a graph of
     /// tiny kernels ran faster with the smaller one.
     std::uint32_t graph_node = 0;
+    /// Read by the host only: how many of `tensor_maps` the last launch encoded, so that the next
+    /// one clears only those (the block is reused from launch to launch).
+    std::uint32_t tensor_maps_encoded = 0;
+    /// Read by the host only: the driver context current on the launching thread (a
+    /// `CUcontext`) where the caller knows it, so that the launcher finds its kernel's function
+    /// without asking the driver again; null otherwise.
+    void* current_context = nullptr;
     /// The tensor maps encoded for the tensor memory accelerator, when `tma_slot_bytes` is not
     /// zero.
     EncodedTensorMap tma[max_launch_tensor_maps];
