@@ -3,6 +3,7 @@
 // knows (C6). A stream held back by an injected delay stands for unrelated work still running:
 // the wait must return while it is, where a backend runs work after it is enqueued at all.
 
+#include "foreign.hpp"
 #include "support.hpp"
 
 namespace tandem::conformance {
@@ -107,10 +108,10 @@ TYPED_TEST(HostWaits, a_sync_waits_for_its_device_not_for_another_devices_unrela
     EXPECT_EQ(this->read_bytes(second, theirs), filled(64, 2));
 }
 
-// A host write and a copy are known to land when they are enqueued, but their bytes are not on
-// the device until their stream gets to them. A wait for other work in between (which settles
+// A host write, a copy and external work that returned clean are known to land when they are
+// enqueued, but their bytes are not on the device until their stream gets to them. A wait for other work in between (which settles
 // what is known) must not let a read of their bytes go ahead of them.
-TYPED_TEST(HostWaits, a_read_waits_for_a_write_and_a_copy_still_on_their_stream) {
+TYPED_TEST(HostWaits, a_read_waits_for_writes_copies_and_external_work_still_on_their_stream) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
     Result<StreamId> side = client.create_stream();
@@ -118,20 +119,25 @@ TYPED_TEST(HostWaits, a_read_waits_for_a_write_and_a_copy_still_on_their_stream)
     Handle written = this->allocate(client, 64, *side);
     Handle source = this->allocate(client, 64);
     Handle copied = this->allocate(client, 64, *side);
+    Handle external = this->allocate(client, 64, *side);
     Handle quick = this->allocate(client, 64);
     this->fill(client, written, 0, *side);
     this->fill(client, copied, 0, *side);
+    this->fill(client, external, 0, *side);
     this->fill(client, source, 9);
     ASSERT_TRUE(client.sync());
     ASSERT_TRUE(client.inject(StreamDelay{*side, this->held_back_steps}));
     ASSERT_TRUE(client.write(written, filled(64, 5)));
     ASSERT_TRUE(client.copy(source, copied, *side));
+    ASSERT_TRUE(client.enqueue(
+        ExternalWork{"external_copy", {in(source), out(external)}, external_copy()}, *side));
     this->fill(client, quick, 7);
     Result<Event> other = client.record_event(client.default_stream());
     ASSERT_TRUE(other);
     ASSERT_TRUE(client.wait(*other));  // Settles what is known, the write and the copy among it.
     EXPECT_EQ(this->read_bytes(client, written), filled(64, 5));
     EXPECT_EQ(this->read_bytes(client, copied), filled(64, 9));
+    EXPECT_EQ(this->read_bytes(client, external), filled(64, 9));
     ASSERT_TRUE(client.sync());
 }
 
