@@ -646,10 +646,37 @@ struct HostWait : Command {
     }
 };
 
+/// Holds back one stream of a device for a while (`StreamDelay`): the work queued there after it
+/// is still to run when the host goes on, which changes no outcome. A backend that settles work
+/// before its stream runs it returns stale bytes here.
+struct Delay : Command {
+    /// Each delay is short (steps on the simulator, microseconds elsewhere): a program holds many.
+    static constexpr std::uint64_t steps_max = 2000;
+    std::uint32_t device;
+    std::uint32_t stream;
+    std::uint64_t steps;
+    explicit Delay(const ClientModel& model)
+        : device(*rc::gen::inRange<std::uint32_t>(0, model.devices)),
+          stream(pick_stream()),
+          steps(*rc::gen::inRange<std::uint64_t>(1, steps_max + 1)) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(device < model.devices);
+    }
+    void apply(ClientModel&) const override {}
+    void run(const ClientModel&, ClientSut& sut) const override {
+        RC_ASSERT(sut.client(device).inject(StreamDelay{sut.streams[device][stream], steps}).ok());
+    }
+    void show(std::ostream& out) const override {
+        out << "hold back stream " << stream << " of device " << device << " for " << steps
+            << " steps";
+    }
+};
+
 /// Every command of a client program, for `rc::state::check`.
 inline auto client_program() {
     return rc::state::gen::execOneOfWithArgs<Allocate, Write, Fail, InjectCopyFault, Share, Copy,
-                                             Read, ReadAsync, WaitRead, Free, Sync, HostWait>();
+                                             Read, ReadAsync, WaitRead, Free, Sync, HostWait,
+                                             Delay>();
 }
 
 }  // namespace tandem::model
