@@ -77,10 +77,10 @@ int tandem_torch_scale(DLManagedTensor* input, double factor, DLManagedTensor** 
         return fail(out.error());
     }
     const std::uint64_t count = in->size_in_use() / sizeof(float);
-    (void)client.launch<Scale>(LaunchConfig::linear(count),
-                               {{*in, AccessMode::Read, std::nullopt},
-                                {*out, AccessMode::Write, std::nullopt}},
-                               KernelArgs().f64(factor));
+    (void)client.launch<Scale>(
+        LaunchConfig::linear(count),
+        {{*in, AccessMode::Read, std::nullopt}, {*out, AccessMode::Write, std::nullopt}},
+        KernelArgs().f64(factor));
     const Handle written[] = {*out};
     if (Status synced = client.sync(written); !synced) {
         return fail(synced.error());  // The bytes must be there before the caller reads them.
@@ -104,10 +104,10 @@ int tandem_torch_axpy(DLManagedTensor* x, DLManagedTensor* y, double alpha) {
         return fail(!in ? in.error() : in_out.error());
     }
     const std::uint64_t count = in_out->size_in_use() / sizeof(float);
-    (void)client.launch("axpy", LaunchConfig::linear(count),
-                        {{*in, AccessMode::Read, std::nullopt},
-                         {*in_out, AccessMode::ReadWrite, std::nullopt}},
-                        KernelArgs().f64(alpha));
+    (void)client.launch(
+        "axpy", LaunchConfig::linear(count),
+        {{*in, AccessMode::Read, std::nullopt}, {*in_out, AccessMode::ReadWrite, std::nullopt}},
+        KernelArgs().f64(alpha));
     const Handle written[] = {*in_out};
     if (Status synced = client.sync(written); !synced) {
         return fail(synced.error());

@@ -109,8 +109,9 @@ TYPED_TEST(HostWaits, a_sync_waits_for_its_device_not_for_another_devices_unrela
 }
 
 // A host write, a copy and external work that returned clean are known to land when they are
-// enqueued, but their bytes are not on the device until their stream gets to them. A wait for other work in between (which settles
-// what is known) must not let a read of their bytes go ahead of them.
+// enqueued, but their bytes are not on the device until their stream gets to them. A wait for other
+// work in between (which settles what is known) must not let a read of their bytes go ahead of
+// them.
 TYPED_TEST(HostWaits, a_read_waits_for_writes_copies_and_external_work_still_on_their_stream) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);

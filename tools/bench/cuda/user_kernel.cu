@@ -7,8 +7,8 @@
 #include "tandem/cuda/kernel_registration.cuh"
 
 #include <cuda.h>
-#include <cuda_runtime.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime.h>
 
 TANDEM_REGISTER_CUDA_KERNEL(tandem::bench::UserCopy);
 
@@ -63,8 +63,7 @@ PFN_cuLaunchKernel_v4000 driver_launch() {
     static const PFN_cuLaunchKernel_v4000 function = [] {
         void* entry = nullptr;
         cudaDriverEntryPointQueryResult found{};
-        cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, 4000, cudaEnableDefault,
-                                         &found);
+        cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, 4000, cudaEnableDefault, &found);
         return reinterpret_cast<PFN_cuLaunchKernel_v4000>(entry);
     }();
     return function;
@@ -74,8 +73,8 @@ PFN_cuLaunchKernel_v4000 driver_launch() {
 
 int launch_raw_user_copy_full(void* stream, const void* from, void* to, std::uint64_t bytes,
                               std::uint32_t blocks, std::uint32_t threads) {
-    FullCopyArguments arguments{static_cast<const std::uint8_t*>(from),
-                                static_cast<std::uint8_t*>(to), bytes, {}};
+    FullCopyArguments arguments{
+        static_cast<const std::uint8_t*>(from), static_cast<std::uint8_t*>(to), bytes, {}};
     void* parameters[] = {&arguments};
     return static_cast<int>(cudaLaunchKernel(reinterpret_cast<const void*>(&raw_user_copy_full),
                                              dim3(blocks), dim3(threads), parameters, 0,

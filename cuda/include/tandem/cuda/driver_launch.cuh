@@ -110,8 +110,7 @@ inline CUfunction DriverFunctions::add(CUcontext context, const void* wrapper) {
 /// The driver's function of `wrapper` for the calling thread's current context (`known`, where
 /// the caller knows it), kept in `functions`; null where no context is current or the driver
 /// cannot say.
-inline CUfunction driver_function_of(const void* wrapper, DriverFunctions& functions,
-                                     void* known) {
+inline CUfunction driver_function_of(const void* wrapper, DriverFunctions& functions, void* known) {
     auto context = static_cast<CUcontext>(known);
     const PFN_cuCtxGetCurrent_v4000 current = driver_current_context_function();
     if (context == nullptr &&
@@ -127,8 +126,7 @@ inline CUfunction driver_function_of(const void* wrapper, DriverFunctions& funct
 /// driver's error codes are the runtime's.
 template <typename Params>
 int launch_wrapper(const void* function, DriverFunctions& functions, const LaunchConfig& config,
-                   void* stream, const Params& params, std::size_t shared_bytes,
-                   void* context) {
+                   void* stream, const Params& params, std::size_t shared_bytes, void* context) {
     void* arguments[] = {const_cast<Params*>(&params)};
     const PFN_cuLaunchKernel_v4000 launch = driver_launch_function();
     if (const CUfunction kernel =
@@ -140,10 +138,10 @@ int launch_wrapper(const void* function, DriverFunctions& functions, const Launc
     }
     // One runtime call, where the chevron syntax makes three (push and pop of the
     // configuration, then the launch) and a fourth to read its error.
-    const cudaError_t status = cudaLaunchKernel(
-        function, dim3(config.grid.x, config.grid.y, config.grid.z),
-        dim3(config.block.x, config.block.y, config.block.z), arguments, shared_bytes,
-        static_cast<cudaStream_t>(stream));
+    const cudaError_t status =
+        cudaLaunchKernel(function, dim3(config.grid.x, config.grid.y, config.grid.z),
+                         dim3(config.block.x, config.block.y, config.block.z), arguments,
+                         shared_bytes, static_cast<cudaStream_t>(stream));
     if (status != cudaSuccess) {
         (void)cudaGetLastError();  // Reported here: do not leave it for an unrelated call.
     }

@@ -74,8 +74,8 @@ int launch_plain_node(const LaunchConfig& config, void* stream, const CompactLau
     static DriverFunctions functions;
     const void* wrapper = linear ? reinterpret_cast<const void*>(&run_plain_node<Kernel, true>)
                                  : reinterpret_cast<const void*>(&run_plain_node<Kernel, false>);
-    return launch_wrapper(wrapper, linear ? linear_functions : functions, config, stream, params,
-                          0, context);
+    return launch_wrapper(wrapper, linear ? linear_functions : functions, config, stream, params, 0,
+                          context);
 }
 
 /// Enqueues one launch of `Kernel` (a `Launcher`): with the whole block if it reads tensor maps,
