@@ -140,8 +140,8 @@ Result<NativeView> Client::native(const Handle& handle, StreamId stream) {
 // The request views the work's callables for the call; a backend or window that keeps the request
 // past it keeps a shared copy of them (`ExternalRef`), so a unit run at once copies nothing.
 Status Client::enqueue(ExternalWork&& work, StreamId stream) {
-    return launch_entry(nullptr, std::move(work.name), LaunchConfig::linear(1), work.arguments, {},
-                        stream, &work.run);
+    return launch_entry(nullptr, work.name, LaunchConfig::linear(1), work.arguments, {}, stream,
+                        &work.run);
 }
 
 Status Client::enqueue(const ExternalWork& work, StreamId stream) {
@@ -149,12 +149,12 @@ Status Client::enqueue(const ExternalWork& work, StreamId stream) {
                         &work.run);
 }
 
-Status Client::launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,
+Status Client::launch_entry(const KernelEntry* entry, std::string_view kernel, LaunchConfig config,
                             const std::vector<LaunchArgument>& arguments, KernelArgs args,
                             StreamId stream, const ExternalCallables* external) {
     if (args.overflowed()) [[unlikely]] {
         return Error::invalid_argument(
-            "a launch of '" + (entry != nullptr ? std::string(entry->name) : kernel) +
+            "a launch of '" + std::string(entry != nullptr ? std::string_view(entry->name) : kernel) +
             "' with more than " + std::to_string(KernelArgs::max_words) + " scalar arguments");
     }
     // One request per thread, reused: it keeps its storage for the resources from launch to
@@ -181,11 +181,8 @@ Status Client::launch_entry(const KernelEntry* entry, std::string kernel, Launch
     if (external != nullptr) {
         request.external.view(*external);
     }
-    if (entry != nullptr) {
-        request.kernel.assign(entry->name);  // Into the reused storage: no heap once warm.
-    } else {
-        request.kernel = std::move(kernel);
-    }
+    // Into the reused storage: no heap once warm, however long the name.
+    request.kernel.assign(entry != nullptr ? std::string_view(entry->name) : kernel);
     request.config = config;
     request.args = args;
     request.stream = stream;  // `resources` is empty: `clear` emptied it when it was last used.

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace tandem {
@@ -118,18 +119,17 @@ public:
     /// registered is refused at once (C10: its outputs are claimed, its inputs stay readable),
     /// naming the registered kernels and the closest. Inline: a launch returns through each of
     /// its callers after the driver's deep call chain, and every level costs there.
-    Status launch(std::string kernel, LaunchConfig config,
+    Status launch(std::string_view kernel, LaunchConfig config,
                   const std::vector<LaunchArgument>& arguments, KernelArgs args = {}) {
-        return launch_entry(nullptr, std::move(kernel), config, arguments, args,
-                            default_stream(), nullptr);
+        return launch_entry(nullptr, kernel, config, arguments, args, default_stream(), nullptr);
     }
     /// `launch` on `stream`. Errors are the call's own: an argument of another device that was not
     /// shared (`WrongService`), a malformed tensor map, too many resources (`InvalidArgument`), a
     /// lost device. A kernel that fails after it was enqueued claims its outputs instead (C8); a
     /// launch the device refuses before it runs claims them too (C10).
-    Status launch(std::string kernel, LaunchConfig config,
+    Status launch(std::string_view kernel, LaunchConfig config,
                   const std::vector<LaunchArgument>& arguments, KernelArgs args, StreamId stream) {
-        return launch_entry(nullptr, std::move(kernel), config, arguments, args, stream, nullptr);
+        return launch_entry(nullptr, kernel, config, arguments, args, stream, nullptr);
     }
     /// Launches the kernel functor `Kernel`, resolved at compile time: nothing is looked up by
     /// name. It runs on a host backend as it is; on CUDA its registration unit must be linked
@@ -207,8 +207,9 @@ public:
 
 private:
     /// A launch of `entry` (typed), of `external` work, or of the kernel registered as `kernel`
-    /// when both are null.
-    Status launch_entry(const KernelEntry* entry, std::string kernel, LaunchConfig config,
+    /// when both are null. The name is copied into the thread's reused request: a name past the
+    /// string's inline capacity costs no heap call once warm.
+    Status launch_entry(const KernelEntry* entry, std::string_view kernel, LaunchConfig config,
                         const std::vector<LaunchArgument>& arguments, KernelArgs args,
                         StreamId stream, const ExternalCallables* external);
     Status check_local(const Handle& handle) const;
