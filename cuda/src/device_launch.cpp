@@ -283,11 +283,7 @@ void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
         *handoff = PreparedIssue{launcher, &request.config, &target_stream, &params, &op};
         return;
     }
-    DeviceGuard guard(ordinal_);
-    params.current_context = guard.context();
-    const auto status =
-        static_cast<cudaError_t>(launcher(request.config, target_stream.handle, params));
-    params.current_context = nullptr;
+    const cudaError_t status = call_launcher(launcher, request.config, target_stream, params);
     if (status == cudaSuccess) {
         (replay != nullptr ? *replay : op).has_status_word = true;
         count_tma(params);
@@ -296,15 +292,18 @@ void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
     }
 }
 
+cudaError_t CudaDevice::call_launcher(Launcher launcher, const LaunchConfig& config,
+                                      const CudaStream& stream, TensorLaunchParams& params) const {
+    DeviceGuard guard(ordinal_);
+    params.current_context = guard.context();  // The launcher need not ask the driver again.
+    const auto status = static_cast<cudaError_t>(launcher(config, stream.handle, params));
+    params.current_context = nullptr;
+    return status;
+}
+
 void CudaDevice::issue(const PreparedIssue& prepared) {
-    cudaError_t status = cudaSuccess;
-    {
-        DeviceGuard guard(ordinal_);
-        prepared.params->current_context = guard.context();
-        status = static_cast<cudaError_t>(
-            prepared.launcher(*prepared.config, prepared.stream->handle, *prepared.params));
-        prepared.params->current_context = nullptr;
-    }
+    const cudaError_t status =
+        call_launcher(prepared.launcher, *prepared.config, *prepared.stream, *prepared.params);
     if (status == cudaSuccess) {
         count_tma(*prepared.params);
     } else {

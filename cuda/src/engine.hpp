@@ -232,6 +232,10 @@ private:
                           PreparedIssue* handoff = nullptr);
     /// Makes the driver's call of `prepared`, without the engine's lock, and closes its issue.
     void issue(const PreparedIssue& prepared);
+    /// Makes `launcher`'s call with `params` on `stream`, this GPU current and its context in the
+    /// block for the launcher; returns what the launch returned.
+    cudaError_t call_launcher(Launcher launcher, const LaunchConfig& config,
+                              const CudaStream& stream, TensorLaunchParams& params) const;
     /// Counts a launch the driver took whose tensor maps went to the TMA.
     void count_tma(const TensorLaunchParams& params) {
         if (params.tma_slot_bytes != 0) {

@@ -7,8 +7,9 @@
 #include "tandem/cuda/kernel_registration.cuh"
 
 #include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
+
+#include <cstddef>
 
 TANDEM_REGISTER_CUDA_KERNEL(tandem::bench::UserCopy);
 
@@ -23,50 +24,28 @@ __global__ void raw_user_copy(const std::uint8_t* from, std::uint8_t* to, std::u
     }
 }
 
-/// The raw kernel's arguments padded to the size of the block tandem's graph nodes take.
+/// The raw kernel's arguments padded to `Bytes`, the size of a block tandem passes: what the
+/// block's size alone costs a launch.
+template <std::size_t Bytes>
 struct PaddedCopyArguments {
     const std::uint8_t* from;
     std::uint8_t* to;
     std::uint64_t bytes;
-    std::uint8_t padding[sizeof(cuda::CompactLaunchParams) - 3 * sizeof(std::uint64_t)];
+    std::uint8_t padding[Bytes - 3 * sizeof(std::uint64_t)];
 };
-static_assert(sizeof(PaddedCopyArguments) == sizeof(cuda::CompactLaunchParams));
-
-__global__ void raw_user_copy_padded(const __grid_constant__ PaddedCopyArguments arguments) {
-    const std::uint64_t threads = std::uint64_t{gridDim.x} * blockDim.x;
-    for (std::uint64_t i = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-         i < arguments.bytes; i += threads) {
-        arguments.to[i] = arguments.from[i];
-    }
-}
-
-/// The raw kernel's arguments padded to the size of `LaunchParams`, the block a direct tandem
-/// launch passes.
-struct FullCopyArguments {
-    const std::uint8_t* from;
-    std::uint8_t* to;
-    std::uint64_t bytes;
-    std::uint8_t padding[sizeof(cuda::LaunchParams) - 3 * sizeof(std::uint64_t)];
-};
+/// The block tandem's graph nodes take, and the one a direct tandem launch passes.
+using CompactCopyArguments = PaddedCopyArguments<sizeof(cuda::CompactLaunchParams)>;
+using FullCopyArguments = PaddedCopyArguments<sizeof(cuda::LaunchParams)>;
+static_assert(sizeof(CompactCopyArguments) == sizeof(cuda::CompactLaunchParams));
 static_assert(sizeof(FullCopyArguments) == sizeof(cuda::LaunchParams));
 
-__global__ void raw_user_copy_full(const __grid_constant__ FullCopyArguments arguments) {
+template <typename Arguments>
+__global__ void raw_user_copy_padded(const __grid_constant__ Arguments arguments) {
     const std::uint64_t threads = std::uint64_t{gridDim.x} * blockDim.x;
     for (std::uint64_t i = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
          i < arguments.bytes; i += threads) {
         arguments.to[i] = arguments.from[i];
     }
-}
-
-/// The driver's `cuLaunchKernel`, found once through the runtime.
-PFN_cuLaunchKernel_v4000 driver_launch() {
-    static const PFN_cuLaunchKernel_v4000 function = [] {
-        void* entry = nullptr;
-        cudaDriverEntryPointQueryResult found{};
-        cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, 4000, cudaEnableDefault, &found);
-        return reinterpret_cast<PFN_cuLaunchKernel_v4000>(entry);
-    }();
-    return function;
 }
 
 }  // namespace
@@ -76,9 +55,9 @@ int launch_raw_user_copy_full(void* stream, const void* from, void* to, std::uin
     FullCopyArguments arguments{
         static_cast<const std::uint8_t*>(from), static_cast<std::uint8_t*>(to), bytes, {}};
     void* parameters[] = {&arguments};
-    return static_cast<int>(cudaLaunchKernel(reinterpret_cast<const void*>(&raw_user_copy_full),
-                                             dim3(blocks), dim3(threads), parameters, 0,
-                                             static_cast<cudaStream_t>(stream)));
+    return static_cast<int>(cudaLaunchKernel(
+        reinterpret_cast<const void*>(&raw_user_copy_padded<FullCopyArguments>), dim3(blocks),
+        dim3(threads), parameters, 0, static_cast<cudaStream_t>(stream)));
 }
 
 int launch_raw_user_copy_driver(void* stream, const void* from, void* to, std::uint64_t bytes,
@@ -92,14 +71,15 @@ int launch_raw_user_copy_driver(void* stream, const void* from, void* to, std::u
     const auto* source = static_cast<const std::uint8_t*>(from);
     auto* target = static_cast<std::uint8_t*>(to);
     void* parameters[] = {&source, &target, &bytes};
-    return static_cast<int>(driver_launch()(function, blocks, 1, 1, threads, 1, 1, 0,
-                                            static_cast<CUstream>(stream), parameters, nullptr));
+    return static_cast<int>(
+        cuda::detail::driver_launch_function()(function, blocks, 1, 1, threads, 1, 1, 0,
+                                               static_cast<CUstream>(stream), parameters, nullptr));
 }
 
 int launch_raw_user_copy_padded(void* stream, const void* from, void* to, std::uint64_t bytes,
                                 std::uint32_t blocks, std::uint32_t threads) {
-    PaddedCopyArguments arguments{static_cast<const std::uint8_t*>(from),
-                                  static_cast<std::uint8_t*>(to), bytes, {}};
+    CompactCopyArguments arguments{
+        static_cast<const std::uint8_t*>(from), static_cast<std::uint8_t*>(to), bytes, {}};
     raw_user_copy_padded<<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(arguments);
     return static_cast<int>(cudaGetLastError());
 }

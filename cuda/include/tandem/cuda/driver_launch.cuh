@@ -22,35 +22,31 @@
 
 namespace tandem::cuda::detail {
 
+/// The driver's function `name` of ABI 4000 as `Function` (a `PFN_..._v4000` of cudaTypedefs.h),
+/// through the runtime's entry points; null where the driver does not provide it. For a lookup
+/// kept once (a function-local static): it is not meant for hot paths.
+template <typename Function>
+Function driver_entry(const char* name) {
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion(name, &entry, 4000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();  // Reported as null: launched through the runtime instead.
+        return nullptr;
+    }
+    return reinterpret_cast<Function>(entry);
+}
+
 /// The driver's `cuLaunchKernel`, found once; null where the driver does not provide it.
 inline PFN_cuLaunchKernel_v4000 driver_launch_function() {
-    static const PFN_cuLaunchKernel_v4000 function = [] {
-        void* entry = nullptr;
-        cudaDriverEntryPointQueryResult found{};
-        if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, 4000, cudaEnableDefault,
-                                             &found) != cudaSuccess ||
-            found != cudaDriverEntryPointSuccess) {
-            (void)cudaGetLastError();  // Launched through the runtime instead.
-            return PFN_cuLaunchKernel_v4000{nullptr};
-        }
-        return reinterpret_cast<PFN_cuLaunchKernel_v4000>(entry);
-    }();
+    static const auto function = driver_entry<PFN_cuLaunchKernel_v4000>("cuLaunchKernel");
     return function;
 }
 
 /// The driver's `cuCtxGetCurrent`, found once; null where the driver does not provide it.
 inline PFN_cuCtxGetCurrent_v4000 driver_current_context_function() {
-    static const PFN_cuCtxGetCurrent_v4000 function = [] {
-        void* entry = nullptr;
-        cudaDriverEntryPointQueryResult found{};
-        if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 4000, cudaEnableDefault,
-                                             &found) != cudaSuccess ||
-            found != cudaDriverEntryPointSuccess) {
-            (void)cudaGetLastError();
-            return PFN_cuCtxGetCurrent_v4000{nullptr};
-        }
-        return reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(entry);
-    }();
+    static const auto function = driver_entry<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent");
     return function;
 }
 
@@ -68,16 +64,20 @@ struct DriverFunctions {
     /// The function of the wrapper `wrapper` in `context` (the calling thread's current one),
     /// or null where there is none to be had.
     CUfunction in(CUcontext context, const void* wrapper) {
-        const int known = count.load(std::memory_order_acquire);
+        const CUfunction known = find(context, count.load(std::memory_order_acquire));
+        return known != nullptr ? known : add(context, wrapper);
+    }
+
+private:
+    /// The function kept for `context` among the first `known`, or null.
+    CUfunction find(CUcontext context, int known) const {
         for (int index = 0; index < known; ++index) {
             if (contexts[index].load(std::memory_order_relaxed) == context) {
                 return functions[index].load(std::memory_order_relaxed);
             }
         }
-        return add(context, wrapper);
+        return nullptr;
     }
-
-private:
     CUfunction add(CUcontext context, const void* wrapper);
 };
 
@@ -91,10 +91,8 @@ inline std::mutex& driver_functions_lock() {
 inline CUfunction DriverFunctions::add(CUcontext context, const void* wrapper) {
     std::lock_guard guard(driver_functions_lock());
     const int known = count.load(std::memory_order_relaxed);
-    for (int index = 0; index < known; ++index) {
-        if (contexts[index].load(std::memory_order_relaxed) == context) {
-            return functions[index].load(std::memory_order_relaxed);
-        }
+    if (const CUfunction added = find(context, known)) {
+        return added;  // Another thread added it meanwhile.
     }
     cudaFunction_t found = nullptr;
     if (known == contexts_max || cudaGetFuncBySymbol(&found, wrapper) != cudaSuccess) {
