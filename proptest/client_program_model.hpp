@@ -184,7 +184,15 @@ inline ExpectedRead expected_read(const ClientModel& model, const Range& range) 
 /// returns every written byte's value.
 inline void check_read(const ExpectedRead& expected, const Status& outcome,
                        std::span<const std::byte> bytes) {
-    RC_ASSERT(outcome.ok() == expected.codes.empty());
+    if (outcome.ok() != expected.codes.empty()) {
+        std::string codes;
+        for (std::uint64_t code : expected.codes) {
+            codes += " " + std::to_string(code);
+        }
+        RC_FAIL(outcome.ok()
+                    ? "the read succeeded, but the model claims its bytes with codes" + codes
+                    : "the model has no claim, but the read failed: " + outcome.error().report());
+    }
     if (!outcome.ok()) {
         std::set<std::uint64_t> named;
         root_codes(outcome.error(), named);

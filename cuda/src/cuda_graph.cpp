@@ -88,7 +88,7 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
         (void)cudaGetLastError();
         return refused("cudaMalloc of its status word", status);
     }
-    if (cudaError_t status = cudaMemset(graph->word_, 0, sizeof(unsigned long long));
+    if (cudaError_t status = clear_device_words(graph->word_, sizeof(unsigned long long));
         status != cudaSuccess) {
         (void)cudaGetLastError();
         return refused("clearing its status word", status);

@@ -30,7 +30,7 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
     // The host copy is pinned, so that fetching the words after a sync is one direct copy.
     cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&status_device_), status_bytes);
     if (status == cudaSuccess) {
-        status = cudaMemset(status_device_, 0, status_bytes);
+        status = clear_device_words(status_device_, status_bytes);
     }
     if (status == cudaSuccess) {
         status = cudaMallocHost(reinterpret_cast<void**>(&status_host_), status_bytes);

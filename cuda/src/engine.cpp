@@ -15,6 +15,11 @@ std::string cuda_error_text(cudaError_t error) {
     return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
 }
 
+cudaError_t clear_device_words(void* words, std::size_t bytes) {
+    const cudaError_t status = cudaMemsetAsync(words, 0, bytes, cudaStreamLegacy);
+    return status == cudaSuccess ? cudaStreamSynchronize(cudaStreamLegacy) : status;
+}
+
 bool sticky(cudaError_t error) {
     switch (error) {
         case cudaErrorIllegalAddress:

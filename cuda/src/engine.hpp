@@ -443,6 +443,10 @@ private:
 
 /// The message of a CUDA error.
 std::string cuda_error_text(cudaError_t error);
+/// Zeroes `bytes` of device memory at `words` and waits until it is done. A plain `cudaMemset` is
+/// asynchronous and goes to the legacy stream, which tandem's non-blocking streams do not wait
+/// for: a kernel could write a word the late memset then clears, losing its report.
+cudaError_t clear_device_words(void* words, std::size_t bytes);
 /// Whether a CUDA error is sticky: the context is unusable and the device must be restarted.
 bool sticky(cudaError_t error);
 

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 namespace tandem::cuda {
 namespace {
@@ -81,6 +83,33 @@ TEST_F(CudaBackend, a_fill_kernel_writes_bytes_the_host_reads_back) {
     ASSERT_TRUE(bytes) << bytes.error().report();
     EXPECT_TRUE(std::all_of(bytes->begin(), bytes->end(),
                             [](std::byte b) { return b == std::byte{0xab}; }));
+}
+
+// A runtime's status words start cleared before its first kernel can report into them, whatever
+// the legacy stream is busy with: a late clear would erase a failure and let the read succeed.
+TEST_F(CudaBackend, a_new_runtime_loses_no_failure_to_work_queued_on_the_legacy_stream) {
+    const auto fail_and_read = [](CudaRuntime& of, std::uint64_t code) {
+        Client client = of.client(0);
+        Result<Handle> buffer = client.allocate(64);
+        EXPECT_TRUE(buffer) << buffer.error().report();
+        EXPECT_TRUE(
+            client.launch("fail", LaunchConfig::linear(1), {out(*buffer)}, KernelArgs().u64(code)));
+        return client.read(*buffer);
+    };
+    // A first runtime loads the kernels: a kernel's first load waits for the whole GPU, which
+    // would hide the race this test is about.
+    ASSERT_FALSE(fail_and_read(*runtime, 41));
+    runtime.reset();
+    // The legacy stream is held for a while, as a program's own work on it would hold it.
+    const auto hold = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
+    ASSERT_EQ(cudaLaunchHostFunc(cudaStreamLegacy, hold, nullptr), cudaSuccess);
+    auto created = CudaRuntime::create();
+    ASSERT_TRUE(created) << created.error().report();
+    auto read = fail_and_read(**created, 42);
+    ASSERT_FALSE(read) << "the failed kernel's report was lost";
+    const KernelFailedDetails* root = root_kernel_failure(read.error());
+    ASSERT_NE(root, nullptr) << read.error().report();
+    EXPECT_EQ(root->code, 42u);
 }
 
 TEST_F(CudaBackend, axpy_computes_on_the_gpu) {
