@@ -9,6 +9,10 @@
 //                             `LaunchParams`, cudaLaunchKernel) and through the driver
 //                             (cuLaunchKernel), each against the chevron launch: no tandem in
 //                             either, what the way of launching alone costs
+//   launch_pair_raw_checked   the raw launch followed by `cudaGetLastError`, as external work
+//                             checks what its callable left, against the raw launch alone
+//   external_work_alone       external work whose callable enqueues nothing, against the raw
+//                             launch: `tandem_ns` is tandem's own host time per unit
 //   gemm_pair_external        a 4096 x 4096 fp32 cuBLAS GEMM through external work, against the
 //                             same call made directly       goal: at least 0.98 of its throughput
 // Each is paired (bench_pairs.hpp): `ratio` is tandem's time over the raw time, `added_ns` what
@@ -141,6 +145,25 @@ void launch_pair_raw_driver(benchmark::State& state) {
     pair_raw_with_raw_copy(state, launch_raw_user_copy_driver);
 }
 
+/// The raw launch and the CUDA error check external work makes after its callable.
+int launch_raw_user_copy_checked(void* stream, const void* from, void* to, std::uint64_t bytes,
+                                 std::uint32_t blocks, std::uint32_t threads) {
+    const int launched = launch_raw_user_copy(stream, from, to, bytes, blocks, threads);
+    return cudaGetLastError() == cudaSuccess ? launched : 1;
+}
+
+void launch_pair_raw_checked(benchmark::State& state) {
+    pair_raw_with_raw_copy(state, launch_raw_user_copy_checked);
+}
+
+void external_work_alone(benchmark::State& state) {
+    pair_with_raw_copy(state, [](Client& client, const std::vector<LaunchArgument>& arguments) {
+        const auto nothing = [](const DeviceWorkContext&) { return Status{}; };
+        return ExternalBatch(client, ExternalWork{"nothing", arguments, {nullptr, nothing}},
+                             launches_per_batch);
+    });
+}
+
 void launch_pair_external(benchmark::State& state) {
     pair_with_raw_copy(state, [](Client& client, const std::vector<LaunchArgument>& arguments) {
         return ExternalBatch(client, ExternalWork{"raw_copy", arguments, {nullptr, raw_copy_on}},
@@ -213,6 +236,8 @@ BENCHMARK(launch_pair_user_kernel)->UseManualTime()->Unit(benchmark::kMicrosecon
 BENCHMARK(launch_pair_external)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_raw_full_block)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_raw_driver)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_raw_checked)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(external_work_alone)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(gemm_pair_external)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20);
 
 }  // namespace
