@@ -17,7 +17,8 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       index_(index),
       ordinal_(ordinal),
       storage_(ordinal, capacity_bytes),
-      memory_(storage_, order_, engine.options.pools) {
+      memory_(storage_, order_, engine.options.pools),
+      next_launch_id_(engine.options.first_launch_id) {
     DeviceGuard guard(ordinal_);
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal_);
@@ -146,6 +147,25 @@ void CudaDevice::count_operation() {
         (void)engine_.resolve_all();
         lose("injected device loss (simulated)");
     }
+}
+
+std::uint32_t CudaDevice::take_launch_id() {
+    if (next_launch_id_ > CudaOptions::last_launch_id || next_launch_id_ == 0) [[unlikely]] {
+        // A kernel on another GPU may still read one of these words as its producer's: wait for
+        // every device, not this one alone. Once in two billion launches.
+        (void)engine_.resolve_all();
+        if (!lost_) {
+            DeviceGuard guard(ordinal_);
+            const cudaError_t cleared =
+                clear_device_words(status_device_, status_slots * sizeof(unsigned long long));
+            if (cleared != cudaSuccess) {
+                lose("cannot clear the launch status words: " + cuda_error_text(cleared));
+            }
+            std::fill_n(status_host_, status_slots, 0ULL);
+        }
+        next_launch_id_ = 1;
+    }
+    return next_launch_id_++;
 }
 
 void CudaDevice::push(std::shared_ptr<PendingOp> op) {

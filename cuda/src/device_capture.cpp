@@ -48,7 +48,7 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRe
         return std::shared_ptr<void>{};  // Nothing to launch: a replay only counts as work.
     }
     Result<std::shared_ptr<CudaGraph>> graph =
-        CudaGraph::build(ordinal_, nodes, next_launch_id_++, std::move(held));
+        CudaGraph::build(ordinal_, nodes, take_graph_id(), std::move(held));
     if (!graph) {
         return graph.error();
     }
@@ -67,7 +67,7 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     keep_status_words_bounded();
     op->issued = next_slot_;
     op->slot = next_slot_++ % status_slots;
-    op->launch_id = next_launch_id_++;
+    op->launch_id = take_launch_id();
     engine_.pipeline.add_replay_targets(graph, *op, (*found)->capture);
     // The graph was built on this device by `end_capture`; a graph of another device (or one the
     // simulator recorded) replays launch by launch, and is refused there like any launch. So does

@@ -223,7 +223,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     } else {
         op->issued = next_slot_;
         op->slot = next_slot_++ % status_slots;
-        op->launch_id = next_launch_id_++;
+        op->launch_id = take_launch_id();
         // A copy run as a kernel stays a copy: no window records it.
         engine_.pipeline.admit_launch(*op, request, runnable,
                                       as_copy == nullptr ? target_stream.capture : nullptr);

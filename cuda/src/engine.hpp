@@ -305,7 +305,10 @@ private:
     /// `status_host_` as kernels reach it, or null.
     unsigned long long* status_host_mapped_ = nullptr;
     std::uint64_t next_slot_ = 0;
+    /// The next id of a launch or replay, in [1, `CudaOptions::last_launch_id`].
     std::uint32_t next_launch_id_ = 1;
+    /// Counts the graphs built, whose ids lie above every launch id.
+    std::uint32_t graphs_built_ = 0;
     std::uint64_t skipped_on_device_ = 0;
     /// Counted by launches as their calls return, some with the engine's lock let go.
     std::atomic<std::uint64_t> tma_launches_{0};
@@ -322,6 +325,15 @@ private:
 
     /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
     void count_operation();
+    /// The id of a launch or a replay about to be issued, which no status word holds yet: when the
+    /// ids have run out, every device's work is waited for and settled and every word of this
+    /// device cleared first, so that no word of an earlier launch matches a new one.
+    std::uint32_t take_launch_id();
+    /// The id of a graph being built: above every launch id, so a word a failed replay of it
+    /// left in a slot never matches a launch given that slot later.
+    std::uint32_t take_graph_id() {
+        return CudaOptions::last_launch_id + 1 + (graphs_built_++ & CudaOptions::last_launch_id);
+    }
     /// Keeps the status word a launch is about to take from being one unsettled work still
     /// holds: resolves the oldest work when unsettled work reaches half the slots.
     void keep_status_words_bounded();

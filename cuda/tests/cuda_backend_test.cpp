@@ -10,6 +10,7 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <vector>
 
 namespace tandem::cuda {
 namespace {
@@ -110,6 +111,44 @@ TEST_F(CudaBackend, a_new_runtime_loses_no_failure_to_work_queued_on_the_legacy_
     const KernelFailedDetails* root = root_kernel_failure(read.error());
     ASSERT_NE(root, nullptr) << read.error().report();
     EXPECT_EQ(root->code, 42u);
+}
+
+// Launch ids run out about every two billion launches, and start again at 1. The restart must
+// not lose a failure still unsettled when it comes, nor let a word written before it match a
+// launch after it.
+TEST_F(CudaBackend, launches_on_both_sides_of_the_restart_of_launch_ids_report_what_they_did) {
+    CudaOptions options;
+    options.first_launch_id = CudaOptions::last_launch_id - 1;  // Two launches from the restart.
+    auto created = CudaRuntime::create(options);
+    ASSERT_TRUE(created) << created.error().report();
+    Client client = (*created)->client(0);
+    std::vector<Handle> buffers;
+    for (int index = 0; index < 6; ++index) {
+        Result<Handle> buffer = client.allocate(64);
+        ASSERT_TRUE(buffer) << buffer.error().report();
+        buffers.push_back(*buffer);
+    }
+    // Ids last - 1, last, then 1, 2, 3, 4: a failure on each side, unsettled as the restart comes.
+    const std::uint64_t codes[] = {0, 77, 0, 78, 0, 79};
+    for (int index = 0; index < 6; ++index) {
+        ASSERT_TRUE(codes[index] == 0
+                        ? client.launch("fill", LaunchConfig::linear(64), {out(buffers[index])},
+                                        KernelArgs().u64(index))
+                        : client.launch("fail", LaunchConfig::linear(1), {out(buffers[index])},
+                                        KernelArgs().u64(codes[index])));
+    }
+    for (int index = 0; index < 6; ++index) {
+        auto read = client.read(buffers[index]);
+        if (codes[index] == 0) {
+            ASSERT_TRUE(read) << "buffer " << index << ": " << read.error().report();
+            EXPECT_EQ(read->front(), std::byte(index));
+        } else {
+            ASSERT_FALSE(read) << "buffer " << index << ": the failure was lost";
+            const KernelFailedDetails* root = root_kernel_failure(read.error());
+            ASSERT_NE(root, nullptr) << read.error().report();
+            EXPECT_EQ(root->code, codes[index]);
+        }
+    }
 }
 
 TEST_F(CudaBackend, axpy_computes_on_the_gpu) {

@@ -37,6 +37,14 @@ struct CudaOptions {
     /// they were enqueued. False makes every call holding the lock, one thread at a time: for
     /// comparison, or for a driver that wants its calls serialised.
     bool unlocked_launch_calls = true;
+    /// The first launch id each device hands out. A status word names the launch that wrote it,
+    /// so the ids of launches and replays come from [1, `last_launch_id`], and when they run out
+    /// the runtime settles everything and clears every word before it starts again at 1 (about
+    /// every two billion launches); a graph's id comes from a range of its own above. Only tests
+    /// set this, to reach that restart at once.
+    std::uint32_t first_launch_id = 1;
+    /// The last launch id before the ids start again.
+    static constexpr std::uint32_t last_launch_id = 0x7fffffff;
 };
 
 /// What `tandem doctor` prints about the GPUs of this machine.
