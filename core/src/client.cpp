@@ -38,7 +38,7 @@ Status Client::write(const Handle& target, std::span<const std::byte> bytes) {
                                        " bytes into a handle of " +
                                        std::to_string(target.size_in_use()) + " bytes");
     }
-    return server_->write(target.binding(), bytes, target.stream());
+    return server_->write(target.binding(), bytes, server_->stream_or_default(target.stream()));
 }
 
 Result<std::vector<std::byte>> Client::read(const Handle& source) {
@@ -74,7 +74,7 @@ Result<std::vector<std::byte>> Client::read_strided(const Handle& source,
 }
 
 Status Client::copy(const Handle& source, const Handle& target) {
-    return copy(source, target, target.stream());
+    return copy(source, target, server_->stream_or_default(target.stream()));
 }
 
 Status Client::copy(const Handle& source, const Handle& target, StreamId stream) {

@@ -57,6 +57,24 @@ TYPED_TEST(Streams, destroying_a_stream_waits_for_its_work_then_its_id_names_not
     EXPECT_GT(next->value, side->value) << "a destroyed stream's id was reused";
 }
 
+TYPED_TEST(Streams, memory_allocated_on_a_destroyed_stream_is_written_and_copied_on_the_default) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side);
+    Handle target = this->allocate(client, 64, *side);
+    Handle source = this->allocate(client, 64, *side);
+    this->fill(client, target, 3, *side);
+    ASSERT_TRUE(client.destroy_stream(*side));
+    // The calls that name no stream use the handle's, which is gone: the default stream then.
+    ASSERT_TRUE(client.write(source, filled(64, 7)));
+    EXPECT_EQ(this->read_bytes(client, source), filled(64, 7));
+    ASSERT_TRUE(client.copy(source, target));
+    EXPECT_EQ(this->read_bytes(client, target), filled(64, 7));
+    // A call that names the stream is still refused.
+    EXPECT_EQ(client.copy(source, target, *side).error().kind(), ErrorKind::InvalidArgument);
+}
+
 TYPED_TEST(Streams, the_default_stream_and_a_capturing_stream_are_not_destroyed) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);

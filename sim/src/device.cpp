@@ -212,7 +212,7 @@ Result<std::vector<std::byte>> SimDevice::read_ranges(const BufferBinding& sourc
     for (const ByteRange& range : ranges) {
         keys.push_back(ClaimKey{source.memory_id(), range});
     }
-    if (Status drained = drain_for_read(source.stream(), keys); !drained) {
+    if (Status drained = drain_for_read(stream_or_default(source.stream()), keys); !drained) {
         return drained.error();
     }
     if (Status alive = refuse_if_lost(); !alive) {

@@ -79,8 +79,9 @@ public:
     Result<NativeView> native(const Handle& handle) { return native(handle, default_stream()); }
     /// Where this device's memory is and the native handle of `stream`, with no buffer.
     Result<NativeView> native(StreamId stream) { return server_->native(nullptr, stream); }
-    /// Enqueues a write of `bytes` (copied now) into `target`'s bytes, on its stream: the write
-    /// lands after the work before it and releases their claims (C3). `WrongService` for a handle
+    /// Enqueues a write of `bytes` (copied now) into `target`'s bytes, on its stream (the stream it
+    /// was allocated on, or the default stream once that one is destroyed): the write lands after
+    /// the work before it and releases their claims (C3). `WrongService` for a handle
     /// of another device, `InvalidArgument` when the sizes differ.
     Status write(const Handle& target, std::span<const std::byte> bytes);
     /// Waits for the work before it and every writer of `source`'s bytes on any device, then
@@ -109,7 +110,8 @@ public:
                                                 std::vector<std::uint64_t> shape,
                                                 std::vector<std::uint64_t> strides,
                                                 std::uint64_t elem_size_bytes);
-    /// Copies `source` (this device, or memory a peer shared) into `target` (this device).
+    /// Copies `source` (this device, or memory a peer shared) into `target` (this device), on
+    /// `target`'s stream (the default stream once that one is destroyed).
     /// `InvalidArgument` for sizes that differ, or a source and target that share bytes (a GPU's
     /// copy gives overlapping bytes no order).
     Status copy(const Handle& source, const Handle& target);

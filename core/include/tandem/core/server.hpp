@@ -153,6 +153,12 @@ public:
 
     /// The stream every device has from the start, numbered 1.
     [[nodiscard]] StreamId default_stream() const { return StreamId{1}; }
+    /// The stream a call that names none uses for memory allocated on `stream`: that stream, or
+    /// the default stream once it is destroyed (destroying it ran and settled its work first, so
+    /// nothing enqueued afterwards can overtake that work).
+    [[nodiscard]] StreamId stream_or_default(StreamId stream) const {
+        return has_stream(stream) ? stream : default_stream();
+    }
     /// A new stream of this device; `InvalidArgument` past `max_streams`.
     Result<StreamId> create_stream();
     /// Waits for the work enqueued on `stream` (as `sync_stream`), then destroys it: later calls
