@@ -22,6 +22,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -246,15 +247,51 @@ inline std::uint32_t pick_stream() {
     return *rc::gen::inRange<std::uint32_t>(0, ClientModel::streams);
 }
 
+/// The index of `stream` among `device`'s streams; the default stream's (0) once it was
+/// destroyed, as calls that name no stream then use it.
+inline std::uint32_t stream_index(const ClientSut& sut, std::uint32_t device, StreamId stream) {
+    const std::vector<StreamId>& streams = sut.streams[device];
+    const auto found = std::find(streams.begin(), streams.end(), stream);
+    return found == streams.end() ? 0 : static_cast<std::uint32_t>(found - streams.begin());
+}
+
+/// Destroys one of a device's created streams, after its work, and creates another in its place.
+/// Nothing the model tracks changes: the handles allocated on it stay usable (their calls that
+/// name no stream then use the default one).
+struct ReplaceStream : Command {
+    std::uint32_t device;
+    std::uint32_t stream;
+    explicit ReplaceStream(const ClientModel& model)
+        : device(*rc::gen::inRange<std::uint32_t>(0, model.devices)),
+          stream(*rc::gen::inRange<std::uint32_t>(1, ClientModel::streams)) {}
+    void checkPreconditions(const ClientModel& model) const override {
+        RC_PRE(device < model.devices);
+    }
+    void apply(ClientModel&) const override {}
+    void run(const ClientModel&, ClientSut& sut) const override {
+        RC_ASSERT(sut.client(device).destroy_stream(sut.streams[device][stream]).ok());
+        Result<StreamId> created = sut.client(device).create_stream();
+        RC_ASSERT(created.ok());
+        sut.streams[device][stream] = *created;
+    }
+    void show(std::ostream& out) const override {
+        out << "replace stream " << stream << " of device " << device;
+    }
+};
+
 struct Allocate : Command {
     std::uint32_t device;
     std::uint64_t size;
     /// Memory of another allocator, adopted (`Client::adopt`), instead of tandem's own.
     bool adopt;
+    /// The stream it is allocated on, which host writes to it then use (`ReplaceStream` may
+    /// destroy it: the default stream takes over).
+    std::uint32_t stream;
     explicit Allocate(const ClientModel& model)
         : device(*rc::gen::inRange<std::uint32_t>(0, model.devices)),
           size(*rc::gen::inRange<std::uint64_t>(1, 48)),
-          adopt(*rc::gen::inRange(0, 4) == 0) {}
+          adopt(*rc::gen::inRange(0, 4) == 0),
+          stream(*rc::gen::inRange(0, 3) == 0 ? pick_stream() : 0) {}
     void checkPreconditions(const ClientModel& model) const override {
         RC_PRE(bool(device < model.devices && model.buffers.size() < 24));
     }
@@ -264,7 +301,7 @@ struct Allocate : Command {
     }
     void run(const ClientModel&, ClientSut& sut) const override {
         if (!adopt) {
-            Result<Handle> handle = sut.client(device).allocate(size);
+            Result<Handle> handle = sut.client(device).allocate(size, sut.streams[device][stream]);
             RC_ASSERT(handle.ok());
             sut.handles.push_back(*handle);
             return;
@@ -278,6 +315,9 @@ struct Allocate : Command {
     }
     void show(std::ostream& out) const override {
         out << (adopt ? "adopt " : "allocate ") << size << " bytes on device " << device;
+        if (!adopt && stream != 0) {
+            out << ", stream " << stream;
+        }
     }
 };
 
@@ -308,8 +348,9 @@ struct Write : Command {
         const std::uint32_t device = model.buffers[range.buffer]->device;
         Handle target = slice(sut, range);
         if (!through_kernel) {
-            // A host write goes to its handle's stream, the default one here.
-            order(sut, device, device, 0);
+            // A host write goes to its handle's stream: the one it was allocated on while that one
+            // lives, the default one after.
+            order(sut, device, device, stream_index(sut, device, target.stream()));
             RC_ASSERT(sut.client(device)
                           .write(target, std::vector<std::byte>(range.length, std::byte{value}))
                           .ok());
@@ -683,8 +724,8 @@ struct Delay : Command {
 /// Every command of a client program, for `rc::state::check`.
 inline auto client_program() {
     return rc::state::gen::execOneOfWithArgs<Allocate, Write, Fail, InjectCopyFault, Share, Copy,
-                                             Read, ReadAsync, WaitRead, Free, Sync, HostWait,
-                                             Delay>();
+                                             Read, ReadAsync, WaitRead, Free, Sync, HostWait, Delay,
+                                             ReplaceStream>();
 }
 
 }  // namespace tandem::model
