@@ -75,6 +75,53 @@ TYPED_TEST(Streams, memory_allocated_on_a_destroyed_stream_is_written_and_copied
     EXPECT_EQ(client.copy(source, target, *side).error().kind(), ErrorKind::InvalidArgument);
 }
 
+TYPED_TEST(Streams, what_a_destroyed_stream_left_is_still_waited_on_and_replayed) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side);
+    Handle source = this->allocate(client, 64, *side);
+    Handle target = this->allocate(client, 64);
+    this->fill(client, source, 5, *side);
+    // An event and an asynchronous read recorded on it, and a window captured on it.
+    Result<Event> event = client.record_event(*side);
+    ASSERT_TRUE(event) << event.error().report();
+    std::vector<std::byte> into(64);
+    Result<PendingRead> read = client.read_async(source, into, *side);
+    ASSERT_TRUE(read) << read.error().report();
+    ASSERT_TRUE(client.begin_capture(*side));
+    ASSERT_TRUE(client.copy(source, target, *side));
+    Result<CaptureGraph> graph = client.end_capture(*side);
+    ASSERT_TRUE(graph) << graph.error().report();
+    ASSERT_TRUE(client.destroy_stream(*side));
+    // All of it ran before the stream went: the waits find it done.
+    EXPECT_TRUE(client.wait_event(client.default_stream(), *event));
+    EXPECT_TRUE(client.wait(*event));
+    Result<bool> complete = client.event_complete(*event);
+    ASSERT_TRUE(complete) << complete.error().report();
+    EXPECT_TRUE(*complete);
+    EXPECT_TRUE(client.wait(*read));
+    EXPECT_EQ(into, filled(64, 5));
+    // The window's graph replays on another stream.
+    ASSERT_TRUE(client.replay(*graph, client.default_stream()));
+    EXPECT_EQ(this->read_bytes(client, target), filled(64, 5));
+}
+
+TYPED_TEST(Streams, memory_allocated_on_a_destroyed_stream_goes_back_when_dropped) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Result<StreamId> side = client.create_stream();
+    ASSERT_TRUE(side);
+    const std::uint64_t before = client.memory_usage().in_use_bytes;
+    std::optional<Handle> handle = this->allocate(client, 4096, *side);
+    this->fill(client, *handle, 1, *side);
+    ASSERT_TRUE(client.destroy_stream(*side));
+    EXPECT_EQ(client.memory_usage().in_use_bytes, before + 4096);
+    handle.reset();
+    ASSERT_TRUE(client.sync());
+    EXPECT_EQ(client.memory_usage().in_use_bytes, before);
+}
+
 TYPED_TEST(Streams, the_default_stream_and_a_capturing_stream_are_not_destroyed) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
