@@ -1,4 +1,5 @@
 #include "tandem/core/error.hpp"
+#include "tandem/core/result.hpp"
 
 #include <cassert>
 #include <sstream>
@@ -166,5 +167,15 @@ std::string Error::report() const {
     out << "what to do: " << advice(kind()) << "\n";
     return out.str();
 }
+
+namespace detail {
+
+void throw_value_of_error(const Error& error) {
+    throw BadResultAccess("Result::value() on an error: " + error.report());
+}
+
+void throw_error_of_success() { throw BadResultAccess("Result::error() on a successful result"); }
+
+}  // namespace detail
 
 }  // namespace tandem

@@ -1,6 +1,9 @@
 #include "tandem/core/error.hpp"
+#include "tandem/core/result.hpp"
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace tandem {
 namespace {
@@ -61,6 +64,30 @@ TEST(ErrorKind, every_kind_has_a_name_and_advice) {
         EXPECT_NE(to_string(static_cast<ErrorKind>(kind)), "Unknown");
         EXPECT_FALSE(advice(static_cast<ErrorKind>(kind)).empty());
     }
+}
+
+// Asking a failed result for its value, or a successful one for its error, is a programming
+// error: a debug build asserts, a release build throws `BadResultAccess` carrying the report.
+TEST(Result, asking_for_what_a_result_does_not_hold_names_what_it_holds) {
+    Result<int> failed = Error::invalid_argument("no such stream");
+    Status succeeded;
+    Result<int> value = 3;
+#ifdef NDEBUG
+    try {
+        (void)failed.value();
+        ADD_FAILURE() << "no throw";
+    } catch (const BadResultAccess& thrown) {
+        EXPECT_NE(std::string(thrown.what()).find("no such stream"), std::string::npos)
+            << thrown.what();
+    }
+    EXPECT_THROW((void)succeeded.error(), BadResultAccess);
+    EXPECT_THROW((void)value.error(), BadResultAccess);
+#else
+    EXPECT_DEATH((void)failed.value(), "Result::value\\(\\) on an error");
+    EXPECT_DEATH((void)succeeded.error(), "Result::error\\(\\) on success");
+    EXPECT_DEATH((void)value.error(), "Result::error\\(\\) on a value");
+#endif
+    EXPECT_EQ(*value, 3);
 }
 
 }  // namespace

@@ -7,11 +7,27 @@
 
 #include <cassert>
 #include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
 namespace tandem {
+
+/// Thrown where a program asks a failed result for its value, or a successful one for its error:
+/// a programming error (debug builds assert first). Its message carries the error's report, where
+/// the variant underneath would only say that its index was wrong.
+class BadResultAccess : public std::logic_error {
+public:
+    using std::logic_error::logic_error;
+};
+
+namespace detail {
+/// Throws `BadResultAccess` for the value of a result that holds `error`.
+[[noreturn]] void throw_value_of_error(const Error& error);
+/// Throws `BadResultAccess` for the error of a successful result.
+[[noreturn]] void throw_error_of_success();
+}  // namespace detail
 
 template <typename T>
 /// A value of type `T` or an `Error`: what every call that can fail returns. tandem never throws
@@ -33,21 +49,23 @@ public:
     /// Whether the result holds a value.
     explicit operator bool() const { return ok(); }
 
-    /// The value. Asking a failed result for its value is a programming error.
+    /// The value. Asking a failed result for its value is a programming error
+    /// (`BadResultAccess`).
     T& value() & {
-        assert(ok() && "Result::value() on an error");
-        return std::get<0>(state_);
+        check_value();
+        return *std::get_if<0>(&state_);
     }
-    /// The value, read only. Asking a failed result for its value is a programming error.
+    /// The value, read only. Asking a failed result for its value is a programming error
+    /// (`BadResultAccess`).
     const T& value() const& {
-        assert(ok() && "Result::value() on an error");
-        return std::get<0>(state_);
+        check_value();
+        return *std::get_if<0>(&state_);
     }
     /// The value, moved out of a temporary result. Asking a failed result for it is a programming
-    /// error.
+    /// error (`BadResultAccess`).
     T&& value() && {
-        assert(ok() && "Result::value() on an error");
-        return std::get<0>(std::move(state_));
+        check_value();
+        return std::move(*std::get_if<0>(&state_));
     }
     ///@{
     /// The value, as `value()` gives it; only for a successful result.
@@ -58,13 +76,24 @@ public:
     const T* operator->() const { return &value(); }
     ///@}
 
-    /// The error. Asking a successful result for its error is a programming error.
+    /// The error. Asking a successful result for its error is a programming error
+    /// (`BadResultAccess`).
     [[nodiscard]] const Error& error() const {
         assert(!ok() && "Result::error() on a value");
-        return std::get<1>(state_);
+        if (ok()) [[unlikely]] {
+            detail::throw_error_of_success();
+        }
+        return *std::get_if<1>(&state_);
     }
 
 private:
+    void check_value() const {
+        assert(ok() && "Result::value() on an error");
+        if (!ok()) [[unlikely]] {
+            detail::throw_value_of_error(*std::get_if<1>(&state_));
+        }
+    }
+
     std::variant<T, Error> state_;
 };
 
@@ -80,9 +109,13 @@ public:
     [[nodiscard]] bool ok() const { return !error_.has_value(); }
     /// Whether the call succeeded.
     explicit operator bool() const { return ok(); }
-    /// The error. Asking a successful result for its error is a programming error.
+    /// The error. Asking a successful result for its error is a programming error
+    /// (`BadResultAccess`).
     [[nodiscard]] const Error& error() const {
         assert(!ok() && "Result::error() on success");
+        if (!error_) [[unlikely]] {
+            detail::throw_error_of_success();
+        }
         return *error_;
     }
 
