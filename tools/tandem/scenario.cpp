@@ -95,7 +95,7 @@ std::string_view step_kind(const Action& action) {
     static constexpr std::string_view names[] = {
         "allocate", "slice",         "stream",      "write",  "launch", "share",
         "grant",    "copy",          "record",      "wait",   "sync",   "read",
-        "free",     "begin_capture", "end_capture", "replay", "inject"};
+        "free",     "begin_capture", "end_capture", "replay", "inject", "destroy_stream"};
     static_assert(std::size(names) == std::variant_size_v<Action>);
     return names[action.index()];
 }
@@ -145,7 +145,8 @@ std::string step_body(const Action& action) {
             } else if constexpr (std::is_same_v<T, SliceStep>) {
                 out << "name: " << step.name << ", of: " << step.of
                     << ", offset: " << step.offset_bytes << ", length: " << step.length_bytes;
-            } else if constexpr (std::is_same_v<T, StreamStep>) {
+            } else if constexpr (std::is_same_v<T, StreamStep> ||
+                                 std::is_same_v<T, DestroyStreamStep>) {
                 out << "name: " << step.name << ", device: " << step.device;
             } else if constexpr (std::is_same_v<T, WriteStep>) {
                 out << "buffer: " << step.buffer << ", device: " << step.device << ", "

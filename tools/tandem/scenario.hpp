@@ -76,6 +76,12 @@ struct StreamStep {
     std::string name;
     std::uint32_t device = 0;
 };
+/// Destroys a stream a `stream` step created, after its work; its name then names a destroyed
+/// stream, which later steps may use to check that the call is refused.
+struct DestroyStreamStep {
+    std::string name;
+    std::uint32_t device = 0;
+};
 struct WriteStep {
     std::string buffer;
     std::uint32_t device = 0;
@@ -162,9 +168,10 @@ struct InjectStep {
     Fault fault;
 };
 
-using Action = std::variant<AllocateStep, SliceStep, StreamStep, WriteStep, LaunchStep, ShareStep,
-                            GrantStep, CopyStep, RecordStep, WaitStep, SyncStep, ReadStep, FreeStep,
-                            BeginCaptureStep, EndCaptureStep, ReplayStep, InjectStep>;
+using Action =
+    std::variant<AllocateStep, SliceStep, StreamStep, WriteStep, LaunchStep, ShareStep, GrantStep,
+                 CopyStep, RecordStep, WaitStep, SyncStep, ReadStep, FreeStep, BeginCaptureStep,
+                 EndCaptureStep, ReplayStep, InjectStep, DestroyStreamStep>;
 
 /// The step kind as the file spells it ("allocate", "launch", ...).
 std::string_view step_kind(const Action& action);

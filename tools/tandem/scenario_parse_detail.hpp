@@ -37,6 +37,7 @@ private:
     AllocateStep allocate(const YamlFields& fields);
     SliceStep slice(const YamlFields& fields);
     StreamStep stream_step(const YamlFields& fields);
+    DestroyStreamStep destroy_stream_step(const YamlFields& fields);
     WriteStep write(const YamlFields& fields);
     LaunchStep launch(const YamlFields& fields);
     LaunchConfig launch_config(const YamlFields& fields) const;

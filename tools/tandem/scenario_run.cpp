@@ -168,6 +168,13 @@ private:
         streams_[{step.device, step.name}] = *created;
         return {};
     }
+    Outcome run(const DestroyStreamStep& step) {
+        const std::optional<StreamId> on = stream(step.device, step.name);
+        if (!on) {
+            return Outcome::trouble("stream '" + step.name + "' was not created");
+        }
+        return Outcome::of(clients_[step.device].destroy_stream(*on));
+    }
     Outcome run(const WriteStep& step) {
         std::string problem;
         const Handle* target = handle(step.buffer, problem);

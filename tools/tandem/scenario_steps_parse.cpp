@@ -62,6 +62,9 @@ Action ScenarioParser::action(const YAML::Node& key, const YAML::Node& body,
     if (kind == "stream") {
         return stream_step(fields({"name", "device", fails_key}));
     }
+    if (kind == "destroy_stream") {
+        return destroy_stream_step(fields({"name", "device", fails_key}));
+    }
     if (kind == "write") {
         return write(fields({"buffer", "device", "fill", "bytes", "pattern", "f32", "u64", fails_key}));
     }
@@ -152,9 +155,11 @@ Action ScenarioParser::action(const YAML::Node& key, const YAML::Node& body,
         }
         return injected;
     }
-    reader_.fail(key, "expected a step kind (allocate, slice, stream, write, launch, share, grant, "
-                      "copy, record, wait, sync, read, free, begin_capture, end_capture, replay, "
-                      "inject), not '" + kind + "'");
+    reader_.fail(key,
+                 "expected a step kind (allocate, slice, stream, destroy_stream, write, "
+                 "launch, share, grant, copy, record, wait, sync, read, free, begin_capture, "
+                 "end_capture, replay, inject), not '" +
+                     kind + "'");
 }
 
 AllocateStep ScenarioParser::allocate(const YamlFields& fields) {
@@ -196,6 +201,18 @@ StreamStep ScenarioParser::stream_step(const YamlFields& fields) {
     if (!streams_.insert({step.device, step.name}).second) {
         reader_.fail(fields.get("name"), "stream '" + step.name + "' already exists on device " +
                                              std::to_string(step.device));
+    }
+    return step;
+}
+
+DestroyStreamStep ScenarioParser::destroy_stream_step(const YamlFields& fields) {
+    DestroyStreamStep step{reader_.name(fields.require("name"), "a stream name"),
+                           device(fields.require("device"))};
+    // `main` stays a known name, so that a scenario can check the default stream is refused.
+    if (step.name != "main" && !streams_.contains({step.device, step.name})) {
+        reader_.fail(fields.get("name"), "expected a stream a 'stream' step created on device " +
+                                             std::to_string(step.device) + ", not '" + step.name +
+                                             "'");
     }
     return step;
 }
