@@ -31,16 +31,15 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
     // The host copy is pinned, so that fetching the words after a sync is one direct copy.
     cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&status_device_), status_bytes);
     if (status == cudaSuccess) {
-        status = clear_device_words(status_device_, status_bytes);
+        status = cudaMallocHost(reinterpret_cast<void**>(&status_host_), status_bytes);
     }
     if (status == cudaSuccess) {
-        status = cudaMallocHost(reinterpret_cast<void**>(&status_host_), status_bytes);
+        status = clear_status_words();
     }
     if (status != cudaSuccess) {
         // Every operation on the device then reports this instead of running without status words.
         lose("cannot allocate the launch status words: " + cuda_error_text(status));
     } else {
-        std::fill_n(status_host_, status_slots, 0ULL);
         // Where kernels reach the host copy (pinned memory is mapped); none, and every word is
         // fetched, where the driver does not map it.
         void* mapped = nullptr;
@@ -156,16 +155,18 @@ std::uint32_t CudaDevice::take_launch_id() {
         (void)engine_.resolve_all();
         if (!lost_) {
             DeviceGuard guard(ordinal_);
-            const cudaError_t cleared =
-                clear_device_words(status_device_, status_slots * sizeof(unsigned long long));
-            if (cleared != cudaSuccess) {
+            if (const cudaError_t cleared = clear_status_words(); cleared != cudaSuccess) {
                 lose("cannot clear the launch status words: " + cuda_error_text(cleared));
             }
-            std::fill_n(status_host_, status_slots, 0ULL);
         }
         next_launch_id_ = 1;
     }
     return next_launch_id_++;
+}
+
+cudaError_t CudaDevice::clear_status_words() {
+    std::fill_n(status_host_, status_slots, 0ULL);
+    return clear_device_words(status_device_, status_slots * sizeof(unsigned long long));
 }
 
 void CudaDevice::push(std::shared_ptr<PendingOp> op) {

@@ -329,6 +329,9 @@ private:
     /// ids have run out, every device's work is waited for and settled and every word of this
     /// device cleared first, so that no word of an earlier launch matches a new one.
     std::uint32_t take_launch_id();
+    /// Zeroes every status word, the GPU's and the host's copy, waiting for the GPU's; no
+    /// launch of this device may be running.
+    cudaError_t clear_status_words();
     /// The id of a graph being built: above every launch id, so a word a failed replay of it
     /// left in a slot never matches a launch given that slot later.
     std::uint32_t take_graph_id() {
