@@ -11,11 +11,12 @@
 namespace tandem::cuda {
 
 CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
-                       std::uint64_t capacity_bytes)
+                       std::uint64_t capacity_bytes, bool shares_gpu)
     : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex, engine.directory),
       engine_(engine),
       index_(index),
       ordinal_(ordinal),
+      shares_gpu_(shares_gpu),
       storage_(ordinal, capacity_bytes),
       memory_(storage_, order_, engine.options.pools),
       next_launch_id_(engine.options.first_launch_id) {
@@ -88,6 +89,12 @@ void CudaDevice::update_quick_allocation() {
 
 void CudaDevice::synchronize() {
     if (lost_) {
+        return;
+    }
+    if (shares_gpu_) {
+        for (const CudaStream& each : streams_) {
+            synchronize(each.id);  // Its own streams: a neighbour's work is not its to wait for.
+        }
         return;
     }
     DeviceGuard guard(ordinal_);
@@ -332,6 +339,14 @@ bool CudaDevice::add_fence(StreamId stream_id, std::vector<Fence>& fences) {
 
 void CudaDevice::add_fences(std::vector<Fence>& fences) {
     if (lost_) {
+        return;
+    }
+    if (shares_gpu_) {
+        for (const CudaStream& each : streams_) {
+            if (!add_fence(each.id, fences)) {
+                synchronize(each.id);  // No event to wait on unlocked: waited for here.
+            }
+        }
         return;
     }
     Fence& whole = fences.emplace_back(Fence{index_, ordinal_, StreamId{}, nullptr, {}});
@@ -703,8 +718,8 @@ MemoryUsage CudaDevice::do_memory_usage() const {
 
 Status CudaDevice::do_admit_peer(ServiceId accessor) {
     CudaDevice* peer = engine_.device_of(accessor);  // The Server checked it is one.
-    if (peer == this) {
-        return {};
+    if (peer == this || peer->ordinal_ == ordinal_) {
+        return {};  // One GPU: its kernels reach all of its memory without peer access.
     }
     int can_access = 0;
     cudaDeviceCanAccessPeer(&can_access, peer->ordinal_, ordinal_);

@@ -147,7 +147,8 @@ public:
     /// Work resolved at once when unsettled work reaches its bound, oldest first.
     static constexpr std::size_t resolve_batch = 1024;
 
-    CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes);
+    CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes,
+               bool shares_gpu = false);
     ~CudaDevice() override;
 
 #include "tandem/core/detail/server_hooks.inc"
@@ -164,7 +165,9 @@ public:
     /// a lost device, which leave nothing to wait for.
     bool add_fence(StreamId stream, std::vector<Fence>& fences);
     /// A fence on the whole device: waited for with `cudaDeviceSynchronize` (one call, however
-    /// many streams), which may also wait for work other threads enqueue meanwhile.
+    /// many streams), which may also wait for work other threads enqueue meanwhile. On a GPU
+    /// other devices share, an event on each of its streams instead: a device waits for its own
+    /// work, never for a neighbour's.
     void add_fences(std::vector<Fence>& fences);
     /// What a wait for the GPU returned: a sticky error loses the device (D1), another is cleared.
     void take_wait_status(cudaError_t status);
@@ -296,6 +299,7 @@ private:
     CudaEngine& engine_;
     std::uint32_t index_;
     int ordinal_;
+    bool shares_gpu_;  // Other devices of the runtime run on this GPU (`CudaOptions::gpus`).
     std::deque<CudaStream> streams_;
     CudaStorage storage_;
     CompletedStreamOrder order_;  // Work holds its memory until resolved.

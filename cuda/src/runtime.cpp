@@ -4,6 +4,8 @@
 #include "tensor_map_encode.hpp"
 
 #include <algorithm>
+#include <numeric>
+#include <span>
 
 namespace tandem::cuda {
 
@@ -49,17 +51,68 @@ GpuReport probe_gpus() {
     return report;
 }
 
+namespace {
+
+/// The GPU of each device `options` asks for, or why there are none.
+Result<std::vector<int>> placed_devices(const CudaOptions& options, std::uint32_t visible) {
+    if (options.gpus.empty()) {
+        const std::uint32_t wanted = options.devices == 0 ? visible : options.devices;
+        if (wanted > visible) {
+            return Error::invalid_argument(std::to_string(wanted) + " GPUs asked for, " +
+                                           std::to_string(visible) + " visible");
+        }
+        std::vector<int> ordinals(wanted);
+        std::iota(ordinals.begin(), ordinals.end(), 0);
+        return ordinals;
+    }
+    if (options.devices != 0 && options.devices != options.gpus.size()) {
+        return Error::invalid_argument(std::to_string(options.devices) + " devices asked for on " +
+                                       std::to_string(options.gpus.size()) +
+                                       " GPU ordinals: give one of the two, or both alike");
+    }
+    if (options.gpus.size() > CudaOptions::max_devices) {
+        return Error::invalid_argument(std::to_string(options.gpus.size()) +
+                                       " devices asked for, at most " +
+                                       std::to_string(CudaOptions::max_devices));
+    }
+    for (const int ordinal : options.gpus) {
+        if (ordinal < 0 || static_cast<std::uint32_t>(ordinal) >= visible) {
+            return Error::invalid_argument("no GPU of ordinal " + std::to_string(ordinal) + ": " +
+                                           std::to_string(visible) + " visible");
+        }
+    }
+    return options.gpus;
+}
+
+/// What each device may reserve: the GPU's free memory at start, split between the devices
+/// placed on it, unless `capacity_bytes` gives the figure.
+std::uint64_t device_capacity(const CudaOptions& options, std::span<const int> ordinals,
+                              int ordinal) {
+    if (options.capacity_bytes != 0) {
+        return options.capacity_bytes;
+    }
+    DeviceGuard guard(ordinal);
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    const auto sharing =
+        static_cast<std::uint64_t>(std::count(ordinals.begin(), ordinals.end(), ordinal));
+    return free_bytes / sharing / 256 * 256;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
     const GpuReport report = probe_gpus();
     if (!report.problem.empty()) {
         return Error(ErrorKind::DeviceLost, "no usable GPU: " + report.problem);
     }
-    const auto visible = static_cast<std::uint32_t>(report.names.size());
-    const std::uint32_t wanted = options.devices == 0 ? visible : options.devices;
-    if (wanted > visible) {
-        return Error::invalid_argument(std::to_string(wanted) + " GPUs asked for, " +
-                                       std::to_string(visible) + " visible");
+    Result<std::vector<int>> placed =
+        placed_devices(options, static_cast<std::uint32_t>(report.names.size()));
+    if (!placed) {
+        return placed.error();
     }
+    const std::vector<int>& ordinals = *placed;
     // A device capped below one pool page still serves allocations: pages shrink to fit.
     if (options.capacity_bytes != 0 && options.capacity_bytes < options.pools.page_size_bytes) {
         options.pools.page_size_bytes = options.capacity_bytes / 256 * 256;
@@ -67,17 +120,16 @@ Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
             std::min(options.pools.slice_max_bytes, options.pools.page_size_bytes);
     }
     auto engine = std::make_unique<CudaEngine>(options);
-    for (std::uint32_t index = 0; index < wanted; ++index) {
-        const int ordinal = static_cast<int>(index);
-        std::uint64_t capacity = options.capacity_bytes;
-        if (capacity == 0) {
-            DeviceGuard guard(ordinal);
-            std::size_t free_bytes = 0;
-            std::size_t total_bytes = 0;
-            cudaMemGetInfo(&free_bytes, &total_bytes);
-            capacity = free_bytes;
-        }
-        engine->devices.push_back(std::make_shared<CudaDevice>(*engine, index, ordinal, capacity));
+    std::vector<std::uint64_t> capacities;
+    for (const int ordinal : ordinals) {
+        // Measured before any device reserves: devices on one GPU split what was free.
+        capacities.push_back(device_capacity(options, ordinals, ordinal));
+    }
+    for (std::uint32_t index = 0; index < ordinals.size(); ++index) {
+        const int ordinal = ordinals[index];
+        const bool shares_gpu = std::count(ordinals.begin(), ordinals.end(), ordinal) > 1;
+        engine->devices.push_back(
+            std::make_shared<CudaDevice>(*engine, index, ordinal, capacities[index], shares_gpu));
         engine->directory.add(*engine->devices.back());
     }
     return std::shared_ptr<CudaRuntime>(new CudaRuntime(std::move(engine)));

@@ -151,6 +151,51 @@ TEST_F(CudaBackend, launches_on_both_sides_of_the_restart_of_launch_ids_report_w
     }
 }
 
+// Devices placed by `CudaOptions::gpus`: an ordinal may repeat, and what cannot be placed is
+// refused, naming the figures, before any device is made.
+TEST_F(CudaBackend, devices_are_placed_on_the_gpus_named_and_bad_placements_are_refused) {
+    const auto visible = static_cast<int>(probe_gpus().names.size());
+    const auto refusal = [](CudaOptions options) {
+        Result<std::shared_ptr<CudaRuntime>> made = CudaRuntime::create(std::move(options));
+        return made ? std::string("created") : made.error().message();
+    };
+    EXPECT_NE(refusal(CudaOptions{.gpus = {0, visible}})
+                  .find("no GPU of ordinal " + std::to_string(visible)),
+              std::string::npos);
+    EXPECT_NE(refusal(CudaOptions{.gpus = {-1}}).find("no GPU of ordinal -1"), std::string::npos);
+    EXPECT_NE(refusal(CudaOptions{.devices = 3, .gpus = {0, 0}}).find("3 devices asked for on 2"),
+              std::string::npos);
+    EXPECT_NE(refusal(CudaOptions{.gpus = std::vector<int>(CudaOptions::max_devices + 1, 0)})
+                  .find("at most 64"),
+              std::string::npos);
+    Result<std::shared_ptr<CudaRuntime>> bad = CudaRuntime::create(CudaOptions{.gpus = {-1}});
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().kind(), ErrorKind::InvalidArgument);
+
+    // Two devices on GPU 0 split its free memory, and each is a device of its own.
+    Result<std::shared_ptr<CudaRuntime>> shared = CudaRuntime::create(CudaOptions{.gpus = {0, 0}});
+    ASSERT_TRUE(shared) << shared.error().report();
+    ASSERT_EQ((*shared)->device_count(), 2U);
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+    for (std::size_t index = 0; index < 2; ++index) {
+        const std::uint64_t capacity = (*shared)->client(index).memory_usage().capacity_bytes;
+        EXPECT_LE(capacity, total_bytes / 2) << "device " << index;
+        EXPECT_GT(capacity, 0U) << "device " << index;
+    }
+    Client zero = (*shared)->client(0);
+    Client one = (*shared)->client(1);
+    Handle mine = allocate(zero, 64);
+    ASSERT_TRUE(zero.launch("fill", LaunchConfig::linear(64), {out(mine)}, KernelArgs().u64(7)));
+    Result<std::vector<std::byte>> read = one.read(mine);
+    ASSERT_FALSE(read);  // Another device's handle, although on the same GPU (P1).
+    EXPECT_EQ(read.error().kind(), ErrorKind::WrongService);
+    Result<std::vector<std::byte>> own = zero.read(mine);
+    ASSERT_TRUE(own) << own.error().report();
+    EXPECT_EQ((*own)[63], std::byte{7});
+}
+
 TEST_F(CudaBackend, axpy_computes_on_the_gpu) {
     Client client = runtime->client(0);
     Handle x = allocate(client, 4 * 1024);

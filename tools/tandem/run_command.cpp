@@ -27,6 +27,7 @@ struct RunFlags {
     std::vector<std::string> paths;
     std::string backend = "sim";
     std::optional<std::uint64_t> seed;
+    bool share_gpus = false;
     bool json = false;
     bool verbose = false;
     std::string trace;
@@ -200,6 +201,7 @@ bool backend_usable(const std::string& backend) {
 std::vector<ScenarioResult> run_each(const std::vector<Scenario>& scenarios,
                                      const RunFlags& flags) {
     RunOptions options{flags.seed, !flags.trace.empty(), false, flags.backend};
+    options.share_gpus = flags.share_gpus;
     // One scenario after another on the same segments, reset between them.
     options.segments = std::make_shared<sim::SegmentPool>();
     Progress progress("tandem " + std::string(flags.command), "scenarios", "failed",
@@ -271,6 +273,9 @@ void add_common_flags(CLI::App* command, RunFlags& flags) {
         ->capture_default_str();
     command->add_option("--seed", flags.seed, "Seed for every scenario (overrides the file's)")
         ->check(whole_number(0));
+    command->add_flag("--share-gpus", flags.share_gpus,
+                      "On cuda, run a scenario of more devices than there are GPUs with devices "
+                      "sharing GPUs (in turn) instead of skipping it");
     command->add_flag("--json", flags.json, "Print one JSON document on stdout instead of lines");
     command->add_option("--trace", flags.trace,
                         "Write a Chrome trace event file (Perfetto opens it)");

@@ -446,10 +446,16 @@ void run_on_gpus(const Scenario& scenario, const RunOptions& options, ScenarioRe
     cuda_options.devices = scenario.devices;
     cuda_options.seed = effective_seed(scenario, options);
     cuda_options.capacity_bytes = scenario.capacity_bytes.value_or(0);
-    // A machine with fewer GPUs than the scenario names cannot run it at all: that is a skip,
-    // as for a test, naming the count. No GPU or no driver is a failure, with its reason.
+    // A machine with fewer GPUs than the scenario names cannot run it as written: that is a
+    // skip, as for a test, naming the count, unless devices may share GPUs. No GPU or no driver
+    // is a failure, with its reason.
     const cuda::GpuReport gpus = cuda::probe_gpus();
-    if (gpus.problem.empty() && gpus.names.size() < scenario.devices) {
+    if (gpus.problem.empty() && gpus.names.size() < scenario.devices && options.share_gpus &&
+        !gpus.names.empty()) {
+        for (std::uint32_t index = 0; index < scenario.devices; ++index) {
+            cuda_options.gpus.push_back(static_cast<int>(index % gpus.names.size()));
+        }
+    } else if (gpus.problem.empty() && gpus.names.size() < scenario.devices) {
         result.skipped = true;
         result.skip_reason = "needs " + std::to_string(scenario.devices) + " GPUs, " +
                              std::to_string(gpus.names.size()) + " visible";

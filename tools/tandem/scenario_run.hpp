@@ -23,6 +23,9 @@ struct RunOptions {
     bool snapshot = false;
     /// "sim" or "cuda".
     std::string backend = "sim";
+    /// On cuda, devices share GPUs (in turn) where the scenario names more devices than there
+    /// are GPUs, instead of the scenario being skipped.
+    bool share_gpus = false;
     /// Segments kept between the runs that share this pool (none: fresh ones for each run).
     std::shared_ptr<sim::SegmentPool> segments{};
 };

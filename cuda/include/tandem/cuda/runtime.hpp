@@ -22,8 +22,20 @@ namespace tandem::cuda {
 /// What a CUDA runtime is made of: which GPUs, the seed for injected faults, and how each GPU's
 /// memory is pooled.
 struct CudaOptions {
-    /// How many GPUs to use, the first visible ones; 0 means all visible.
+    /// How many GPUs to use, the first visible ones; 0 means all visible (or, with `gpus`, one
+    /// device for each entry of it).
     std::uint32_t devices = 0;
+    /// The GPU each device runs on, by CUDA ordinal, device 0 first; empty means device `i` on
+    /// GPU `i`. An ordinal may appear more than once: devices on one GPU are still separate
+    /// devices, each with its own memory, streams, status words and claims, and the same rules
+    /// (a kernel binds another device's memory only once that device granted it, P7). A program
+    /// written for several GPUs so runs, checked, on one. Such devices share what the GPU has:
+    /// its free memory is split between them (unless `capacity_bytes` says otherwise), and a
+    /// fault that loses the GPU's context (a trap) loses all of them. A device's sync waits for
+    /// its own streams only.
+    std::vector<int> gpus;
+    /// The most devices a runtime has.
+    static constexpr std::uint32_t max_devices = 64;
     /// Draws injected faults by probability.
     std::uint64_t seed = 1;
     /// How each GPU's pools carve what they reserve with `cudaMalloc`.
@@ -76,8 +88,11 @@ class CudaEngine;
 /// resolved on the host at a sync, in enqueue order, with the claims every backend applies.
 class CudaRuntime final : public Runtime {
 public:
-    /// A runtime over the first `options.devices` visible GPUs. Errors: no driver or no GPU
-    /// (`DeviceLost` naming the CUDA error), fewer GPUs than asked for (`InvalidArgument`).
+    /// A runtime over the first `options.devices` visible GPUs, or over those `options.gpus`
+    /// names. Errors: no driver or no GPU (`DeviceLost` naming the CUDA error), fewer GPUs than
+    /// asked for, an ordinal in `gpus` that no visible GPU has, `devices` other than 0 or the
+    /// length of `gpus`, or more devices than `max_devices` (`InvalidArgument`, each naming the
+    /// figures).
     static Result<std::shared_ptr<CudaRuntime>> create(CudaOptions options = {});
     /// Its devices, and what they hold, live while the runtime or any client of it does: a
     /// client kept past the runtime still works, and the last of them lets go of the devices
