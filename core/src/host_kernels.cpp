@@ -138,6 +138,17 @@ DeviceLauncher device_launcher(const KernelEntry& entry) {
     return nullptr;
 }
 
+std::vector<DeviceLauncher> device_launchers() {
+    Registered& extra = registered();
+    std::lock_guard lock(extra.mutex);
+    std::vector<DeviceLauncher> launchers;
+    launchers.reserve(extra.device_launchers.size());
+    for (const auto& [kernel, launcher] : extra.device_launchers) {
+        launchers.push_back(launcher);
+    }
+    return launchers;
+}
+
 Status register_kernel(std::string name, KernelRunner runner) {
     if (name.empty() || runner == nullptr) {
         return Error::invalid_argument("a kernel needs a name and a runner");

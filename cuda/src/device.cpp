@@ -24,6 +24,12 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal_);
     tma_capable_ = major >= 9;
+    // Every kernel loaded now, before any runs: a first launch would load it while others run,
+    // waiting for them (lazy loading), and a handoff would wait for ever. A failure is the
+    // first launch's to report.
+    if (load_kernels() != 0) {
+        (void)cudaGetLastError();
+    }
     cudaStream_t handle = nullptr;
     cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
     streams_.emplace_back(StreamId{1}, handle);

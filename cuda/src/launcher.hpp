@@ -25,4 +25,11 @@ const void* publish_replay_kernel();
 /// Enqueues a kernel that spins for `microseconds` on `stream`: how a stream delay is injected.
 int launch_delay(void* stream, std::uint64_t microseconds);
 
+/// Loads every kernel a device may launch (the catalog's, the program's registered ones, and
+/// the backend's own) into the current context, so that no first launch loads one while other
+/// kernels run: loading waits for them, and a kernel waiting for a kernel not yet loaded (a
+/// handoff between streams or devices of one GPU) would wait for ever. Returns the first error,
+/// as a cudaError_t.
+int load_kernels();
+
 }  // namespace tandem::cuda

@@ -499,6 +499,45 @@ TEST_F(CudaTwoGpus, the_handoff_completes_across_two_gpus) {
     EXPECT_EQ(*read, std::vector<std::byte>(4096, std::byte{0x5a}));
 }
 
+// With lazy loading, a kernel's first launch loads it, and loading waits for the kernels
+// running on the GPU: a producer launched for the first time after its consumer began to wait
+// for it never ran. Every kernel is loaded when a device starts. ctest runs each test in a
+// process of its own, so the handoff kernels are launched here for the first time.
+TEST_F(CudaBackend, a_handoff_between_two_streams_completes_on_the_first_launch_of_its_kernels) {
+    Client client = runtime->client(0);
+    const StreamId side = *client.create_stream();
+    Handle data = allocate(client, 4096);
+    Handle flag = allocate(client, 4);
+    Handle source = allocate(client, 4096);
+    Handle result = allocate(client, 4096);
+    ASSERT_TRUE(client.write(flag, std::vector<std::byte>(4)));
+    ASSERT_TRUE(client.write(source, std::vector<std::byte>(4096, std::byte{0x5a})));
+    ASSERT_TRUE(client.sync());
+    ASSERT_TRUE(client.launch("handoff_consume", LaunchConfig::linear(256),
+                              {in(flag), in(data), out(result)}));
+    const Event consumed = *client.record_event(client.default_stream());
+    ASSERT_TRUE(client.launch("handoff_produce", LaunchConfig::linear(1),
+                              {in(source), out(data), inout(flag)}, {}, side));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!*client.event_complete(consumed) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!*client.event_complete(consumed)) {
+        ADD_FAILURE() << "the consumer still waits after 20 s: its producer never ran";
+        // Lets the consumer go (a copy engine's write, which needs no kernel), so the test ends.
+        cudaStream_t rescue = nullptr;
+        cudaStreamCreateWithFlags(&rescue, cudaStreamNonBlocking);
+        const std::uint32_t one = 1;
+        cudaMemcpyAsync(client.native(flag)->pointer, &one, sizeof one, cudaMemcpyHostToDevice,
+                        rescue);
+        cudaStreamSynchronize(rescue);
+        cudaStreamDestroy(rescue);
+    }
+    auto read = client.read(result);
+    ASSERT_TRUE(read) << read.error().report();
+    EXPECT_EQ(*read, std::vector<std::byte>(4096, std::byte{0x5a}));
+}
+
 TEST_F(CudaTwoGpus, an_injected_device_loss_fails_later_work_and_peers_skip_its_memory) {
     Client owner = runtime->client(0);
     Client peer = runtime->client(1);

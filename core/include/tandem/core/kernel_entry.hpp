@@ -15,6 +15,7 @@
 #include <atomic>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace tandem {
 
@@ -45,6 +46,8 @@ void set_device_launcher(std::string_view name, DeviceLauncher launcher);
 /// How the CUDA backend launches `entry`'s kernel, or null when no registration unit of it is
 /// linked in. Found by name the first time, then kept in the entry: one load after that.
 DeviceLauncher device_launcher(const KernelEntry& entry);
+/// Every CUDA launcher registration units have set so far, in the order they were first set.
+std::vector<DeviceLauncher> device_launchers();
 
 /// Whether `Kernel` views buffers through tensor maps (declared on the functor).
 template <typename Kernel>

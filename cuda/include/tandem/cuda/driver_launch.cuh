@@ -118,6 +118,28 @@ inline CUfunction driver_function_of(const void* wrapper, DriverFunctions& funct
     return functions.in(context, wrapper);
 }
 
+/// Loads each of `functions` (null ones skipped) into the current context, as its first launch
+/// would; returns the first error, as a cudaError_t. With lazy loading (the default since CUDA
+/// 12.2) a kernel's first launch loads it, and loading waits for the kernels running in the
+/// context: a kernel that waits for another one (a handoff, a producer on another stream)
+/// would then wait for ever if the other is launched for the first time after it.
+template <std::size_t Count>
+int load_functions(const void* const (&functions)[Count]) {
+    cudaError_t first = cudaSuccess;
+    for (const void* function : functions) {
+        cudaFuncAttributes attributes{};
+        if (function == nullptr) {
+            continue;
+        }
+        if (const cudaError_t status = cudaFuncGetAttributes(&attributes, function);
+            status != cudaSuccess && first == cudaSuccess) {
+            first = status;
+            (void)cudaGetLastError();  // Reported here: do not leave it for an unrelated call.
+        }
+    }
+    return static_cast<int>(first);
+}
+
 /// Enqueues one launch of the wrapper `function` with `params` on `stream`, through the driver
 /// where it can (`functions` keeps the wrapper's functions; `context` is the current one, or
 /// null when the caller does not know it); returns the launch's cudaError_t. For a launch the

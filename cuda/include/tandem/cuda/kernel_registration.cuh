@@ -78,10 +78,30 @@ int launch_plain_node(const LaunchConfig& config, void* stream, const CompactLau
                           context);
 }
 
+/// Loads every wrapper a launch of `Kernel` may run into the current context
+/// (`Launcher`'s loading call); returns the first error, as a cudaError_t.
+template <typename Kernel>
+int load_wrappers() {
+    const void* wrappers[4] = {};
+    if constexpr (reads_tensor_maps<Kernel>()) {
+        wrappers[0] = reinterpret_cast<const void*>(&run_launch<Kernel, TensorLaunchParams>);
+    } else {
+        wrappers[0] = reinterpret_cast<const void*>(&run_launch<Kernel, LaunchParams>);
+        wrappers[1] = reinterpret_cast<const void*>(&run_launch<Kernel, CompactLaunchParams>);
+        wrappers[2] = reinterpret_cast<const void*>(&run_plain_node<Kernel, true>);
+        wrappers[3] = reinterpret_cast<const void*>(&run_plain_node<Kernel, false>);
+    }
+    return load_functions(wrappers);
+}
+
 /// Enqueues one launch of `Kernel` (a `Launcher`): with the whole block if it reads tensor maps,
-/// with the compact block for a graph node that fits it, with `LaunchParams` otherwise.
+/// with the compact block for a graph node that fits it, with `LaunchParams` otherwise. A
+/// config of no threads loads its wrappers instead (`load_wrappers`).
 template <typename Kernel>
 int launch(const LaunchConfig& config, void* stream, const TensorLaunchParams& block) {
+    if (config.block.count() == 0) [[unlikely]] {
+        return load_wrappers<Kernel>();
+    }
     if constexpr (reads_tensor_maps<Kernel>()) {
         // A TMA launch stages one tile per thread in dynamic shared memory, then its barriers.
         const std::size_t shared_bytes =

@@ -194,6 +194,8 @@ struct TensorLaunchParams : LaunchParams {
 
 /// Enqueues one launch on `stream` (a cudaStream_t); returns the cudaError_t of the launch. The
 /// kernel receives `params` whole if it reads tensor maps, and its `LaunchParams` part otherwise.
+/// Called with a config of no threads (which no launch has: the backend enqueues nothing for
+/// one), it launches nothing and loads the kernel's wrappers into the current context instead.
 using Launcher = int (*)(const LaunchConfig& config, void* stream,
                          const TensorLaunchParams& params);
 
