@@ -47,15 +47,16 @@ protected:
     std::shared_ptr<CudaRuntime> runtime;
 };
 
-/// Tests across two GPUs: skipped, naming the count, where fewer are visible. The skip is taken
-/// in SetUp, since a skip inside a helper would return from the helper, not end the test.
+/// Tests across two devices: on two GPUs where there are, on two devices sharing GPU 0 where
+/// there is one (`CudaOptions::gpus`), under the same rules.
 class CudaTwoGpus : public CudaBackend {
 protected:
     void SetUp() override {
         CudaBackend::SetUp();
         if (!IsSkipped() && runtime->device_count() < 2) {
-            GTEST_SKIP() << "skipped: this test needs two GPUs, " << runtime->device_count()
-                         << " visible";
+            auto shared = CudaRuntime::create(CudaOptions{.gpus = {0, 0}});
+            ASSERT_TRUE(shared) << shared.error().report();
+            runtime = *shared;
         }
     }
     /// `size` bytes of GPU 0 shared with GPU 1, after GPU 0 granted GPU 1 access; empty, with
@@ -408,7 +409,20 @@ TEST_F(CudaBackend, a_tiled_copy_the_tma_cannot_take_moves_by_elements_with_the_
     EXPECT_EQ(runtime->tma_launches(0), before);
 }
 
-TEST_F(CudaTwoGpus, work_on_one_gpu_leaves_the_callers_current_device_as_it_was) {
+/// Tests of two GPUs themselves: skipped, naming the count, where fewer are visible. The skip is
+/// taken in SetUp, since a skip inside a helper would return from the helper, not end the test.
+class CudaTwoPhysicalGpus : public CudaBackend {
+protected:
+    void SetUp() override {
+        CudaBackend::SetUp();
+        if (!IsSkipped() && runtime->device_count() < 2) {
+            GTEST_SKIP() << "skipped: this test needs two GPUs, " << runtime->device_count()
+                         << " visible";
+        }
+    }
+};
+
+TEST_F(CudaTwoPhysicalGpus, work_on_one_gpu_leaves_the_callers_current_device_as_it_was) {
     // Each call makes its GPU current and then the caller's again; the guard that does it skips
     // the runtime when it finds a context it knows current, so both ways round are checked.
     for (const int current : {1, 0, 1}) {
