@@ -33,7 +33,7 @@ struct CudaOptions {
     /// its free memory is split between them (unless `capacity_bytes` says otherwise), and a
     /// fault that loses the GPU's context (a trap) loses all of them. A device's sync waits for
     /// its own streams only.
-    std::vector<int> gpus;
+    std::vector<int> gpus{};
     /// The most devices a runtime has.
     static constexpr std::uint32_t max_devices = 64;
     /// Draws injected faults by probability.
