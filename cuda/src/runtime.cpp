@@ -4,8 +4,6 @@
 #include "tensor_map_encode.hpp"
 
 #include <algorithm>
-#include <numeric>
-#include <span>
 
 namespace tandem::cuda {
 
@@ -51,6 +49,14 @@ GpuReport probe_gpus() {
     return report;
 }
 
+std::vector<int> gpus_in_turn(std::uint32_t devices, std::size_t visible) {
+    std::vector<int> ordinals;
+    for (std::uint32_t index = 0; index < devices && visible != 0; ++index) {
+        ordinals.push_back(static_cast<int>(index % visible));
+    }
+    return ordinals;
+}
+
 namespace {
 
 /// The GPU of each device `options` asks for, or why there are none.
@@ -61,9 +67,7 @@ Result<std::vector<int>> placed_devices(const CudaOptions& options, std::uint32_
             return Error::invalid_argument(std::to_string(wanted) + " GPUs asked for, " +
                                            std::to_string(visible) + " visible");
         }
-        std::vector<int> ordinals(wanted);
-        std::iota(ordinals.begin(), ordinals.end(), 0);
-        return ordinals;
+        return gpus_in_turn(wanted, visible);  // One each: `wanted` is at most `visible`.
     }
     if (options.devices != 0 && options.devices != options.gpus.size()) {
         return Error::invalid_argument(std::to_string(options.devices) + " devices asked for on " +
@@ -84,10 +88,9 @@ Result<std::vector<int>> placed_devices(const CudaOptions& options, std::uint32_
     return options.gpus;
 }
 
-/// What each device may reserve: the GPU's free memory at start, split between the devices
-/// placed on it, unless `capacity_bytes` gives the figure.
-std::uint64_t device_capacity(const CudaOptions& options, std::span<const int> ordinals,
-                              int ordinal) {
+/// What a device may reserve: the GPU's free memory at start split between the `sharing`
+/// devices placed on it, unless `capacity_bytes` gives the figure.
+std::uint64_t device_capacity(const CudaOptions& options, int ordinal, std::uint64_t sharing) {
     if (options.capacity_bytes != 0) {
         return options.capacity_bytes;
     }
@@ -95,8 +98,6 @@ std::uint64_t device_capacity(const CudaOptions& options, std::span<const int> o
     std::size_t free_bytes = 0;
     std::size_t total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
-    const auto sharing =
-        static_cast<std::uint64_t>(std::count(ordinals.begin(), ordinals.end(), ordinal));
     return free_bytes / sharing / 256 * 256;
 }
 
@@ -120,16 +121,16 @@ Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
             std::min(options.pools.slice_max_bytes, options.pools.page_size_bytes);
     }
     auto engine = std::make_unique<CudaEngine>(options);
+    std::vector<std::uint64_t> sharing;  // Devices on each device's GPU, itself included.
     std::vector<std::uint64_t> capacities;
     for (const int ordinal : ordinals) {
+        sharing.push_back(static_cast<std::uint64_t>(std::ranges::count(ordinals, ordinal)));
         // Measured before any device reserves: devices on one GPU split what was free.
-        capacities.push_back(device_capacity(options, ordinals, ordinal));
+        capacities.push_back(device_capacity(options, ordinal, sharing.back()));
     }
     for (std::uint32_t index = 0; index < ordinals.size(); ++index) {
-        const int ordinal = ordinals[index];
-        const bool shares_gpu = std::count(ordinals.begin(), ordinals.end(), ordinal) > 1;
-        engine->devices.push_back(
-            std::make_shared<CudaDevice>(*engine, index, ordinal, capacities[index], shares_gpu));
+        engine->devices.push_back(std::make_shared<CudaDevice>(
+            *engine, index, ordinals[index], capacities[index], sharing[index] > 1));
         engine->directory.add(*engine->devices.back());
     }
     return std::shared_ptr<CudaRuntime>(new CudaRuntime(std::move(engine)));

@@ -152,6 +152,13 @@ TEST_F(CudaBackend, launches_on_both_sides_of_the_restart_of_launch_ids_report_w
     }
 }
 
+TEST(GpusInTurn, places_devices_on_the_visible_gpus_one_after_another) {
+    EXPECT_EQ(gpus_in_turn(3, 1), (std::vector<int>{0, 0, 0}));
+    EXPECT_EQ(gpus_in_turn(5, 2), (std::vector<int>{0, 1, 0, 1, 0}));
+    EXPECT_EQ(gpus_in_turn(2, 4), (std::vector<int>{0, 1}));
+    EXPECT_TRUE(gpus_in_turn(2, 0).empty());
+}
+
 // Devices placed by `CudaOptions::gpus`: an ordinal may repeat, and what cannot be placed is
 // refused, naming the figures, before any device is made.
 TEST_F(CudaBackend, devices_are_placed_on_the_gpus_named_and_bad_placements_are_refused) {

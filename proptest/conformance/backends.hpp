@@ -111,9 +111,8 @@ struct CudaBackend {
             return {nullptr, "no usable GPU here: " + gpus.problem};
         }
         cuda::CudaOptions options{.devices = devices, .seed = seed, .capacity_bytes = 256 << 20};
-        for (std::uint32_t index = 0;
-             index < devices && gpus.names.size() < devices && !gpus.names.empty(); ++index) {
-            options.gpus.push_back(static_cast<int>(index % gpus.names.size()));  // Round robin.
+        if (gpus.names.size() < devices) {
+            options.gpus = cuda::gpus_in_turn(devices, gpus.names.size());
         }
         auto runtime = cuda::CudaRuntime::create(options);
         if (!runtime) {

@@ -452,9 +452,7 @@ void run_on_gpus(const Scenario& scenario, const RunOptions& options, ScenarioRe
     const cuda::GpuReport gpus = cuda::probe_gpus();
     if (gpus.problem.empty() && gpus.names.size() < scenario.devices && options.share_gpus &&
         !gpus.names.empty()) {
-        for (std::uint32_t index = 0; index < scenario.devices; ++index) {
-            cuda_options.gpus.push_back(static_cast<int>(index % gpus.names.size()));
-        }
+        cuda_options.gpus = cuda::gpus_in_turn(scenario.devices, gpus.names.size());
     } else if (gpus.problem.empty() && gpus.names.size() < scenario.devices) {
         result.skipped = true;
         result.skip_reason = "needs " + std::to_string(scenario.devices) + " GPUs, " +

@@ -82,6 +82,11 @@ struct GpuReport {
 /// Asks the driver which GPUs there are. Never fails: problems are described in the report.
 GpuReport probe_gpus();
 
+/// `devices` devices placed on `visible` GPUs in turn (device `i` on GPU `i % visible`), for
+/// `CudaOptions::gpus`: a program of more devices than the machine has GPUs. Empty when `visible`
+/// is 0.
+std::vector<int> gpus_in_turn(std::uint32_t devices, std::size_t visible);
+
 class CudaEngine;
 
 /// The CUDA backend's runtime: the same contract as the simulator on NVIDIA GPUs. Outcomes are
