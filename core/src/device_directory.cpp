@@ -18,7 +18,7 @@ DeviceServer& LocalDirectory::owner_of(ServiceId owner) const {
 }
 
 std::optional<Error> LocalDirectory::lost(ServiceId owner) const {
-    return owner_of(owner).lost_locked();
+    return owner_of(owner).lost();  // Safe without the owner's lock.
 }
 
 bool LocalDirectory::peer_access_granted(ServiceId owner, ServiceId accessor) const {

@@ -30,7 +30,7 @@ private:
 };
 
 Status DeviceServer::check(std::span<const ClaimKey> keys) const {
-    std::lock_guard lock(engine_mutex_);
+    const GroupLock lock = lock_group();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;
     }
@@ -38,7 +38,7 @@ Status DeviceServer::check(std::span<const ClaimKey> keys) const {
 }
 
 Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
-    std::lock_guard lock(engine_mutex_);
+    const GroupLock lock = lock_group();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
     }
@@ -64,7 +64,7 @@ bool DeviceServer::destroyed(StreamId stream) const {
 }
 
 Status DeviceServer::do_destroy_stream(StreamId stream) {
-    std::lock_guard lock(engine_mutex_);
+    const GroupLock lock = lock_group();
     Result<DeviceStream*> found = device_stream(stream);
     if (!found) {
         return found.error();
@@ -93,7 +93,7 @@ Result<DeviceStream*> DeviceServer::device_stream(StreamId id) {
 }
 
 Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
-    std::lock_guard lock(engine_mutex_);
+    const GroupLock lock = lock_group();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
     }
@@ -117,7 +117,7 @@ Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
 }
 
 Status DeviceServer::do_begin_capture(StreamId stream) {
-    std::lock_guard lock(engine_mutex_);
+    const GroupLock lock = lock_group();
     Result<DeviceStream*> found = device_stream(stream);
     if (!found) {
         return found.error();
@@ -130,7 +130,7 @@ Status DeviceServer::do_begin_capture(StreamId stream) {
 }
 
 Result<CaptureGraph> DeviceServer::do_end_capture(StreamId stream) {
-    std::lock_guard lock(engine_mutex_);
+    const GroupLock lock = lock_group();
     Result<DeviceStream*> found = device_stream(stream);
     if (!found) {
         return found.error();
@@ -171,7 +171,7 @@ Status DeviceServer::check_event(const Event& event, std::uint64_t next_event) c
 }
 
 Status DeviceServer::inject(const Fault& fault) {
-    std::lock_guard lock(engine_mutex_);
+    const GroupLock lock = lock_group();
     if (Status armed = faults_.arm(fault); !armed) {
         return armed;
     }
@@ -195,14 +195,22 @@ Status DeviceServer::inject(const Fault& fault) {
     return {};
 }
 
+void DeviceServer::do_reach(ServiceId other) {
+    if (other != service_ && directory_.reaches(other) &&
+        !groups_.together(service_.device_index, other.device_index)) [[unlikely]] {
+        groups_.join(service_.device_index, other.device_index);
+    }
+}
+
 Status DeviceServer::grant_peer_access(ServiceId accessor) {
-    std::lock_guard lock(engine_mutex_);
     if (accessor == service_) {
         return {};
     }
     if (!directory_.reaches(accessor)) {
         return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
     }
+    do_reach(accessor);  // Kernels of the accessor will bind this device's memory.
+    const GroupLock lock = lock_group();
     if (Status admitted = do_admit_peer(accessor); !admitted) {
         return admitted;
     }
@@ -211,12 +219,16 @@ Status DeviceServer::grant_peer_access(ServiceId accessor) {
 }
 
 bool DeviceServer::peer_access_granted(ServiceId accessor) const {
-    std::lock_guard lock(engine_mutex_);
+    const GroupLock lock = lock_group();
     return granted_locked(accessor);
 }
 
 std::optional<Error> DeviceServer::lost() const {
-    std::lock_guard lock(engine_mutex_);
+    // Set once, before the flag, and never changed after: no lock needed, so a device of another
+    // group can ask (check_event, a pipeline's input check).
+    if (!lost_flag_.load(std::memory_order_acquire)) {
+        return std::nullopt;
+    }
     return lost_;
 }
 

@@ -167,10 +167,10 @@ Status Server::copy(const KernelResource& source, const BufferBinding& target, S
     if (std::optional<Error> wrong = foreign(target)) {
         return *wrong;
     }
-    if (source.peer_binding() == nullptr) {
-        if (std::optional<Error> wrong = foreign(source.buffer_binding())) {
-            return *wrong;
-        }
+    if (const PeerBinding* peer = source.peer_binding()) {
+        do_reach(peer->memory().owner_service());
+    } else if (std::optional<Error> wrong = foreign(source.buffer_binding())) {
+        return *wrong;
     }
     return do_copy(source, target, stream);
 }
@@ -181,6 +181,11 @@ Status Server::launch(LaunchRequest&& request) {
     }
     if (Status within = check_launch_limits(request.resources); !within) [[unlikely]] {
         return within;
+    }
+    for (const KernelResource& resource : request.resources) {
+        if (const PeerBinding* peer = resource.peer_binding()) [[unlikely]] {
+            do_reach(peer->memory().owner_service());
+        }
     }
     return do_launch(std::move(request));
 }
@@ -196,6 +201,7 @@ Status Server::wait_event(StreamId stream, const Event& event) {
     if (std::optional<Error> refused = refusal(stream)) {
         return *refused;
     }
+    do_reach(event.device);
     return do_wait_event(stream, event);
 }
 
@@ -203,6 +209,7 @@ Status Server::wait(const Event& event) {
     if (std::optional<Error> gone = loss()) {
         return *gone;
     }
+    do_reach(event.device);
     return do_wait_host(event);
 }
 
@@ -210,6 +217,7 @@ Result<bool> Server::event_complete(const Event& event) {
     if (std::optional<Error> gone = loss()) {
         return *gone;
     }
+    do_reach(event.device);
     return do_event_complete(event);
 }
 

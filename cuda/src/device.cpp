@@ -12,7 +12,7 @@ namespace tandem::cuda {
 
 CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
                        std::uint64_t capacity_bytes, bool shares_gpu)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex, engine.directory),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory),
       engine_(engine),
       index_(index),
       ordinal_(ordinal),

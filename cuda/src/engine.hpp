@@ -9,6 +9,7 @@
 #include "tandem/core/claim_store.hpp"
 #include "tandem/core/detail/id_table.hpp"
 #include "tandem/core/detail/spare_works.hpp"
+#include "tandem/core/device_groups.hpp"
 #include "tandem/core/device_server.hpp"
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
@@ -382,13 +383,17 @@ public:
     CudaOptions options;
     std::uint64_t runtime_id;
     std::vector<std::shared_ptr<CudaDevice>> devices;
-    detail::EngineMutex mutex;
     /// Draws injected faults by probability: one seed, so a faulty run replays exactly.
     std::mt19937_64 rng;
     /// The devices as the pipeline reaches them.
     LocalDirectory directory{runtime_id};
+    /// One group for every device, for now: the engine's waits, events and status fetches span
+    /// its devices. Placing them apart (device_groups.hpp) moves that state into the group.
+    DeviceGroups groups{DeviceGroups::Placement::Together,
+                        [this] { return std::make_unique<DeviceGroup>(directory); }};
+    detail::EngineMutex& mutex = groups.shared().mutex;
     /// Every op from enqueue until its claims are settled.
-    SettlePipeline pipeline{directory};
+    SettlePipeline& pipeline = groups.shared().pipeline;
     struct EventState {
         cudaEvent_t event = nullptr;
         std::uint32_t device = 0;

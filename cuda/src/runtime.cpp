@@ -129,6 +129,7 @@ Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
         capacities.push_back(device_capacity(options, ordinal, sharing.back()));
     }
     for (std::uint32_t index = 0; index < ordinals.size(); ++index) {
+        engine->groups.add_device();  // Before the device, which may lock its group.
         engine->devices.push_back(std::make_shared<CudaDevice>(
             *engine, index, ordinals[index], capacities[index], sharing[index] > 1));
         engine->directory.add(*engine->devices.back());

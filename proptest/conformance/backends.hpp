@@ -38,6 +38,9 @@ struct ReferenceBackend {
     /// Whether a host thread blocked waiting for the device leaves the runtime to other threads
     /// meanwhile. Not here: nothing is ever left to wait for.
     static constexpr bool waits_apart = false;
+    /// Whether devices that share nothing are locked apart (device_groups.hpp): a thread blocked
+    /// in a call on one leaves the others to other threads.
+    static constexpr bool locks_devices_apart = true;
     static std::uint32_t devices_available() { return reference::ReferenceOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = reference::ReferenceRuntime::create(
@@ -57,6 +60,8 @@ struct SimBackend {
     /// The deterministic scheduler runs the work on the thread that waits for it, under the
     /// engine's lock: one thread's wait runs every stream, the other threads' work with it.
     static constexpr bool waits_apart = false;
+    /// One schedule of every device: one group.
+    static constexpr bool locks_devices_apart = false;
     static std::uint32_t devices_available() { return sim::SimOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = sim::SimRuntime::create(
@@ -77,6 +82,8 @@ struct SimThreadsBackend {
     static constexpr bool cheap_streams = false;
     /// A wait lets go of the engine's lock while the workers run the streams.
     static constexpr bool waits_apart = true;
+    /// One schedule of every device: one group.
+    static constexpr bool locks_devices_apart = false;
     static std::uint32_t devices_available() { return sim::SimOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = sim::SimRuntime::create(sim::SimOptions{.devices = devices,
@@ -99,6 +106,8 @@ struct CudaBackend {
     static constexpr bool cheap_streams = false;
     /// A read, a sync or a host wait waits for the GPU with the engine's lock let go.
     static constexpr bool waits_apart = true;
+    /// Not yet: the engine keeps its devices in one group (docs/DESIGN.md).
+    static constexpr bool locks_devices_apart = false;
     /// Devices a test may ask for: where there are fewer GPUs than devices, devices share them
     /// (`CudaOptions::gpus`), so the cases of several devices run on one GPU too.
     static std::uint32_t devices_available() {

@@ -193,5 +193,90 @@ TYPED_TEST(Threads, an_event_handed_to_another_thread_orders_its_peer_reads) {
     consumer.join();
 }
 
+// Devices that share nothing are locked apart: external work on device 0 that blocks until
+// another thread has written and read device 1 lets that thread through. Where one lock served
+// every device, the other thread would wait for the blocked work, which gives up after a while.
+TYPED_TEST(Threads, work_blocked_on_one_device_leaves_a_device_sharing_nothing_with_it_to_others) {
+    if (!(TypeParam::locks_devices_apart && TypeParam::runs_at_enqueue)) {
+        GTEST_SKIP() << "on " << TypeParam::name
+                     << " every device is in one group, or work does not run in the call";
+    }
+    TANDEM_RUNTIME(runtime, 2);
+    Client first = runtime->client(0);
+    Client second = runtime->client(1);
+    Handle blocked_output = this->allocate(first, 64);
+    Handle other = this->allocate(second, 64);
+    std::promise<void> started;
+    std::promise<void> other_done;
+    std::future<void> done = other_done.get_future();
+    bool other_went_through = false;
+    ExternalWork work{"wait_for_the_other_device", {out(blocked_output)}, {}};
+    work.run.host = [&](HostKernelContext&) -> Status {
+        started.set_value();
+        other_went_through = done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+        return {};
+    };
+    std::thread other_thread([&, begun = started.get_future()]() mutable {
+        begun.wait();  // Device 0's work holds its group's lock from here until it returns.
+        this->fill(second, other, 5);
+        EXPECT_EQ(this->read_bytes(second, other), filled(64, 5));
+        other_done.set_value();
+    });
+    EXPECT_TRUE(first.enqueue(std::move(work)));
+    other_thread.join();
+    EXPECT_TRUE(other_went_through)
+        << "device 1's write and read waited for work on device 0, with which it shares nothing";
+}
+
+// Two threads each drive a device of their own. Midway, the second copies memory the first shared
+// (a copy needs no grant) while the first is busy, which joins the two devices' groups; then the
+// first grants access and the second binds the memory in a kernel. Every outcome stays what the
+// rules give, on both sides of the join (C3, C6, C9, P3).
+TYPED_TEST(Threads, devices_joined_while_both_are_busy_keep_every_outcome) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client owner = runtime->client(0);
+    Client peer = runtime->client(1);
+    Handle filled_owned = this->allocate(owner, 64);
+    Handle failed_owned = this->allocate(owner, 64);
+    this->fill(owner, filled_owned, 21);
+    this->fail(owner, failed_owned, 61);
+    Result<Handle> filled_source = owner.share_with_peers(filled_owned);
+    Result<Handle> failed_source = owner.share_with_peers(failed_owned);
+    ASSERT_TRUE(filled_source && failed_source);
+    Handle filled_copy = this->allocate(peer, 64);
+    Handle failed_copy = this->allocate(peer, 64);
+    std::promise<void> granted;
+    std::thread owner_thread([&] {
+        std::vector<std::string> wrong = TestFixture::program(owner, owner.default_stream(), 0);
+        EXPECT_TRUE(owner.grant_peer_access(peer.service()));
+        granted.set_value();
+        for (const std::string& line : TestFixture::program(owner, owner.default_stream(), 1)) {
+            wrong.push_back(line);
+        }
+        for (const std::string& line : wrong) {
+            ADD_FAILURE() << "owner: " << line;
+        }
+    });
+    std::thread peer_thread([&, grant = granted.get_future()] {
+        std::vector<std::string> wrong = TestFixture::program(peer, peer.default_stream(), 2);
+        EXPECT_TRUE(peer.copy(*filled_source, filled_copy));
+        EXPECT_EQ(this->read_bytes(peer, filled_copy), filled(64, 21));
+        grant.wait();
+        this->copy_kernel(peer, *failed_source, failed_copy);
+        std::optional<Error> error = this->read_error(peer, failed_copy);
+        EXPECT_TRUE(error && root_code(*error) == 61u)
+            << (error ? error->report() : std::string("the skipped copy read"));
+        for (const std::string& line : TestFixture::program(peer, peer.default_stream(), 3)) {
+            wrong.push_back(line);
+        }
+        for (const std::string& line : wrong) {
+            ADD_FAILURE() << "peer: " << line;
+        }
+    });
+    owner_thread.join();
+    peer_thread.join();
+    EXPECT_TRUE(runtime->sync_all());
+}
+
 }  // namespace
 }  // namespace tandem::conformance

@@ -33,7 +33,7 @@ std::uint64_t splitmix(std::uint64_t& state) {
 }  // namespace
 
 SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex, engine.directory),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory),
       engine_(engine),
       index_(index),
       segment_(std::move(segment)),

@@ -9,6 +9,7 @@
 
 #include "tandem/core/claim_store.hpp"
 #include "tandem/core/detail/spare_works.hpp"
+#include "tandem/core/device_groups.hpp"
 #include "tandem/core/device_server.hpp"
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
@@ -128,8 +129,14 @@ public:
     VectorClock host_clock;
     std::uint64_t trace_hash = 0xcbf29ce484222325ULL;
     std::uint64_t steps = 0;
+    /// The devices as the pipeline reaches them.
+    LocalDirectory directory{runtime_id};
+    /// One group for every device, for good: the deterministic scheduler is one schedule of all
+    /// of them, and threads mode keeps its scheduling state together with it.
+    DeviceGroups groups{DeviceGroups::Placement::Together,
+                        [this] { return std::make_unique<DeviceGroup>(directory); }};
     /// Serialises all scheduling state in threads mode; uncontended in deterministic mode.
-    detail::EngineMutex mutex;
+    detail::EngineMutex& mutex = groups.shared().mutex;
     std::condition_variable_any changed;
 
     struct EventState {
@@ -174,10 +181,8 @@ public:
     void settle_ready();
     void settle_known();
 
-    /// The devices as the pipeline reaches them.
-    LocalDirectory directory{runtime_id};
     /// Every operation that touches bytes, from enqueue until its claims are settled.
-    SettlePipeline pipeline{directory};
+    SettlePipeline& pipeline = groups.shared().pipeline;
 
     [[nodiscard]] SimDevice* device_of(ServiceId service) const;
     /// Whether any stream other than `operation`'s has work queued.

@@ -25,6 +25,7 @@ Result<std::shared_ptr<SimRuntime>> SimRuntime::create(SimOptions options) {
         if (!segment) {
             return segment.error();
         }
+        engine->groups.add_device();  // Before the device, which may lock its group.
         engine->devices.push_back(std::make_shared<SimDevice>(*engine, index, std::move(*segment)));
         engine->directory.add(*engine->devices.back());
     }

@@ -45,18 +45,19 @@ std::byte* host(std::uint64_t address) { return reinterpret_cast<std::byte*>(add
 
 ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
                                  std::uint64_t capacity_bytes, PoolOptions pools)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.mutex, engine.directory),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory),
       engine_(engine),
       index_(index),
       storage_(capacity_bytes),
-      memory_(storage_, order_, pools) {
+      memory_(storage_, order_, pools),
+      rng_(engine.options.seed ^ (std::uint64_t{index} * 0x9e3779b97f4a7c15ULL)) {
     memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
     streams_.push_back(ReferenceStream{{StreamId{1}, {}, 0}});
     set_stream_count(1);
 }
 
 Result<StreamId> ReferenceDevice::do_create_stream() {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (std::optional<Error> full = no_room_for_stream()) {
         return *full;
     }
@@ -67,7 +68,7 @@ Result<StreamId> ReferenceDevice::do_create_stream() {
 }
 
 Result<Handle> ReferenceDevice::do_allocate(std::uint64_t size_bytes, StreamId stream) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (std::optional<Error> injected = allocation_fault(size_bytes, memory_)) {
         return *injected;
     }
@@ -79,30 +80,32 @@ Result<Handle> ReferenceDevice::do_allocate(std::uint64_t size_bytes, StreamId s
                           size_bytes);
 }
 
+SettlePipeline& ReferenceDevice::pipeline() const { return engine_.groups.of(index_).pipeline; }
+
 Status ReferenceDevice::submit(const std::shared_ptr<ReferenceWork>& work,
                                const std::function<void()>& run) {
     if (faults_.loss_due()) {
         mark_lost("injected device loss");
     }
-    engine_.pipeline.enqueue(work);
+    pipeline().enqueue(work);
     if (std::optional<Error> gone = lost_) {
         work->report = Work::Report::Failed;  // D1.
         work->failure = *gone;
     } else if (!work->refused) {
-        const auto inputs = engine_.pipeline.examine(*work, [](const Work&) { return true; });
+        const auto inputs = pipeline().examine(*work, [](const Work&) { return true; });
         if (inputs == SettlePipeline::Inputs::Claimed) {
             work->report = Work::Report::NotRun;  // C9: skipped work writes nothing.
         } else {
             run();
         }
     }
-    engine_.pipeline.settle_ready();
+    pipeline().settle_ready();
     return {};
 }
 
 Status ReferenceDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                                  StreamId stream) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
@@ -121,7 +124,7 @@ Status ReferenceDevice::do_write(const BufferBinding& target, std::span<const st
 }
 
 Result<std::vector<std::byte>> ReferenceDevice::do_read(const BufferBinding& source) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     const ClaimKey keys[] = {source.claim_key()};
     if (Status readable = claims_.check(keys); !readable) {
         return readable.error();
@@ -131,7 +134,7 @@ Result<std::vector<std::byte>> ReferenceDevice::do_read(const BufferBinding& sou
 }
 
 Result<std::vector<std::byte>> ReferenceDevice::do_read_strided(const CopyDescriptor& source) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (Status readable = claims_.check(source.element_keys()); !readable) {
         return readable.error();
     }
@@ -141,7 +144,7 @@ Result<std::vector<std::byte>> ReferenceDevice::do_read_strided(const CopyDescri
 Result<Event> ReferenceDevice::do_read_async(const BufferBinding& source,
                                              std::span<std::byte> into, StreamId stream,
                                              std::shared_ptr<ReadBack> state) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
@@ -158,19 +161,19 @@ Result<Event> ReferenceDevice::do_read_async(const BufferBinding& source,
         }
         work->report = Work::Report::Landed;
     });
-    return Event{service_, stream, engine_.next_event++};  // Complete: its work is done.
+    return engine_.new_event(service_, stream);  // Complete: its work is done.
 }
 
 Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                                 StreamId stream) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
     auto work = std::make_shared<ReferenceWork>();
     work->device = index_;
     work->stream = stream;
-    if (Status targets = engine_.pipeline.add_copy_targets(source, target, *work); !targets) {
+    if (Status targets = pipeline().add_copy_targets(source, target, *work); !targets) {
         return targets;
     }
     const BufferBinding& from = source.buffer_binding();
@@ -186,12 +189,12 @@ Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBindin
 }
 
 Status ReferenceDevice::do_launch(LaunchRequest&& request) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     auto work = std::make_shared<ReferenceWork>();
     work->label = request.kernel;
     work->device = index_;
     work->stream = request.stream;
-    if (Status targets = engine_.pipeline.add_targets(request, *work); !targets) {
+    if (Status targets = pipeline().add_targets(request, *work); !targets) {
         return targets;
     }
     Result<ReferenceStream*> found = find_stream(streams_, request.stream);
@@ -203,12 +206,12 @@ Status ReferenceDevice::do_launch(LaunchRequest&& request) {
     }
     // Drawn for every launch enqueued, in program order, as on every backend.
     const std::optional<std::uint32_t> injected =
-        faults_.kernel_fault_due(request.kernel, engine_.rng);
+        faults_.kernel_fault_due(request.kernel, rng_);
     const bool registered = host_runnable(request);
     if (registered && request.config.runs_nothing()) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.
     }
-    engine_.pipeline.admit_launch(*work, request, registered, (*found)->capture);
+    pipeline().admit_launch(*work, request, registered, (*found)->capture);
     return submit(work, [&] { run_launches({&request}, {injected}, *work); });
 }
 
@@ -296,16 +299,16 @@ Result<NativeView> ReferenceDevice::do_native(const BufferBinding* binding, Stre
 }
 
 Result<Event> ReferenceDevice::do_record_event(StreamId stream) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
-    return Event{service_, stream, engine_.next_event++};  // Complete: its work is done.
+    return engine_.new_event(service_, stream);  // Complete: its work is done.
 }
 
 Status ReferenceDevice::do_wait_event(StreamId stream, const Event& event) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status known = check_event(event, engine_.next_event); !known) {
+    const GroupLock lock = lock_group();
+    if (Status known = check_event(event, engine_.next_event_sequence()); !known) {
         return known;
     }
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
@@ -317,20 +320,20 @@ Status ReferenceDevice::do_wait_event(StreamId stream, const Event& event) {
 // Work runs on the caller's thread as it is enqueued: every event is complete when recorded, and
 // every stream has run what it was given.
 Status ReferenceDevice::do_wait_host(const Event& event) {
-    std::lock_guard lock(engine_.mutex);
-    return check_event(event, engine_.next_event);
+    const GroupLock lock = lock_group();
+    return check_event(event, engine_.next_event_sequence());
 }
 
 Result<bool> ReferenceDevice::do_event_complete(const Event& event) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status known = check_event(event, engine_.next_event); !known) {
+    const GroupLock lock = lock_group();
+    if (Status known = check_event(event, engine_.next_event_sequence()); !known) {
         return known.error();
     }
     return true;
 }
 
 Status ReferenceDevice::do_sync_stream(StreamId stream) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
@@ -338,13 +341,13 @@ Status ReferenceDevice::do_sync_stream(StreamId stream) {
 }
 
 Status ReferenceDevice::do_sync() {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     memory_.sweep();
     return refuse_if_lost();
 }
 
 Status ReferenceDevice::do_sync(std::span<const ClaimKey> keys) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     memory_.sweep();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;
@@ -357,7 +360,7 @@ Status ReferenceDevice::do_settle_window(StreamId, const CaptureWindow&) {
 }
 
 Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     Result<ReferenceStream*> found = find_stream(streams_, stream);
     if (!found) {
         return found.error();
@@ -365,18 +368,18 @@ Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
     auto work = std::make_shared<ReferenceWork>();
     work->device = index_;
     work->stream = stream;
-    engine_.pipeline.add_replay_targets(graph, *work, (*found)->capture);
+    pipeline().add_replay_targets(graph, *work, (*found)->capture);
     std::vector<const LaunchRequest*> launches;
     std::vector<std::optional<std::uint32_t>> injected;
     for (const LaunchRequest& launch : graph.launches()) {
         launches.push_back(&launch);
-        injected.push_back(faults_.kernel_fault_due(launch.kernel, engine_.rng));
+        injected.push_back(faults_.kernel_fault_due(launch.kernel, rng_));
     }
     return submit(work, [&] { run_launches(launches, injected, *work); });
 }
 
 MemoryUsage ReferenceDevice::do_memory_usage() const {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     return memory_.usage();
 }
 

@@ -2,9 +2,12 @@
 
 // The reference backend's internals. A new backend starts from a copy of these two files: a
 // device derives from `DeviceServer` (service, claims, loss, grants, faults), records each unit of
-// work as a `Work` for the runtime's `SettlePipeline`, runs it its own way, reports how it ended,
-// and lets the pipeline settle. Everything a rule decides is decided there, not here.
+// work as a `Work` for its group's `SettlePipeline`, runs it its own way, reports how it ended,
+// and lets the pipeline settle. Everything a rule decides is decided there, not here. Devices
+// start apart, each in a group with a lock of its own (device_groups.hpp): threads driving
+// devices that share nothing never wait for each other.
 
+#include "tandem/core/device_groups.hpp"
 #include "tandem/core/device_server.hpp"
 #include "tandem/core/host_kernel_context.hpp"
 #include "tandem/core/reference_runtime.hpp"
@@ -12,6 +15,7 @@
 #include "tandem/core/storage.hpp"
 #include "tandem/core/stream_order.hpp"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -56,6 +60,8 @@ private:
                       const std::vector<std::optional<std::uint32_t>>& injected,
                       ReferenceWork& work);
     void run_kernel(const LaunchRequest& request, ReferenceWork& work);
+    /// The pipeline of the device's group; under the group's lock.
+    [[nodiscard]] SettlePipeline& pipeline() const;
     [[nodiscard]] std::vector<BoundResource> bind(const LaunchRequest& request) const;
 
     ReferenceEngine& engine_;
@@ -64,6 +70,9 @@ private:
     CompletedStreamOrder order_;  // Work is done when it is enqueued.
     MemoryManager memory_;
     std::deque<ReferenceStream> streams_;
+    /// Draws injected faults by probability: seeded from the runtime's seed and the device's
+    /// number, so a faulty run replays exactly, whichever groups the devices are in.
+    std::mt19937_64 rng_;
 };
 
 class ReferenceEngine final {
@@ -79,13 +88,24 @@ public:
 
     ReferenceOptions options;
     std::uint64_t runtime_id;
-    std::mt19937_64 rng;
-    detail::EngineMutex mutex;
     std::vector<std::shared_ptr<ReferenceDevice>> devices;
-    /// The devices as the pipeline reaches them.
+    /// The devices as the pipelines reach them.
     LocalDirectory directory{runtime_id};
-    SettlePipeline pipeline{directory};
-    std::uint64_t next_event = 1;
+    /// Each device's group: its lock and its pipeline. Work settles as it is enqueued, so a
+    /// group's `settle_all` has nothing to wait for.
+    DeviceGroups groups{DeviceGroups::Placement::Apart,
+                        [this] { return std::make_unique<DeviceGroup>(directory); }};
+    /// A new event of `device` on `stream`, complete at once as all work is.
+    Event new_event(ServiceId device, StreamId stream) {
+        return Event{device, stream, next_event_.fetch_add(1, std::memory_order_relaxed)};
+    }
+    /// The sequence the next event gets: every event recorded so far has a lower one.
+    [[nodiscard]] std::uint64_t next_event_sequence() const {
+        return next_event_.load(std::memory_order_relaxed);
+    }
+
+private:
+    std::atomic<std::uint64_t> next_event_{1};
 };
 
 }  // namespace tandem::reference

@@ -6,8 +6,7 @@ namespace tandem::reference {
 
 ReferenceEngine::ReferenceEngine(ReferenceOptions reference_options)
     : options(reference_options),
-      runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)),
-      rng(reference_options.seed) {}
+      runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)) {}
 
 Result<std::shared_ptr<ReferenceRuntime>> ReferenceRuntime::create(ReferenceOptions options) {
     if (options.devices == 0 || options.devices > ReferenceOptions::max_devices) {
@@ -21,6 +20,7 @@ Result<std::shared_ptr<ReferenceRuntime>> ReferenceRuntime::create(ReferenceOpti
     }
     auto engine = std::make_unique<ReferenceEngine>(options);
     for (std::uint32_t index = 0; index < options.devices; ++index) {
+        engine->groups.add_device();  // Before the device, which may lock its group.
         engine->devices.push_back(std::make_shared<ReferenceDevice>(
             *engine, index, options.capacity_bytes, options.pools));
         engine->directory.add(*engine->devices.back());
@@ -44,13 +44,14 @@ std::uint64_t ReferenceRuntime::runtime_id() const { return engine_->runtime_id;
 Status ReferenceRuntime::sync_all() { return sync_every_device(*this); }
 
 bool ReferenceRuntime::drained() const {
-    std::lock_guard lock(engine_->mutex);
     for (const auto& device : engine_->devices) {
-        if (!device->claims().drained() || device->memory().live_count() != 0) {
+        const GroupLock lock = device->lock_group();
+        if (!device->claims().drained() || device->memory().live_count() != 0 ||
+            !lock.group().pipeline.empty()) {
             return false;
         }
     }
-    return engine_->pipeline.empty();
+    return true;
 }
 
 }  // namespace tandem::reference

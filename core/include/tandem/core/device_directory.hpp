@@ -75,8 +75,9 @@ public:
 };
 
 /// The devices of one runtime in this process. Each answer comes from the owner's own state: its
-/// claim store, under that store's lock, and its loss and grants, which the backend's engine
-/// changes under its lock (held by every caller of the pipeline).
+/// claim store, under that store's lock; its grants, changed under the lock of the owner's group,
+/// which every caller of the group's pipeline holds (work names only owners of its own group,
+/// device_groups.hpp); and its loss, set once and readable without a lock.
 class LocalDirectory final : public DeviceDirectory {
 public:
     /// The directory of the runtime `runtime_id`, with no device yet.

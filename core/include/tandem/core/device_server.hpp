@@ -3,12 +3,12 @@
 // What every backend's device keeps and answers the same way, whatever runs its work: its service
 // id, its claim store, whether it is lost (D1), which peers it granted access to its shared
 // memory, and the faults injected into it. A backend derives from it and implements the calls
-// that touch its streams and memory; the calls here take the lock of the backend's engine, which
-// serialises a device's state.
+// that touch its streams and memory; the calls here take the lock of the device's group
+// (device_groups.hpp), which serialises the state of the devices in it.
 
 #include "tandem/core/claim_store.hpp"
-#include "tandem/core/detail/engine_mutex.hpp"
 #include "tandem/core/device_directory.hpp"
+#include "tandem/core/device_groups.hpp"
 #include "tandem/core/device_stream.hpp"
 #include "tandem/core/fault_plan.hpp"
 #include "tandem/core/memory_manager.hpp"
@@ -44,12 +44,12 @@ public:
     Status inject(const Fault& fault) final;
     /// Lets kernels on `accessor` bind this device's shared memory (P7): `PeerUnreachable` for a
     /// device the runtime does not reach, or one the backend does not admit (`do_admit_peer`:
-    /// GPUs that cannot reach each other).
+    /// GPUs that cannot reach each other). Joins the two devices' groups first.
     Status grant_peer_access(ServiceId accessor) final;
     /// Whether kernels on `accessor` may bind this device's shared memory: always for the device
     /// itself, otherwise once granted (or when the backend grants every peer).
     [[nodiscard]] bool peer_access_granted(ServiceId accessor) const final;
-    /// `peer_access_granted` for a caller that holds the engine's lock.
+    /// `peer_access_granted` for a caller that holds the group's lock.
     [[nodiscard]] bool granted_locked(ServiceId accessor) const {
         return accessor == service_ || granted_.contains(accessor) || do_grants_all_peers();
     }
@@ -58,10 +58,12 @@ public:
     [[nodiscard]] ClaimStore& claims() { return claims_; }
     /// The device's claims and failure graph, read only.
     [[nodiscard]] const ClaimStore& claims() const { return claims_; }
-    /// Whether the device is lost; under the engine's lock.
+    /// Whether the device is lost; under the group's lock.
     [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
-    /// The device's loss (D1), if lost; under the engine's lock.
+    /// The device's loss (D1), if lost; under the group's lock.
     [[nodiscard]] const std::optional<Error>& lost_locked() const { return lost_; }
+    /// Takes the lock of the device's group, and holds it for the life of the result.
+    [[nodiscard]] GroupLock lock_group() const { return GroupLock(groups_, service_.device_index); }
 
 protected:
     [[nodiscard]] bool maybe_lost() const final {
@@ -87,11 +89,12 @@ protected:
     }
 
 protected:
-    /// `directory` reaches the runtime's devices (this one too); `engine_mutex` serialises the
-    /// backend's state.
-    DeviceServer(ServiceId service, detail::EngineMutex& engine_mutex,
-                 const DeviceDirectory& directory)
-        : service_(service), claims_(service), directory_(directory), engine_mutex_(engine_mutex) {}
+    /// `directory` reaches the runtime's devices (this one too); `groups` places them in the
+    /// groups whose locks serialise the backend's state.
+    DeviceServer(ServiceId service, DeviceGroups& groups, const DeviceDirectory& directory)
+        : service_(service), claims_(service), directory_(directory), groups_(groups) {}
+    /// Joins this device's group with `other`'s, a device of the runtime (`DeviceGroups::join`).
+    void do_reach(ServiceId other) final;
 
     /// A handle of `memory` on the default stream, whose release sink forgets its claims and calls
     /// `memory.release` when the last reference goes; the backend checks the memory first
@@ -104,7 +107,7 @@ protected:
     /// (`do_make_graph`).
     Result<CaptureGraph> do_end_capture(StreamId stream) final;
 
-    // Hooks: what differs between backends, called under the engine's lock.
+    // Hooks: what differs between backends, called under the group's lock.
     /// An injected loss with no delay: learn what can be learned of pending work, then lose the
     /// device.
     virtual void do_lose_now() = 0;
@@ -134,10 +137,10 @@ protected:
     /// What a backend shows to build handles and capture graphs.
     static RuntimeKey key() { return RuntimeKey{}; }
     /// The device's loss, for a call that must not run on a lost device; success otherwise.
-    /// Under the engine's lock.
+    /// Under the group's lock.
     [[nodiscard]] Status refuse_if_lost() const;
     /// Marks the device lost with `reason` (D1); true if this call lost it, false if it already
-    /// was. Under the engine's lock.
+    /// was. Under the group's lock.
     bool mark_lost(const std::string& reason);
     /// The stream `id` among `streams`, or InvalidArgument naming it and this device.
     template <typename Stream>
@@ -165,7 +168,7 @@ protected:
     }
     /// The injected allocation failure due for an allocation of `size_bytes`, if one is (drawn
     /// here, after the Server's checks, so only an allocation that passed them counts). Under the
-    /// engine's lock.
+    /// group's lock.
     [[nodiscard]] std::optional<Error> allocation_fault(std::uint64_t size_bytes,
                                                         const MemoryManager& memory) {
         return faults_.allocation_fault_due(size_bytes, memory);
@@ -183,13 +186,14 @@ protected:
     const DeviceDirectory& directory_;
     /// The devices whose kernels may read this device's shared memory.
     std::set<ServiceId> granted_;
-    /// Why the device is lost, once it is (D1); under the engine's lock.
+    /// Why the device is lost, once it is (D1): set once, under the group's lock, and never
+    /// changed after; readable without the lock once `lost_flag_` is seen set.
     std::optional<Error> lost_;
     /// The faults injected into this device, and when each is due.
     FaultPlan faults_;
 
 private:
-    detail::EngineMutex& engine_mutex_;
+    DeviceGroups& groups_;
     /// `lost_` is set, readable without the lock.
     std::atomic<bool> lost_flag_{false};
     std::atomic<std::uint64_t> stream_count_{0};

@@ -285,6 +285,10 @@ private:
     virtual Status do_copy(const KernelResource& source, const BufferBinding& target,
                            StreamId stream) = 0;
     virtual Status do_launch(LaunchRequest&& request) = 0;
+    /// The call about to be made involves `other` (the owner of shared memory it binds or copies,
+    /// the recorder of an event it waits on), which may be this device or a device of no runtime
+    /// of this one: a backend that locks devices apart puts them together first.
+    virtual void do_reach(ServiceId other) = 0;
     virtual Result<Event> do_record_event(StreamId stream) = 0;
     virtual Status do_wait_event(StreamId stream, const Event& event) = 0;
     virtual Status do_wait_host(const Event& event) = 0;

@@ -26,6 +26,7 @@
 #include "tandem/core/detail/id_table.hpp"
 #include "tandem/core/work.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -188,6 +189,11 @@ public:
     [[nodiscard]] std::size_t size() const { return unsettled_; }
     /// The `sequence` the next enqueued work gets: every work enqueued so far has a lower one.
     [[nodiscard]] std::uint64_t next_sequence() const { return next_sequence_; }
+    /// Goes on from `other`'s sequences, both pipelines empty (a join of device groups): the next
+    /// sequence handed out is above every one either gave.
+    void continue_after(const SettlePipeline& other) {
+        next_sequence_ = std::max(next_sequence_, other.next_sequence_);
+    }
     /// Calls `visit(work)` for the unsettled work, oldest first, for a backend to fill in reports.
     template <typename Visit>
     void for_each_pending(Visit&& visit) const {

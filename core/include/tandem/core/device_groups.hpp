@@ -1,0 +1,139 @@
+#pragma once
+
+// Devices in groups, each group with one lock and one settle pipeline: the unit of locking.
+//
+// Work meets another device only through that device's memory (a peer binding, a peer copy) or
+// its events, so devices that never touched each other never order work across one another and
+// need no common lock or sequence. A backend that places its devices `Apart` starts each in a
+// group of its own; the first call that involves two devices (a grant, a launch binding a peer's
+// shared memory, a copy from it, a wait on a peer's event) joins their groups for good, once both
+// are settled. Threads that drive devices which share nothing then never meet on a lock.
+//
+// A caller locks its device's group with `GroupLock`, which checks, once it holds the lock, that
+// the group is still the device's (a join may have moved the device meanwhile) and tries again if
+// not. A join holds both groups' locks, so a device's group does not change while its lock is
+// held. Groups are never destroyed before the `DeviceGroups`: a thread still waiting for a group a
+// join emptied finds it no longer its device's and moves on.
+//
+// A backend whose devices all share one schedule (the simulator's deterministic scheduler) places
+// them `Together`: one group from the start, and a join is a no-op.
+
+#include "tandem/core/detail/engine_mutex.hpp"
+#include "tandem/core/settle_pipeline.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace tandem {
+
+class DeviceDirectory;
+
+/// What the devices of one group share: the lock every call on one of them holds, and the settle
+/// pipeline of their work. A backend derives from it to keep more per group.
+class DeviceGroup {
+public:
+    explicit DeviceGroup(DeviceDirectory& directory) : pipeline(directory) {}
+    virtual ~DeviceGroup() = default;
+    DeviceGroup(const DeviceGroup&) = delete;
+    DeviceGroup& operator=(const DeviceGroup&) = delete;
+
+    /// Held by every call on a device of the group.
+    detail::EngineMutex mutex;
+    /// The group's work, in enqueue order, from enqueue until settled.
+    SettlePipeline pipeline;
+
+    /// Learns the outcome of all the group's work and settles it, holding the lock throughout (a
+    /// join calls it with both groups locked). A backend whose work settles as it is enqueued
+    /// has nothing to wait for.
+    virtual void settle_all() { pipeline.settle_ready(); }
+    /// Takes over what `other`, whose devices join this group, keeps beyond its settled pipeline.
+    virtual void absorb(DeviceGroup& /*other*/) {}
+
+private:
+    friend class DeviceGroups;
+    /// The group's place in the lock order: groups are locked together in increasing order.
+    std::size_t order_ = 0;
+    /// The devices in the group.
+    std::vector<std::uint32_t> members_;
+};
+
+/// Which group each device of a runtime is in, and the joins that merge them.
+class DeviceGroups {
+public:
+    /// Where devices start.
+    enum class Placement : std::uint8_t {
+        /// Each in a group of its own, joined on the first call that involves two of them.
+        Apart,
+        /// All in one group, for good.
+        Together,
+    };
+    using MakeGroup = std::function<std::unique_ptr<DeviceGroup>()>;
+
+    DeviceGroups(Placement placement, MakeGroup make);
+    DeviceGroups(const DeviceGroups&) = delete;
+    DeviceGroups& operator=(const DeviceGroups&) = delete;
+
+    /// Adds the runtime's next device (numbered in the order of `add_device`); before any lookup.
+    void add_device();
+    /// The group of `device` now; it stays so while its lock is held.
+    [[nodiscard]] DeviceGroup& of(std::uint32_t device) const {
+        return *devices_[device].load(std::memory_order_acquire);
+    }
+    /// Whether `first` and `second` are in one group.
+    [[nodiscard]] bool together(std::uint32_t first, std::uint32_t second) const {
+        return &of(first) == &of(second);
+    }
+    /// Puts `first` and `second` in one group, waiting for and settling the work of both groups
+    /// first (`DeviceGroup::settle_all`). The calling thread holds no group's lock.
+    void join(std::uint32_t first, std::uint32_t second);
+    /// How many groups hold devices now. Takes the join lock: not for a holder of a group's lock.
+    [[nodiscard]] std::size_t count() const;
+    /// The one group of a `Together` placement.
+    [[nodiscard]] DeviceGroup& shared() const { return *groups_.front(); }
+
+private:
+    /// A new group, last in the lock order.
+    DeviceGroup& make_group();
+
+    Placement placement_;
+    MakeGroup make_;
+    /// Every group made, emptied ones too: a thread may still be about to lock one.
+    std::deque<std::unique_ptr<DeviceGroup>> groups_;
+    /// Each device's group.
+    std::deque<std::atomic<DeviceGroup*>> devices_;
+    /// One join at a time: groups change only under it.
+    mutable std::mutex join_mutex_;
+};
+
+/// Holds the lock of a device's group (`DeviceGroup::mutex`), taken with a check that the group is
+/// still the device's once held.
+class GroupLock {
+public:
+    GroupLock(const DeviceGroups& groups, std::uint32_t device) : group_(&groups.of(device)) {
+        for (;;) {
+            group_->mutex.lock();
+            DeviceGroup* now = &groups.of(device);
+            if (now == group_) [[likely]] {
+                return;
+            }
+            group_->mutex.unlock();
+            group_ = now;
+        }
+    }
+    ~GroupLock() { group_->mutex.unlock(); }
+    GroupLock(const GroupLock&) = delete;
+    GroupLock& operator=(const GroupLock&) = delete;
+
+    /// The group locked.
+    [[nodiscard]] DeviceGroup& group() const { return *group_; }
+
+private:
+    DeviceGroup* group_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,66 @@
+#include "tandem/core/device_groups.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <utility>
+
+namespace tandem {
+
+DeviceGroups::DeviceGroups(Placement placement, MakeGroup make)
+    : placement_(placement), make_(std::move(make)) {
+    if (placement_ == Placement::Together) {
+        (void)make_group();
+    }
+}
+
+DeviceGroup& DeviceGroups::make_group() {
+    groups_.push_back(make_());
+    groups_.back()->order_ = groups_.size() - 1;
+    return *groups_.back();
+}
+
+void DeviceGroups::add_device() {
+    std::lock_guard serial(join_mutex_);
+    const auto device = static_cast<std::uint32_t>(devices_.size());
+    DeviceGroup& group = placement_ == Placement::Together ? shared() : make_group();
+    group.members_.push_back(device);
+    devices_.emplace_back(&group);
+}
+
+std::size_t DeviceGroups::count() const {
+    std::lock_guard serial(join_mutex_);
+    return static_cast<std::size_t>(std::count_if(
+        groups_.begin(), groups_.end(),
+        [](const std::unique_ptr<DeviceGroup>& group) { return !group->members_.empty(); }));
+}
+
+void DeviceGroups::join(std::uint32_t first, std::uint32_t second) {
+    std::lock_guard serial(join_mutex_);
+    DeviceGroup* one = &of(first);
+    DeviceGroup* other = &of(second);
+    if (one == other) {
+        return;
+    }
+    // The larger group stays, so the fewest devices move; both are locked in the lock order.
+    if (one->members_.size() < other->members_.size()) {
+        std::swap(one, other);
+    }
+    DeviceGroup& low = one->order_ < other->order_ ? *one : *other;
+    DeviceGroup& high = &low == one ? *other : *one;
+    std::lock_guard low_lock(low.mutex);
+    std::lock_guard high_lock(high.mutex);
+    // Both settled, the joined pipeline starts empty: no work of one group waits on the other's,
+    // and the sequences the stayer hands out next are above every sequence either gave.
+    one->settle_all();
+    other->settle_all();
+    assert(one->pipeline.empty() && other->pipeline.empty());
+    one->pipeline.continue_after(other->pipeline);
+    one->absorb(*other);
+    for (std::uint32_t device : other->members_) {
+        one->members_.push_back(device);
+        devices_[device].store(one, std::memory_order_release);
+    }
+    other->members_.clear();
+}
+
+}  // namespace tandem
