@@ -37,6 +37,7 @@ class DeviceDirectory;
 /// pipeline of their work. A backend derives from it to keep more per group.
 class DeviceGroup {
 public:
+    /// A group whose pipeline reaches the runtime's devices through `directory`.
     explicit DeviceGroup(DeviceDirectory& directory) : pipeline(directory) {}
     virtual ~DeviceGroup() = default;
     DeviceGroup(const DeviceGroup&) = delete;
@@ -72,8 +73,10 @@ public:
         /// All in one group, for good.
         Together,
     };
+    /// Makes a backend's group, empty.
     using MakeGroup = std::function<std::unique_ptr<DeviceGroup>()>;
 
+    /// No device yet; groups are made by `make`, placed by `placement`.
     DeviceGroups(Placement placement, MakeGroup make);
     DeviceGroups(const DeviceGroups&) = delete;
     DeviceGroups& operator=(const DeviceGroups&) = delete;
@@ -114,6 +117,7 @@ private:
 /// still the device's once held.
 class GroupLock {
 public:
+    /// Locks the group of `device` among `groups`.
     GroupLock(const DeviceGroups& groups, std::uint32_t device) : group_(&groups.of(device)) {
         for (;;) {
             group_->mutex.lock();
