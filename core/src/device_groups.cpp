@@ -1,7 +1,8 @@
 #include "tandem/core/device_groups.hpp"
 
 #include <algorithm>
-#include <cassert>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 namespace tandem {
@@ -47,20 +48,30 @@ void DeviceGroups::join(std::uint32_t first, std::uint32_t second) {
     }
     DeviceGroup& low = one->order_ < other->order_ ? *one : *other;
     DeviceGroup& high = &low == one ? *other : *one;
-    std::lock_guard low_lock(low.mutex);
-    std::lock_guard high_lock(high.mutex);
-    // Both settled, the joined pipeline starts empty: no work of one group waits on the other's,
-    // and the sequences the stayer hands out next are above every sequence either gave.
-    one->settle_all();
-    other->settle_all();
-    assert(one->pipeline.empty() && other->pipeline.empty());
-    one->pipeline.continue_after(other->pipeline);
-    one->absorb(*other);
-    for (std::uint32_t device : other->members_) {
-        one->members_.push_back(device);
-        devices_[device].store(one, std::memory_order_release);
+    for (;;) {
+        low.mutex.lock();
+        high.mutex.lock();
+        if (low.released_ == 0 && high.released_ == 0) {
+            break;
+        }
+        // A holder waits for the GPU with its lock let go, and comes back to its group's state.
+        high.mutex.unlock();
+        low.mutex.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    other->members_.clear();
+    merge(*one, *other);
+    high.mutex.unlock();
+    low.mutex.unlock();
+}
+
+void DeviceGroups::merge(DeviceGroup& stayer, DeviceGroup& leaver) {
+    const MovedSequences moved = stayer.pipeline.absorb(leaver.pipeline);
+    stayer.absorb(leaver, moved);
+    for (std::uint32_t device : leaver.members_) {
+        stayer.members_.push_back(device);
+        devices_[device].store(&stayer, std::memory_order_release);
+    }
+    leaver.members_.clear();
 }
 
 }  // namespace tandem

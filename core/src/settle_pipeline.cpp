@@ -155,6 +155,46 @@ void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
     ++unsettled_;
 }
 
+std::vector<std::shared_ptr<Work>> SettlePipeline::release_unsettled() {
+    std::vector<std::shared_ptr<Work>> released;
+    released.reserve(unsettled_);
+    for (std::size_t index = 0; index < count_; ++index) {
+        std::shared_ptr<Work>& slot = ring_[(head_ + index) & (ring_.size() - 1)];
+        if (!slot) {
+            continue;  // Settled past older work.
+        }
+        for (const Target& output : slot->outputs) {
+            if (Writers* list = writers_.find(output.key.memory.value)) {
+                if (spare_lists_.size() < spare_lists_max) {
+                    list->works.clear();
+                    spare_lists_.push_back(std::move(list->works));
+                }
+                writers_.erase(output.key.memory.value);
+            }
+        }
+        if (slot->window) {
+            --slot->window->unsettled;  // Counted again where it is enqueued next.
+        }
+        released.push_back(std::move(slot));
+    }
+    head_ = 0;
+    count_ = 0;
+    unsettled_ = 0;
+    std::fill(unsettled_per_device_.begin(), unsettled_per_device_.end(), 0);
+    return released;
+}
+
+MovedSequences SettlePipeline::absorb(SettlePipeline& other) {
+    MovedSequences moved;
+    for (std::shared_ptr<Work>& work : other.release_unsettled()) {
+        const std::uint64_t before = work->sequence;
+        enqueue(std::move(work));
+        moved.sequences.emplace_back(before, next_sequence_ - 1);
+    }
+    moved.next = next_sequence_;
+    return moved;
+}
+
 void SettlePipeline::grow() {
     std::vector<std::shared_ptr<Work>> larger(ring_.empty() ? 64 : ring_.size() * 2);
     for (std::size_t index = 0; index < count_; ++index) {

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -23,20 +25,25 @@ public:
     mutable ClaimStore store{ServiceId{7, 0}};
 };
 
-/// A group that counts what a join asks of it.
+/// A group that records what a join hands it.
 class CountingGroup final : public DeviceGroup {
 public:
     explicit CountingGroup(DeviceDirectory& directory) : DeviceGroup(directory) {}
-    void settle_all() override {
-        ++settled;
-        DeviceGroup::settle_all();
-    }
-    void absorb(DeviceGroup& other) override {
+    void absorb(DeviceGroup& other, const MovedSequences& moved) override {
         absorbed += 1 + static_cast<CountingGroup&>(other).absorbed;
+        last_moved = moved;
     }
-    int settled = 0;
     int absorbed = 0;
+    MovedSequences last_moved;
 };
+
+/// Work of `device` writing `size` bytes of `memory`, not ended yet.
+std::shared_ptr<Work> pending_write(std::uint32_t device, MemoryId memory, std::uint64_t size) {
+    auto work = std::make_shared<Work>();
+    work->device = device;
+    work->outputs.push_back(Target{ServiceId{7, device}, ClaimKey{memory, {0, size}}, {}});
+    return work;
+}
 
 class DeviceGroupsTest : public ::testing::Test {
 protected:
@@ -65,17 +72,15 @@ TEST_F(DeviceGroupsTest, devices_placed_together_share_one_group_and_a_join_chan
     EXPECT_TRUE(groups->together(0, 2));
     groups->join(0, 2);
     EXPECT_EQ(&groups->of(1), &groups->shared());
-    EXPECT_EQ(static_cast<CountingGroup&>(groups->shared()).settled, 0)
-        << "a join within one group waits for nothing";
+    EXPECT_EQ(static_cast<CountingGroup&>(groups->shared()).absorbed, 0);
 }
 
-TEST_F(DeviceGroupsTest, a_join_settles_both_groups_and_is_for_good) {
+TEST_F(DeviceGroupsTest, a_join_is_for_good_and_the_larger_group_stays) {
     auto groups = make(DeviceGroups::Placement::Apart, 4);
-    auto& first = static_cast<CountingGroup&>(groups->of(0));
-    auto& second = static_cast<CountingGroup&>(groups->of(1));
+    DeviceGroup* first = &groups->of(0);
     groups->join(0, 1);
     EXPECT_TRUE(groups->together(0, 1));
-    EXPECT_EQ(first.settled + second.settled, 2) << "each group settles once before a join";
+    EXPECT_EQ(&groups->of(1), first) << "with groups of one device each, the first stays";
     EXPECT_EQ(groups->count(), 3u);
     groups->join(2, 3);
     groups->join(3, 0);  // Joins the two joined groups: all four together, transitively.
@@ -83,22 +88,76 @@ TEST_F(DeviceGroupsTest, a_join_settles_both_groups_and_is_for_good) {
     for (std::uint32_t device = 1; device < 4; ++device) {
         EXPECT_TRUE(groups->together(0, device)) << "device " << device;
     }
-    const auto& stayer = static_cast<const CountingGroup&>(groups->of(0));
-    EXPECT_EQ(stayer.absorbed, 3) << "every group that joined was absorbed once";
+    EXPECT_EQ(static_cast<const CountingGroup&>(groups->of(0)).absorbed, 3)
+        << "every group that joined was absorbed once";
 }
 
-TEST_F(DeviceGroupsTest, a_joined_pipeline_hands_out_sequences_above_both_groups) {
+// A join waits for no work: the joining group's unsettled work moves behind the stayer's, in
+// its order, with new sequences the backend can translate its own records by.
+TEST_F(DeviceGroupsTest, a_join_moves_unsettled_work_behind_the_stayers_in_its_order) {
     auto groups = make(DeviceGroups::Placement::Apart, 2);
-    SettlePipeline& small = groups->of(1).pipeline;
-    for (int work = 0; work < 5; ++work) {
-        auto settled = std::make_shared<Work>();
-        settled->report = Work::Report::Landed;
-        small.enqueue(settled);
+    const MemoryId stayer_memory = MemoryId::next();
+    const MemoryId leaver_memory = MemoryId::next();
+    SettlePipeline& stayer = groups->of(0).pipeline;
+    SettlePipeline& leaver = groups->of(1).pipeline;
+    const std::vector<std::shared_ptr<Work>> works = {
+        pending_write(0, stayer_memory, 8), pending_write(0, stayer_memory, 8),
+        pending_write(1, leaver_memory, 16), pending_write(1, leaver_memory, 16)};
+    auto landed = pending_write(1, MemoryId::next(), 4);
+    landed->report = Work::Report::Landed;
+    leaver.enqueue(landed);
+    leaver.settle_ready();  // Settled before the join: not moved.
+    for (const auto& work : works) {
+        (work->device == 0 ? stayer : leaver).enqueue(work);
     }
-    small.settle_ready();
-    const std::uint64_t above = small.next_sequence();
+    const std::uint64_t leaver_last = works[3]->sequence;  // As a backend would keep one.
     groups->join(0, 1);
-    EXPECT_GE(groups->of(0).pipeline.next_sequence(), above);
+    EXPECT_TRUE(leaver.empty());
+    EXPECT_EQ(stayer.size(), 4u);
+    std::vector<const Work*> order;
+    stayer.for_each_pending([&](const Work& work) { order.push_back(&work); });
+    ASSERT_EQ(order.size(), 4u);
+    for (std::size_t index = 0; index < 4; ++index) {
+        EXPECT_EQ(order[index], works[index].get()) << "position " << index;
+    }
+    const ClaimKey leaver_key{leaver_memory, {0, 16}};
+    EXPECT_TRUE(stayer.writes_unsettled(ServiceId{7, 1}, std::span(&leaver_key, 1)));
+    const MovedSequences& moved = static_cast<const CountingGroup&>(groups->of(0)).last_moved;
+    EXPECT_EQ(moved.translate(leaver_last), works[3]->sequence);
+    EXPECT_EQ(moved.translate(leaver_last + 1), stayer.next_sequence());
+    for (const auto& work : works) {
+        work->report = Work::Report::Landed;
+    }
+    stayer.settle_ready();
+    EXPECT_TRUE(stayer.empty());
+    EXPECT_FALSE(stayer.writes_unsettled(ServiceId{7, 1}, std::span(&leaver_key, 1)));
+    EXPECT_EQ(stayer.check_invariants(), std::nullopt);
+}
+
+// A holder waiting for the GPU with its group's lock let go comes back to its group's state:
+// no join moves the group meanwhile.
+TEST_F(DeviceGroupsTest, a_join_waits_for_a_wait_with_the_lock_let_go) {
+    auto groups = make(DeviceGroups::Placement::Apart, 2);
+    std::promise<void> waiting;
+    std::promise<void> finish;
+    std::thread waiter([&, done = finish.get_future()] {
+        const GroupLock lock(*groups, 1);
+        const DeviceGroup::Released released(lock.group());
+        waiting.set_value();
+        done.wait();
+    });
+    waiting.get_future().wait();
+    std::atomic<bool> joined{false};
+    std::thread joiner([&] {
+        groups->join(0, 1);
+        joined = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(joined.load()) << "the join moved a group while a holder waited with it let go";
+    finish.set_value();
+    waiter.join();
+    joiner.join();
+    EXPECT_TRUE(groups->together(0, 1));
 }
 
 TEST_F(DeviceGroupsTest, a_group_lock_follows_its_device_into_the_group_it_joined) {

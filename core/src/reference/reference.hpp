@@ -91,8 +91,8 @@ public:
     std::vector<std::shared_ptr<ReferenceDevice>> devices;
     /// The devices as the pipelines reach them.
     LocalDirectory directory{runtime_id};
-    /// Each device's group: its lock and its pipeline. Work settles as it is enqueued, so a
-    /// group's `settle_all` has nothing to wait for.
+    /// Each device's group: its lock and its pipeline (work settles as it is enqueued, so a join
+    /// finds nothing unsettled to move).
     DeviceGroups groups{DeviceGroups::Placement::Apart,
                         [this] { return std::make_unique<DeviceGroup>(directory); }};
     /// A new event of `device` on `stream`, complete at once as all work is.

@@ -6,8 +6,11 @@
 // its events, so devices that never touched each other never order work across one another and
 // need no common lock or sequence. A backend that places its devices `Apart` starts each in a
 // group of its own; the first call that involves two devices (a grant, a launch binding a peer's
-// shared memory, a copy from it, a wait on a peer's event) joins their groups for good, once both
-// are settled. Threads that drive devices which share nothing then never meet on a lock.
+// shared memory, a copy from it, a wait on a peer's event) joins their groups for good. The
+// joining group's unsettled work moves behind the other's, in its order: the two touched no
+// memory in common, so any interleaving settles to the same claims, and a join waits for no GPU
+// (a persistent kernel still running on either side is no reason to block). Threads that drive
+// devices which share nothing never meet on a lock.
 //
 // A caller locks its device's group with `GroupLock`, which checks, once it holds the lock, that
 // the group is still the device's (a join may have moved the device meanwhile) and tries again if
@@ -48,12 +51,32 @@ public:
     /// The group's work, in enqueue order, from enqueue until settled.
     SettlePipeline pipeline;
 
-    /// Learns the outcome of all the group's work and settles it, holding the lock throughout (a
-    /// join calls it with both groups locked). A backend whose work settles as it is enqueued
-    /// has nothing to wait for.
-    virtual void settle_all() { pipeline.settle_ready(); }
-    /// Takes over what `other`, whose devices join this group, keeps beyond its settled pipeline.
-    virtual void absorb(DeviceGroup& /*other*/) {}
+    /// Takes over what `other`, whose devices join this group, keeps beside its pipeline, whose
+    /// work already moved here (`moved` says where); both groups locked, no wait of either on.
+    virtual void absorb(DeviceGroup& /*other*/, const MovedSequences& /*moved*/) {}
+
+    /// The devices in the group; under its lock.
+    [[nodiscard]] const std::vector<std::uint32_t>& members() const { return members_; }
+
+    /// Lets go of the group's lock for its life, for a holder that holds it once and waits for
+    /// the GPU meanwhile, and takes it again when it ends. No join moves the group's devices
+    /// while such a wait is on: the holder goes on with the group's state when it comes back.
+    class Released {
+    public:
+        explicit Released(DeviceGroup& group) : group_(group) {
+            ++group_.released_;
+            group_.mutex.unlock();
+        }
+        ~Released() {
+            group_.mutex.lock();
+            --group_.released_;
+        }
+        Released(const Released&) = delete;
+        Released& operator=(const Released&) = delete;
+
+    private:
+        DeviceGroup& group_;
+    };
 
 private:
     friend class DeviceGroups;
@@ -61,6 +84,8 @@ private:
     std::size_t order_ = 0;
     /// The devices in the group.
     std::vector<std::uint32_t> members_;
+    /// Holders in a wait with the lock let go (`Released`); under the lock.
+    int released_ = 0;
 };
 
 /// Which group each device of a runtime is in, and the joins that merge them.
@@ -91,8 +116,10 @@ public:
     [[nodiscard]] bool together(std::uint32_t first, std::uint32_t second) const {
         return &of(first) == &of(second);
     }
-    /// Puts `first` and `second` in one group, waiting for and settling the work of both groups
-    /// first (`DeviceGroup::settle_all`). The calling thread holds no group's lock.
+    /// Puts `first` and `second` in one group: the smaller group's devices and unsettled work
+    /// move into the larger (`SettlePipeline::absorb`, `DeviceGroup::absorb`). It waits for the
+    /// waits with a lock let go to end (`DeviceGroup::Released`), and for nothing else. The
+    /// calling thread holds no group's lock.
     void join(std::uint32_t first, std::uint32_t second);
     /// How many groups hold devices now. Takes the join lock: not for a holder of a group's lock.
     [[nodiscard]] std::size_t count() const;
@@ -102,6 +129,8 @@ public:
 private:
     /// A new group, last in the lock order.
     DeviceGroup& make_group();
+    /// Moves `leaver`'s devices and work into `stayer`; both locked.
+    void merge(DeviceGroup& stayer, DeviceGroup& leaver);
 
     Placement placement_;
     MakeGroup make_;
@@ -114,13 +143,21 @@ private:
 };
 
 /// Holds the lock of a device's group (`DeviceGroup::mutex`), taken with a check that the group is
-/// still the device's once held.
+/// still the device's once held. `ToIssue` takes it as `EngineMutex::lock_to_issue` does.
 class GroupLock {
 public:
+    /// How the lock is taken.
+    enum class Mode : std::uint8_t { Wait, ToIssue };
+
     /// Locks the group of `device` among `groups`.
-    GroupLock(const DeviceGroups& groups, std::uint32_t device) : group_(&groups.of(device)) {
+    GroupLock(const DeviceGroups& groups, std::uint32_t device, Mode mode = Mode::Wait)
+        : group_(&groups.of(device)) {
         for (;;) {
-            group_->mutex.lock();
+            if (mode == Mode::Wait) {
+                group_->mutex.lock();
+            } else {
+                group_->mutex.lock_to_issue();
+            }
             DeviceGroup* now = &groups.of(device);
             if (now == group_) [[likely]] {
                 return;

@@ -26,16 +26,36 @@
 #include "tandem/core/detail/id_table.hpp"
 #include "tandem/core/work.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tandem {
+
+/// Where the work one pipeline handed to another (`SettlePipeline::absorb`) stands in its new
+/// pipeline.
+struct MovedSequences {
+    /// Each moved work's sequence in the old pipeline and in the new one, oldest first.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> sequences;
+    /// The new pipeline's next sequence once the work moved.
+    std::uint64_t next = 0;
+
+    /// The sequence in the new pipeline that stands for `before` of the old one: every moved work
+    /// below `before` there is below it here, and none at or above it.
+    [[nodiscard]] std::uint64_t translate(std::uint64_t before) const {
+        for (const auto& [old_sequence, new_sequence] : sequences) {
+            if (old_sequence >= before) {
+                return new_sequence;
+            }
+        }
+        return next;
+    }
+};
 
 /// The one path from work to claims that every backend calls: it records each unit of work in
 /// enqueue order, says before work runs whether its inputs will be claimed, and settles work in
@@ -189,11 +209,11 @@ public:
     [[nodiscard]] std::size_t size() const { return unsettled_; }
     /// The `sequence` the next enqueued work gets: every work enqueued so far has a lower one.
     [[nodiscard]] std::uint64_t next_sequence() const { return next_sequence_; }
-    /// Goes on from `other`'s sequences, both pipelines empty (a join of device groups): the next
-    /// sequence handed out is above every one either gave.
-    void continue_after(const SettlePipeline& other) {
-        next_sequence_ = std::max(next_sequence_, other.next_sequence_);
-    }
+    /// Takes `other`'s unsettled work, in its order, after this pipeline's, leaving `other` empty:
+    /// a join of device groups, whose work touches none of the same memory, so that any
+    /// interleaving settles to the same claims. Each moved work gets a sequence here; the result
+    /// says which, for what a backend kept of `other`'s sequences.
+    MovedSequences absorb(SettlePipeline& other);
     /// Calls `visit(work)` for the unsettled work, oldest first, for a backend to fill in reports.
     template <typename Visit>
     void for_each_pending(Visit&& visit) const {
@@ -235,6 +255,8 @@ private:
 
     void settle(Work& work);
     void unindex(const Work& work);
+    /// Empties the pipeline without settling anything: its unsettled work, oldest first.
+    std::vector<std::shared_ptr<Work>> release_unsettled();
     /// Doubles the ring, keeping the order.
     void grow();
     /// Removes `range` from `uncovered_`; whether any byte of it was there.
