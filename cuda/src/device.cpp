@@ -19,7 +19,8 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       shares_gpu_(shares_gpu),
       storage_(ordinal, capacity_bytes),
       memory_(storage_, order_, engine.options.pools),
-      next_launch_id_(engine.options.first_launch_id) {
+      next_launch_id_(engine.options.first_launch_id),
+      rng_(engine.options.seed ^ (std::uint64_t{index} * 0x9e3779b97f4a7c15ULL)) {
     DeviceGuard guard(ordinal_);
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal_);
@@ -149,23 +150,30 @@ void CudaDevice::fetch_status(std::uint64_t from, std::uint64_t to) {
     }
 }
 
+CudaGroup& CudaDevice::group() const { return static_cast<CudaGroup&>(engine_.groups.of(index_)); }
+
+Status CudaDevice::check_recorded(const Event& event) const {
+    return check_event(event, engine_.next_event.load(std::memory_order_relaxed));
+}
+
 std::optional<std::uint32_t> CudaDevice::kernel_fault_due(const std::string& kernel) {
     // Decided when a launch is enqueued, in program order, as on the simulator.
-    return faults_.kernel_fault_due(kernel, engine_.rng);
+    return faults_.kernel_fault_due(kernel, rng_);
 }
 
 void CudaDevice::count_operation() {
     if (faults_.loss_due()) {
-        (void)engine_.resolve_all();
+        (void)group().resolve_all();
         lose("injected device loss (simulated)");
     }
 }
 
 std::uint32_t CudaDevice::take_launch_id() {
     if (next_launch_id_ > CudaOptions::last_launch_id || next_launch_id_ == 0) [[unlikely]] {
-        // A kernel on another GPU may still read one of these words as its producer's: wait for
-        // every device, not this one alone. Once in two billion launches.
-        (void)engine_.resolve_all();
+        // A kernel on another GPU of the group may still read one of these words as its
+        // producer's: wait for every device of the group, not this one alone (a device of
+        // another group has no producer here). Once in two billion launches.
+        (void)group().resolve_all();
         if (!lost_) {
             DeviceGuard guard(ordinal_);
             if (const cudaError_t cleared = clear_status_words(); cleared != cudaSuccess) {
@@ -184,11 +192,11 @@ cudaError_t CudaDevice::clear_status_words() {
 
 void CudaDevice::push(std::shared_ptr<PendingOp> op) {
     count_operation();
-    engine_.pipeline.enqueue(std::move(op));
+    group().pipeline.enqueue(std::move(op));
 }
 
 Result<StreamId> CudaDevice::do_create_stream() {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (std::optional<Error> full = no_room_for_stream()) {
         return *full;
     }
@@ -210,7 +218,7 @@ Result<Handle> CudaDevice::do_allocate(std::uint64_t size_bytes, StreamId stream
     // that reads the flag just before a loss or an armed fault is ordered before them, as it
     // would be had it taken the engine's lock first.
     if (!quick_allocation_.load(std::memory_order_acquire)) {
-        std::lock_guard lock(engine_.mutex);
+        const GroupLock lock = lock_group();
         std::optional<Error> injected = lost_;
         if (!injected) {
             injected = allocation_fault(size_bytes, memory_);
@@ -244,7 +252,7 @@ Result<CudaDevice::WriteTarget> CudaDevice::write_target(const BufferBinding& ta
 
 Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                             StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     Result<WriteTarget> resolved = write_target(target, stream_id);
     if (!resolved) {
         return resolved.error();
@@ -252,7 +260,7 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
     CudaStream** found = &resolved->stream;
     std::uint8_t** pointer = &resolved->pointer;
     keep_status_words_bounded();  // It stays unsettled until its stream passes it (`lands`).
-    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Write);
+    std::shared_ptr<PendingOp> op = group().new_op(PendingOp::Kind::Write);
     op->label = "host write";
     op->device = index_;
     op->stream = stream_id;
@@ -279,14 +287,14 @@ void CudaDevice::keep_status_words_bounded() {
     // then. Unsettled work is bounded at half the slots, resolved oldest first; and now and
     // then the oldest unsettled work of this device is checked for being too far behind (work on
     // a stream no one waits for while later work settles past it).
-    if (engine_.pipeline.size() >= status_slots / 2) {
-        engine_.resolve_oldest(resolve_batch);
+    if (group().pipeline.size() >= status_slots / 2) {
+        group().resolve_oldest(resolve_batch);
     }
     if (next_slot_ % (status_slots / 4) != 0 || next_slot_ == 0) {
         return;
     }
     std::uint64_t oldest = next_slot_;
-    engine_.pipeline.for_each_pending([&](const Work& work) {
+    group().pipeline.for_each_pending([&](const Work& work) {
         const auto& op = static_cast<const PendingOp&>(work);
         if (op.device == index_ && op.has_status_word) {
             oldest = std::min(oldest, op.issued);
@@ -299,14 +307,14 @@ void CudaDevice::keep_status_words_bounded() {
 
 void CudaDevice::settle_own_work(bool may_unlock) {
     // The work enqueued before the call: other threads may enqueue more while it waits unlocked.
-    const std::uint64_t before = engine_.pipeline.next_sequence();
+    const std::uint64_t before = group().pipeline.next_sequence();
     const auto own = [this, before](const Work& work) {
         return work.device == index_ && work.sequence < before;
     };
     const std::uint32_t whole[] = {index_};
-    engine_.resolve_needed({}, own, whole, may_unlock);
-    if (!engine_.pipeline.settled_where(own)) {
-        (void)engine_.resolve_all();  // Not expected: every work it needed was waited for.
+    group().resolve_needed({}, own, whole, may_unlock);
+    if (!group().pipeline.settled_where(own)) {
+        (void)group().resolve_all();  // Not expected: every work it needed was waited for.
     }
 }
 
@@ -314,12 +322,12 @@ void CudaDevice::settle_for_read(std::span<const ClaimKey> keys, bool may_unlock
     // A writer another thread enqueues while this waits unlocked is waited for in the next
     // round; the last round waits holding the lock, so that no new writer can come.
     constexpr int rounds = 4;
-    for (int round = 0; engine_.pipeline.writes_unsettled(service_, keys); ++round) {
+    for (int round = 0; group().pipeline.writes_unsettled(service_, keys); ++round) {
         if (round == rounds) {
-            (void)engine_.resolve_all();  // Not expected: every writer it needed was waited for.
+            (void)group().resolve_all();  // Not expected: every writer it needed was waited for.
             return;
         }
-        engine_.resolve_needed(
+        group().resolve_needed(
             keys, [](const Work&) { return false; }, {}, may_unlock && round + 1 < rounds);
     }
 }
@@ -393,7 +401,7 @@ void CudaDevice::end_fence(const Fence& fence) {
 }
 
 Result<std::vector<std::byte>> CudaDevice::do_read(const BufferBinding& source) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     const ClaimKey keys[] = {source.claim_key()};
     settle_for_read(keys, true);  // Waits for the writers of the bytes and what they need.
     if (Status alive = refuse_if_lost(); !alive) {
@@ -415,13 +423,13 @@ Result<std::vector<std::byte>> CudaDevice::do_read(const BufferBinding& source) 
 
 Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<std::byte> into,
                                         StreamId stream_id, std::shared_ptr<ReadBack> state) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
     }
     keep_status_words_bounded();
-    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Copy);
+    std::shared_ptr<PendingOp> op = group().new_op(PendingOp::Kind::Copy);
     op->label = "asynchronous read";
     op->device = index_;
     op->stream = stream_id;
@@ -430,7 +438,7 @@ Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<s
     op->read_back = std::move(state);
     // A read whose bytes are known to end up claimed copies nothing; one whose producers are
     // still running copies now, and its settlement says whether the bytes may be used.
-    if (engine_.pipeline.examine(*op, [](const Work&) { return true; }) ==
+    if (group().pipeline.examine(*op, [](const Work&) { return true; }) ==
         SettlePipeline::Inputs::Claimed) {
         op->report = Work::Report::NotRun;
     } else {
@@ -451,7 +459,7 @@ Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<s
 }
 
 Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor& source) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     const BufferBinding& binding = source.binding();
     const ClaimKey read_keys[] = {binding.claim_key()};
     settle_for_read(read_keys, true);
@@ -474,16 +482,16 @@ Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor&
 
 Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                            StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     Result<WriteTarget> resolved = write_target(target, stream_id);
     if (!resolved) {
         return resolved.error();
     }
     keep_status_words_bounded();
-    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Copy);
+    std::shared_ptr<PendingOp> op = group().new_op(PendingOp::Kind::Copy);
     op->device = index_;
     op->stream = stream_id;
-    if (Status targets = engine_.pipeline.add_copy_targets(source, target, *op); !targets) {
+    if (Status targets = group().pipeline.add_copy_targets(source, target, *op); !targets) {
         return targets;
     }
     const CudaDevice* owner = engine_.device_of(op->inputs.front().owner);
@@ -497,7 +505,7 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
         if (owner == this || owner->granted_locked(service_)) {
             return copy_as_launch(source, target, *resolved, op->label);
         }
-        engine_.resolve_inputs(*op);
+        group().resolve_inputs(*op);
         inputs = host_inputs(*op);
     }
     if (inputs == SettlePipeline::Inputs::Claimed) {
@@ -574,13 +582,13 @@ Error CudaDevice::refusal_of(const std::string& label, cudaError_t status) {
 }
 
 Result<Event> CudaDevice::do_record_event(StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
     }
-    if (engine_.events.size() >= CudaRuntime::max_live_events) {
-        engine_.retire_oldest_event();  // Waits for the oldest only, not for everything queued.
+    if (group().events.size() >= CudaRuntime::max_live_events) {
+        group().retire_oldest_event();  // Waits for the oldest only, not for everything queued.
     }
     Result<cudaEvent_t> event = take_event();
     if (!event) {
@@ -588,9 +596,9 @@ Result<Event> CudaDevice::do_record_event(StreamId stream_id) {
     }
     DeviceGuard guard(ordinal_);
     cudaEventRecord(*event, (*found)->handle);
-    const std::uint64_t id = engine_.next_event++;
-    engine_.events[id] =
-        CudaEngine::EventState{*event, index_, stream_id, engine_.pipeline.next_sequence()};
+    const std::uint64_t id = engine_.next_event.fetch_add(1, std::memory_order_relaxed);
+    group().events[id] =
+        CudaGroup::EventState{*event, index_, stream_id, group().pipeline.next_sequence()};
     return Event{service_, stream_id, id};
 }
 
@@ -610,7 +618,7 @@ Result<cudaEvent_t> CudaDevice::take_event() {
 }
 
 Result<NativeView> CudaDevice::do_native(const BufferBinding* binding, StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
@@ -638,16 +646,16 @@ Status CudaDevice::do_check_adopted(const AdoptedMemory& memory) {
 }
 
 Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status known = check_event(event, engine_.next_event); !known) {
+    const GroupLock lock = lock_group();
+    if (Status known = check_recorded(event); !known) {
         return known;
     }
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
     }
-    auto recorded = engine_.events.find(event.sequence);
-    if (recorded == engine_.events.end()) {
+    auto recorded = group().events.find(event.sequence);
+    if (recorded == group().events.end()) {
         return {};  // Completed when everything last resolved: nothing to wait for.
     }
     DeviceGuard guard(ordinal_);
@@ -656,11 +664,11 @@ Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
 }
 
 Status CudaDevice::do_wait_host(const Event& event) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status known = check_event(event, engine_.next_event); !known) {
+    const GroupLock lock = lock_group();
+    if (Status known = check_recorded(event); !known) {
         return known;
     }
-    engine_.wait_for_event(event, true);
+    group().wait_for_event(event, true);
     memory_.sweep();
     if (std::optional<Error> gone = directory_.lost(event.device)) {
         return Error::device_lost(event.device, "the event's device was lost").caused_by(*gone);
@@ -669,11 +677,11 @@ Status CudaDevice::do_wait_host(const Event& event) {
 }
 
 Result<bool> CudaDevice::do_event_complete(const Event& event) {
-    std::lock_guard lock(engine_.mutex);
-    if (Status known = check_event(event, engine_.next_event); !known) {
+    const GroupLock lock = lock_group();
+    if (Status known = check_recorded(event); !known) {
         return known.error();
     }
-    const bool complete = engine_.event_complete(event);
+    const bool complete = group().event_complete(event);
     if (std::optional<Error> gone = directory_.lost(event.device)) {
         return Error::device_lost(event.device, "the event's device was lost").caused_by(*gone);
     }
@@ -681,33 +689,33 @@ Result<bool> CudaDevice::do_event_complete(const Event& event) {
 }
 
 Status CudaDevice::do_sync_stream(StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     if (Result<CudaStream*> found = stream(stream_id); !found) {
         return found.error();
     }
     // The stream itself is waited for, whether or not work of it is unsettled, and the work
     // enqueued on it before the call settles.
-    const std::uint64_t before = engine_.pipeline.next_sequence();
+    const std::uint64_t before = group().pipeline.next_sequence();
     const auto on_stream = [&](const Work& work) {
         return work.device == index_ && work.stream == stream_id && work.sequence < before;
     };
-    engine_.resolve_needed({}, on_stream, {}, true, std::pair{index_, stream_id});
-    if (!engine_.pipeline.settled_where(on_stream)) {
-        (void)engine_.resolve_all();  // Not expected: every work it needed was waited for.
+    group().resolve_needed({}, on_stream, {}, true, std::pair{index_, stream_id});
+    if (!group().pipeline.settled_where(on_stream)) {
+        (void)group().resolve_all();  // Not expected: every work it needed was waited for.
     }
     memory_.sweep();
     return refuse_if_lost();
 }
 
 Status CudaDevice::do_sync() {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     settle_own_work(true);  // This device, and only what its work needs of the others.
     memory_.sweep();
     return refuse_if_lost();
 }
 
 Status CudaDevice::do_sync(std::span<const ClaimKey> keys) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     settle_own_work(true);
     settle_for_read(keys, true);  // A writer of the keys may run on any device.
     memory_.sweep();
@@ -718,7 +726,7 @@ Status CudaDevice::do_sync(std::span<const ClaimKey> keys) {
 }
 
 MemoryUsage CudaDevice::do_memory_usage() const {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     return memory_.usage();
 }
 
@@ -750,7 +758,7 @@ Status CudaDevice::do_admit_peer(ServiceId accessor) {
 }
 
 void CudaDevice::do_lose_now() {
-    (void)engine_.resolve_all();
+    (void)group().resolve_all();
     lose("injected device loss (simulated)");
 }
 

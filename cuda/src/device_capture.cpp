@@ -56,19 +56,19 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRe
 }
 
 Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
+    const GroupLock lock = lock_group();
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
     }
-    std::shared_ptr<PendingOp> op = engine_.new_op(PendingOp::Kind::Replay);
+    std::shared_ptr<PendingOp> op = group().new_op(PendingOp::Kind::Replay);
     op->device = index_;
     op->stream = stream_id;
     keep_status_words_bounded();
     op->issued = next_slot_;
     op->slot = next_slot_++ % status_slots;
     op->launch_id = take_launch_id();
-    engine_.pipeline.add_replay_targets(graph, *op, (*found)->capture);
+    group().pipeline.add_replay_targets(graph, *op, (*found)->capture);
     // The graph was built on this device by `end_capture`; a graph of another device (or one the
     // simulator recorded) replays launch by launch, and is refused there like any launch. So does
     // a graph with external work while kernel faults are armed: its external nodes read no

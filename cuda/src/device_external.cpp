@@ -34,7 +34,7 @@ bool CudaDevice::admit_external(PendingOp& op, CudaStream& /*stream*/) {
     // know the inputs are clean before it calls it, or skip it (C9: skipped work writes nothing).
     SettlePipeline::Inputs inputs = host_inputs(op);
     if (inputs == SettlePipeline::Inputs::Pending || inputs == SettlePipeline::Inputs::Undecided) {
-        engine_.resolve_inputs(op);
+        group().resolve_inputs(op);
         inputs = host_inputs(op);
     }
     if (inputs != SettlePipeline::Inputs::Clean) {

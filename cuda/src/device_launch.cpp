@@ -126,24 +126,25 @@ Status CudaDevice::do_launch(LaunchRequest&& request) {
     // External work runs under the lock, after every open issue; a launch records itself under
     // it and makes its call to the driver after letting go, so that threads on other streams and
     // devices put their kernels on the GPU at once.
-    if (request.external || !engine_.options.unlocked_launch_calls) {
-        engine_.mutex.lock();
-    } else {
-        engine_.mutex.lock_to_issue();
-    }
-    std::unique_lock lock(engine_.mutex, std::adopt_lock);
-    Result<CudaStream*> found = stream(request.stream);
-    if (!found) {
-        return found.error();
-    }
-    // The client refused a launch over the limits (`check_launch_limits`): the block holds no more.
-    assert(check_launch_limits(request.resources) && "a launch within the launch limits");
-    // Nested in a call holding the lock (external work that launches), it issues at once.
+    const bool waits = request.external || !engine_.options.unlocked_launch_calls;
     PreparedIssue prepared;
-    const bool hand_off = engine_.options.unlocked_launch_calls && engine_.mutex.depth() == 1;
-    Status enqueued =
-        enqueue_launch(request, **found, true, nullptr, nullptr, hand_off ? &prepared : nullptr);
-    lock.unlock();
+    Status enqueued;
+    {
+        const GroupLock lock(engine_.groups, index_,
+                             waits ? GroupLock::Mode::Wait : GroupLock::Mode::ToIssue);
+        Result<CudaStream*> found = stream(request.stream);
+        if (!found) {
+            return found.error();
+        }
+        // The client refused a launch over the limits (`check_launch_limits`): the block holds
+        // no more.
+        assert(check_launch_limits(request.resources) && "a launch within the launch limits");
+        // Nested in a call holding the lock (external work that launches), it issues at once.
+        const bool hand_off =
+            engine_.options.unlocked_launch_calls && lock.group().mutex.depth() == 1;
+        enqueued = enqueue_launch(request, **found, true, nullptr, nullptr,
+                                  hand_off ? &prepared : nullptr);
+    }
     if (prepared.op != nullptr) {
         issue(prepared);
     }
@@ -155,7 +156,7 @@ bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params)
     // computes, each by its status word, the newest first. One it cannot read (a copy, a word on a
     // GPU that never granted this one) or one too many sends the host to learn them first.
     params.producer_count = 0;
-    const SettlePipeline::Inputs inputs = engine_.pipeline.examine(consumer, [&](const Work& work) {
+    const SettlePipeline::Inputs inputs = group().pipeline.examine(consumer, [&](const Work& work) {
         const auto& producer = static_cast<const PendingOp&>(work);
         if (producer.lands) {
             return true;  // Nothing to check: it is ahead of the launch on the GPU.
@@ -171,15 +172,15 @@ bool CudaDevice::add_producers(const Work& consumer, TensorLaunchParams& params)
     if (inputs != SettlePipeline::Inputs::Undecided) {
         return inputs != SettlePipeline::Inputs::Claimed;
     }
-    engine_.resolve_inputs(consumer);
+    group().resolve_inputs(consumer);
     params.producer_count = 0;
-    return engine_.pipeline.examine(consumer, [](const Work&) { return false; }) ==
+    return group().pipeline.examine(consumer, [](const Work&) { return false; }) ==
            SettlePipeline::Inputs::Clean;
 }
 
 SettlePipeline::Inputs CudaDevice::host_inputs(const Work& work) const {
     bool unknown = false;
-    const SettlePipeline::Inputs inputs = engine_.pipeline.examine(work, [&](const Work& producer) {
+    const SettlePipeline::Inputs inputs = group().pipeline.examine(work, [&](const Work& producer) {
         unknown = unknown || !static_cast<const PendingOp&>(producer).lands;
         return true;
     });
@@ -204,11 +205,11 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     }
     // A copy run as a kernel stays a copy: a window records launches only (C14).
     std::shared_ptr<PendingOp> op =
-        engine_.new_op(as_copy != nullptr ? PendingOp::Kind::Copy : PendingOp::Kind::Launch);
+        group().new_op(as_copy != nullptr ? PendingOp::Kind::Copy : PendingOp::Kind::Launch);
     op->label = as_copy != nullptr ? *as_copy : request.kernel;
     op->device = index_;
     op->stream = request.stream;
-    if (Status found = engine_.pipeline.add_targets(request, *op); !found) {
+    if (Status found = group().pipeline.add_targets(request, *op); !found) {
         return found;
     }
     TensorLaunchParams& params = launch_block();
@@ -225,7 +226,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         op->slot = next_slot_++ % status_slots;
         op->launch_id = take_launch_id();
         // A copy run as a kernel stays a copy: no window records it.
-        engine_.pipeline.admit_launch(*op, request, runnable,
+        group().pipeline.admit_launch(*op, request, runnable,
                                       as_copy == nullptr ? target_stream.capture : nullptr);
         if (op->refused) [[unlikely]] {
             runs = false;
@@ -260,7 +261,8 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         // Taken before the engine's lock is let go: the next launch on this stream, recorded
         // after this one, reaches the driver after it too.
         handoff->stream->issue_mutex.lock();
-        engine_.mutex.begin_issue();
+        handoff->mutex = &group().mutex;
+        handoff->mutex->begin_issue();
     }
     return {};
 }
@@ -280,7 +282,7 @@ void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
         // Its word, until its call says otherwise (`issue_error`, read by `fill_report`): a
         // launch recorded after it may check it before the call returns.
         op.has_status_word = true;
-        *handoff = PreparedIssue{launcher, &request.config, &target_stream, &params, &op};
+        *handoff = PreparedIssue{launcher, &request.config, &target_stream, &params, &op, nullptr};
         return;
     }
     const cudaError_t status = call_launcher(launcher, request.config, target_stream, params);
@@ -310,10 +312,10 @@ void CudaDevice::issue(const PreparedIssue& prepared) {
         prepared.op->issue_error = status;  // Becomes its refusal when it settles.
     }
     prepared.stream->issue_mutex.unlock();
-    engine_.mutex.end_issue();
+    prepared.mutex->end_issue();
     if (status != cudaSuccess && sticky(status)) [[unlikely]] {
         // D1 at once, as a launch under the lock has it; the op's report says so when it settles.
-        std::lock_guard lock(engine_.mutex);
+        const GroupLock lock = lock_group();
         take_wait_status(status);
     }
 }

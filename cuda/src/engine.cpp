@@ -116,20 +116,41 @@ void PendingOp::reset() {
 
 CudaEngine::CudaEngine(CudaOptions cuda_options)
     : options(cuda_options),
-      runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)),
-      rng(cuda_options.seed) {
+      runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)) {
     register_catalog_launchers();
 }
 
 CudaEngine::~CudaEngine() {
-    {
-        std::lock_guard lock(mutex);  // As every resolve holds it.
-        (void)resolve_all();
+    // Each group waits for its devices' work and settles it, as every resolve does: under its lock.
+    for (std::uint32_t index = 0; index < devices.size(); ++index) {
+        const GroupLock lock(groups, index);
+        (void)static_cast<CudaGroup&>(lock.group()).resolve_all();
     }
+}
+
+// ---------------------------------------------------------------- CudaGroup
+
+CudaGroup::CudaGroup(CudaEngine& engine) : DeviceGroup(engine.directory), engine_(engine) {}
+
+CudaGroup::~CudaGroup() {
     for (const auto& [id, state] : events) {
         cudaEventDestroy(state.event);
     }
 }
+
+void CudaGroup::absorb(DeviceGroup& other, const MovedSequences& moved) {
+    auto& leaver = static_cast<CudaGroup&>(other);
+    for (auto& [id, state] : leaver.events) {
+        state.before = moved.translate(state.before);
+    }
+    events.merge(leaver.events);  // Event ids are the runtime's: none is in both.
+    for (const auto& [device, event] : leaver.held_back_events_) {
+        give_back_event(device, event);
+    }
+    leaver.held_back_events_.clear();
+}
+
+CudaDevice& CudaGroup::device_at(std::uint32_t index) const { return *engine_.devices[index]; }
 
 CudaDevice* CudaEngine::device_of(ServiceId service) const {
     if (service.runtime_id != runtime_id || service.device_index >= devices.size()) {
@@ -138,17 +159,17 @@ CudaDevice* CudaEngine::device_of(ServiceId service) const {
     return devices[service.device_index].get();
 }
 
-std::shared_ptr<PendingOp> CudaEngine::new_op(PendingOp::Kind kind) {
+std::shared_ptr<PendingOp> CudaGroup::new_op(PendingOp::Kind kind) {
     std::shared_ptr<PendingOp> op = spare_ops_.take([] { return std::make_shared<PendingOp>(); });
     op->kind = kind;
     return op;
 }
 
-Status CudaEngine::resolve_all() {
+Status CudaGroup::resolve_all() {
     mutex.wait_for_issues();
-    for (const auto& device : devices) {
-        device->synchronize();
-        device->fetch_status();
+    for (std::uint32_t index : members()) {
+        device_at(index).synchronize();
+        device_at(index).fetch_status();
     }
     // Every device waited for all its work, so every recorded event is complete. A lost device's
     // never will be, but a wait on one is refused as the device's loss before it is looked up.
@@ -161,26 +182,26 @@ Status CudaEngine::resolve_all() {
     return {};
 }
 
-void CudaEngine::settle_known() {
+void CudaGroup::settle_known() {
     mutex.wait_for_issues();
     pipeline.settle_known(
         [this](std::shared_ptr<Work>&& work) { spare_ops_.give_back(std::move(work)); });
 }
 
-bool CudaEngine::waits_for(std::span<const std::pair<std::uint32_t, StreamId>> waited,
+bool CudaGroup::waits_for(std::span<const std::pair<std::uint32_t, StreamId>> waited,
                            const Work& work) {
     const std::pair<std::uint32_t, StreamId> on{work.device, work.stream};
     return std::find(waited.begin(), waited.end(), on) != waited.end();
 }
 
-void CudaEngine::wait_for(const Work& work) {
+void CudaGroup::wait_for(const Work& work) {
     // Refused or skipped work put nothing on its stream.
     if (!work.refused && work.report != Work::Report::NotRun && !waits_for(waited_, work)) {
         waited_.emplace_back(work.device, work.stream);
     }
 }
 
-void CudaEngine::resolve_needed(std::span<const ClaimKey> reads,
+void CudaGroup::resolve_needed(std::span<const ClaimKey> reads,
                                 const std::function<bool(const Work&)>& seed,
                                 std::span<const std::uint32_t> whole, bool may_unlock,
                                 std::optional<std::pair<std::uint32_t, StreamId>> stream) {
@@ -193,7 +214,7 @@ void CudaEngine::resolve_needed(std::span<const ClaimKey> reads,
     resolve_waited(whole, std::numeric_limits<std::size_t>::max(), may_unlock);
 }
 
-void CudaEngine::resolve_inputs(const Work& consumer) {
+void CudaGroup::resolve_inputs(const Work& consumer) {
     input_keys_.clear();
     for (const Target& input : consumer.inputs) {
         input_keys_.push_back(input.key);
@@ -201,7 +222,7 @@ void CudaEngine::resolve_inputs(const Work& consumer) {
     resolve_needed(input_keys_, [](const Work&) { return false; });
 }
 
-void CudaEngine::resolve_oldest(std::size_t count) {
+void CudaGroup::resolve_oldest(std::size_t count) {
     mutex.wait_for_issues();
     waited_.clear();
     std::size_t seen = 0;
@@ -213,7 +234,7 @@ void CudaEngine::resolve_oldest(std::size_t count) {
     resolve_waited({}, count);
 }
 
-void CudaEngine::resolve_waited(std::span<const std::uint32_t> whole, std::size_t fill_max,
+void CudaGroup::resolve_waited(std::span<const std::uint32_t> whole, std::size_t fill_max,
                                 bool may_unlock) {
     const auto in_whole = [whole](std::uint32_t device) {
         return std::find(whole.begin(), whole.end(), device) != whole.end();
@@ -221,7 +242,7 @@ void CudaEngine::resolve_waited(std::span<const std::uint32_t> whole, std::size_
     // Taken before the wait: without the lock, other threads enqueue more work on these streams,
     // which this wait does not cover, and use the scratch, so an unlocked wait keeps a copy.
     const std::uint64_t before = pipeline.next_sequence();
-    const std::uint64_t events_before = next_event;
+    const std::uint64_t events_before = engine_.next_event.load(std::memory_order_relaxed);
     const bool unlocks = may_unlock && mutex.depth() == 1;
     std::vector<std::pair<std::uint32_t, StreamId>> kept;
     if (unlocks) {
@@ -232,21 +253,21 @@ void CudaEngine::resolve_waited(std::span<const std::uint32_t> whole, std::size_
     if (unlocks) {
         std::vector<Fence> fences;
         for (std::uint32_t device : whole) {
-            devices[device]->add_fences(fences);
+            device_at(device).add_fences(fences);
         }
         for (const auto& [device, stream] : waited) {
-            if (!in_whole(device) && !devices[device]->add_fence(stream, fences)) {
-                devices[device]->synchronize(stream);  // No fence: waited for here.
+            if (!in_whole(device) && !device_at(device).add_fence(stream, fences)) {
+                device_at(device).synchronize(stream);  // No fence: waited for here.
             }
         }
         wait_unlocked(fences);
     } else {
         for (std::uint32_t device : whole) {
-            devices[device]->synchronize();
+            device_at(device).synchronize();
         }
         for (const auto& [device, stream] : waited) {
             if (!in_whole(device)) {
-                devices[device]->synchronize(stream);
+                device_at(device).synchronize(stream);
             }
         }
     }
@@ -269,9 +290,9 @@ void CudaEngine::resolve_waited(std::span<const std::uint32_t> whole, std::size_
     settle_known();
 }
 
-void CudaEngine::wait_unlocked(std::vector<Fence>& fences) {
+void CudaGroup::wait_unlocked(std::vector<Fence>& fences) {
     {
-        detail::EngineMutex::Released released(mutex);
+        DeviceGroup::Released released(*this);
         for (Fence& fence : fences) {
             if (fence.event != nullptr) {
                 fence.status = cudaEventSynchronize(fence.event);
@@ -282,23 +303,23 @@ void CudaEngine::wait_unlocked(std::vector<Fence>& fences) {
         }
     }
     for (const Fence& fence : fences) {
-        devices[fence.device]->end_fence(fence);
+        device_at(fence.device).end_fence(fence);
     }
 }
 
-void CudaEngine::give_back_event(std::uint32_t device, cudaEvent_t event) {
+void CudaGroup::give_back_event(std::uint32_t device, cudaEvent_t event) {
     if (unlocked_event_waits_ > 0) {
         held_back_events_.emplace_back(device, event);
     } else {
-        devices[device]->reuse_event(event);
+        device_at(device).reuse_event(event);
     }
 }
 
-void CudaEngine::fetch_status_of(std::span<PendingOp* const> ops,
+void CudaGroup::fetch_status_of(std::span<PendingOp* const> ops,
                                  std::span<const std::uint32_t> whole) {
     // A whole device's words were fetched with it; of the others, the span of slots the ops
     // were issued, one copy per device.
-    for (std::uint32_t device = 0; device < devices.size(); ++device) {
+    for (std::uint32_t device : members()) {
         if (std::find(whole.begin(), whole.end(), device) != whole.end()) {
             continue;
         }
@@ -310,11 +331,11 @@ void CudaEngine::fetch_status_of(std::span<PendingOp* const> ops,
                 to = std::max(to, op->issued + 1);
             }
         }
-        devices[device]->fetch_status(from, to);
+        device_at(device).fetch_status(from, to);
     }
 }
 
-void CudaEngine::retire_events_of(std::uint32_t device, std::uint64_t before) {
+void CudaGroup::retire_events_of(std::uint32_t device, std::uint64_t before) {
     for (auto each = events.begin(); each != events.end() && each->first < before;) {
         if (each->second.device == device) {
             give_back_event(device, each->second.event);
@@ -325,14 +346,14 @@ void CudaEngine::retire_events_of(std::uint32_t device, std::uint64_t before) {
     }
 }
 
-void CudaEngine::wait_for_event(const Event& event, bool may_unlock) {
+void CudaGroup::wait_for_event(const Event& event, bool may_unlock) {
     auto recorded = events.find(event.sequence);
     if (recorded == events.end()) {
         settle_known();  // Completed when its device was waited for; settled then, or now.
         return;
     }
     const EventState state = recorded->second;
-    CudaDevice& device = *devices[state.device];
+    CudaDevice& device = device_at(state.device);
     if (!device.lost_locked()) {
         cudaError_t status = cudaSuccess;
         if (may_unlock && mutex.depth() == 1) {
@@ -340,12 +361,12 @@ void CudaEngine::wait_for_event(const Event& event, bool may_unlock) {
             // event is recorded again only once no one may still wait on its last recording.
             ++unlocked_event_waits_;
             {
-                detail::EngineMutex::Released released(mutex);
+                DeviceGroup::Released released(*this);
                 status = cudaEventSynchronize(state.event);
             }
             if (--unlocked_event_waits_ == 0) {
                 for (const auto& [owner, held_back] : held_back_events_) {
-                    devices[owner]->reuse_event(held_back);
+                    device_at(owner).reuse_event(held_back);
                 }
                 held_back_events_.clear();
             }
@@ -376,12 +397,12 @@ void CudaEngine::wait_for_event(const Event& event, bool may_unlock) {
     settle_known();
 }
 
-bool CudaEngine::event_complete(const Event& event) {
+bool CudaGroup::event_complete(const Event& event) {
     auto recorded = events.find(event.sequence);
     if (recorded == events.end()) {
         return true;
     }
-    CudaDevice& device = *devices[recorded->second.device];
+    CudaDevice& device = device_at(recorded->second.device);
     if (device.lost_locked()) {
         return true;  // It will never run; the caller reports the loss.
     }
@@ -394,11 +415,11 @@ bool CudaEngine::event_complete(const Event& event) {
     return true;
 }
 
-void CudaEngine::retire_oldest_event() {
+void CudaGroup::retire_oldest_event() {
     bool wait = true;  // For the oldest; the ones after it only if they are complete.
     while (!events.empty()) {
         auto oldest = events.begin();
-        CudaDevice& device = *devices[oldest->second.device];
+        CudaDevice& device = device_at(oldest->second.device);
         if (!device.lost_locked()) {
             DeviceGuard guard(device.ordinal());
             const cudaError_t status = wait ? cudaEventSynchronize(oldest->second.event)
@@ -416,8 +437,8 @@ void CudaEngine::retire_oldest_event() {
     }
 }
 
-void CudaEngine::fill_report(PendingOp& op) {
-    CudaDevice& device = *devices[op.device];
+void CudaGroup::fill_report(PendingOp& op) {
+    CudaDevice& device = device_at(op.device);
     if (const std::optional<Error> gone = device.lost_locked()) {
         // D1: the host cannot tell what a lost device did.
         op.report = Work::Report::Failed;

@@ -37,6 +37,7 @@
 namespace tandem::cuda {
 
 class CudaEngine;
+class CudaGroup;
 
 /// Regions of device memory from cudaMalloc, which the core pools carve.
 class CudaStorage final : public Storage {
@@ -95,7 +96,7 @@ struct PendingOp final : Work {
         }
     }
     /// What the driver's call that put it on its stream returned, where that call was made with
-    /// the engine's lock let go (`CudaDevice::issue`): read only after waiting for open issues.
+    /// the group's lock let go (`CudaDevice::issue`): read only after waiting for open issues.
     cudaError_t issue_error = cudaSuccess;
 
     void on_settled() override {
@@ -106,7 +107,7 @@ struct PendingOp final : Work {
     void reset();
 };
 
-/// What a wait without the engine's lock waits for: a CUDA event recorded on a stream, or (with
+/// What a wait without the group's lock waits for: a CUDA event recorded on a stream, or (with
 /// no event) a whole GPU, with what the streams' delays counted then.
 struct Fence {
     std::uint32_t device = 0;
@@ -126,12 +127,12 @@ struct CudaStream : DeviceStream {
         : DeviceStream{stream, {}, 0}, handle(cuda_stream) {}
 
     cudaStream_t handle = nullptr;
-    /// Held from before a launch lets go of the engine's lock until its call to the driver
+    /// Held from before a launch lets go of the group's lock until its call to the driver
     /// returns: launches reach the stream in the order the pipeline recorded them.
     std::mutex issue_mutex;
 };
 
-/// A launch recorded and encoded under the engine's lock whose call to the driver is still to
+/// A launch recorded and encoded under the group's lock whose call to the driver is still to
 /// make, with the lock let go and its stream's issue lock held (`CudaDevice::issue`).
 struct PreparedIssue {
     Launcher launcher = nullptr;
@@ -139,6 +140,8 @@ struct PreparedIssue {
     CudaStream* stream = nullptr;
     TensorLaunchParams* params = nullptr;
     PendingOp* op = nullptr;
+    /// The lock of the group it was recorded in, whose issue it closes.
+    detail::EngineMutex* mutex = nullptr;
 };
 
 class CudaDevice final : public DeviceServer {
@@ -161,7 +164,7 @@ public:
     void synchronize();
     /// Waits for the stream `id`; a sticky CUDA error loses the device (D1).
     void synchronize(StreamId id);
-    /// Records a fence (a CUDA event) on `stream` for a wait without the engine's lock; false when
+    /// Records a fence (a CUDA event) on `stream` for a wait without the group's lock; false when
     /// it must be waited for otherwise (an event the runtime refused); true for a stream gone or
     /// a lost device, which leave nothing to wait for.
     bool add_fence(StreamId stream, std::vector<Fence>& fences);
@@ -230,11 +233,11 @@ private:
     /// `as_copy` names the client copy it runs for: such a launch draws no injected kernel fault
     /// (a copy is not a launch) and is labelled as the copy.
     /// With `handoff`, a launch that goes to the GPU is recorded, encoded and left in it to issue:
-    /// the caller lets go of the engine's lock, then calls `issue`.
+    /// the caller lets go of the group's lock, then calls `issue`.
     Status enqueue_launch(LaunchRequest& request, CudaStream& stream, bool check_inputs,
                           PendingOp* replay, const std::string* as_copy = nullptr,
                           PreparedIssue* handoff = nullptr);
-    /// Makes the driver's call of `prepared`, without the engine's lock, and closes its issue.
+    /// Makes the driver's call of `prepared`, without the group's lock, and closes its issue.
     void issue(const PreparedIssue& prepared);
     /// Makes `launcher`'s call with `params` on `stream`, this GPU current and its context in the
     /// block for the launcher; returns what the launch returned.
@@ -296,6 +299,10 @@ private:
     /// Counts `op` as an operation (an injected loss may be due) and enqueues it on the pipeline.
     void push(std::shared_ptr<PendingOp> op);
     std::optional<std::uint32_t> kernel_fault_due(const std::string& kernel);
+    /// The group the device is in; under its lock.
+    [[nodiscard]] CudaGroup& group() const;
+    /// `check_event` against the events the runtime recorded so far.
+    [[nodiscard]] Status check_recorded(const Event& event) const;
 
     CudaEngine& engine_;
     std::uint32_t index_;
@@ -315,7 +322,7 @@ private:
     /// Counts the graphs built, whose ids lie above every launch id.
     std::uint32_t graphs_built_ = 0;
     std::uint64_t skipped_on_device_ = 0;
-    /// Counted by launches as their calls return, some with the engine's lock let go.
+    /// Counted by launches as their calls return, some with the group's lock let go.
     std::atomic<std::uint64_t> tma_launches_{0};
     /// The injected codes of the replay being enqueued, kept for their storage.
     std::vector<std::uint32_t> replay_codes_;
@@ -324,9 +331,12 @@ private:
     /// Compute capability 9.0 or later: the GPU has a tensor memory accelerator.
     bool tma_capable_ = false;
     /// True while the device is not lost and no allocation failure is armed: an allocation then
-    /// needs nothing the engine's lock guards, only the memory manager (whose own lock serialises
-    /// it). Changed under the engine's lock, with `lost_` and the fault plan.
+    /// needs nothing the group's lock guards, only the memory manager (whose own lock serialises
+    /// it). Changed under the group's lock, with `lost_` and the fault plan.
     std::atomic<bool> quick_allocation_{true};
+    /// Draws injected faults by probability: seeded from the runtime's seed and the device's
+    /// number, so a faulty run replays exactly, whichever groups the devices are in.
+    std::mt19937_64 rng_;
 
     /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
     void count_operation();
@@ -346,7 +356,7 @@ private:
     /// holds: resolves the oldest work when unsettled work reaches half the slots.
     void keep_status_words_bounded();
     /// Waits for this device's work enqueued so far and what it needs of other devices, and
-    /// settles it; `may_unlock` at the top of a call (a sync), to wait with the engine's lock let
+    /// settles it; `may_unlock` at the top of a call (a sync), to wait with the group's lock let
     /// go (`CudaEngine::resolve_waited`).
     void settle_own_work(bool may_unlock = false);
     /// Waits for the writers of `keys` (on any device) and what they need, and settles them.
@@ -355,15 +365,22 @@ private:
     void settle_for_read(std::span<const ClaimKey> keys, bool may_unlock = false);
 };
 
-class CudaEngine final {
+/// A group of devices (device_groups.hpp) on CUDA: its pipeline, the events its devices
+/// recorded and not yet known complete, and how it learns what its GPUs did. Every call is under
+/// the group's lock.
+class CudaGroup final : public DeviceGroup {
 public:
-    explicit CudaEngine(CudaOptions options);
-    ~CudaEngine();
+    explicit CudaGroup(CudaEngine& engine);
+    /// Destroys the CUDA events still recorded (their devices waited for them first).
+    ~CudaGroup() override;
 
-    [[nodiscard]] CudaDevice* device_of(ServiceId service) const;
+    /// Takes over the events `other` still holds, their places in the pipeline translated.
+    void absorb(DeviceGroup& other, const MovedSequences& moved) override;
+
     /// A pending op of `kind` to fill: a settled one reused, or a new one.
     std::shared_ptr<PendingOp> new_op(PendingOp::Kind kind);
-    /// Waits for every device, fills in the report of every pending op, and settles them all.
+    /// Waits for every device of the group, fills in the report of every pending op, and
+    /// settles them all.
     Status resolve_all();
     /// Learns the outcome of the work that must settle before the allocations of `reads` are
     /// final, or before the work `seed` picks can settle (`SettlePipeline::for_each_needed`):
@@ -380,20 +397,6 @@ public:
     /// table at its bound pays, instead of resolving everything queued.
     void resolve_oldest(std::size_t count);
 
-    CudaOptions options;
-    std::uint64_t runtime_id;
-    std::vector<std::shared_ptr<CudaDevice>> devices;
-    /// Draws injected faults by probability: one seed, so a faulty run replays exactly.
-    std::mt19937_64 rng;
-    /// The devices as the pipeline reaches them.
-    LocalDirectory directory{runtime_id};
-    /// One group for every device, for now: the engine's waits, events and status fetches span
-    /// its devices. Placing them apart (device_groups.hpp) moves that state into the group.
-    DeviceGroups groups{DeviceGroups::Placement::Together,
-                        [this] { return std::make_unique<DeviceGroup>(directory); }};
-    detail::EngineMutex& mutex = groups.shared().mutex;
-    /// Every op from enqueue until its claims are settled.
-    SettlePipeline& pipeline = groups.shared().pipeline;
     struct EventState {
         cudaEvent_t event = nullptr;
         std::uint32_t device = 0;
@@ -403,18 +406,17 @@ public:
     };
     /// Events recorded and not yet known complete, by sequence (oldest first). Waiting for a
     /// whole device completes its events (a lost device's are never waited on): their CUDA
-    /// events go back to their device for reuse, and a later wait on one (a sequence below
-    /// `next_event` no longer here) waits for nothing.
+    /// events go back to their device for reuse, and a later wait on one (a sequence below the
+    /// engine's `next_event` no longer here) waits for nothing.
     std::map<std::uint64_t, EventState> events;
     /// Completes and forgets the oldest event, and any after it that are complete: what the
     /// bound on live events costs a recording, instead of resolving everything.
     void retire_oldest_event();
-    /// Blocks until `event` (of this runtime, checked) completes, then learns the outcome of the
-    /// work enqueued before it on its stream and settles what can be.
+    /// Blocks until `event` (of a device of the group, checked) completes, then learns the
+    /// outcome of the work enqueued before it on its stream and settles what can be.
     void wait_for_event(const Event& event, bool may_unlock = false);
     /// Whether `event` has completed; a sticky error loses its device (D1).
     bool event_complete(const Event& event);
-    std::uint64_t next_event = 1;
 
 private:
     /// What the GPU reported for `op`, read from its status word (after its stream was waited
@@ -424,7 +426,7 @@ private:
     void settle_known();
     /// Waits for the streams in `waited_`, and the whole devices of `whole`; fills in the reports
     /// of the work that was pending on them when it began, and settles what can be. With
-    /// `may_unlock`, where this thread holds the engine's lock once (the top of a read, a sync, a
+    /// `may_unlock`, where this thread holds the group's lock once (the top of a read, a sync, a
     /// host wait), it records a fence on each stream and waits for the fences with the lock let
     /// go: another thread's enqueues and waits, on this GPU or another, do not queue behind a
     /// wait for the GPU. Nested in another call (a launch learning its producers) it waits
@@ -432,7 +434,7 @@ private:
     void resolve_waited(std::span<const std::uint32_t> whole,
                         std::size_t fill_max = std::numeric_limits<std::size_t>::max(),
                         bool may_unlock = false);
-    /// Waits for `fences` with the engine's lock let go, then ends each.
+    /// Waits for `fences` with the group's lock let go, then ends each.
     void wait_unlocked(std::vector<Fence>& fences);
     /// Gives `event` of `device` back for reuse, or holds it back while a host wait without the
     /// lock may still be about to wait on an event: reused and recorded again meanwhile, it
@@ -446,9 +448,12 @@ private:
     /// Adds `work`'s stream to `waited_` when the work put something on it.
     void wait_for(const Work& work);
     /// Forgets the events of `device`, which completed when the whole device was waited for.
-    /// Only those recorded before `next_event` was `before`.
+    /// Only those recorded before the engine's `next_event` was `before`.
     void retire_events_of(std::uint32_t device, std::uint64_t before);
+    /// Device `index` of the runtime.
+    [[nodiscard]] CudaDevice& device_at(std::uint32_t index) const;
 
+    CudaEngine& engine_;
     /// Scratch of `resolve_needed`: the (device, stream) pairs to wait for.
     std::vector<std::pair<std::uint32_t, StreamId>> waited_;
     /// Scratch of `resolve_inputs`.
@@ -463,6 +468,27 @@ private:
     /// Settled ops no one else holds, kept for `new_op`.
     static constexpr std::size_t max_spare_ops = 4096;
     detail::SpareWorks<PendingOp> spare_ops_{max_spare_ops};
+};
+
+/// A CUDA runtime's devices, each in a group of its own until a call involves two of them
+/// (device_groups.hpp): threads driving GPUs that share nothing never meet on a lock.
+class CudaEngine final {
+public:
+    explicit CudaEngine(CudaOptions options);
+    ~CudaEngine();
+
+    [[nodiscard]] CudaDevice* device_of(ServiceId service) const;
+
+    CudaOptions options;
+    std::uint64_t runtime_id;
+    std::vector<std::shared_ptr<CudaDevice>> devices;
+    /// The devices as the pipelines reach them.
+    LocalDirectory directory{runtime_id};
+    DeviceGroups groups{DeviceGroups::Placement::Apart,
+                        [this] { return std::make_unique<CudaGroup>(*this); }};
+    /// The sequence the next recorded event gets, on any device: unique in the runtime, so that
+    /// joined groups keep their events apart.
+    std::atomic<std::uint64_t> next_event{1};
 };
 
 /// The message of a CUDA error.

@@ -152,17 +152,21 @@ Client CudaRuntime::client(std::size_t index) const {
 std::uint64_t CudaRuntime::runtime_id() const { return engine_->runtime_id; }
 
 Status CudaRuntime::sync_all() {
-    std::lock_guard lock(engine_->mutex);
-    Status resolved = engine_->resolve_all();
-    for (const auto& device : engine_->devices) {
-        device->memory().sweep();
+    std::vector<const DeviceGroup*> resolved;  // Each group once, though it holds several devices.
+    for (std::uint32_t index = 0; index < engine_->devices.size(); ++index) {
+        const GroupLock lock(engine_->groups, index);
+        if (std::find(resolved.begin(), resolved.end(), &lock.group()) == resolved.end()) {
+            (void)static_cast<CudaGroup&>(lock.group()).resolve_all();
+            resolved.push_back(&lock.group());
+        }
+        engine_->devices[index]->memory().sweep();
     }
-    return resolved;
+    return {};
 }
 
 bool CudaRuntime::drained() const {
-    std::lock_guard lock(engine_->mutex);
     for (const auto& device : engine_->devices) {
+        const GroupLock lock = device->lock_group();
         device->memory().sweep();
         if (device->live_allocations() != 0 || !device->claims().drained()) {
             return false;
@@ -172,18 +176,32 @@ bool CudaRuntime::drained() const {
 }
 
 std::uint64_t CudaRuntime::skipped_on_device(std::size_t index) const {
-    std::lock_guard lock(engine_->mutex);
-    return index < engine_->devices.size() ? engine_->devices[index]->skipped_on_device() : 0;
+    if (index >= engine_->devices.size()) {
+        return 0;
+    }
+    const GroupLock lock = engine_->devices[index]->lock_group();
+    return engine_->devices[index]->skipped_on_device();
 }
 
 std::size_t CudaRuntime::live_events() const {
-    std::lock_guard lock(engine_->mutex);
-    return engine_->events.size();
+    std::vector<const DeviceGroup*> counted;
+    std::size_t live = 0;
+    for (const auto& device : engine_->devices) {
+        const GroupLock lock = device->lock_group();
+        if (std::find(counted.begin(), counted.end(), &lock.group()) == counted.end()) {
+            live += static_cast<const CudaGroup&>(lock.group()).events.size();
+            counted.push_back(&lock.group());
+        }
+    }
+    return live;
 }
 
 std::uint64_t CudaRuntime::tma_launches(std::size_t index) const {
-    std::lock_guard lock(engine_->mutex);
-    return index < engine_->devices.size() ? engine_->devices[index]->tma_launches() : 0;
+    if (index >= engine_->devices.size()) {
+        return 0;
+    }
+    const GroupLock lock = engine_->devices[index]->lock_group();
+    return engine_->devices[index]->tma_launches();
 }
 
 }  // namespace tandem::cuda

@@ -106,8 +106,7 @@ struct CudaBackend {
     static constexpr bool cheap_streams = false;
     /// A read, a sync or a host wait waits for the GPU with the engine's lock let go.
     static constexpr bool waits_apart = true;
-    /// Not yet: the engine keeps its devices in one group (docs/DESIGN.md).
-    static constexpr bool locks_devices_apart = false;
+    static constexpr bool locks_devices_apart = true;
     /// Devices a test may ask for: where there are fewer GPUs than devices, devices share them
     /// (`CudaOptions::gpus`), so the cases of several devices run on one GPU too.
     static std::uint32_t devices_available() {
