@@ -5,7 +5,12 @@
 //                                  on a cudaStream of its own (`ratio`), and against tandem making
 //                                  every call to the driver holding its lock
 //                                  (`CudaOptions::unlocked_launch_calls = false`; `locked_ratio`).
-// The three are timed one after another in each iteration, the order turning, and each side's
+//   launch_threads_own_devices/N   the same typed launches, each of N threads on a device of its
+//                                  own (N devices placed on GPU 0, `CudaOptions::gpus`), whose
+//                                  groups never join (`tandem_ns`); against the N threads on
+//                                  streams of one device, one group (`one_group_ns`), and the raw
+//                                  launches (`raw_ns`; `ratio`, `one_group_ratio`).
+// The sides are timed one after another in each iteration, the order turning, and each side's
 // time is the wall time from the threads' start to the last thread's sync, per launch of all the
 // threads (`tandem_ns`, `raw_ns`, `locked_ns`): one thread's figure against N threads' says how
 // the launch path scales with threads.
@@ -48,30 +53,33 @@ double run_threads(int threads, const std::function<void(int)>& work) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
 }
 
-/// One tandem runtime's side: a stream and two buffers per thread on GPU 0.
+/// One tandem runtime's side: a stream and two buffers per thread on GPU 0, on device 0, or with
+/// `own_devices` on device `thread` of the runtime.
 class TandemThreads {
 public:
-    TandemThreads(benchmark::State& state, std::shared_ptr<cuda::CudaRuntime> runtime, int threads)
-        : runtime_(std::move(runtime)) {
-        Client client = runtime_->client(0);
+    TandemThreads(benchmark::State& state, std::shared_ptr<cuda::CudaRuntime> runtime, int threads,
+                  bool own_devices = false)
+        : runtime_(std::move(runtime)), own_devices_(own_devices) {
         for (int thread = 0; thread < threads; ++thread) {
+            Client client = runtime_->client(device_of(thread));
             Result<StreamId> stream = client.create_stream();
             Result<Handle> from = client.allocate(small_bytes);
             Result<Handle> to = client.allocate(small_bytes);
-            if (!stream || !from || !to || !client.write(*from, std::vector<std::byte>(small_bytes))) {
+            if (!stream || !from || !to ||
+                !client.write(*from, std::vector<std::byte>(small_bytes))) {
                 state.SkipWithError("tandem set-up failed");
                 return;
             }
             streams_.push_back(*stream);
-            arguments_.push_back({{*from, AccessMode::Read, std::nullopt},
-                                  {*to, AccessMode::Write, std::nullopt}});
+            arguments_.push_back(
+                {{*from, AccessMode::Read, std::nullopt}, {*to, AccessMode::Write, std::nullopt}});
+            ok_ = client.sync().ok();
         }
-        ok_ = client.sync().ok();
     }
     [[nodiscard]] bool ok() const { return ok_; }
     double batch() {
         return run_threads(static_cast<int>(streams_.size()), [this](int thread) {
-            Client client = runtime_->client(0);
+            Client client = runtime_->client(device_of(thread));
             const auto index = static_cast<std::size_t>(thread);
             for (int launch = 0; launch < launches_per_batch; ++launch) {
                 (void)client.launch<UserCopy>(small_config, arguments_[index], {}, streams_[index]);
@@ -81,7 +89,12 @@ public:
     }
 
 private:
+    [[nodiscard]] std::size_t device_of(int thread) const {
+        return own_devices_ ? static_cast<std::size_t>(thread) : 0;
+    }
+
     std::shared_ptr<cuda::CudaRuntime> runtime_;
+    bool own_devices_ = false;
     std::vector<StreamId> streams_;
     std::vector<std::vector<LaunchArgument>> arguments_;
     bool ok_ = false;
@@ -181,6 +194,69 @@ void launch_threads_user_kernel(benchmark::State& state) {
     state.counters["raw_ns"] = median(raw_seconds) * 1e9 / launches;
     state.SetItemsProcessed(state.iterations() * 3 * static_cast<std::int64_t>(launches));
 }
+
+/// A runtime of `devices` devices, all on GPU 0.
+std::shared_ptr<cuda::CudaRuntime> devices_on_one_gpu(benchmark::State& state, int devices) {
+    cuda::CudaOptions options;
+    options.devices = static_cast<std::uint32_t>(devices);
+    options.gpus = std::vector<int>(static_cast<std::size_t>(devices), 0);
+    auto created = cuda::CudaRuntime::create(options);
+    if (!created) {
+        state.SkipWithError(created.error().message().c_str());
+        return nullptr;
+    }
+    return *created;
+}
+
+void launch_threads_own_devices(benchmark::State& state) {
+    const auto threads = static_cast<int>(state.range(0));
+    auto apart_runtime = devices_on_one_gpu(state, threads);
+    auto one_runtime = apart_runtime ? runtime(state, 1) : nullptr;
+    if (!one_runtime) {
+        return;
+    }
+    TandemThreads apart(state, apart_runtime, threads, true);
+    TandemThreads together(state, one_runtime, threads);
+    RawThreads raw(state, threads);
+    if (!apart.ok() || !together.ok() || !raw.ok()) {
+        return;
+    }
+    std::vector<double> apart_seconds;
+    std::vector<double> together_seconds;
+    std::vector<double> raw_seconds;
+    std::vector<double> ratios;
+    std::vector<double> together_ratios;
+    int turn = 0;
+    for (auto _ : state) {
+        double times[3] = {};  // Apart, one group, raw: run in an order that turns.
+        for (int step = 0; step < 3; ++step) {
+            const int side = (turn + step) % 3;
+            times[side] = side == 0 ? apart.batch() : side == 1 ? together.batch() : raw.batch();
+        }
+        turn = (turn + 1) % 3;
+        apart_seconds.push_back(times[0]);
+        together_seconds.push_back(times[1]);
+        raw_seconds.push_back(times[2]);
+        ratios.push_back(times[0] / times[2]);
+        together_ratios.push_back(times[1] / times[2]);
+        state.SetIterationTime(times[0] + times[1] + times[2]);
+    }
+    const double launches = double{launches_per_batch} * threads;
+    state.counters["ratio"] = median(ratios);
+    state.counters["one_group_ratio"] = median(together_ratios);
+    state.counters["tandem_ns"] = median(apart_seconds) * 1e9 / launches;
+    state.counters["one_group_ns"] = median(together_seconds) * 1e9 / launches;
+    state.counters["raw_ns"] = median(raw_seconds) * 1e9 / launches;
+    state.SetItemsProcessed(state.iterations() * 3 * static_cast<std::int64_t>(launches));
+}
+
+BENCHMARK(launch_threads_own_devices)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(launch_threads_user_kernel)
     ->Arg(1)
