@@ -150,7 +150,7 @@ void CudaDevice::fetch_status(std::uint64_t from, std::uint64_t to) {
     }
 }
 
-CudaGroup& CudaDevice::group() const { return static_cast<CudaGroup&>(engine_.groups.of(index_)); }
+CudaGroup& CudaDevice::group() const { return static_cast<CudaGroup&>(current_group()); }
 
 Status CudaDevice::check_recorded(const Event& event) const {
     return check_event(event, engine_.next_event.load(std::memory_order_relaxed));

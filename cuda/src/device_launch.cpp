@@ -130,8 +130,7 @@ Status CudaDevice::do_launch(LaunchRequest&& request) {
     PreparedIssue prepared;
     Status enqueued;
     {
-        const GroupLock lock(engine_.groups, index_,
-                             waits ? GroupLock::Mode::Wait : GroupLock::Mode::ToIssue);
+        const GroupLock lock = lock_group(waits ? GroupLock::Mode::Wait : GroupLock::Mode::ToIssue);
         Result<CudaStream*> found = stream(request.stream);
         if (!found) {
             return found.error();
@@ -191,6 +190,7 @@ SettlePipeline::Inputs CudaDevice::host_inputs(const Work& work) const {
 Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_stream,
                                   bool check_inputs, PendingOp* replay,
                                   const std::string* as_copy, PreparedIssue* handoff) {
+    CudaGroup& mine = group();  // Looked up once: it stays while the lock is held.
     keep_status_words_bounded();
     // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
     // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
@@ -205,11 +205,11 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     }
     // A copy run as a kernel stays a copy: a window records launches only (C14).
     std::shared_ptr<PendingOp> op =
-        group().new_op(as_copy != nullptr ? PendingOp::Kind::Copy : PendingOp::Kind::Launch);
+        mine.new_op(as_copy != nullptr ? PendingOp::Kind::Copy : PendingOp::Kind::Launch);
     op->label = as_copy != nullptr ? *as_copy : request.kernel;
     op->device = index_;
     op->stream = request.stream;
-    if (Status found = group().pipeline.add_targets(request, *op); !found) {
+    if (Status found = mine.pipeline.add_targets(request, *op); !found) {
         return found;
     }
     TensorLaunchParams& params = launch_block();
@@ -226,7 +226,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         op->slot = next_slot_++ % status_slots;
         op->launch_id = take_launch_id();
         // A copy run as a kernel stays a copy: no window records it.
-        group().pipeline.admit_launch(*op, request, runnable,
+        mine.pipeline.admit_launch(*op, request, runnable,
                                       as_copy == nullptr ? target_stream.capture : nullptr);
         if (op->refused) [[unlikely]] {
             runs = false;
@@ -261,7 +261,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         // Taken before the engine's lock is let go: the next launch on this stream, recorded
         // after this one, reaches the driver after it too.
         handoff->stream->issue_mutex.lock();
-        handoff->mutex = &group().mutex;
+        handoff->mutex = &mine.mutex;
         handoff->mutex->begin_issue();
     }
     return {};

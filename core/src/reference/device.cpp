@@ -80,7 +80,7 @@ Result<Handle> ReferenceDevice::do_allocate(std::uint64_t size_bytes, StreamId s
                           size_bytes);
 }
 
-SettlePipeline& ReferenceDevice::pipeline() const { return engine_.groups.of(index_).pipeline; }
+SettlePipeline& ReferenceDevice::pipeline() const { return current_group().pipeline; }
 
 Status ReferenceDevice::submit(const std::shared_ptr<ReferenceWork>& work,
                                const std::function<void()>& run) {

@@ -112,6 +112,11 @@ public:
     [[nodiscard]] DeviceGroup& of(std::uint32_t device) const {
         return *devices_[device].load(std::memory_order_acquire);
     }
+    /// Where the group of `device` is kept: the same place for the runtime's life, for a caller
+    /// that looks the group up on every call.
+    [[nodiscard]] const std::atomic<DeviceGroup*>& place_of(std::uint32_t device) const {
+        return devices_[device];
+    }
     /// Whether `first` and `second` are in one group.
     [[nodiscard]] bool together(std::uint32_t first, std::uint32_t second) const {
         return &of(first) == &of(second);
@@ -151,14 +156,17 @@ public:
 
     /// Locks the group of `device` among `groups`.
     GroupLock(const DeviceGroups& groups, std::uint32_t device, Mode mode = Mode::Wait)
-        : group_(&groups.of(device)) {
+        : GroupLock(groups.place_of(device), mode) {}
+    /// Locks the group kept at `place` (`DeviceGroups::place_of`).
+    explicit GroupLock(const std::atomic<DeviceGroup*>& place, Mode mode = Mode::Wait)
+        : group_(place.load(std::memory_order_acquire)) {
         for (;;) {
             if (mode == Mode::Wait) {
                 group_->mutex.lock();
             } else {
                 group_->mutex.lock_to_issue();
             }
-            DeviceGroup* now = &groups.of(device);
+            DeviceGroup* now = place.load(std::memory_order_acquire);
             if (now == group_) [[likely]] {
                 return;
             }

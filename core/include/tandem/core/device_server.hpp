@@ -63,7 +63,9 @@ public:
     /// The device's loss (D1), if lost; under the group's lock.
     [[nodiscard]] const std::optional<Error>& lost_locked() const { return lost_; }
     /// Takes the lock of the device's group, and holds it for the life of the result.
-    [[nodiscard]] GroupLock lock_group() const { return GroupLock(groups_, service_.device_index); }
+    [[nodiscard]] GroupLock lock_group(GroupLock::Mode mode = GroupLock::Mode::Wait) const {
+        return GroupLock(place_, mode);
+    }
 
 protected:
     [[nodiscard]] bool maybe_lost() const final {
@@ -90,9 +92,17 @@ protected:
 
 protected:
     /// `directory` reaches the runtime's devices (this one too); `groups` places them in the
-    /// groups whose locks serialise the backend's state.
+    /// groups whose locks serialise the backend's state, and holds this device already.
     DeviceServer(ServiceId service, DeviceGroups& groups, const DeviceDirectory& directory)
-        : service_(service), claims_(service), directory_(directory), groups_(groups) {}
+        : service_(service),
+          claims_(service),
+          directory_(directory),
+          groups_(groups),
+          place_(groups.place_of(service.device_index)) {}
+    /// The group the device is in now; it stays so while its lock is held.
+    [[nodiscard]] DeviceGroup& current_group() const {
+        return *place_.load(std::memory_order_acquire);
+    }
     /// Joins this device's group with `other`'s, a device of the runtime (`DeviceGroups::join`).
     void do_reach(ServiceId other) final;
 
@@ -194,6 +204,8 @@ protected:
 
 private:
     DeviceGroups& groups_;
+    /// Where `groups_` keeps this device's group.
+    const std::atomic<DeviceGroup*>& place_;
     /// `lost_` is set, readable without the lock.
     std::atomic<bool> lost_flag_{false};
     std::atomic<std::uint64_t> stream_count_{0};
