@@ -19,9 +19,11 @@
 #include "raw_kernels.hpp"
 #include "user_kernel.hpp"
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <optional>
+#include <string>
 #include <thread>
 
 namespace tandem::bench {
@@ -136,6 +138,40 @@ private:
     std::vector<cudaStream_t> streams_;
 };
 
+/// Times two tandem sides and the raw side, one after another in each iteration in an order that
+/// turns, and reports each side's time per launch of all `threads` threads (`first_name`_ns,
+/// `second_name`_ns, raw_ns) and the tandem sides' medians over raw (`ratio` for the first,
+/// `second_name`_ratio).
+void time_against_raw(benchmark::State& state, int threads, TandemThreads& first,
+                      TandemThreads& second, RawThreads& raw, const std::string& first_name,
+                      const std::string& second_name) {
+    std::array<std::vector<double>, 3> seconds;
+    std::vector<double> ratios;
+    std::vector<double> second_ratios;
+    int turn = 0;
+    for (auto _ : state) {
+        double times[3] = {};  // First, second, raw.
+        for (int step = 0; step < 3; ++step) {
+            const int side = (turn + step) % 3;
+            times[side] = side == 0 ? first.batch() : side == 1 ? second.batch() : raw.batch();
+        }
+        turn = (turn + 1) % 3;
+        for (std::size_t side = 0; side < 3; ++side) {
+            seconds[side].push_back(times[side]);
+        }
+        ratios.push_back(times[0] / times[2]);
+        second_ratios.push_back(times[1] / times[2]);
+        state.SetIterationTime(times[0] + times[1] + times[2]);
+    }
+    const double launches = double{launches_per_batch} * threads;
+    state.counters["ratio"] = median(ratios);
+    state.counters[second_name + "_ratio"] = median(second_ratios);
+    state.counters[first_name + "_ns"] = median(seconds[0]) * 1e9 / launches;
+    state.counters[second_name + "_ns"] = median(seconds[1]) * 1e9 / launches;
+    state.counters["raw_ns"] = median(seconds[2]) * 1e9 / launches;
+    state.SetItemsProcessed(state.iterations() * 3 * static_cast<std::int64_t>(launches));
+}
+
 /// A second runtime whose launches make their driver calls holding its lock.
 std::shared_ptr<cuda::CudaRuntime> locked_runtime(benchmark::State& state) {
     static std::shared_ptr<cuda::CudaRuntime> shared;
@@ -166,33 +202,7 @@ void launch_threads_user_kernel(benchmark::State& state) {
     if (!unlocked.ok() || !locked.ok() || !raw.ok()) {
         return;
     }
-    std::vector<double> tandem_seconds;
-    std::vector<double> locked_seconds;
-    std::vector<double> raw_seconds;
-    std::vector<double> ratios;
-    std::vector<double> locked_ratios;
-    int turn = 0;
-    for (auto _ : state) {
-        double times[3] = {};  // Tandem, locked, raw: run in an order that turns.
-        for (int step = 0; step < 3; ++step) {
-            const int side = (turn + step) % 3;
-            times[side] = side == 0 ? unlocked.batch() : side == 1 ? locked.batch() : raw.batch();
-        }
-        turn = (turn + 1) % 3;
-        tandem_seconds.push_back(times[0]);
-        locked_seconds.push_back(times[1]);
-        raw_seconds.push_back(times[2]);
-        ratios.push_back(times[0] / times[2]);
-        locked_ratios.push_back(times[1] / times[2]);
-        state.SetIterationTime(times[0] + times[1] + times[2]);
-    }
-    const double launches = double{launches_per_batch} * threads;
-    state.counters["ratio"] = median(ratios);
-    state.counters["locked_ratio"] = median(locked_ratios);
-    state.counters["tandem_ns"] = median(tandem_seconds) * 1e9 / launches;
-    state.counters["locked_ns"] = median(locked_seconds) * 1e9 / launches;
-    state.counters["raw_ns"] = median(raw_seconds) * 1e9 / launches;
-    state.SetItemsProcessed(state.iterations() * 3 * static_cast<std::int64_t>(launches));
+    time_against_raw(state, threads, unlocked, locked, raw, "tandem", "locked");
 }
 
 /// A runtime of `devices` devices, all on GPU 0.
@@ -221,50 +231,16 @@ void launch_threads_own_devices(benchmark::State& state) {
     if (!apart.ok() || !together.ok() || !raw.ok()) {
         return;
     }
-    std::vector<double> apart_seconds;
-    std::vector<double> together_seconds;
-    std::vector<double> raw_seconds;
-    std::vector<double> ratios;
-    std::vector<double> together_ratios;
-    int turn = 0;
-    for (auto _ : state) {
-        double times[3] = {};  // Apart, one group, raw: run in an order that turns.
-        for (int step = 0; step < 3; ++step) {
-            const int side = (turn + step) % 3;
-            times[side] = side == 0 ? apart.batch() : side == 1 ? together.batch() : raw.batch();
-        }
-        turn = (turn + 1) % 3;
-        apart_seconds.push_back(times[0]);
-        together_seconds.push_back(times[1]);
-        raw_seconds.push_back(times[2]);
-        ratios.push_back(times[0] / times[2]);
-        together_ratios.push_back(times[1] / times[2]);
-        state.SetIterationTime(times[0] + times[1] + times[2]);
-    }
-    const double launches = double{launches_per_batch} * threads;
-    state.counters["ratio"] = median(ratios);
-    state.counters["one_group_ratio"] = median(together_ratios);
-    state.counters["tandem_ns"] = median(apart_seconds) * 1e9 / launches;
-    state.counters["one_group_ns"] = median(together_seconds) * 1e9 / launches;
-    state.counters["raw_ns"] = median(raw_seconds) * 1e9 / launches;
-    state.SetItemsProcessed(state.iterations() * 3 * static_cast<std::int64_t>(launches));
+    time_against_raw(state, threads, apart, together, raw, "tandem", "one_group");
 }
 
-BENCHMARK(launch_threads_own_devices)
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
+/// 1, 2, 4 and 8 threads, each side timed by hand.
+void thread_counts(benchmark::internal::Benchmark* bench) {
+    bench->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond);
+}
 
-BENCHMARK(launch_threads_user_kernel)
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(launch_threads_own_devices)->Apply(thread_counts);
+BENCHMARK(launch_threads_user_kernel)->Apply(thread_counts);
 
 }  // namespace
 }  // namespace tandem::bench
