@@ -126,7 +126,9 @@ public:
     /// waits for the oldest first (and forgets those after it that are complete), not for
     /// everything queued.
     [[nodiscard]] std::size_t live_events() const;
-    /// The most recorded events that may be unresolved at once.
+    /// The most recorded events that may be unresolved at once in one group of devices (each
+    /// device starts in a group of its own, joined with another's when a call involves both:
+    /// docs/DESIGN.md), so at most this many times the device count in a runtime.
     static constexpr std::size_t max_live_events = 4096;
 
 private:
