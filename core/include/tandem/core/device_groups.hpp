@@ -63,10 +63,12 @@ public:
     /// while such a wait is on: the holder goes on with the group's state when it comes back.
     class Released {
     public:
+        /// Lets go of `group`'s lock, which the caller holds once.
         explicit Released(DeviceGroup& group) : group_(group) {
             ++group_.released_;
             group_.mutex.unlock();
         }
+        /// Takes the lock again.
         ~Released() {
             group_.mutex.lock();
             --group_.released_;
@@ -152,7 +154,12 @@ private:
 class GroupLock {
 public:
     /// How the lock is taken.
-    enum class Mode : std::uint8_t { Wait, ToIssue };
+    enum class Mode : std::uint8_t {
+        /// As `EngineMutex::lock`: once no issue is open.
+        Wait,
+        /// As `EngineMutex::lock_to_issue`: for a launch about to open an issue of its own.
+        ToIssue,
+    };
 
     /// Locks the group of `device` among `groups`.
     GroupLock(const DeviceGroups& groups, std::uint32_t device, Mode mode = Mode::Wait)
