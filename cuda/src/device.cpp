@@ -3,6 +3,7 @@
 // enqueue order when the host synchronises.
 
 #include "engine.hpp"
+#include "tandem/core/detail/device_seed.hpp"
 #include "tandem/core/kernels/catalog.hpp"
 
 #include <algorithm>
@@ -20,7 +21,7 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       storage_(ordinal, capacity_bytes),
       memory_(storage_, order_, engine.options.pools),
       next_launch_id_(engine.options.first_launch_id),
-      rng_(engine.options.seed ^ (std::uint64_t{index} * 0x9e3779b97f4a7c15ULL)) {
+      rng_(detail::device_seed(engine.options.seed, index)) {
     DeviceGuard guard(ordinal_);
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal_);

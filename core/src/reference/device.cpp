@@ -4,6 +4,7 @@
 #include "reference.hpp"
 
 #include "tandem/core/host_kernels.hpp"
+#include "tandem/core/detail/device_seed.hpp"
 
 #include <cstring>
 
@@ -50,7 +51,7 @@ ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
       index_(index),
       storage_(capacity_bytes),
       memory_(storage_, order_, pools),
-      rng_(engine.options.seed ^ (std::uint64_t{index} * 0x9e3779b97f4a7c15ULL)) {
+      rng_(detail::device_seed(engine.options.seed, index)) {
     memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
     streams_.push_back(ReferenceStream{{StreamId{1}, {}, 0}});
     set_stream_count(1);
