@@ -122,10 +122,7 @@ CudaEngine::CudaEngine(CudaOptions cuda_options)
 
 CudaEngine::~CudaEngine() {
     // Each group waits for its devices' work and settles it, as every resolve does: under its lock.
-    for (std::uint32_t index = 0; index < devices.size(); ++index) {
-        const GroupLock lock(groups, index);
-        (void)static_cast<CudaGroup&>(lock.group()).resolve_all();
-    }
+    for_each_group([](CudaGroup& group) { (void)group.resolve_all(); });
 }
 
 // ---------------------------------------------------------------- CudaGroup

@@ -489,6 +489,20 @@ public:
     /// The sequence the next recorded event gets, on any device: unique in the runtime, so that
     /// joined groups keep their events apart.
     std::atomic<std::uint64_t> next_event{1};
+
+    /// Calls `visit(group)` once for each group that holds devices, under its lock; the caller
+    /// holds no group's lock.
+    template <typename Visit>
+    void for_each_group(Visit&& visit) const {
+        std::vector<const DeviceGroup*> visited;
+        for (std::uint32_t index = 0; index < devices.size(); ++index) {
+            const GroupLock lock(groups, index);
+            if (std::find(visited.begin(), visited.end(), &lock.group()) == visited.end()) {
+                visited.push_back(&lock.group());
+                visit(static_cast<CudaGroup&>(lock.group()));
+            }
+        }
+    }
 };
 
 /// The message of a CUDA error.

@@ -3,8 +3,6 @@
 #include "engine.hpp"
 #include "tensor_map_encode.hpp"
 
-#include <algorithm>
-
 namespace tandem::cuda {
 
 GpuReport probe_gpus() {
@@ -152,15 +150,12 @@ Client CudaRuntime::client(std::size_t index) const {
 std::uint64_t CudaRuntime::runtime_id() const { return engine_->runtime_id; }
 
 Status CudaRuntime::sync_all() {
-    std::vector<const DeviceGroup*> resolved;  // Each group once, though it holds several devices.
-    for (std::uint32_t index = 0; index < engine_->devices.size(); ++index) {
-        const GroupLock lock(engine_->groups, index);
-        if (std::find(resolved.begin(), resolved.end(), &lock.group()) == resolved.end()) {
-            (void)static_cast<CudaGroup&>(lock.group()).resolve_all();
-            resolved.push_back(&lock.group());
+    engine_->for_each_group([this](CudaGroup& group) {
+        (void)group.resolve_all();
+        for (std::uint32_t index : group.members()) {
+            engine_->devices[index]->memory().sweep();
         }
-        engine_->devices[index]->memory().sweep();
-    }
+    });
     return {};
 }
 
@@ -184,15 +179,8 @@ std::uint64_t CudaRuntime::skipped_on_device(std::size_t index) const {
 }
 
 std::size_t CudaRuntime::live_events() const {
-    std::vector<const DeviceGroup*> counted;
     std::size_t live = 0;
-    for (const auto& device : engine_->devices) {
-        const GroupLock lock = device->lock_group();
-        if (std::find(counted.begin(), counted.end(), &lock.group()) == counted.end()) {
-            live += static_cast<const CudaGroup&>(lock.group()).events.size();
-            counted.push_back(&lock.group());
-        }
-    }
+    engine_->for_each_group([&live](const CudaGroup& group) { live += group.events.size(); });
     return live;
 }
 
