@@ -266,7 +266,7 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
     op->device = index_;
     op->stream = stream_id;
     op->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
-    op->held.push_back(KernelResource::buffer(target));
+    op->held.add(target);
     DeviceGuard guard(ordinal_);
     // From pageable memory the call returns once the bytes are staged, so `bytes` may go. A
     // write of no bytes (into an empty view) has nothing to copy and no source pointer.
@@ -435,7 +435,7 @@ Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<s
     op->device = index_;
     op->stream = stream_id;
     op->inputs.push_back(Target{service_, source.claim_key(), std::nullopt});
-    op->held.push_back(KernelResource::buffer(source));
+    op->held.add(source);
     op->read_back = std::move(state);
     // A read whose bytes are known to end up claimed copies nothing; one whose producers are
     // still running copies now, and its settlement says whether the bytes may be used.
@@ -496,8 +496,8 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
         return targets;
     }
     const CudaDevice* owner = engine_.device_of(op->inputs.front().owner);
-    op->held.push_back(source);
-    op->held.push_back(KernelResource::buffer(target));
+    op->held.add(source);
+    op->held.add(target);
     // C9: a copy whose input will end up claimed does not move a byte. One whose producers are
     // not known yet runs as the catalog's copy kernel, which checks their status words first;
     // where this GPU cannot read them, the host learns their outcome first.

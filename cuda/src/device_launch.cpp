@@ -250,8 +250,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         run_on_gpu(request, launcher, target_stream, *op, replay, injected, handoff);
     }
     // The request is done with: its bindings move into the work they keep reserved.
-    std::vector<KernelResource>& held = replay != nullptr ? replay->held : op->held;
-    std::move(request.resources.begin(), request.resources.end(), std::back_inserter(held));
+    (replay != nullptr ? replay->held : op->held).take(request.resources);
     if (replay != nullptr) {
         return {};
     }

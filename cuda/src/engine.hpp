@@ -12,6 +12,7 @@
 #include "tandem/core/device_groups.hpp"
 #include "tandem/core/device_server.hpp"
 #include "tandem/core/fault_plan.hpp"
+#include "tandem/core/held_bindings.hpp"
 #include "tandem/core/memory_manager.hpp"
 #include "tandem/core/outcome.hpp"
 #include "tandem/core/server.hpp"
@@ -69,7 +70,7 @@ struct PendingOp final : Work {
     enum class Kind : std::uint8_t { Write, Copy, Launch, Replay };
     Kind kind = Kind::Launch;
     /// Keeps every bound allocation reserved until the outcome is settled.
-    std::vector<KernelResource> held;
+    HeldBindings held;
     /// Keeps what the work runs alive until then (the CUDA graph a replay launched).
     std::shared_ptr<void> keep_alive;
     /// Launches and replays that reached the GPU: the status word and the id that owns it.

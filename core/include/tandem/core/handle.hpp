@@ -152,6 +152,7 @@ public:
     [[nodiscard]] WeakBufferBinding downgrade() const;
 
 private:
+    friend class HeldBindings;  // Moves the reference out as work takes the binding.
     ManagedMemoryBinding memory_;
     ServiceId service_;
     StreamId stream_;

@@ -59,6 +59,7 @@ public:
     [[nodiscard]] const BufferBinding& buffer_binding() const;
 
 private:
+    friend class HeldBindings;  // Moves a buffer's reference out as work takes it.
     Binding binding_;
     AccessMode access_;
 };
