@@ -78,5 +78,24 @@ TEST(HeldBindings, added_bindings_are_copies_that_outlive_the_originals) {
     EXPECT_EQ(sink.released_ids.size(), 1u);
 }
 
+TEST(HeldBindings, resources_added_together_stay_bound_in_the_caller) {
+    Releases sink;
+    HeldBindings held;
+    Handle first = handle_on(sink);
+    Handle second = handle_on(sink);
+    std::vector<KernelResource> resources;
+    resources.emplace_back(first, AccessMode::Read);
+    resources.emplace_back(second, AccessMode::Write);
+    held.add(std::span<const KernelResource>(resources));
+    EXPECT_EQ(held.size(), 2u);
+    EXPECT_EQ(resources[1].buffer_binding().memory_id(), second.memory_id());
+    held.clear();
+    { Handle gone = std::move(first); }
+    EXPECT_TRUE(sink.released_ids.empty());  // The caller's resources still hold both.
+    resources.clear();
+    { Handle gone = std::move(second); }
+    EXPECT_EQ(sink.released_ids.size(), 2u);
+}
+
 }  // namespace
 }  // namespace tandem

@@ -69,7 +69,7 @@ cudaError_t instantiate(std::span<CudaGraph::Node> nodes, cudaGraphExec_t* exec)
 
 Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node> nodes,
                                                     std::uint32_t plain_id,
-                                                    std::vector<KernelResource> held) {
+                                                    HeldBindings held) {
     DeviceGuard guard(ordinal);
     std::shared_ptr<CudaGraph> graph(new CudaGraph(ordinal, nodes.size()));
     graph->plain_id_ = plain_id;

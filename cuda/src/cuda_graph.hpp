@@ -26,6 +26,7 @@
 
 #include "launcher.hpp"
 
+#include "tandem/core/held_bindings.hpp"
 #include "tandem/core/ids.hpp"
 #include "tandem/core/kernel_resource.hpp"
 #include "tandem/core/result.hpp"
@@ -65,7 +66,7 @@ public:
     /// error when the driver refuses.
     static Result<std::shared_ptr<CudaGraph>> build(int ordinal, std::span<Node> nodes,
                                                     std::uint32_t plain_id,
-                                                    std::vector<KernelResource> held);
+                                                    HeldBindings held);
     ~CudaGraph();
     CudaGraph(const CudaGraph&) = delete;
     CudaGraph& operator=(const CudaGraph&) = delete;
@@ -121,7 +122,7 @@ private:
     unsigned long long* word_ = nullptr;  // Device memory: the plain graph's status word.
     std::uint32_t plain_id_ = 0;
     bool has_external_ = false;
-    std::vector<KernelResource> held_;
+    HeldBindings held_;
     ReplayTicket* ticket_ = nullptr;  // Device memory: the ticket, then one code per node.
     /// Recorded on the previous replay's stream when a replay comes on another one.
     cudaEvent_t ordered_ = nullptr;

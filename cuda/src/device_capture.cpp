@@ -28,7 +28,7 @@ Result<CaptureGraph> CudaDevice::do_make_graph(CaptureWindow& window) {
 
 Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRequest>& launches) {
     std::vector<CudaGraph::Node> nodes;
-    std::vector<KernelResource> held;  // What a replay keeps reserved, once for every replay.
+    HeldBindings held;  // What a replay keeps reserved, once for every replay.
     nodes.reserve(launches.size());
     for (const LaunchRequest& launch : launches) {
         if (launch.config.runs_nothing()) {
@@ -42,7 +42,7 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRe
         } else {
             encode_params(launch, node.params);
         }
-        held.insert(held.end(), launch.resources.begin(), launch.resources.end());
+        held.add(launch.resources);
     }
     if (nodes.empty()) {
         return std::shared_ptr<void>{};  // Nothing to launch: a replay only counts as work.

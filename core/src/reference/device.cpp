@@ -115,7 +115,7 @@ Status ReferenceDevice::do_write(const BufferBinding& target, std::span<const st
     work->device = index_;
     work->stream = stream;
     work->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
-    work->held.push_back(target);
+    work->held.add(target);
     return submit(work, [&] {
         if (!bytes.empty()) {
             std::memcpy(host(target.start_address()), bytes.data(), bytes.size());
@@ -154,7 +154,7 @@ Result<Event> ReferenceDevice::do_read_async(const BufferBinding& source,
     work->device = index_;
     work->stream = stream;
     work->inputs.push_back(Target{service_, source.claim_key(), std::nullopt});
-    work->held.push_back(source);
+    work->held.add(source);
     work->read_back = std::move(state);
     (void)submit(work, [&] {
         if (!into.empty()) {
@@ -180,7 +180,8 @@ Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBindin
     const BufferBinding& from = source.buffer_binding();
     const std::uint64_t from_address =
         source.peer_binding() != nullptr ? source.peer_binding()->address() : from.start_address();
-    work->held = {from, target};
+    work->held.add(from);
+    work->held.add(target);
     return submit(work, [&] {
         if (target.size_in_use() != 0) {
             std::memmove(host(target.start_address()), host(from_address), target.size_in_use());
@@ -202,9 +203,7 @@ Status ReferenceDevice::do_launch(LaunchRequest&& request) {
     if (!found) {
         return found.error();
     }
-    for (const KernelResource& resource : request.resources) {
-        work->held.push_back(resource.buffer_binding());
-    }
+    work->held.add(request.resources);
     // Drawn for every launch enqueued, in program order, as on every backend.
     const std::optional<std::uint32_t> injected =
         faults_.kernel_fault_due(request.kernel, rng_);

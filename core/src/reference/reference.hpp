@@ -9,6 +9,7 @@
 
 #include "tandem/core/device_groups.hpp"
 #include "tandem/core/device_server.hpp"
+#include "tandem/core/held_bindings.hpp"
 #include "tandem/core/host_kernel_context.hpp"
 #include "tandem/core/reference_runtime.hpp"
 #include "tandem/core/settle_pipeline.hpp"
@@ -28,7 +29,7 @@ class ReferenceEngine;
 
 /// Work on the reference backend: it keeps its bindings until it is settled, which is at once.
 struct ReferenceWork final : Work {
-    std::vector<BufferBinding> held;
+    HeldBindings held;
     void on_settled() override { held.clear(); }
 };
 

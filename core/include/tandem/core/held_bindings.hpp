@@ -22,6 +22,12 @@ public:
     void take(std::span<KernelResource> resources);
     /// Holds what `resource` binds.
     void add(const KernelResource& resource);
+    /// Holds what each of `resources` binds; they stay bound.
+    void add(std::span<const KernelResource> resources) {
+        for (const KernelResource& resource : resources) {
+            add(resource);
+        }
+    }
     /// Holds `binding`'s allocation.
     void add(const BufferBinding& binding) { memory_.push_back(binding.memory()); }
     /// Lets go of everything held, keeping the storage for the next work.
