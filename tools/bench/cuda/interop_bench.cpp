@@ -11,6 +11,14 @@
 //                             either, what the way of launching alone costs
 //   launch_pair_raw_checked   the raw launch followed by `cudaGetLastError`, as external work
 //                             checks what its callable left, against the raw launch alone
+//   launch_pair_raw_locked    the raw launch followed by taking and letting go of a recursive
+//                             mutex (the engine's lock), against the raw launch alone: what a
+//                             lock costs right after the driver's call
+//   launch_pair_external_timed
+//                             launch_pair_external with the driver's call timed on both sides:
+//                             `raw_call_ns` and `tandem_call_ns`, the chevron launch's own time
+//                             in the raw loop and inside external work (the rest of `added_ns` is
+//                             tandem's path, as it runs between two driver calls)
 //   external_work_alone       external work whose callable enqueues nothing, against the raw
 //                             launch: `tandem_ns` is tandem's own host time per unit
 //   gemm_pair_external        a 4096 x 4096 fp32 cuBLAS GEMM through external work, against the
@@ -22,6 +30,8 @@
 #include "raw_kernels.hpp"
 #include "user_kernel.hpp"
 
+#include <chrono>
+#include <mutex>
 #include <optional>
 
 namespace tandem::bench {
@@ -156,6 +166,21 @@ void launch_pair_raw_checked(benchmark::State& state) {
     pair_raw_with_raw_copy(state, launch_raw_user_copy_checked);
 }
 
+/// The raw launch, then the engine's kind of lock taken and let go, as tandem's path does once
+/// the driver's call returns.
+int launch_raw_user_copy_locked(void* stream, const void* from, void* to, std::uint64_t bytes,
+                                std::uint32_t blocks, std::uint32_t threads) {
+    static std::recursive_mutex lock;
+    const int launched = launch_raw_user_copy(stream, from, to, bytes, blocks, threads);
+    lock.lock();
+    lock.unlock();
+    return launched;
+}
+
+void launch_pair_raw_locked(benchmark::State& state) {
+    pair_raw_with_raw_copy(state, launch_raw_user_copy_locked);
+}
+
 void external_work_alone(benchmark::State& state) {
     pair_with_raw_copy(state, [](Client& client, const std::vector<LaunchArgument>& arguments) {
         const auto nothing = [](const DeviceWorkContext&) { return Status{}; };
@@ -169,6 +194,51 @@ void launch_pair_external(benchmark::State& state) {
         return ExternalBatch(client, ExternalWork{"raw_copy", arguments, {nullptr, raw_copy_on}},
                              launches_per_batch);
     });
+}
+
+/// The time of each chevron launch made through `timed_copy_on`, per side.
+struct CallClock {
+    std::chrono::steady_clock::duration spent{};
+    std::uint64_t calls = 0;
+
+    int launch(void* stream, const void* from, void* to) {
+        const auto begin = std::chrono::steady_clock::now();
+        const int status = launch_raw_user_copy(stream, from, to, small_bytes, 1, small_threads);
+        spent += std::chrono::steady_clock::now() - begin;
+        ++calls;
+        return status;
+    }
+    [[nodiscard]] double mean_ns() const {
+        return calls == 0 ? 0.0 : std::chrono::duration<double, std::nano>(spent).count() / calls;
+    }
+};
+
+void launch_pair_external_timed(benchmark::State& state) {
+    auto rt = runtime(state, 1);
+    if (!rt) {
+        return;
+    }
+    Client client = rt->client(0);
+    auto arguments = tandem_buffers(state, client, small_bytes);
+    const RawMemory raw_memory(state, 2, small_bytes);
+    if (!arguments || !raw_memory.ok(2)) {
+        return;
+    }
+    CallClock in_tandem;
+    CallClock in_raw;
+    const auto timed_copy_on = [&in_tandem](const DeviceWorkContext& context) -> Status {
+        return in_tandem.launch(context.stream, context.pointers[0], context.pointers[1]) == 0
+                   ? Status{}
+                   : Status{Error::invalid_argument("raw launch failed")};
+    };
+    ExternalBatch tandem(client, ExternalWork{"raw_copy", *arguments, {nullptr, timed_copy_on}},
+                         launches_per_batch);
+    RawBatch raw([&in_raw, from = raw_memory[0], to = raw_memory[1]](void* stream) {
+        (void)in_raw.launch(stream, from, to);
+    });
+    launch_pair(state, tandem, raw);
+    state.counters["raw_call_ns"] = in_raw.mean_ns();
+    state.counters["tandem_call_ns"] = in_tandem.mean_ns();
 }
 
 /// `gemms_per_batch` direct GEMMs on three cudaMalloc matrices, then a stream sync.
@@ -237,6 +307,8 @@ BENCHMARK(launch_pair_external)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_raw_full_block)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_raw_driver)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_raw_checked)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_raw_locked)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_external_timed)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(external_work_alone)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(gemm_pair_external)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20);
 
