@@ -95,17 +95,21 @@ private:
     int per_batch_;
 };
 
-/// The raw copy launch on `context`'s two pointers: the CUDA side of external work.
-Status raw_copy_on(const DeviceWorkContext& context) {
-    const int status = launch_raw_user_copy(context.stream, context.pointers[0],
-                                            context.pointers[1], small_bytes, 1, small_threads);
+/// What external work returns for a raw launch that returned `status`.
+Status launch_status(int status) {
     return status == 0 ? Status{} : Status{Error::invalid_argument("raw launch failed")};
 }
 
-/// The tandem batch `make(client, arguments)` builds on two small buffers, paired with the raw
-/// copy launch on two cudaMalloc buffers.
-template <typename MakeBatch>
-void pair_with_raw_copy(benchmark::State& state, MakeBatch make) {
+/// The raw copy launch on `context`'s two pointers: the CUDA side of external work.
+Status raw_copy_on(const DeviceWorkContext& context) {
+    return launch_status(launch_raw_user_copy(context.stream, context.pointers[0],
+                                              context.pointers[1], small_bytes, 1, small_threads));
+}
+
+/// The tandem batch `make(client, arguments)` builds on two small buffers, paired with
+/// `raw_launch(stream, from, to)` on two cudaMalloc buffers.
+template <typename MakeBatch, typename RawLaunch>
+void pair_with_raw_copy(benchmark::State& state, MakeBatch make, RawLaunch raw_launch) {
     auto rt = runtime(state, 1);
     if (!rt) {
         return;
@@ -117,10 +121,18 @@ void pair_with_raw_copy(benchmark::State& state, MakeBatch make) {
         return;
     }
     auto tandem = make(client, *arguments);
-    RawBatch raw([from = raw_memory[0], to = raw_memory[1]](void* stream) {
-        (void)launch_raw_user_copy(stream, from, to, small_bytes, 1, small_threads);
+    RawBatch raw([raw_launch, from = raw_memory[0], to = raw_memory[1]](void* stream) {
+        raw_launch(stream, from, to);
     });
     launch_pair(state, tandem, raw);
+}
+
+/// The tandem batch `make(client, arguments)` builds, paired with the raw copy launch.
+template <typename MakeBatch>
+void pair_with_raw_copy(benchmark::State& state, MakeBatch make) {
+    pair_with_raw_copy(state, make, [](void* stream, const void* from, void* to) {
+        (void)launch_raw_user_copy(stream, from, to, small_bytes, 1, small_threads);
+    });
 }
 
 void launch_pair_user_kernel(benchmark::State& state) {
@@ -209,34 +221,29 @@ struct CallClock {
         return status;
     }
     [[nodiscard]] double mean_ns() const {
-        return calls == 0 ? 0.0 : std::chrono::duration<double, std::nano>(spent).count() / calls;
+        return calls == 0 ? 0.0
+                          : std::chrono::duration<double, std::nano>(spent).count() /
+                                static_cast<double>(calls);
     }
 };
 
 void launch_pair_external_timed(benchmark::State& state) {
-    auto rt = runtime(state, 1);
-    if (!rt) {
-        return;
-    }
-    Client client = rt->client(0);
-    auto arguments = tandem_buffers(state, client, small_bytes);
-    const RawMemory raw_memory(state, 2, small_bytes);
-    if (!arguments || !raw_memory.ok(2)) {
-        return;
-    }
     CallClock in_tandem;
     CallClock in_raw;
-    const auto timed_copy_on = [&in_tandem](const DeviceWorkContext& context) -> Status {
-        return in_tandem.launch(context.stream, context.pointers[0], context.pointers[1]) == 0
-                   ? Status{}
-                   : Status{Error::invalid_argument("raw launch failed")};
-    };
-    ExternalBatch tandem(client, ExternalWork{"raw_copy", *arguments, {nullptr, timed_copy_on}},
-                         launches_per_batch);
-    RawBatch raw([&in_raw, from = raw_memory[0], to = raw_memory[1]](void* stream) {
-        (void)in_raw.launch(stream, from, to);
-    });
-    launch_pair(state, tandem, raw);
+    pair_with_raw_copy(
+        state,
+        [&in_tandem](Client& client, const std::vector<LaunchArgument>& arguments) {
+            const auto timed_copy_on = [&in_tandem](const DeviceWorkContext& context) {
+                return launch_status(
+                    in_tandem.launch(context.stream, context.pointers[0], context.pointers[1]));
+            };
+            return ExternalBatch(client,
+                                 ExternalWork{"raw_copy", arguments, {nullptr, timed_copy_on}},
+                                 launches_per_batch);
+        },
+        [&in_raw](void* stream, const void* from, void* to) {
+            (void)in_raw.launch(stream, from, to);
+        });
     state.counters["raw_call_ns"] = in_raw.mean_ns();
     state.counters["tandem_call_ns"] = in_tandem.mean_ns();
 }
@@ -283,13 +290,13 @@ void gemm_pair_external(benchmark::State& state) {
     if (!inputs || !output || !raw_memory.ok(3)) {
         return;
     }
-    std::vector<LaunchArgument> arguments = {(*inputs)[0], (*inputs)[1],
-                                             {*output, AccessMode::Write, std::nullopt}};
+    std::vector<LaunchArgument> arguments = {
+        (*inputs)[0], (*inputs)[1], {*output, AccessMode::Write, std::nullopt}};
     arguments[1].access = AccessMode::Read;
     auto on_gpu = [&gemm](const DeviceWorkContext& context) -> Status {
-        const int status = gemm.run(context.stream, context.pointer<const float>(0),
-                                    context.pointer<const float>(1), context.pointer<float>(2),
-                                    gemm_n);
+        const int status =
+            gemm.run(context.stream, context.pointer<const float>(0),
+                     context.pointer<const float>(1), context.pointer<float>(2), gemm_n);
         return status == 0 ? Status{} : Status{Error::invalid_argument("cublasSgemm failed")};
     };
     ExternalBatch tandem(client, ExternalWork{"cublas_sgemm", arguments, {nullptr, on_gpu}},
