@@ -160,5 +160,36 @@ TYPED_TEST(ExternalWorks, c14_a_fault_due_for_replayed_external_work_fails_the_r
     EXPECT_EQ(root_code(*error), 44u) << error->report();
 }
 
+// A callable may enqueue more work through its client, as a library call may enqueue more of its
+// own: the work runs, and the callable's work lands too (C3). Its order against the callable's own
+// work is not the rule's to say, so it writes bytes of its own. (A call that waits is refused on
+// the simulator: sim_scheduler_test.cpp.)
+TYPED_TEST(ExternalWorks, a_callable_may_enqueue_more_work_through_its_client) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle written = this->allocate(client, 64);
+    Handle declared = this->allocate(client, 64);
+    Status nested;
+    int calls = 0;
+    ExternalWork work = fill_work(declared, 3, &calls);
+    work.name = "enqueues_more";
+    const auto host_fill_3 = work.run.host;
+    work.run.host = [&, host_fill_3](HostKernelContext& context) -> Status {
+        nested = client.write(written, filled(64, 7));
+        return host_fill_3(context);
+    };
+#if TANDEM_HAS_CUDA_KERNELS
+    const auto device_fill_3 = work.run.cuda;
+    work.run.cuda = [&, device_fill_3](const DeviceWorkContext& context) -> Status {
+        nested = client.write(written, filled(64, 7));
+        return device_fill_3(context);
+    };
+#endif
+    ASSERT_TRUE(client.enqueue(std::move(work)));
+    EXPECT_EQ(this->read_bytes(client, written), filled(64, 7));
+    EXPECT_TRUE(nested) << nested.error().report();
+    EXPECT_EQ(this->read_bytes(client, declared), filled(64, 3));
+}
+
 }  // namespace
 }  // namespace tandem::conformance

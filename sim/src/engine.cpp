@@ -228,7 +228,33 @@ private:
 
 }  // namespace
 
+namespace {
+
+thread_local const Operation* running_here = nullptr;
+
+}  // namespace
+
+RunningHere::RunningHere(const Operation& operation) : previous_(running_here) {
+    running_here = &operation;
+}
+
+RunningHere::~RunningHere() { running_here = previous_; }
+
+const Operation* RunningHere::operation() { return running_here; }
+
 Status Engine::run_until(const std::function<bool()>& done) {
+    if (const Operation* inside = RunningHere::operation(); inside != nullptr) [[unlikely]] {
+        // Scheduling from here would run other work inside this work's body (on its fiber, or
+        // its stream's worker), and what the call waits for may be queued behind it.
+        if (done()) {
+            return {};
+        }
+        return Error::invalid_argument(
+            where(*inside) +
+            " called tandem from inside its own run, and the call would have to wait for work "
+            "not done yet; work a device runs cannot wait for the device's work: make the call "
+            "before enqueueing the work, or after it ends");
+    }
     if (options.mode == SchedulerMode::Deterministic) {
         Status deadlock;
         while (!done() && step_deterministic(deadlock)) {
@@ -331,7 +357,10 @@ void Engine::worker(std::uint32_t device_index, std::uint32_t stream_local) {
         if (head->state != Operation::State::Done && head->body) {
             const std::function<void()> body = head->body;
             lock.unlock();
-            body();
+            {
+                const RunningHere running(*head);
+                body();
+            }
             lock.lock();
             ++steps;
             finish(device, device.streams()[stream_local], head);

@@ -116,6 +116,24 @@ private:
     std::uint64_t allocations_made_ = 0;
 };
 
+/// Marks the calling thread, for a scope, as running `operation`'s body (on the operation's
+/// fiber, or as its stream's worker). A call into tandem made inside that body (external work's
+/// host callable calling its client) is then known to come from running work: it may not wait
+/// for other work (`Engine::run_until`), which may be queued behind the caller itself.
+class RunningHere {
+public:
+    explicit RunningHere(const Operation& operation);
+    ~RunningHere();
+    RunningHere(const RunningHere&) = delete;
+    RunningHere& operator=(const RunningHere&) = delete;
+
+    /// The operation whose body the calling thread runs now, or null.
+    static const Operation* operation();
+
+private:
+    const Operation* previous_;
+};
+
 class Engine final {
 public:
     explicit Engine(SimOptions options);
@@ -193,6 +211,8 @@ public:
 
     /// Runs work until `done()` holds or nothing more can run. A deadlock (every stream with work
     /// waits on something that can never happen) fails the waiters and is returned as an error.
+    /// Called from inside running work (`RunningHere`), it runs nothing: `InvalidArgument` naming
+    /// the work unless `done()` holds already.
     Status run_until(const std::function<bool()>& done);
     /// Wakes workers after enqueueing (threads mode).
     void notify();

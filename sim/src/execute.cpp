@@ -67,12 +67,6 @@ private:
     Operation& operation_;
 };
 
-std::string where(const Operation& operation) {
-    return "'" + operation.label + "' (device " + std::to_string(operation.device) + ", stream " +
-           std::to_string(operation.stream_local + 1) + ", #" +
-           std::to_string(operation.stream_sequence) + ")";
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- claims of an outcome
@@ -311,7 +305,10 @@ void Engine::run_launches(SimDevice& device, SimStream& stream,
 
 void Engine::resume(SimDevice& device, SimStream& stream,
                     const std::shared_ptr<Operation>& operation) {
-    operation->fiber->resume();
+    {
+        const RunningHere running(*operation);
+        operation->fiber->resume();
+    }
     mix_trace(0x5e5e ^ operation->stream_sequence);
     if (operation->fiber->finished()) {
         finish(device, stream, operation);

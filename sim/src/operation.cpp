@@ -2,6 +2,12 @@
 
 namespace tandem::sim {
 
+std::string where(const Operation& operation) {
+    return "'" + operation.label + "' (device " + std::to_string(operation.device) + ", stream " +
+           std::to_string(operation.stream_local + 1) + ", #" +
+           std::to_string(operation.stream_sequence) + ")";
+}
+
 void Operation::reset() {
     reset_work();
     state = State::Queued;

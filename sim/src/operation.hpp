@@ -132,6 +132,9 @@ struct Operation final : Work {
     static constexpr std::size_t kept_payload_bytes = std::size_t{64} << 10;
 };
 
+/// How a report names `operation`: its label, device, stream and place on the stream.
+std::string where(const Operation& operation);
+
 /// Blocks for operations, kept per thread for reuse. A sync drains a whole batch of work at once
 /// and frees its operations together; malloc keeps only a few blocks of one size at hand per
 /// thread, so past them each allocation and free of an operation (a kilobyte) went through its

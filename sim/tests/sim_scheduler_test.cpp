@@ -259,6 +259,40 @@ TEST(SimThreads, a_failure_on_one_stream_reaches_a_peer_consumer_and_spares_an_u
     EXPECT_EQ(*clean, std::vector<std::byte>(4096, std::byte{6}));
 }
 
+// Work a device runs cannot wait for the device's work: a host callable's call that would
+// (here a sync, which waits for the callable's own work) is refused, naming the work, in either
+// scheduler mode, rather than running the scheduler inside the work or waiting for itself; the
+// callable's failure claims its writes (C8).
+TEST(SimNestedCalls, a_call_from_inside_work_that_would_wait_is_refused_naming_the_work) {
+    for (const SchedulerMode mode : {SchedulerMode::Deterministic, SchedulerMode::Threads}) {
+        SCOPED_TRACE(mode == SchedulerMode::Threads ? "threads" : "deterministic");
+        auto runtime = make_runtime(SimOptions{.mode = mode});
+        Client client = runtime->client(0);
+        Handle target = allocate(client, 16);
+        std::optional<Error> refused;
+        ExternalWork work{"syncs_inside", {out(target)}, {}};
+        work.run.host = [&](HostKernelContext&) -> Status {
+            Status synced = client.sync();
+            if (!synced) {
+                refused = synced.error();
+            }
+            return synced;
+        };
+        ASSERT_TRUE(client.enqueue(std::move(work)));
+        auto read = client.read(target);
+        ASSERT_FALSE(read);
+        ASSERT_TRUE(refused);
+        EXPECT_EQ(refused->kind(), ErrorKind::InvalidArgument);
+        EXPECT_NE(refused->message().find("'syncs_inside' (device 0, stream 1"), std::string::npos)
+            << refused->report();
+        EXPECT_NE(refused->message().find("would have to wait"), std::string::npos);
+        const auto* unwritten = std::get_if<UnwrittenDetails>(&read.error().details());
+        ASSERT_NE(unwritten, nullptr) << read.error().report();
+        EXPECT_EQ(unwritten->root->kind(), ErrorKind::InvalidArgument);
+        EXPECT_TRUE(client.sync());  // From outside the work, the same call waits as ever.
+    }
+}
+
 }  // namespace
 }  // namespace tandem::sim
 

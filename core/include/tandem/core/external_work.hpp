@@ -36,6 +36,12 @@ struct DeviceWorkContext {
 
 /// How each backend runs a unit of external work. A missing one makes the work refused on that
 /// backend (C10), with a report naming what is missing.
+///
+/// A callable may enqueue more work through a client (a launch, a write, a copy); its order
+/// against the callable's own work is not defined, so it should touch bytes of its own. A call
+/// that waits (a read, a sync, a wait for an event) belongs before the work is enqueued or after
+/// it ends: on the simulator, where the host callable runs as the device runs the work, one that
+/// would have to wait is refused with `InvalidArgument` naming the work.
 struct ExternalCallables {
     /// Runs on a host backend, on the caller's view of the declared arguments: the same checked
     /// views a kernel gets (`context.buffer<T>(i)`), with one thread. Returns failure to fail the
