@@ -18,7 +18,11 @@ public:
         // Before the adopter frees it: memory it then allocates again may be adopted again.
         HeldRanges::process().release(control.allocation.address);
         if (release_) {
-            release_();
+            try {
+                release_();
+            } catch (...) {
+                // Nothing is left to report it to: the last reference went in a destructor.
+            }
         }
         control.drop_weak();
         delete this;

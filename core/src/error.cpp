@@ -2,6 +2,7 @@
 #include "tandem/core/result.hpp"
 
 #include <cassert>
+#include <exception>
 #include <sstream>
 
 namespace tandem {
@@ -109,6 +110,17 @@ Error Error::peer_unreachable(ServiceId from, ServiceId to, std::string reason) 
 
 Error Error::torn_down(std::string message) {
     return Error(ErrorKind::TornDown, std::move(message));
+}
+
+Error Error::thrown_by(std::string_view work) {
+    std::string what = "an exception that is not a std::exception";
+    try {
+        throw;
+    } catch (const std::exception& thrown) {
+        what = thrown.what();
+    } catch (...) {  // Not a std::exception: `what` says so already.
+    }
+    return torn_down(std::string(work) + " threw: " + what);
 }
 
 ErrorKind Error::kind() const { return payload_->kind; }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 namespace tandem {
@@ -40,6 +41,22 @@ TEST(Error, the_report_names_kind_details_advice_and_causes) {
     EXPECT_NE(report.find("caused by:"), std::string::npos) << report;
     EXPECT_NE(report.find("InvalidArgument: storage said no"), std::string::npos) << report;
     EXPECT_NE(report.find("what to do: free memory"), std::string::npos) << report;
+}
+
+TEST(Error, thrown_by_names_the_work_and_what_it_threw_whatever_its_type) {
+    try {
+        throw std::runtime_error("out of workspace");
+    } catch (...) {
+        const Error error = Error::thrown_by("'gemm'");
+        EXPECT_EQ(error.kind(), ErrorKind::TornDown);
+        EXPECT_EQ(error.message(), "'gemm' threw: out of workspace");
+    }
+    try {
+        throw 42;
+    } catch (...) {
+        EXPECT_EQ(Error::thrown_by("'gemm'").message(),
+                  "'gemm' threw: an exception that is not a std::exception");
+    }
 }
 
 TEST(Error, several_of_one_is_that_one) {

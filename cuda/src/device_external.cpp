@@ -60,8 +60,8 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
     try {
         ran = request.external->cuda(DeviceWorkContext{
             stream.handle, std::span(pointers.data(), count), std::span(sizes.data(), count)});
-    } catch (const std::exception& thrown) {
-        ran = Error::torn_down("'" + request.kernel + "' threw: " + thrown.what());
+    } catch (...) {
+        ran = Error::thrown_by("'" + request.kernel + "'");
     }
     const cudaError_t left = cudaGetLastError();
     if (ran && left == cudaSuccess) {

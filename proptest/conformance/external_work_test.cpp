@@ -99,6 +99,27 @@ TYPED_TEST(ExternalWorks, c8_external_work_that_returns_failure_claims_its_write
     EXPECT_NE(root.message().find("bad leading dimension"), std::string::npos);
 }
 
+// Whatever a callable throws, a std::exception or not, fails the work (C8) with `TornDown`
+// naming it; nothing escapes into the program or ends it.
+TYPED_TEST(ExternalWorks, c8_external_work_that_throws_anything_claims_its_writes) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle output = this->allocate(client, 64);
+    this->fill(client, output, 2);
+    ExternalWork work{"throws_an_int", {out(output)}, {}};
+    work.run.host = [](HostKernelContext&) -> Status { throw 42; };
+    work.run.cuda = [](const DeviceWorkContext&) -> Status { throw 42; };
+    ASSERT_TRUE(client.enqueue(std::move(work)));
+    std::optional<Error> error = this->read_error(client, output);
+    ASSERT_TRUE(error);
+    const Error& root = *root_of(*error);
+    EXPECT_EQ(root.kind(), ErrorKind::TornDown) << error->report();
+    EXPECT_NE(root.message().find("'throws_an_int'"), std::string::npos) << error->report();
+    EXPECT_NE(root.message().find("not a std::exception"), std::string::npos);
+    ASSERT_TRUE(client.write(output, filled(64, 6)));  // Rewritten: readable again.
+    EXPECT_EQ(this->read_bytes(client, output), filled(64, 6));
+}
+
 TYPED_TEST(ExternalWorks, c10_external_work_with_no_callable_for_the_backend_is_refused) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);

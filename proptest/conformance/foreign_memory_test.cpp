@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 
 namespace tandem::conformance {
 namespace {
@@ -49,6 +50,28 @@ TYPED_TEST(ForeignMemory, adopted_memory_has_claims_like_any_and_is_released_onc
         ASSERT_TRUE(client.write(*adopted, filled(256, 3)));  // Rewritten: readable again.
         EXPECT_EQ(this->read_bytes(client, *adopted), filled(256, 3));
         EXPECT_EQ(releases, 0);
+    }
+    ASSERT_TRUE(client.sync());
+    EXPECT_EQ(releases, 1);
+    EXPECT_TRUE(runtime->drained());
+}
+
+// A release callback that throws is called once, and its exception goes no further: the last
+// reference went away in a destructor, where nothing can take it.
+TYPED_TEST(ForeignMemory, a_release_callback_that_throws_ends_nothing) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    std::atomic<int> releases = 0;
+    {
+        Foreign memory = foreign_memory(*runtime, 64, &releases);
+        ASSERT_NE(memory.pointer, nullptr);
+        const auto release_and_throw = [release = memory.release] {
+            release();
+            throw std::runtime_error("the allocator's free failed");
+        };
+        Result<Handle> adopted = client.adopt({memory.pointer, 64, release_and_throw});
+        ASSERT_TRUE(adopted) << adopted.error().report();
+        this->fill(client, *adopted, 1);
     }
     ASSERT_TRUE(client.sync());
     EXPECT_EQ(releases, 1);

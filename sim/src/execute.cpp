@@ -139,8 +139,8 @@ void run_kernel(Operation& operation, SimKernelContext& context, const LaunchReq
     } catch (const Abandoned&) {
         operation.error = Error::torn_down("deadlock: " + where(operation) + " " +
                                            operation.blocked_on + ", which can never happen");
-    } catch (const std::exception& thrown) {
-        operation.error = Error::torn_down(where(operation) + " threw: " + thrown.what());
+    } catch (...) {
+        operation.error = Error::thrown_by(where(operation));
     }
 }
 

@@ -285,8 +285,8 @@ void ReferenceDevice::run_kernel(const LaunchRequest& request, ReferenceWork& wo
     } catch (const WaitsForever& wait) {
         work.failure = Error::torn_down("deadlock: " + wait.what +
                                         ", and the reference backend runs one kernel at a time");
-    } catch (const std::exception& thrown) {
-        work.failure = Error::torn_down("'" + request.kernel + "' threw: " + thrown.what());
+    } catch (...) {
+        work.failure = Error::thrown_by("'" + request.kernel + "'");
     }
     work.report = Work::Report::Failed;
 }

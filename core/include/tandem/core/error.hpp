@@ -174,6 +174,9 @@ public:
     static Error peer_unreachable(ServiceId from, ServiceId to, std::string reason);
     /// `TornDown`: the code running the work threw or was torn down; `message` says how.
     static Error torn_down(std::string message);
+    /// `TornDown`: `work` (as a report names it) threw the exception being handled, whatever
+    /// its type; its `what()` when it is a `std::exception`. Only inside a catch block.
+    static Error thrown_by(std::string_view work);
 
     /// The kind, which says what the caller should decide.
     [[nodiscard]] ErrorKind kind() const;

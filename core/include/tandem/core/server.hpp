@@ -106,8 +106,9 @@ struct AdoptedMemory {
     /// How many bytes of it tandem may use.
     std::uint64_t size_bytes = 0;
     /// Called once, when the last handle and binding of the adopted memory are gone and no work
-    /// holds it, on the thread that dropped the last reference: it must not block. Not called
-    /// when the adoption is refused (the caller still owns the memory then).
+    /// holds it, on the thread that dropped the last reference: it must not block. An exception
+    /// it throws is dropped (a destructor dropped the last reference: nothing can report it). Not
+    /// called when the adoption is refused (the caller still owns the memory then).
     std::function<void()> release;
 };
 
