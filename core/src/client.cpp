@@ -10,7 +10,22 @@ Client::Client(std::shared_ptr<Server> server) : server_(std::move(server)) {
 
 ServiceId Client::service() const { return server_->service(); }
 
+namespace {
+
+/// Why a call refuses `handle`, when it was moved from and holds no memory.
+Status check_held(const Handle& handle) {
+    if (handle.empty()) [[unlikely]] {
+        return Error::invalid_argument("a handle that was moved from holds no memory");
+    }
+    return {};
+}
+
+}  // namespace
+
 Status Client::check_local(const Handle& handle) const {
+    if (Status held = check_held(handle); !held) {
+        return held;
+    }
     if (handle.service() != service()) {
         return Error::wrong_service(service(), handle.service());
     }
@@ -78,6 +93,9 @@ Status Client::copy(const Handle& source, const Handle& target) {
 }
 
 Status Client::copy(const Handle& source, const Handle& target, StreamId stream) {
+    if (Status held = check_held(source); !held) {
+        return held;
+    }
     if (Status local = check_local(target); !local) {
         return local;
     }
@@ -100,6 +118,9 @@ Status Client::copy(const Handle& source, const Handle& target, StreamId stream)
 
 Result<KernelResource> Client::bind(const LaunchArgument& argument) const {
     const Handle& handle = argument.handle;
+    if (Status held = check_held(handle); !held) {
+        return held.error();
+    }
     if (local_buffer(argument)) {
         return KernelResource(handle, argument.access);
     }

@@ -14,8 +14,8 @@ namespace {
 // Break i: only a backend builds handles, peer memory and capture graphs (it shows a
 // `RuntimeKey`, which a program cannot make), so no program can forge an address, a size or a
 // write set for a backend to use.
-static_assert(!std::is_constructible_v<Handle, ManagedMemoryHandle, ServiceId, StreamId,
-                                       std::uint64_t>);
+static_assert(
+    !std::is_constructible_v<Handle, ManagedMemoryHandle, ServiceId, StreamId, std::uint64_t>);
 static_assert(!std::is_constructible_v<PeerMemory, ManagedMemoryBinding, std::uint64_t, ServiceId,
                                        std::weak_ptr<PeerOwner>>);
 static_assert(!std::is_constructible_v<CaptureGraph, ServiceId, std::vector<LaunchRequest>,
@@ -106,8 +106,8 @@ TYPED_TEST(ContractChecks, a_client_kept_past_its_runtime_still_works) {
     ASSERT_TRUE(event) << event.error().report();
     EXPECT_TRUE(kept->wait(*event));
     EXPECT_TRUE(kept->sync());
-    kept.reset();   // The last client: the devices go, and their work with them.
-    handle.reset(); // A handle outliving every client lets go of its bytes as ever.
+    kept.reset();    // The last client: the devices go, and their work with them.
+    handle.reset();  // A handle outliving every client lets go of its bytes as ever.
 }
 
 // A copy whose source and target share bytes is refused on every backend (a GPU's copy gives
@@ -177,6 +177,42 @@ TYPED_TEST(ContractChecks, c6_a_strided_read_returns_the_view_in_order_and_check
     Result<std::vector<std::byte>> failed = client.read_strided(matrix, {4}, {4}, 4);
     ASSERT_FALSE(failed);
     EXPECT_EQ(root_code(failed.error()), 4u) << failed.error().report();
+}
+
+// A handle that was moved from holds no memory: every call given one refuses it with
+// `InvalidArgument` and changes nothing, rather than following it.
+TYPED_TEST(ContractChecks, a_moved_from_handle_is_refused_by_every_call) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle kept = this->allocate(client, 16);
+    ASSERT_TRUE(client.write(kept, filled(16, 8)));
+    Handle moved = this->allocate(client, 16);
+    const Handle taken = std::move(moved);
+    ASSERT_TRUE(moved.empty());  // NOLINT(bugprone-use-after-move): what the test is about.
+    ASSERT_FALSE(taken.empty());
+    const auto expect_refused = [](const Status& status, const char* call) {
+        ASSERT_FALSE(status) << call;
+        EXPECT_EQ(status.error().kind(), ErrorKind::InvalidArgument) << call;
+        EXPECT_NE(status.error().message().find("moved from"), std::string::npos)
+            << status.error().report();
+    };
+    const auto status_of = [](const auto& result) {
+        return result ? Status{} : Status{result.error()};
+    };
+    expect_refused(client.write(moved, filled(16, 1)), "write");
+    expect_refused(status_of(client.read(moved)), "read");
+    std::vector<std::byte> into(16);
+    expect_refused(status_of(client.read_async(moved, into)), "read_async");
+    expect_refused(client.copy(moved, kept), "copy from");
+    expect_refused(client.copy(kept, moved), "copy into");
+    expect_refused(
+        client.launch("fill", LaunchConfig::linear(16), {out(moved)}, KernelArgs().u64(1)),
+        "launch");
+    expect_refused(client.enqueue(ExternalWork{"reads_nothing", {in(moved)}, {}}), "enqueue");
+    expect_refused(client.sync(std::vector<Handle>{moved}), "sync");
+    expect_refused(status_of(client.share_with_peers(moved)), "share_with_peers");
+    expect_refused(status_of(client.native(moved)), "native");
+    EXPECT_EQ(this->read_bytes(client, kept), filled(16, 8));  // Nothing changed.
 }
 
 }  // namespace

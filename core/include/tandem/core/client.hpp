@@ -218,7 +218,8 @@ private:
     Result<KernelResource> bind(const LaunchArgument& argument) const;
     /// Whether `argument` is a plain buffer of this device: bound as it is, with nothing to check.
     [[nodiscard]] bool local_buffer(const LaunchArgument& argument) const {
-        return argument.handle.service() == service() && !argument.tensor_map;
+        return argument.handle.service() == service() && !argument.tensor_map &&
+               !argument.handle.empty();
     }
 
     std::shared_ptr<Server> server_;

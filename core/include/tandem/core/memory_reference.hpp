@@ -171,6 +171,8 @@ public:
         return *control_;
     }
     [[nodiscard]] MemoryControl* operator->() const { return &**this; }
+    /// Whether it refers to no block: it was moved from.
+    [[nodiscard]] bool empty() const { return control_ == nullptr; }
 
 private:
     void reset() noexcept {
@@ -201,6 +203,8 @@ public:
     /// manager hands out a block it reuses.
     static ManagedMemoryHandle adopt(detail::MemoryControl& started);
 
+    /// Whether it holds no allocation: it was moved from.
+    [[nodiscard]] bool empty() const { return control_.empty(); }
     /// The allocation's id.
     [[nodiscard]] MemoryId id() const;
     /// The allocation: where its bytes are, for as long as this handle holds it.
