@@ -56,6 +56,9 @@ Result<Handle> Handle::slice(std::uint64_t offset_bytes, std::uint64_t length_by
 }
 
 Overlap Handle::overlap(const Handle& other) const {
+    if (empty() || other.empty()) {
+        return Overlap::Disjoint;  // A handle that was moved from addresses no byte.
+    }
     return tandem::overlap(claim_key(), other.claim_key());
 }
 
@@ -68,6 +71,9 @@ Handle Handle::with_peer(PeerMemory peer) const {
 }
 
 std::string Handle::describe() const {
+    if (empty()) {
+        return "Handle{moved from}";
+    }
     return "Handle{" + to_string(memory_id()) + ", " + to_string(service_) + ", " +
            to_string(stream_) + ", size " + std::to_string(size()) + ", bytes " +
            to_string(range()) + (peer_ ? ", shared" : "") + "}";

@@ -55,6 +55,25 @@ template class CountedReference<WeakCount>;
 
 }  // namespace detail
 
+namespace {
+
+// A reference that was moved from names no allocation: its id is 0, its allocation has no bytes,
+// and a reference drawn from it is as empty. Reading one is a programming error, but it reads as
+// nothing rather than following a null block.
+
+template <typename Count>
+MemoryId id_of(const detail::CountedReference<Count>& control) {
+    return control.empty() ? MemoryId{} : control->allocation.id;
+}
+
+template <typename Count>
+const AllocationInfo& allocation_of(const detail::CountedReference<Count>& control) {
+    static const AllocationInfo none{};
+    return control.empty() ? none : control->allocation;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- ManagedMemoryHandle
 
 ManagedMemoryHandle ManagedMemoryHandle::create(const AllocationInfo& allocation,
@@ -68,44 +87,57 @@ ManagedMemoryHandle ManagedMemoryHandle::adopt(detail::MemoryControl& started) {
     return ManagedMemoryHandle(&started);
 }
 
-MemoryId ManagedMemoryHandle::id() const { return control_->allocation.id; }
+MemoryId ManagedMemoryHandle::id() const { return id_of(control_); }
 
-const AllocationInfo& ManagedMemoryHandle::allocation() const { return control_->allocation; }
+const AllocationInfo& ManagedMemoryHandle::allocation() const { return allocation_of(control_); }
 
 bool ManagedMemoryHandle::can_mut() const {
-    return detail::MemoryControl::handles_in(control_->counts.load(std::memory_order_acquire)) == 1;
+    return !control_.empty() && detail::MemoryControl::handles_in(control_->counts.load(
+                                    std::memory_order_acquire)) == 1;
 }
 
 ManagedMemoryBinding ManagedMemoryHandle::binding() const {
+    if (control_.empty()) [[unlikely]] {
+        return ManagedMemoryBinding(nullptr);
+    }
     detail::HolderCount::take(*control_);
     return ManagedMemoryBinding(&*control_);
 }
 
 WeakMemoryBinding ManagedMemoryHandle::downgrade() const {
+    if (control_.empty()) [[unlikely]] {
+        return WeakMemoryBinding(nullptr);
+    }
     detail::WeakCount::take(*control_);
     return WeakMemoryBinding(&*control_);
 }
 
 // ---------------------------------------------------------------- ManagedMemoryBinding
 
-MemoryId ManagedMemoryBinding::id() const { return control_->allocation.id; }
+MemoryId ManagedMemoryBinding::id() const { return id_of(control_); }
 
-const AllocationInfo& ManagedMemoryBinding::allocation() const { return control_->allocation; }
+const AllocationInfo& ManagedMemoryBinding::allocation() const { return allocation_of(control_); }
 
 WeakMemoryBinding ManagedMemoryBinding::downgrade() const {
+    if (control_.empty()) [[unlikely]] {
+        return WeakMemoryBinding(nullptr);
+    }
     detail::WeakCount::take(*control_);
     return WeakMemoryBinding(&*control_);
 }
 
 // ---------------------------------------------------------------- WeakMemoryBinding
 
-MemoryId WeakMemoryBinding::id() const { return control_->allocation.id; }
+MemoryId WeakMemoryBinding::id() const { return id_of(control_); }
 
 std::optional<ManagedMemoryBinding> WeakMemoryBinding::upgrade() const {
     // Take a holder only while the count is above zero: once the allocation was released its count
     // stays at zero for as long as this block names it, so an upgrade can never revive it or reach
     // a later occupant. (The block is reused only when no weak reference is left.)
     using detail::MemoryControl;
+    if (control_.empty()) [[unlikely]] {
+        return std::nullopt;
+    }
     MemoryControl& block = *control_;
     std::uint64_t counts = block.counts.load(std::memory_order_acquire);
     while (MemoryControl::holders_in(counts) > 0) {

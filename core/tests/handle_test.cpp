@@ -80,6 +80,25 @@ TEST(Handle, slice_is_relative_to_the_current_range) {
     EXPECT_EQ(sliced->range(), (ByteRange{25, 35}));
 }
 
+// A handle that was moved from is a programming error the client refuses; its own members still
+// answer, as naming no memory, rather than follow a null reference.
+TEST(Handle, a_moved_from_handle_answers_as_naming_no_memory) {
+    Handle handle = fresh_handle(64);
+    Handle kept = std::move(handle);
+    EXPECT_TRUE(handle.empty());  // NOLINT(bugprone-use-after-move): what the test is about.
+    EXPECT_EQ(handle.memory_id(), MemoryId{});
+    EXPECT_FALSE(handle.can_mut());
+    EXPECT_TRUE(kept.can_mut());
+    EXPECT_EQ(handle.overlap(kept), Overlap::Disjoint);
+    EXPECT_EQ(kept.overlap(handle), Overlap::Disjoint);
+    EXPECT_EQ(handle.overlap(handle), Overlap::Disjoint);
+    EXPECT_EQ(handle.describe(), "Handle{moved from}");
+    BufferBinding binding = handle.binding();
+    EXPECT_EQ(binding.memory_id(), MemoryId{});
+    EXPECT_FALSE(binding.downgrade().upgrade());
+    EXPECT_TRUE(kept.can_mut());  // Nothing drawn from the empty handle counted on the memory.
+}
+
 TEST(Overlap, is_decided_by_byte_sets) {
     Handle whole = fresh_handle(100);
     Handle left = *whole.slice(0, 50);

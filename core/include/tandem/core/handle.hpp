@@ -50,7 +50,9 @@ public:
     /// The strong reference to the allocation.
     [[nodiscard]] const ManagedMemoryHandle& memory() const { return memory_; }
     /// Whether it holds no memory: it was moved from. A client refuses such a handle with
-    /// `InvalidArgument`; of its own members only `empty()`, assignment and destruction remain.
+    /// `InvalidArgument`. Its own members still answer, as naming no memory: memory id 0,
+    /// `can_mut()` false, `Disjoint` from every handle, a binding as empty, and `describe()`
+    /// says it was moved from.
     [[nodiscard]] bool empty() const { return memory_.empty(); }
     /// The allocation's id.
     [[nodiscard]] MemoryId memory_id() const { return memory_.id(); }

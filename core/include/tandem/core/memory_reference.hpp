@@ -194,6 +194,8 @@ class WeakMemoryBinding;
 
 /// A strong reference, owned by user-facing handles. `can_mut()` is true iff exactly one strong
 /// reference exists: the memory may then be written in place without affecting other work.
+/// One that was moved from names no allocation: id 0, no bytes, `can_mut()` false, and the
+/// references drawn from it are as empty.
 class ManagedMemoryHandle {
 public:
     /// The first handle of a new allocation, in a new control block. `sink`, when not null, must
@@ -225,6 +227,8 @@ private:
 /// `can_mut()`. Work that is enqueued holds bindings.
 class ManagedMemoryBinding {
 public:
+    /// Whether it holds no allocation: it was moved from, or drawn from a reference that was.
+    [[nodiscard]] bool empty() const { return control_.empty(); }
     /// The allocation's id.
     [[nodiscard]] MemoryId id() const;
     /// Where the bytes are. Valid for as long as this binding exists: it keeps them reserved.
