@@ -93,6 +93,29 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
     return {};
 }
 
+bool SettlePipeline::same_local_targets(const LaunchRequest& request, const Work& work) const {
+    const ServiceId runner = devices_.service_of(work.device);
+    std::size_t read = 0;
+    std::size_t written = 0;
+    const auto matches = [&](const std::vector<Target>& targets, std::size_t& next,
+                             const BufferBinding& binding) {
+        if (next == targets.size()) {
+            return false;
+        }
+        const Target& target = targets[next++];
+        return !target.peer && target.owner == runner && target.key == binding.claim_key();
+    };
+    for (const KernelResource& resource : request.resources) {
+        const BufferBinding* binding = resource.local_binding();
+        if (binding == nullptr || binding->service() != runner || binding->peer() ||
+            (reads(resource.access()) && !matches(work.inputs, read, *binding)) ||
+            (writes(resource.access()) && !matches(work.outputs, written, *binding))) {
+            return false;
+        }
+    }
+    return read == work.inputs.size() && written == work.outputs.size();
+}
+
 Status SettlePipeline::add_copy_targets(const KernelResource& source, const BufferBinding& target,
                                         Work& work) const {
     const BufferBinding& from = source.buffer_binding();

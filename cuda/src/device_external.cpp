@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <span>
 
@@ -52,6 +53,15 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
             KernelFailedDetails{request.kernel, service_, request.stream, *injected});
         return;
     }
+    if (std::optional<Error> failure = call_external(request, stream)) {
+        op.report = Work::Report::Failed;
+        op.failure = std::move(failure);
+        return;
+    }
+    op.lands = true;  // What it enqueued lands once its stream passes it.
+}
+
+std::optional<Error> CudaDevice::call_external(const LaunchRequest& request, CudaStream& stream) {
     std::array<void*, max_launch_resources> pointers{};  // On the stack.
     std::array<std::uint64_t, max_launch_resources> sizes{};
     const std::size_t count = external_arguments(request, pointers, sizes);
@@ -65,11 +75,77 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
     }
     const cudaError_t left = cudaGetLastError();
     if (ran && left == cudaSuccess) {
-        op.lands = true;  // What it enqueued lands once its stream passes it.
+        return std::nullopt;
+    }
+    return !ran ? ran.error() : call_error("'" + request.kernel + "'", left);
+}
+
+bool CudaDevice::repeat_external(LaunchRequest& request, CudaStream& stream) {
+    // A program that enqueues the same external work again and again (a loop of library calls)
+    // would otherwise pay for a record per unit, and for settling each: half of what external
+    // work adds to a raw launch. The lock's count says nothing else ran since the newest work was
+    // recorded: no claim, producer, window, fault or stream changed, and that work is still
+    // unsettled and the newest, so this unit finds its inputs as that one did (clean) and writes
+    // the same bytes right after it on the same stream. One record stands for both: it settles
+    // once a wait passes both (every wait begins after this call), claiming or releasing the
+    // same bytes either would (C3, C8, D1).
+    CudaGroup& mine = group();
+    const PendingOp* last = repeatable_.op;
+    const std::uint64_t entered = mine.mutex.entries();
+    if (last == nullptr || repeatable_.group != &mine || entered != repeatable_.entries + 1 ||
+        is_lost() || faults_.kernel_faults_armed() || stream.capture != nullptr ||
+        !request.external->cuda || last->stream != request.stream ||
+        last->label != request.kernel || !mine.pipeline.same_local_targets(request, *last)) {
+        return false;
+    }
+    std::optional<Error> failure = call_external(request, stream);
+    if (failure || mine.mutex.entries() != entered) {
+        // It failed, or called tandem (its work then comes after what it enqueued): a record of
+        // its own, after everything before it.
+        record_ran_external(request, std::move(failure));
+        return true;
+    }
+    count_operation();  // As a record's enqueue counts it; an injected loss may be due (D1).
+    if (is_lost()) {
+        repeatable_ = {};  // Its loss settled the record.
+    } else {
+        repeatable_.entries = entered;
+    }
+    return true;
+}
+
+void CudaDevice::record_ran_external(LaunchRequest& request, std::optional<Error> failure) {
+    CudaGroup& mine = group();
+    std::shared_ptr<PendingOp> op = mine.new_op(PendingOp::Kind::Launch);
+    op->label = request.kernel;
+    op->device = index_;
+    op->stream = request.stream;
+    (void)mine.pipeline.add_targets(request, *op);  // Local bytes of this device: none refused.
+    if (failure) {
+        op->report = Work::Report::Failed;
+        op->failure = std::move(failure);
+    } else {
+        op->lands = true;
+    }
+    op->held.take(request.resources);
+    const PendingOp& recorded = *op;
+    push(std::move(op));
+    remember_external(recorded);
+}
+
+void CudaDevice::remember_external(const PendingOp& op) {
+    // A loss that `push` found due settled everything: `op` may be gone. Nothing else settles
+    // work within the call that recorded it.
+    const auto local = [this](const Target& target) {
+        return target.owner == service_ && !target.peer;
+    };
+    if (is_lost() || !op.lands || op.report != Work::Report::Pending || op.refused ||
+        op.window || !std::all_of(op.inputs.begin(), op.inputs.end(), local) ||
+        !std::all_of(op.outputs.begin(), op.outputs.end(), local)) {
+        repeatable_ = {};
         return;
     }
-    op.report = Work::Report::Failed;
-    op.failure = !ran ? ran.error() : call_error("'" + request.kernel + "'", left);
+    repeatable_ = RepeatableExternal{&op, &group(), group().mutex.entries()};
 }
 
 }  // namespace tandem::cuda

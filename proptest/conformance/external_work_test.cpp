@@ -33,6 +33,32 @@ ExternalWork fill_work(const Handle& target, std::uint8_t value, int* calls) {
     return work;
 }
 
+/// Adds one to every byte of argument 0, which it reads and writes, on every backend.
+ExternalWork add_one_work(const Handle& target) {
+    ExternalWork work{"external_add_one", {{target, AccessMode::ReadWrite, std::nullopt}}, {}};
+    work.run.host = [](HostKernelContext& context) -> Status {
+        auto bytes = context.buffer<std::uint8_t>(0);
+        for (std::uint64_t i = 0; i < bytes.size(); ++i) {
+            bytes.store(i, static_cast<std::uint8_t>(bytes.load(i) + 1));
+        }
+        return {};
+    };
+#if TANDEM_HAS_CUDA_KERNELS
+    work.run.cuda = device_add_one();
+#endif
+    return work;
+}
+
+/// `add_one_work`'s name and bytes, failing with `message` instead.
+ExternalWork failing_add_one(const Handle& target, const std::string& message) {
+    ExternalWork work = add_one_work(target);
+    work.run.host = [message](HostKernelContext&) { return Status(Error::invalid_argument(message)); };
+    work.run.cuda = [message](const DeviceWorkContext&) {
+        return Status(Error::invalid_argument(message));
+    };
+    return work;
+}
+
 template <typename Backend>
 class ExternalWorks : public Conformance<Backend> {};
 TYPED_TEST_SUITE(ExternalWorks, Backends, BackendNames);
@@ -206,10 +232,96 @@ TYPED_TEST(ExternalWorks, a_callable_may_enqueue_more_work_through_its_client) {
         return device_fill_3(context);
     };
 #endif
-    ASSERT_TRUE(client.enqueue(std::move(work)));
+    ASSERT_TRUE(client.enqueue(work));
+    ASSERT_TRUE(client.enqueue(work));  // Its repeat calls the client too.
     EXPECT_EQ(this->read_bytes(client, written), filled(64, 7));
     EXPECT_TRUE(nested) << nested.error().report();
     EXPECT_EQ(this->read_bytes(client, declared), filled(64, 3));
+}
+
+// The same external work enqueued again and again, as a loop of library calls does (on CUDA
+// consecutive units may share one record): every unit runs, in program order, and a read waits
+// for the last.
+TYPED_TEST(ExternalWorks, c3_external_work_enqueued_again_and_again_runs_every_time) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle counter = this->allocate(client, 300);
+    this->fill(client, counter, 0);
+    const ExternalWork add_one = add_one_work(counter);
+    for (int unit = 0; unit < 40; ++unit) {
+        ASSERT_TRUE(client.enqueue(add_one));
+    }
+    EXPECT_EQ(this->read_bytes(client, counter), filled(300, 40));
+    for (int unit = 0; unit < 3; ++unit) {
+        ASSERT_TRUE(client.enqueue(add_one));
+    }
+    ASSERT_TRUE(client.sync());
+    EXPECT_EQ(this->read_bytes(client, counter), filled(300, 43));
+}
+
+// C8, C9 and C3 in program order among repeats: a unit that fails after clean units of the same
+// work claims the bytes with its own error, the units after it find them claimed and are skipped,
+// and once the bytes are written again the units run again.
+TYPED_TEST(ExternalWorks, c8_a_failing_repeat_claims_its_writes_and_the_next_ones_are_skipped) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle counter = this->allocate(client, 64);
+    this->fill(client, counter, 0);
+    const ExternalWork add_one = add_one_work(counter);
+    const ExternalWork fails = failing_add_one(counter, "this unit fails");
+    ASSERT_TRUE(client.enqueue(add_one));
+    ASSERT_TRUE(client.enqueue(add_one));
+    ASSERT_TRUE(client.enqueue(fails));
+    ASSERT_TRUE(client.enqueue(add_one));  // Reads what the failure claimed: skipped (C9).
+    std::optional<Error> error = this->read_error(client, counter);
+    ASSERT_TRUE(error);
+    EXPECT_NE(root_of(*error)->message().find("this unit fails"), std::string::npos)
+        << error->report();
+    this->fill(client, counter, 10);
+    ASSERT_TRUE(client.enqueue(add_one));
+    ASSERT_TRUE(client.enqueue(add_one));
+    EXPECT_EQ(this->read_bytes(client, counter), filled(64, 12));
+}
+
+// A unit whose input a failure claimed is skipped (C9), however many clean units of the same work
+// came before it; its repeats after the input is written again run.
+TYPED_TEST(ExternalWorks, c9_a_repeat_reading_bytes_claimed_since_is_never_called) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    Handle output = this->allocate(client, 64);
+    this->fill(client, input, 4);
+    ExternalWork copy{"external_copy", {in(input), out(output)}, external_copy()};
+    ASSERT_TRUE(client.enqueue(copy));
+    ASSERT_TRUE(client.enqueue(copy));
+    this->fail(client, input, 61);
+    ASSERT_TRUE(client.enqueue(copy));
+    ASSERT_TRUE(client.enqueue(copy));
+    std::optional<Error> error = this->read_error(client, output);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_code(*error), 61u) << error->report();
+    this->fill(client, input, 8);
+    ASSERT_TRUE(client.enqueue(copy));
+    ASSERT_TRUE(client.enqueue(copy));
+    EXPECT_EQ(this->read_bytes(client, output), filled(64, 8));
+}
+
+// A device lost among repeated units (D1): every unit counts as an operation, and reads of what
+// they wrote fail with the loss.
+TYPED_TEST(ExternalWorks, d1_a_loss_due_among_repeats_fails_their_bytes_with_device_lost) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle counter = this->allocate(client, 64);
+    this->fill(client, counter, 0);
+    ASSERT_TRUE(client.sync());
+    ASSERT_TRUE(client.inject(DeviceLossFault{3}));
+    const ExternalWork add_one = add_one_work(counter);
+    for (int unit = 0; unit < 6; ++unit) {
+        (void)client.enqueue(add_one);  // Refused with the loss once it is due.
+    }
+    Result<std::vector<std::byte>> read = client.read(counter);
+    ASSERT_FALSE(read);
+    EXPECT_EQ(read.error().kind(), ErrorKind::DeviceLost) << read.error().report();
 }
 
 }  // namespace

@@ -29,6 +29,27 @@ std::function<Status(const DeviceWorkContext&)> device_copy() {
     };
 }
 
+namespace {
+
+__global__ void add_one_to_each_byte(std::uint8_t* bytes, std::uint64_t count) {
+    const std::uint64_t index = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+    if (index < count) {
+        bytes[index] = static_cast<std::uint8_t>(bytes[index] + 1);
+    }
+}
+
+}  // namespace
+
+std::function<Status(const DeviceWorkContext&)> device_add_one() {
+    return [](const DeviceWorkContext& context) -> Status {
+        constexpr unsigned threads = 256;
+        const auto blocks = static_cast<unsigned>((context.sizes[0] + threads - 1) / threads);
+        add_one_to_each_byte<<<blocks, threads, 0, static_cast<cudaStream_t>(context.stream)>>>(
+            static_cast<std::uint8_t*>(context.pointers[0]), context.sizes[0]);
+        return {};
+    };
+}
+
 }  // namespace tandem::conformance
 
 namespace tandem::conformance {

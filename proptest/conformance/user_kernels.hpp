@@ -67,6 +67,8 @@ namespace tandem::conformance {
 std::function<Status(const DeviceWorkContext&)> device_fill(std::uint8_t value);
 /// Copies argument 0 into argument 1, as many bytes as the smaller holds (cudaMemcpyAsync).
 std::function<Status(const DeviceWorkContext&)> device_copy();
+/// Adds one to every byte of argument 0, which it reads and writes (a raw `<<<>>>` launch).
+std::function<Status(const DeviceWorkContext&)> device_add_one();
 
 }  // namespace tandem::conformance
 
