@@ -456,12 +456,16 @@ struct Copy : Command {
     Range target;
     std::uint32_t stream;
     Way way;
+    /// How many times an external copy is enqueued in a row (a repeat may share the record of
+    /// the unit before it on CUDA); the copy is the same each time, so its outcome is too.
+    std::uint32_t times;
     explicit Copy(const ClientModel& model)
         : source(pick_range(model)),
           target(pick_range(model)),
           stream(pick_stream()),
           way(*rc::gen::element(Way::Kernel, Way::Client, Way::Captured, Way::External,
-                                Way::CapturedExternal)) {}
+                                Way::CapturedExternal)),
+          times(way == Way::External ? *rc::gen::inRange(1u, 4u) : 1u) {}
     void checkPreconditions(const ClientModel& model) const override {
         RC_PRE(
             bool(valid(model, source) && valid(model, target) && source.length == target.length));
@@ -511,7 +515,9 @@ struct Copy : Command {
         if (way == Way::Client) {
             RC_ASSERT(client.copy(slice(sut, source), slice(sut, target), on).ok());
         } else if (way == Way::Kernel || way == Way::External) {
-            enqueue_copy(sut, client, on);
+            for (std::uint32_t time = 0; time < times; ++time) {
+                enqueue_copy(sut, client, on);
+            }
         } else {
             RC_ASSERT(client.begin_capture(on).ok());
             enqueue_copy(sut, client, on);
@@ -546,6 +552,9 @@ struct Copy : Command {
                               "external copy", "captured external copy, replayed,"};
         out << ways[static_cast<int>(way)] << " " << source << " to " << target << " on stream "
             << stream;
+        if (times > 1) {
+            out << ", " << times << " times in a row";
+        }
     }
 };
 
