@@ -160,12 +160,16 @@ Result<NativeView> Client::native(const Handle& handle, StreamId stream) {
 
 // The request views the work's callables for the call; a backend or window that keeps the request
 // past it keeps a shared copy of them (`ExternalRef`), so a unit run at once copies nothing.
+// A repeat of the unit before it may run under that unit's record (`Server::repeat_external`),
+// with nothing built for it here.
 Status Client::enqueue(ExternalWork&& work, StreamId stream) {
-    return launch_entry(nullptr, work.name, LaunchConfig::linear(1), work.arguments, {}, stream,
-                        &work.run);
+    return enqueue(static_cast<const ExternalWork&>(work), stream);
 }
 
 Status Client::enqueue(const ExternalWork& work, StreamId stream) {
+    if (server_->repeat_external(work.name, work.run, work.arguments, stream)) {
+        return {};
+    }
     return launch_entry(nullptr, work.name, LaunchConfig::linear(1), work.arguments, {}, stream,
                         &work.run);
 }

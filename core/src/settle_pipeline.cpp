@@ -93,23 +93,25 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
     return {};
 }
 
-bool SettlePipeline::same_local_targets(const LaunchRequest& request, const Work& work) const {
+bool SettlePipeline::same_local_targets(std::span<const LaunchArgument> arguments,
+                                        const Work& work) const {
     const ServiceId runner = devices_.service_of(work.device);
     std::size_t read = 0;
     std::size_t written = 0;
     const auto matches = [&](const std::vector<Target>& targets, std::size_t& next,
-                             const BufferBinding& binding) {
+                             const Handle& handle) {
         if (next == targets.size()) {
             return false;
         }
         const Target& target = targets[next++];
-        return !target.peer && target.owner == runner && target.key == binding.claim_key();
+        return !target.peer && target.owner == runner && target.key == handle.claim_key();
     };
-    for (const KernelResource& resource : request.resources) {
-        const BufferBinding* binding = resource.local_binding();
-        if (binding == nullptr || binding->service() != runner || binding->peer() ||
-            (reads(resource.access()) && !matches(work.inputs, read, *binding)) ||
-            (writes(resource.access()) && !matches(work.outputs, written, *binding))) {
+    for (const LaunchArgument& argument : arguments) {
+        const Handle& handle = argument.handle;
+        // A moved-from handle names memory 0, which no target names.
+        if (handle.service() != runner || handle.peer() || argument.tensor_map ||
+            (reads(argument.access) && !matches(work.inputs, read, handle)) ||
+            (writes(argument.access) && !matches(work.outputs, written, handle))) {
             return false;
         }
     }

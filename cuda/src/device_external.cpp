@@ -12,6 +12,20 @@
 
 namespace tandem::cuda {
 
+namespace {
+
+/// `name` in quotes, as errors name work.
+std::string quoted(std::string_view name) {
+    std::string text;
+    text.reserve(name.size() + 2);
+    text += '\'';
+    text += name;
+    text += '\'';
+    return text;
+}
+
+}  // namespace
+
 std::size_t CudaDevice::external_arguments(
     const LaunchRequest& request, std::array<void*, max_launch_resources>& pointers,
     std::array<std::uint64_t, max_launch_resources>& sizes) const {
@@ -53,7 +67,12 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
             KernelFailedDetails{request.kernel, service_, request.stream, *injected});
         return;
     }
-    if (std::optional<Error> failure = call_external(request, stream)) {
+    std::array<void*, max_launch_resources> pointers{};  // On the stack.
+    std::array<std::uint64_t, max_launch_resources> sizes{};
+    const std::size_t count = external_arguments(request, pointers, sizes);
+    if (std::optional<Error> failure =
+            call_external(request.kernel, *request.external, std::span(pointers.data(), count),
+                          std::span(sizes.data(), count), stream)) {
         op.report = Work::Report::Failed;
         op.failure = std::move(failure);
         return;
@@ -61,65 +80,88 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
     op.lands = true;  // What it enqueued lands once its stream passes it.
 }
 
-std::optional<Error> CudaDevice::call_external(const LaunchRequest& request, CudaStream& stream) {
-    std::array<void*, max_launch_resources> pointers{};  // On the stack.
-    std::array<std::uint64_t, max_launch_resources> sizes{};
-    const std::size_t count = external_arguments(request, pointers, sizes);
+std::optional<Error> CudaDevice::call_external(std::string_view name, const ExternalCallables& run,
+                                               std::span<void* const> pointers,
+                                               std::span<const std::uint64_t> sizes,
+                                               CudaStream& stream) {
     DeviceGuard guard(ordinal_);
     Status ran;
     try {
-        ran = request.external->cuda(DeviceWorkContext{
-            stream.handle, std::span(pointers.data(), count), std::span(sizes.data(), count)});
+        ran = run.cuda(DeviceWorkContext{stream.handle, pointers, sizes});
     } catch (...) {
-        ran = Error::thrown_by("'" + request.kernel + "'");
+        ran = Error::thrown_by(quoted(name));
     }
     const cudaError_t left = cudaGetLastError();
     if (ran && left == cudaSuccess) {
         return std::nullopt;
     }
-    return !ran ? ran.error() : call_error("'" + request.kernel + "'", left);
+    return !ran ? ran.error() : call_error(quoted(name), left);
 }
 
-bool CudaDevice::repeat_external(LaunchRequest& request, CudaStream& stream) {
+bool CudaDevice::do_repeat_external(std::string_view name, const ExternalCallables& run,
+                                    std::span<const LaunchArgument> arguments, StreamId stream) {
     // A program that enqueues the same external work again and again (a loop of library calls)
-    // would otherwise pay for a record per unit, and for settling each: half of what external
-    // work adds to a raw launch. The lock's count says nothing else ran since the newest work was
-    // recorded: no claim, producer, window, fault or stream changed, and that work is still
-    // unsettled and the newest, so this unit finds its inputs as that one did (clean) and writes
-    // the same bytes right after it on the same stream. One record stands for both: it settles
-    // once a wait passes both (every wait begins after this call), claiming or releasing the
-    // same bytes either would (C3, C8, D1).
+    // would otherwise pay for a request and a record per unit, and for settling each: most of
+    // what external work adds to a raw launch. The lock's count says nothing else ran since the
+    // newest work was recorded: no claim, producer, window, fault or stream changed, and that
+    // work is still unsettled and the newest, so this unit finds its inputs as that one did
+    // (clean) and writes the same bytes right after it on the same stream. One record stands
+    // for both: it settles once a wait passes both (every wait begins after this call),
+    // releasing or claiming the same bytes either would (C3, D1).
+    if (!run.cuda || arguments.size() > max_launch_resources ||
+        !may_repeat_.load(std::memory_order_relaxed)) {
+        return false;
+    }
+    const GroupLock lock = lock_group();
     CudaGroup& mine = group();
     const PendingOp* last = repeatable_.op;
     const std::uint64_t entered = mine.mutex.entries();
     if (last == nullptr || repeatable_.group != &mine || entered != repeatable_.entries + 1 ||
-        is_lost() || faults_.kernel_faults_armed() || stream.capture != nullptr ||
-        !request.external->cuda || last->stream != request.stream ||
-        last->label != request.kernel || !mine.pipeline.same_local_targets(request, *last)) {
+        is_lost() || faults_.kernel_faults_armed() || last->stream != stream ||
+        last->label != name || !mine.pipeline.same_local_targets(arguments, *last)) {
         return false;
     }
-    std::optional<Error> failure = call_external(request, stream);
+    std::array<void*, max_launch_resources> pointers{};
+    std::array<std::uint64_t, max_launch_resources> sizes{};
+    for (std::size_t index = 0; index < arguments.size(); ++index) {
+        const Handle& handle = arguments[index].handle;  // Local: `same_local_targets`.
+        pointers[index] =
+            reinterpret_cast<void*>(handle.memory().allocation().address + handle.offset_start());
+        sizes[index] = handle.size_in_use();
+    }
+    std::optional<Error> failure =
+        call_external(name, run, std::span(pointers.data(), arguments.size()),
+                      std::span(sizes.data(), arguments.size()), *repeatable_.stream);
     if (failure || mine.mutex.entries() != entered) {
         // It failed, or called tandem (its work then comes after what it enqueued): a record of
         // its own, after everything before it.
-        record_ran_external(request, std::move(failure));
+        record_ran_external(name, arguments, stream, std::move(failure));
         return true;
     }
     count_operation();  // As a record's enqueue counts it; an injected loss may be due (D1).
     if (is_lost()) {
-        repeatable_ = {};  // Its loss settled the record.
+        forget_external();  // Its loss settled the record.
     } else {
         repeatable_.entries = entered;
     }
     return true;
 }
 
-void CudaDevice::record_ran_external(LaunchRequest& request, std::optional<Error> failure) {
+void CudaDevice::record_ran_external(std::string_view name,
+                                     std::span<const LaunchArgument> arguments, StreamId stream,
+                                     std::optional<Error> failure) {
+    // Rare (a failure, a callable that called tandem): the request a launch builds, built here.
+    LaunchRequest request;
+    request.kernel.assign(name);
+    request.stream = stream;
+    for (const LaunchArgument& argument : arguments) {
+        request.resources.emplace_back(argument.handle, argument.access);
+    }
     CudaGroup& mine = group();
     std::shared_ptr<PendingOp> op = mine.new_op(PendingOp::Kind::Launch);
     op->label = request.kernel;
     op->device = index_;
-    op->stream = request.stream;
+    op->stream = stream;
     (void)mine.pipeline.add_targets(request, *op);  // Local bytes of this device: none refused.
     if (failure) {
         op->report = Work::Report::Failed;
@@ -130,22 +172,28 @@ void CudaDevice::record_ran_external(LaunchRequest& request, std::optional<Error
     op->held.take(request.resources);
     const PendingOp& recorded = *op;
     push(std::move(op));
-    remember_external(recorded);
+    Result<CudaStream*> found = this->stream(stream);
+    if (found) {
+        remember_external(recorded, **found);
+    } else {
+        forget_external();  // The callable destroyed the stream.
+    }
 }
 
-void CudaDevice::remember_external(const PendingOp& op) {
+void CudaDevice::remember_external(const PendingOp& op, CudaStream& stream) {
     // A loss that `push` found due settled everything: `op` may be gone. Nothing else settles
     // work within the call that recorded it.
     const auto local = [this](const Target& target) {
         return target.owner == service_ && !target.peer;
     };
     if (is_lost() || !op.lands || op.report != Work::Report::Pending || op.refused ||
-        op.window || !std::all_of(op.inputs.begin(), op.inputs.end(), local) ||
+        op.window || stream.capture || !std::all_of(op.inputs.begin(), op.inputs.end(), local) ||
         !std::all_of(op.outputs.begin(), op.outputs.end(), local)) {
-        repeatable_ = {};
+        forget_external();
         return;
     }
-    repeatable_ = RepeatableExternal{&op, &group(), group().mutex.entries()};
+    repeatable_ = RepeatableExternal{&op, &stream, &group(), group().mutex.entries()};
+    may_repeat_.store(true, std::memory_order_relaxed);
 }
 
 }  // namespace tandem::cuda

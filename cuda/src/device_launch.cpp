@@ -138,9 +138,6 @@ Status CudaDevice::do_launch(LaunchRequest&& request) {
         // The client refused a launch over the limits (`check_launch_limits`): the block holds
         // no more.
         assert(check_launch_limits(request.resources) && "a launch within the launch limits");
-        if (request.external && repeat_external(request, **found)) {
-            return {};
-        }
         // Nested in a call holding the lock (external work that launches), it issues at once.
         const bool hand_off =
             engine_.options.unlocked_launch_calls && lock.group().mutex.depth() == 1;
@@ -261,7 +258,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     const PendingOp& recorded = *op;
     push(std::move(op));
     if (request.external && as_copy == nullptr) {
-        remember_external(recorded);
+        remember_external(recorded, target_stream);
     }
     if (to_issue) {
         // Taken before the engine's lock is let go: the next launch on this stream, recorded

@@ -157,6 +157,8 @@ public:
     ~CudaDevice() override;
 
 #include "tandem/core/detail/server_hooks.inc"
+    bool do_repeat_external(std::string_view name, const ExternalCallables& run,
+                            std::span<const LaunchArgument> arguments, StreamId stream) override;
 
     [[nodiscard]] int ordinal() const { return ordinal_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
@@ -276,20 +278,24 @@ private:
     /// outcome is known when it returns (a later sticky error loses the device, D1).
     void run_external(const LaunchRequest& request, CudaStream& stream, PendingOp& op,
                       std::optional<std::uint32_t> injected);
-    /// Calls `request`'s CUDA callable on `stream` over its bindings' pointers: its failure, or
-    /// the CUDA error it left; none when it enqueued its work cleanly.
-    std::optional<Error> call_external(const LaunchRequest& request, CudaStream& stream);
-    /// Runs `request` as a repeat of the newest external work, sharing its record, when nothing
-    /// happened on the group since that work was recorded and it is the same work (name, stream)
-    /// on the same local bytes: its inputs are then as that work found them (clean), and what it
-    /// writes lands after it on its stream, settled by the same wait. Whether it ran it.
-    bool repeat_external(LaunchRequest& request, CudaStream& stream);
-    /// Records external work that already ran, with `failure` if it failed; for a repeat whose
-    /// callable failed or called tandem, which then needs a record of its own after that.
-    void record_ran_external(LaunchRequest& request, std::optional<Error> failure);
-    /// Keeps `op`, external work just recorded, as the work a repeat may share (`repeat_external`)
-    /// when it was called cleanly on local bytes outside a capture window.
-    void remember_external(const PendingOp& op);
+    /// Calls `run.cuda`, external work `name`, on `stream` over `count` pointers and sizes: its
+    /// failure, or the CUDA error it left; none when it enqueued its work cleanly.
+    std::optional<Error> call_external(std::string_view name, const ExternalCallables& run,
+                                       std::span<void* const> pointers,
+                                       std::span<const std::uint64_t> sizes, CudaStream& stream);
+    /// Records external work `name` over `arguments` on `stream` that already ran, with
+    /// `failure` if it failed: a repeat whose callable failed or called tandem, which then needs
+    /// a record of its own, after everything before it.
+    void record_ran_external(std::string_view name, std::span<const LaunchArgument> arguments,
+                             StreamId stream, std::optional<Error> failure);
+    /// Keeps `op`, external work just recorded on `stream`, as the work a repeat may share
+    /// (`do_repeat_external`) when it was called cleanly on local bytes outside a window.
+    void remember_external(const PendingOp& op, CudaStream& stream);
+    /// Forgets the work a repeat may share.
+    void forget_external() {
+        repeatable_ = {};
+        may_repeat_.store(false, std::memory_order_relaxed);
+    }
     /// Enqueues a copy whose inputs are clean (or claimed: then `op` is known not to run).
     void enqueue_copy(PendingOp& op, const CudaDevice& owner, const KernelResource& source,
                       const WriteTarget& target);
@@ -349,13 +355,18 @@ private:
     /// needs nothing the group's lock guards, only the memory manager (whose own lock serialises
     /// it). Changed under the group's lock, with `lost_` and the fault plan.
     std::atomic<bool> quick_allocation_{true};
-    /// The external work a repeat may share the record of (`repeat_external`): the newest
-    /// recorded, valid while the lock of `group` was taken once since, by the repeat's own call.
+    /// The external work a repeat may share the record of (`do_repeat_external`): the newest
+    /// recorded, on `stream`, valid while the lock of `group` was taken once since, by the
+    /// repeat's own call. Under the group's lock.
     struct RepeatableExternal {
         const PendingOp* op = nullptr;
+        CudaStream* stream = nullptr;
         const DeviceGroup* group = nullptr;
         std::uint64_t entries = 0;
     } repeatable_;
+    /// Whether `repeatable_` holds work, read without the lock: external work that cannot be a
+    /// repeat then takes the lock once, not twice. A stale read only costs a lock or a record.
+    std::atomic<bool> may_repeat_{false};
     /// Draws injected faults by probability: seeded from the runtime's seed and the device's
     /// number, so a faulty run replays exactly, whichever groups the devices are in.
     std::mt19937_64 rng_;

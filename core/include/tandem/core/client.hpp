@@ -15,18 +15,6 @@
 
 namespace tandem {
 
-/// A resource of a launch, as a user names it: a handle (of this device, or shared memory of a
-/// peer), optionally viewed as a tensor map, and the access the kernel needs.
-struct LaunchArgument {
-    /// The memory to bind: a handle of this device, or memory a peer shared.
-    Handle handle;
-    /// How the kernel may access it; read-write when not said.
-    AccessMode access = AccessMode::ReadWrite;
-    /// A tiled view of the buffer, when the kernel addresses it through a tensor map (this device's
-    /// memory only).
-    std::optional<TensorMapDescriptor> tensor_map;
-};
-
 /// Work tandem did not write (external_work.hpp): its name (for reports and injected faults),
 /// the buffers it reads and writes, and how each backend runs it.
 struct ExternalWork {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <variant>
@@ -62,6 +63,18 @@ private:
     friend class HeldBindings;  // Moves a buffer's reference out as work takes it.
     Binding binding_;
     AccessMode access_;
+};
+
+/// A resource of a launch, as a user names it: a handle (of this device, or shared memory of a
+/// peer), optionally viewed as a tensor map, and the access the kernel needs.
+struct LaunchArgument {
+    /// The memory to bind: a handle of this device, or memory a peer shared.
+    Handle handle;
+    /// How the kernel may access it; read-write when not said.
+    AccessMode access = AccessMode::ReadWrite;
+    /// A tiled view of the buffer, when the kernel addresses it through a tensor map (this device's
+    /// memory only).
+    std::optional<TensorMapDescriptor> tensor_map;
 };
 
 namespace detail {

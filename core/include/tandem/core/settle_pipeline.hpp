@@ -97,10 +97,12 @@ public:
     /// device that owns it: `WrongService` for a buffer of another device that was not shared
     /// (P1), `PeerUnreachable` for shared memory of no device of this runtime.
     Status add_targets(const LaunchRequest& request, Work& work) const;
-    /// Whether `request`, run by `work.device`, reads and writes exactly what `work` does, in
-    /// the same order, every byte of it local memory of that device that was never shared: what
-    /// `add_targets` would give it, and no peer's failure slot to mark or repair (P4, P5).
-    [[nodiscard]] bool same_local_targets(const LaunchRequest& request, const Work& work) const;
+    /// Whether a launch of `arguments`, run by `work.device`, reads and writes exactly what
+    /// `work` does, in the same order, every byte of it plain local memory of that device that
+    /// was never shared: what `add_targets` would give it, with no peer's failure slot to mark or
+    /// repair (P4, P5).
+    [[nodiscard]] bool same_local_targets(std::span<const LaunchArgument> arguments,
+                                          const Work& work) const;
 
     /// Admits a launch that runs something, recorded as `work`, on a stream whose open window is
     /// `window` (null when none): a refused launch (C10, `refusal`) claims only its declared
