@@ -4,6 +4,10 @@
 //                             cudaMalloc pointers                             goal: at most 1.05
 //   launch_pair_external      external work wrapping that raw launch, against the raw launch
 //                                                                            goal: at most 1.10
+//   launch_pair_external_alternating
+//                             external work alternating between a copy one way and back, so that
+//                             no unit repeats the one before it (each gets a record of its own),
+//                             against the same raw launches alternating
 //   launch_pair_raw_full_block, launch_pair_raw_driver
 //                             the raw launch made as tandem makes it (a block the size of
 //                             `LaunchParams`, cudaLaunchKernel) and through the driver
@@ -30,6 +34,7 @@
 #include "raw_kernels.hpp"
 #include "user_kernel.hpp"
 
+#include <array>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -92,6 +97,25 @@ public:
 private:
     Client client_;
     ExternalWork work_;
+    int per_batch_;
+};
+
+/// `per_batch` units of external work alternating between two descriptions `works`, so that
+/// no unit repeats the one before it (each gets a record of its own), then a sync.
+class AlternatingExternalBatch {
+public:
+    AlternatingExternalBatch(Client client, std::array<ExternalWork, 2> works, int per_batch)
+        : client_(std::move(client)), works_(std::move(works)), per_batch_(per_batch) {}
+    void enqueue() {
+        for (int unit = 0; unit < per_batch_; ++unit) {
+            (void)client_.enqueue(works_[static_cast<std::size_t>(unit % 2)]);
+        }
+    }
+    void sync() { (void)client_.sync(); }
+
+private:
+    Client client_;
+    std::array<ExternalWork, 2> works_;
     int per_batch_;
 };
 
@@ -208,6 +232,29 @@ void launch_pair_external(benchmark::State& state) {
     });
 }
 
+/// External work whose units alternate between a copy one way and back, so that none repeats the
+/// one before it: what a unit costs with a record of its own. The raw side alternates the same.
+void launch_pair_external_alternating(benchmark::State& state) {
+    bool back = false;
+    pair_with_raw_copy(
+        state,
+        [](Client& client, const std::vector<LaunchArgument>& arguments) {
+            const std::vector<LaunchArgument> reversed{
+                {arguments[1].handle, AccessMode::Read, std::nullopt},
+                {arguments[0].handle, AccessMode::Write, std::nullopt}};
+            return AlternatingExternalBatch(
+                client,
+                {ExternalWork{"raw_copy", arguments, {nullptr, raw_copy_on}},
+                 ExternalWork{"raw_copy", reversed, {nullptr, raw_copy_on}}},
+                launches_per_batch);
+        },
+        [&back](void* stream, const void* from, void* to) {
+            back = !back;
+            (void)launch_raw_user_copy(stream, back ? to : from, back ? const_cast<void*>(from) : to,
+                                       small_bytes, 1, small_threads);
+        });
+}
+
 /// The time of each chevron launch made through `timed_copy_on`, per side.
 struct CallClock {
     std::chrono::steady_clock::duration spent{};
@@ -311,6 +358,7 @@ void gemm_pair_external(benchmark::State& state) {
 
 BENCHMARK(launch_pair_user_kernel)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_external)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_pair_external_alternating)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_raw_full_block)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_raw_driver)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(launch_pair_raw_checked)->UseManualTime()->Unit(benchmark::kMicrosecond);
