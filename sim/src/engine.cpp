@@ -226,10 +226,7 @@ private:
     int depth_;
 };
 
-}  // namespace
-
-namespace {
-
+/// The operation whose work the calling thread runs, if any (`RunningHere`).
 thread_local const Operation* running_here = nullptr;
 
 }  // namespace
