@@ -5,9 +5,9 @@
 //   launch_pair_external      external work wrapping that raw launch, against the raw launch
 //                                                                            goal: at most 1.10
 //   launch_pair_external_alternating
-//                             external work alternating between a copy one way and back, so that
-//                             no unit repeats the one before it (each gets a record of its own),
-//                             against the same raw launches alternating
+//                             external work alternating between two names over the same buffers,
+//                             so that no unit repeats the one before it (each gets a record of
+//                             its own), against the raw launch
 //   launch_pair_raw_full_block, launch_pair_raw_driver
 //                             the raw launch made as tandem makes it (a block the size of
 //                             `LaunchParams`, cudaLaunchKernel) and through the driver
@@ -232,27 +232,17 @@ void launch_pair_external(benchmark::State& state) {
     });
 }
 
-/// External work whose units alternate between a copy one way and back, so that none repeats the
-/// one before it: what a unit costs with a record of its own. The raw side alternates the same.
+/// External work whose units alternate between two names over the same buffers, so that none
+/// repeats the one before it: what a unit costs with a record of its own, on the same bytes as
+/// `launch_pair_external`.
 void launch_pair_external_alternating(benchmark::State& state) {
-    bool back = false;
-    pair_with_raw_copy(
-        state,
-        [](Client& client, const std::vector<LaunchArgument>& arguments) {
-            const std::vector<LaunchArgument> reversed{
-                {arguments[1].handle, AccessMode::Read, std::nullopt},
-                {arguments[0].handle, AccessMode::Write, std::nullopt}};
-            return AlternatingExternalBatch(
-                client,
-                {ExternalWork{"raw_copy", arguments, {nullptr, raw_copy_on}},
-                 ExternalWork{"raw_copy", reversed, {nullptr, raw_copy_on}}},
-                launches_per_batch);
-        },
-        [&back](void* stream, const void* from, void* to) {
-            back = !back;
-            (void)launch_raw_user_copy(stream, back ? to : from, back ? const_cast<void*>(from) : to,
-                                       small_bytes, 1, small_threads);
-        });
+    pair_with_raw_copy(state, [](Client& client, const std::vector<LaunchArgument>& arguments) {
+        return AlternatingExternalBatch(
+            client,
+            {ExternalWork{"raw_copy", arguments, {nullptr, raw_copy_on}},
+             ExternalWork{"raw_copy_again", arguments, {nullptr, raw_copy_on}}},
+            launches_per_batch);
+    });
 }
 
 /// The time of each chevron launch made through `timed_copy_on`, per side.
