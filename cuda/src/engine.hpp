@@ -278,7 +278,7 @@ private:
     /// outcome is known when it returns (a later sticky error loses the device, D1).
     void run_external(const LaunchRequest& request, CudaStream& stream, PendingOp& op,
                       std::optional<std::uint32_t> injected);
-    /// Calls `run.cuda`, external work `name`, on `stream` over `count` pointers and sizes: its
+    /// Calls `run.cuda`, external work `name`, on `stream` over `pointers` and `sizes`: its
     /// failure, or the CUDA error it left; none when it enqueued its work cleanly.
     std::optional<Error> call_external(std::string_view name, const ExternalCallables& run,
                                        std::span<void* const> pointers,
@@ -364,8 +364,9 @@ private:
         const DeviceGroup* group = nullptr;
         std::uint64_t entries = 0;
     } repeatable_;
-    /// Whether `repeatable_` holds work, read without the lock: external work that cannot be a
-    /// repeat then takes the lock once, not twice. A stale read only costs a lock or a record.
+    /// Whether `repeatable_` holds work, read without the lock: while it holds none, external
+    /// work is not offered as a repeat and takes the lock once. (While it holds some, a unit that
+    /// turns out not to repeat takes it twice.) A stale read only costs a lock or a record.
     std::atomic<bool> may_repeat_{false};
     /// Draws injected faults by probability: seeded from the runtime's seed and the device's
     /// number, so a faulty run replays exactly, whichever groups the devices are in.
