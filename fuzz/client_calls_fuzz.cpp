@@ -180,7 +180,7 @@ private:
 
     void step() {
         for (std::size_t index = 0; index < clients_.size(); ++index) {
-            lost_before_[index] = clients_[index].server().lost().has_value();
+            lost_before_[index] = clients_[index].lost().has_value();
         }
         switch (data_.ConsumeIntegralInRange<int>(0, 23)) {
             case 0:

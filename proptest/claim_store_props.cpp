@@ -10,7 +10,7 @@
 #include "byte_model.hpp"
 
 #include "../core/tests/one_device.hpp"
-#include "tandem/core/claim_store.hpp"
+#include "tandem/backend/claim_store.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>

@@ -6,8 +6,8 @@
 // binding never upgrades to a later occupant of the same bytes.
 
 #include "../core/tests/runtime_key_for_tests.hpp"
+#include "tandem/backend/memory_manager.hpp"
 #include "tandem/core/handle.hpp"
-#include "tandem/core/memory_manager.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -46,8 +46,9 @@ std::vector<Handle> fresh_parents() {
         const auto size = *rc::gen::inRange<std::uint64_t>(0, 40);
         parents.emplace_back(
             detail::RuntimeKeyForTests::key(),
-            ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr), device0,
-            stream0, size);
+            ManagedMemoryHandle::create(detail::RuntimeKeyForTests::key(),
+                                        AllocationInfo{.id = MemoryId::next()}, nullptr),
+            device0, stream0, size);
     }
     return parents;
 }
@@ -83,7 +84,8 @@ RC_GTEST_PROP(HandleProperties, claim_keys_are_equal_exactly_for_the_same_alloca
 RC_GTEST_PROP(HandleProperties, any_offsets_give_a_valid_handle_or_invalid_argument, ()) {
     const auto size = *rc::gen::arbitrary<std::uint64_t>();
     Handle handle(detail::RuntimeKeyForTests::key(),
-                  ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
+                  ManagedMemoryHandle::create(detail::RuntimeKeyForTests::key(),
+                                              AllocationInfo{.id = MemoryId::next()}, nullptr),
                   device0, stream0, size);
     // Offsets drawn from the whole 64-bit range, biased towards the edges where arithmetic wraps.
     const auto offset =

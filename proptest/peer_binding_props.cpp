@@ -172,7 +172,7 @@ void peer_kernel_stays_inside() {
                           KernelArgs().u64(index))
                   .ok());
     (void)runtime->sync_all();
-    RC_ASSERT(peer.server().lost().has_value() == !inside);
+    RC_ASSERT(peer.lost().has_value() == !inside);
 
     // The bytes before and after the view: readable on the owner, exactly as written.
     Result<Handle> before = shared->slice(0, view.offset_start());

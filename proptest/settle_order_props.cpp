@@ -10,7 +10,7 @@
 // the same root failure and the same skipped work on its way.
 
 #include "../core/tests/one_device.hpp"
-#include "tandem/core/claim_store.hpp"
+#include "tandem/backend/claim_store.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>

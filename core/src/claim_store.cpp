@@ -1,4 +1,4 @@
-#include "tandem/core/claim_store.hpp"
+#include "tandem/backend/claim_store.hpp"
 
 #include <algorithm>
 #include <cassert>

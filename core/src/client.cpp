@@ -1,5 +1,7 @@
 #include "tandem/core/client.hpp"
 
+#include "tandem/backend/server.hpp"
+
 #include <cassert>
 
 namespace tandem {
@@ -9,6 +11,14 @@ Client::Client(std::shared_ptr<Server> server) : server_(std::move(server)) {
 }
 
 ServiceId Client::service() const { return server_->service(); }
+
+std::optional<Error> Client::lost() const { return server_->lost(); }
+
+bool Client::peer_access_granted(ServiceId accessor) const {
+    return server_->peer_access_granted(accessor);
+}
+
+Result<NativeView> Client::native(StreamId stream) { return server_->native(nullptr, stream); }
 
 namespace {
 

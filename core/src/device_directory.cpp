@@ -1,6 +1,6 @@
-#include "tandem/core/device_directory.hpp"
+#include "tandem/backend/device_directory.hpp"
 
-#include "tandem/core/device_server.hpp"
+#include "tandem/backend/device_server.hpp"
 
 #include <cassert>
 

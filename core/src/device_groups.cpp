@@ -1,4 +1,4 @@
-#include "tandem/core/device_groups.hpp"
+#include "tandem/backend/device_groups.hpp"
 
 #include <algorithm>
 #include <chrono>

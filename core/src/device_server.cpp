@@ -1,6 +1,6 @@
-#include "tandem/core/device_server.hpp"
+#include "tandem/backend/device_server.hpp"
 
-#include "tandem/core/held_ranges.hpp"
+#include "tandem/backend/held_ranges.hpp"
 
 namespace tandem {
 
@@ -49,7 +49,7 @@ Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
     if (binding.service() != service_) {
         return Error::wrong_service(service_, binding.service());
     }
-    return PeerMemory(RuntimeKey{}, binding.memory(), binding.memory().allocation().address,
+    return PeerMemory(key(), binding.memory(), binding.memory().allocation().address,
                       service_, weak_from_this());
 }
 
@@ -116,7 +116,7 @@ Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
     }
     const AllocationInfo info{MemoryId::next(), address, memory.size_bytes, default_stream()};
     auto* sink = new AdoptedRelease(weak_from_this(), std::move(memory.release));
-    return Handle(key(), ManagedMemoryHandle::create(info, sink), service_, default_stream(),
+    return Handle(key(), ManagedMemoryHandle::create(key(), info, sink), service_, default_stream(),
                   memory.size_bytes);
 }
 
@@ -160,15 +160,21 @@ Result<CaptureGraph> DeviceServer::do_end_capture(StreamId stream) {
 }
 
 Result<CaptureGraph> DeviceServer::do_make_graph(CaptureWindow& window) {
-    return CaptureGraph(key(), service_, std::move(window.launches), std::move(window.write_set));
+    return graph_of(window, nullptr);
+}
+
+CaptureGraph DeviceServer::graph_of(CaptureWindow& window, std::shared_ptr<void> native) const {
+    auto work = std::make_shared<CapturedWork>(
+        CapturedWork{std::move(window.launches), std::move(native)});
+    return CaptureGraph(key(), service_, std::move(window.write_set), std::move(work));
 }
 
 Status DeviceServer::check_event(const Event& event, std::uint64_t next_event) const {
-    if (!directory_.reaches(event.device) || event.sequence == 0 || event.sequence >= next_event) {
+    if (!directory_.reaches(event.device()) || event.sequence() == 0 || event.sequence() >= next_event) {
         return Error::invalid_argument("the event does not belong to this runtime");
     }
-    if (std::optional<Error> gone = directory_.lost(event.device)) {
-        return Error::device_lost(event.device, "cannot wait on an event of a lost device")
+    if (std::optional<Error> gone = directory_.lost(event.device())) {
+        return Error::device_lost(event.device(), "cannot wait on an event of a lost device")
             .caused_by(*gone);
     }
     return {};

@@ -1,4 +1,4 @@
-#include "tandem/core/failure_graph.hpp"
+#include "tandem/backend/failure_graph.hpp"
 #include "tandem/core/handle.hpp"
 
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "tandem/core/fault_plan.hpp"
+#include "tandem/backend/fault_plan.hpp"
 
 #include <string>
 

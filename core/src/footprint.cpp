@@ -1,6 +1,6 @@
-#include "tandem/core/detail/footprint.hpp"
+#include "tandem/backend/detail/footprint.hpp"
 
-#include "tandem/core/work.hpp"
+#include "tandem/backend/work.hpp"
 
 namespace tandem::detail {
 

@@ -1,4 +1,4 @@
-#include "tandem/core/held_bindings.hpp"
+#include "tandem/backend/held_bindings.hpp"
 
 namespace tandem {
 

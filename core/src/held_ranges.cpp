@@ -1,4 +1,4 @@
-#include "tandem/core/held_ranges.hpp"
+#include "tandem/backend/held_ranges.hpp"
 
 #include <iterator>
 

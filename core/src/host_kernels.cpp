@@ -1,5 +1,7 @@
 #include "tandem/core/host_kernels.hpp"
 
+#include "tandem/backend/server.hpp"
+
 #include "tandem/core/closest_name.hpp"
 #include "tandem/core/kernels/catalog.hpp"
 

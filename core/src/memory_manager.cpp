@@ -1,4 +1,4 @@
-#include "tandem/core/memory_manager.hpp"
+#include "tandem/backend/memory_manager.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -192,7 +192,7 @@ Result<ManagedMemoryHandle> MemoryManager::allocate(std::uint64_t size_bytes, St
         address_nodes_.emplace(by_address_, info.address, info);
     }
     ++live_count_;
-    return ManagedMemoryHandle::adopt(*control);
+    return ManagedMemoryHandle::adopt(RuntimeKey{}, *control);
 }
 
 Result<PoolBlock> MemoryManager::take_block(std::uint64_t block_bytes, StreamId stream) {

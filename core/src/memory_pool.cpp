@@ -1,4 +1,4 @@
-#include "tandem/core/memory_pool.hpp"
+#include "tandem/backend/memory_pool.hpp"
 
 #include <algorithm>
 #include <cassert>

@@ -76,14 +76,14 @@ const AllocationInfo& allocation_of(const detail::CountedReference<Count>& contr
 
 // ---------------------------------------------------------------- ManagedMemoryHandle
 
-ManagedMemoryHandle ManagedMemoryHandle::create(const AllocationInfo& allocation,
+ManagedMemoryHandle ManagedMemoryHandle::create(RuntimeKey, const AllocationInfo& allocation,
                                                 ReleaseSink* sink) {
     auto* block = new detail::MemoryControl;
     block->start(allocation, sink);
     return ManagedMemoryHandle(block);
 }
 
-ManagedMemoryHandle ManagedMemoryHandle::adopt(detail::MemoryControl& started) {
+ManagedMemoryHandle ManagedMemoryHandle::adopt(RuntimeKey, detail::MemoryControl& started) {
     return ManagedMemoryHandle(&started);
 }
 

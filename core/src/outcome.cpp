@@ -1,10 +1,33 @@
-#include "tandem/core/outcome.hpp"
+#include "tandem/backend/outcome.hpp"
 
 #include <map>
+#include <mutex>
 #include <vector>
 
 namespace tandem {
+
+/// The settle pipeline's way into a shared memory's failure slot.
+struct PeerSlot {
+    static void set(const PeerMemory& memory, std::optional<Error> failure) {
+        std::lock_guard lock(memory.shared_->mutex);
+        memory.shared_->failure = std::move(failure);
+    }
+};
+
 namespace {
+
+/// Sets `memory`'s failure slot as the owner's claims now say: the report of a failure claiming
+/// some byte of the allocation, or none when no byte is claimed.
+void refresh_slot(const DeviceDirectory& devices, ServiceId owner, const PeerMemory& memory) {
+    const ClaimKey whole[] = {ClaimKey{memory.memory_id(), ByteRange{0, memory.size_bytes()}}};
+    std::optional<Error> failure;
+    if (!devices.nothing_claimed(owner)) {
+        if (std::optional<FoundClaim> found = devices.first_claimed(owner, whole)) {
+            failure = std::move(found->report);
+        }
+    }
+    PeerSlot::set(memory, std::move(failure));
+}
 
 std::map<ServiceId, std::vector<ClaimKey>> by_owner(std::span<const Target> targets) {
     std::map<ServiceId, std::vector<ClaimKey>> grouped;
@@ -57,7 +80,7 @@ void claim_skipped(DeviceDirectory& devices, ServiceId runner, std::string_view 
     }
     for (const Target& output : outputs) {
         if (output.peer) {
-            output.peer->fail(error);
+            PeerSlot::set(*output.peer, error);
         }
     }
 }
@@ -68,7 +91,7 @@ void claim_failed(DeviceDirectory& devices, std::span<const Target> outputs, con
     }
     for (const Target& output : outputs) {
         if (output.peer) {
-            output.peer->fail(error);
+            PeerSlot::set(*output.peer, error);
         }
     }
 }
@@ -77,7 +100,7 @@ void release_outputs(DeviceDirectory& devices, std::span<const Target> outputs) 
     for (const Target& output : outputs) {
         devices.release(output.owner, output.key);
         if (output.peer) {
-            (void)output.peer->repair();
+            refresh_slot(devices, output.owner, *output.peer);
         }
     }
 }

@@ -12,22 +12,11 @@ ServiceId PeerMemory::owner_service() const { return shared_->owner_service; }
 std::shared_ptr<PeerOwner> PeerMemory::owner() const { return shared_->owner.lock(); }
 MemoryId PeerMemory::memory_id() const { return shared_->pin.id(); }
 long PeerMemory::use_count() const { return shared_.use_count(); }
+std::uint64_t PeerMemory::size_bytes() const { return shared_->pin.allocation().size_bytes; }
 
 std::optional<Error> PeerMemory::failure() const {
     std::lock_guard lock(shared_->mutex);
     return shared_->failure;
-}
-
-void PeerMemory::fail(Error error) const {
-    std::lock_guard lock(shared_->mutex);
-    shared_->failure = std::move(error);
-}
-
-bool PeerMemory::repair() const {
-    std::lock_guard lock(shared_->mutex);
-    bool carried = shared_->failure.has_value();
-    shared_->failure.reset();
-    return carried;
 }
 
 std::optional<PeerBinding> PeerBinding::make(BufferBinding binding) {

@@ -1,7 +1,7 @@
-#include "tandem/core/server.hpp"
+#include "tandem/backend/server.hpp"
 
 #include "tandem/core/runtime.hpp"
-#include "tandem/core/work.hpp"
+#include "tandem/backend/work.hpp"
 
 #include <cstring>
 
@@ -125,27 +125,27 @@ Result<PendingRead> Server::read_async(const BufferBinding& source, std::span<st
     if (!done) {
         return done.error();
     }
-    return PendingRead{*done, into, std::move(state)};
+    return PendingRead(key(), *done, into, std::move(state));
 }
 
 Status Server::wait(const PendingRead& read) {
-    if (!read.state || read.state->owner != service()) {
+    if (!read.state() || read.state()->owner != service()) {
         return Error::invalid_argument("the read was not made by this device");
     }
-    Status outcome = wait(read.done);
-    if (outcome && !read.state->outcome) {
+    Status outcome = wait(read.done());
+    if (outcome && !read.state()->outcome) {
         // Older work it conflicts with, on another stream, was still unsettled: this device's
         // sync settles the read with what it needs.
         outcome = sync();
     }
-    if (outcome && !read.state->outcome) {
+    if (outcome && !read.state()->outcome) {
         outcome = Error::torn_down("the asynchronous read did not settle");
     }
     if (outcome) {
-        outcome = *read.state->outcome;
+        outcome = *read.state()->outcome;
     }
-    if (!outcome && !read.into.empty()) {
-        std::memset(read.into.data(), 0, read.into.size());  // Never hand out unwritten bytes.
+    if (!outcome && !read.into().empty()) {
+        std::memset(read.into().data(), 0, read.into().size());  // Never hand out unwritten bytes.
     }
     return outcome;
 }
@@ -201,7 +201,7 @@ Status Server::wait_event(StreamId stream, const Event& event) {
     if (std::optional<Error> refused = refusal(stream)) {
         return *refused;
     }
-    do_reach(event.device);
+    do_reach(event.device());
     return do_wait_event(stream, event);
 }
 
@@ -209,7 +209,7 @@ Status Server::wait(const Event& event) {
     if (std::optional<Error> gone = loss()) {
         return *gone;
     }
-    do_reach(event.device);
+    do_reach(event.device());
     return do_wait_host(event);
 }
 
@@ -217,7 +217,7 @@ Result<bool> Server::event_complete(const Event& event) {
     if (std::optional<Error> gone = loss()) {
         return *gone;
     }
-    do_reach(event.device);
+    do_reach(event.device());
     return do_event_complete(event);
 }
 

@@ -1,4 +1,4 @@
-#include "tandem/core/settle_pipeline.hpp"
+#include "tandem/backend/settle_pipeline.hpp"
 
 #include "tandem/core/host_kernels.hpp"
 
@@ -141,15 +141,15 @@ Status SettlePipeline::add_copy_targets(const KernelResource& source, const Buff
 void SettlePipeline::add_replay_targets(const CaptureGraph& graph, Work& work,
                                         const std::shared_ptr<CaptureWindow>& window) const {
     const ServiceId runner = devices_.service_of(work.device);
-    work.label = "replay of " + std::to_string(graph.launches().size()) + " launches";
+    work.label = "replay of " + std::to_string(graph.work().launches.size()) + " launches";
     work.checks_inputs = false;
     for (const ClaimKey& written : graph.write_set()) {
         work.outputs.push_back(Target{runner, written, std::nullopt});
     }
     work.window = window;
     if (window) {
-        window->launches.insert(window->launches.end(), graph.launches().begin(),
-                                graph.launches().end());
+        window->launches.insert(window->launches.end(), graph.work().launches.begin(),
+                                graph.work().launches.end());
     }
 }
 

@@ -1,7 +1,7 @@
-#include "tandem/core/storage.hpp"
+#include "tandem/backend/storage.hpp"
 
-#include "tandem/core/held_ranges.hpp"
-#include "tandem/core/stream_order.hpp"
+#include "tandem/backend/held_ranges.hpp"
+#include "tandem/backend/stream_order.hpp"
 
 #include <cstdlib>
 #include <string>

@@ -1,4 +1,4 @@
-#include "tandem/core/claims.hpp"
+#include "tandem/backend/claims.hpp"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,8 @@ namespace {
 
 BufferBinding fresh_binding(std::uint64_t size_bytes, std::uint64_t offset_start = 0) {
     Handle handle(detail::RuntimeKeyForTests::key(),
-                  ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
+                  ManagedMemoryHandle::create(detail::RuntimeKeyForTests::key(),
+                                              AllocationInfo{.id = MemoryId::next()}, nullptr),
                   ServiceId{1, 0}, StreamId{1}, size_bytes);
     return handle.add_offset_start(offset_start)->binding();
 }

@@ -3,7 +3,7 @@
 
 #include "store_directory.hpp"
 
-#include "tandem/core/device_groups.hpp"
+#include "tandem/backend/device_groups.hpp"
 
 #include <gtest/gtest.h>
 

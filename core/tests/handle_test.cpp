@@ -11,7 +11,8 @@ constexpr StreamId stream0{1};
 
 Handle fresh_handle(std::uint64_t size_bytes) {
     return Handle(detail::RuntimeKeyForTests::key(),
-                  ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
+                  ManagedMemoryHandle::create(detail::RuntimeKeyForTests::key(),
+                                              AllocationInfo{.id = MemoryId::next()}, nullptr),
                   device0, stream0, size_bytes);
 }
 
@@ -171,8 +172,9 @@ TEST(ReleaseSink, hears_once_when_the_last_reference_goes) {
     MemoryId id = MemoryId::next();
     {
         Handle handle(detail::RuntimeKeyForTests::key(),
-                      ManagedMemoryHandle::create(AllocationInfo{.id = id}, sink.get()), device0,
-                      stream0, 8);
+                      ManagedMemoryHandle::create(detail::RuntimeKeyForTests::key(),
+                                                  AllocationInfo{.id = id}, sink.get()),
+                      device0, stream0, 8);
         BufferBinding binding = handle.binding();
         { Handle gone = std::move(handle); }
         EXPECT_EQ(sink->calls, 0);

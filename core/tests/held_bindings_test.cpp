@@ -1,4 +1,4 @@
-#include "tandem/core/held_bindings.hpp"
+#include "tandem/backend/held_bindings.hpp"
 #include "runtime_key_for_tests.hpp"
 
 #include <gtest/gtest.h>
@@ -22,7 +22,8 @@ struct Releases : ReleaseSink {
 
 Handle handle_on(Releases& sink, std::uint64_t size_bytes = 64) {
     return Handle(detail::RuntimeKeyForTests::key(),
-                  ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, &sink),
+                  ManagedMemoryHandle::create(detail::RuntimeKeyForTests::key(),
+                                              AllocationInfo{.id = MemoryId::next()}, &sink),
                   device0, stream0, size_bytes);
 }
 

@@ -1,7 +1,7 @@
 // The id table against std::unordered_map: after every insert or erase of a random sequence, the
 // two hold the same entries. Sequences are drawn from a seed printed on failure.
 
-#include "tandem/core/detail/id_table.hpp"
+#include "tandem/backend/detail/id_table.hpp"
 
 #include <gtest/gtest.h>
 

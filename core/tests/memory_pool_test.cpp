@@ -1,4 +1,4 @@
-#include "tandem/core/memory_manager.hpp"
+#include "tandem/backend/memory_manager.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 
 #include "store_directory.hpp"
 
-#include "tandem/core/settle_pipeline.hpp"
+#include "tandem/backend/settle_pipeline.hpp"
 
 #include <memory>
 

@@ -1,6 +1,6 @@
 #include "store_directory.hpp"
 
-#include "tandem/core/outcome.hpp"
+#include "tandem/backend/outcome.hpp"
 
 #include <gtest/gtest.h>
 

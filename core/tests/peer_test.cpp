@@ -10,9 +10,11 @@ namespace {
 constexpr ServiceId owner{9, 0};
 
 Handle fresh_handle(std::uint64_t size_bytes) {
-    return Handle(detail::RuntimeKeyForTests::key(),
-                  ManagedMemoryHandle::create(AllocationInfo{.id = MemoryId::next()}, nullptr),
-                  owner, StreamId{1}, size_bytes);
+    const AllocationInfo allocation{.id = MemoryId::next(), .size_bytes = size_bytes};
+    return Handle(
+        detail::RuntimeKeyForTests::key(),
+        ManagedMemoryHandle::create(detail::RuntimeKeyForTests::key(), allocation, nullptr), owner,
+        StreamId{1}, size_bytes);
 }
 
 PeerMemory share(const Handle& handle, std::uint64_t address) {
@@ -44,16 +46,11 @@ TEST(PeerBinding, addresses_the_shared_address_plus_offset_start_and_the_bytes_l
     EXPECT_EQ(&resource.buffer_binding().memory(), &resource.peer_binding()->binding().memory());
 }
 
-TEST(PeerMemory, repair_reports_whether_it_carried_a_failure) {
+TEST(PeerMemory, starts_with_no_failure_and_knows_its_size) {
     Handle handle = fresh_handle(64);
     PeerMemory memory = share(handle, 0x2000);
-    PeerMemory clone = memory;
-    EXPECT_FALSE(clone.repair());
-    memory.fail(Error::torn_down("writer died"));
-    ASSERT_TRUE(clone.failure().has_value());
-    EXPECT_EQ(clone.failure()->kind(), ErrorKind::TornDown);
-    EXPECT_TRUE(clone.repair());
     EXPECT_FALSE(memory.failure().has_value());
+    EXPECT_EQ(memory.size_bytes(), 64u);
 }
 
 TEST(PeerMemory, pins_its_allocation_while_a_clone_lives) {

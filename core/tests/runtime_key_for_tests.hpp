@@ -1,13 +1,15 @@
 #pragma once
 
-// Core's unit tests build handles and peer memory without a backend; this is their key.
+// Core's unit tests build handles and peer memory without a backend. They take the key the way a
+// backend does, through the backend contract (`Server::key`), which no user header includes.
 
-#include "tandem/core/runtime_key.hpp"
+#include "tandem/backend/server.hpp"
 
 namespace tandem::detail {
 
-struct RuntimeKeyForTests {
-    static RuntimeKey key() { return RuntimeKey{}; }
+/// Never built: it only makes `Server::key` reachable from the tests.
+struct RuntimeKeyForTests : Server {
+    using Server::key;
 };
 
 }  // namespace tandem::detail

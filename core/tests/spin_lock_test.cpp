@@ -1,4 +1,4 @@
-#include "tandem/core/detail/spin_lock.hpp"
+#include "tandem/backend/detail/spin_lock.hpp"
 
 #include <gtest/gtest.h>
 

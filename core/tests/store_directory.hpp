@@ -3,7 +3,7 @@
 // A directory over bare claim stores, for tests of core that drive outcomes and the pipeline
 // without a backend: every owner is alive and grants every peer.
 
-#include "tandem/core/device_directory.hpp"
+#include "tandem/backend/device_directory.hpp"
 
 namespace tandem::testing {
 

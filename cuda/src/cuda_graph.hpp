@@ -26,7 +26,7 @@
 
 #include "launcher.hpp"
 
-#include "tandem/core/held_bindings.hpp"
+#include "tandem/backend/held_bindings.hpp"
 #include "tandem/core/ids.hpp"
 #include "tandem/core/kernel_resource.hpp"
 #include "tandem/core/result.hpp"

@@ -3,7 +3,7 @@
 // enqueue order when the host synchronises.
 
 #include "engine.hpp"
-#include "tandem/core/detail/device_seed.hpp"
+#include "tandem/backend/detail/device_seed.hpp"
 #include "tandem/core/kernels/catalog.hpp"
 
 #include <algorithm>
@@ -600,7 +600,7 @@ Result<Event> CudaDevice::do_record_event(StreamId stream_id) {
     const std::uint64_t id = engine_.next_event.fetch_add(1, std::memory_order_relaxed);
     group().events[id] =
         CudaGroup::EventState{*event, index_, stream_id, group().pipeline.next_sequence()};
-    return Event{service_, stream_id, id};
+    return Event(key(), service_, stream_id, id);
 }
 
 Result<cudaEvent_t> CudaDevice::take_event() {
@@ -655,7 +655,7 @@ Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
     if (!found) {
         return found.error();
     }
-    auto recorded = group().events.find(event.sequence);
+    auto recorded = group().events.find(event.sequence());
     if (recorded == group().events.end()) {
         return {};  // Completed when everything last resolved: nothing to wait for.
     }
@@ -671,8 +671,8 @@ Status CudaDevice::do_wait_host(const Event& event) {
     }
     group().wait_for_event(event, true);
     memory_.sweep();
-    if (std::optional<Error> gone = directory_.lost(event.device)) {
-        return Error::device_lost(event.device, "the event's device was lost").caused_by(*gone);
+    if (std::optional<Error> gone = directory_.lost(event.device())) {
+        return Error::device_lost(event.device(), "the event's device was lost").caused_by(*gone);
     }
     return {};
 }
@@ -683,8 +683,8 @@ Result<bool> CudaDevice::do_event_complete(const Event& event) {
         return known.error();
     }
     const bool complete = group().event_complete(event);
-    if (std::optional<Error> gone = directory_.lost(event.device)) {
-        return Error::device_lost(event.device, "the event's device was lost").caused_by(*gone);
+    if (std::optional<Error> gone = directory_.lost(event.device())) {
+        return Error::device_lost(event.device(), "the event's device was lost").caused_by(*gone);
     }
     return complete;
 }

@@ -21,9 +21,7 @@ Result<CaptureGraph> CudaDevice::do_make_graph(CaptureWindow& window) {
         (void)claims_.fail(window.write_set, native.error());
         return native.error();
     }
-    Result<CaptureGraph> graph = DeviceServer::do_make_graph(window);
-    graph->set_native(std::move(*native));
-    return graph;
+    return graph_of(window, std::move(*native));
 }
 
 Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRequest>& launches) {
@@ -73,14 +71,14 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     // simulator recorded) replays launch by launch, and is refused there like any launch. So does
     // a graph with external work while kernel faults are armed: its external nodes read no
     // ticket, and a fault due for one is delivered as it is to external work called directly.
-    const auto* native = static_cast<const CudaGraph*>(graph.native().get());
+    const auto* native = static_cast<const CudaGraph*>(graph.work().native.get());
     if (native != nullptr && graph.device() == service_ &&
         !(native->has_external() && faults_.kernel_faults_armed())) {
         replay_graph(graph, *op, **found);
         push(std::move(op));
         return {};
     }
-    for (LaunchRequest launch : graph.launches()) {
+    for (LaunchRequest launch : graph.work().launches) {
         launch.stream = stream_id;
         if (Status queued = enqueue_launch(launch, **found, false, op.get()); !queued) {
             return queued;
@@ -91,11 +89,11 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
 }
 
 void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& target) {
-    auto& native = *static_cast<CudaGraph*>(graph.native().get());
+    auto& native = *static_cast<CudaGraph*>(graph.work().native.get());
     std::vector<std::uint32_t>& injected_codes = replay_codes_;
     injected_codes.clear();
     if (faults_.kernel_faults_armed()) {
-        for (const LaunchRequest& launch : graph.launches()) {
+        for (const LaunchRequest& launch : graph.work().launches) {
             // Drawn for every launch, as when the launches are enqueued one by one.
             const std::optional<std::uint32_t> injected = kernel_fault_due(launch.kernel);
             if (!launch.config.runs_nothing()) {
@@ -104,7 +102,7 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
         }
     }
     // The graph keeps its launches' bindings reserved; the replay keeps the graph.
-    op.keep_alive = graph.native();
+    op.keep_alive = graph.work().native;
     if (CudaGraph::plain(injected_codes)) {
         op.launch_id = native.plain_id();  // The plain graph's word reports under its id.
     }

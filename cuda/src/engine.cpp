@@ -2,7 +2,7 @@
 
 #include "engine.hpp"
 
-#include "tandem/core/held_ranges.hpp"
+#include "tandem/backend/held_ranges.hpp"
 
 #include "launcher.hpp"
 
@@ -344,7 +344,7 @@ void CudaGroup::retire_events_of(std::uint32_t device, std::uint64_t before) {
 }
 
 void CudaGroup::wait_for_event(const Event& event, bool may_unlock) {
-    auto recorded = events.find(event.sequence);
+    auto recorded = events.find(event.sequence());
     if (recorded == events.end()) {
         settle_known();  // Completed when its device was waited for; settled then, or now.
         return;
@@ -373,7 +373,7 @@ void CudaGroup::wait_for_event(const Event& event, bool may_unlock) {
         device.take_wait_status(status);
     }
     // Another thread may have retired it meanwhile (and given its CUDA event back).
-    if (recorded = events.find(event.sequence); recorded != events.end()) {
+    if (recorded = events.find(event.sequence()); recorded != events.end()) {
         events.erase(recorded);
         if (!device.lost_locked()) {
             give_back_event(state.device, state.event);
@@ -395,7 +395,7 @@ void CudaGroup::wait_for_event(const Event& event, bool may_unlock) {
 }
 
 bool CudaGroup::event_complete(const Event& event) {
-    auto recorded = events.find(event.sequence);
+    auto recorded = events.find(event.sequence());
     if (recorded == events.end()) {
         return true;
     }

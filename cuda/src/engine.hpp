@@ -6,17 +6,17 @@
 #include "device_guard.hpp"
 #include "launcher.hpp"
 
-#include "tandem/core/claim_store.hpp"
-#include "tandem/core/detail/id_table.hpp"
-#include "tandem/core/detail/spare_works.hpp"
-#include "tandem/core/device_groups.hpp"
-#include "tandem/core/device_server.hpp"
-#include "tandem/core/fault_plan.hpp"
-#include "tandem/core/held_bindings.hpp"
-#include "tandem/core/memory_manager.hpp"
-#include "tandem/core/outcome.hpp"
-#include "tandem/core/server.hpp"
-#include "tandem/core/settle_pipeline.hpp"
+#include "tandem/backend/claim_store.hpp"
+#include "tandem/backend/detail/id_table.hpp"
+#include "tandem/backend/detail/spare_works.hpp"
+#include "tandem/backend/device_groups.hpp"
+#include "tandem/backend/device_server.hpp"
+#include "tandem/backend/fault_plan.hpp"
+#include "tandem/backend/held_bindings.hpp"
+#include "tandem/backend/memory_manager.hpp"
+#include "tandem/backend/outcome.hpp"
+#include "tandem/backend/server.hpp"
+#include "tandem/backend/settle_pipeline.hpp"
 #include "tandem/cuda/runtime.hpp"
 
 #include <cuda_runtime_api.h>
@@ -156,7 +156,7 @@ public:
                bool shares_gpu = false);
     ~CudaDevice() override;
 
-#include "tandem/core/detail/server_hooks.inc"
+#include "tandem/backend/detail/server_hooks.inc"
     bool do_repeat_external(std::string_view name, const ExternalCallables& run,
                             std::span<const LaunchArgument> arguments, StreamId stream) override;
 

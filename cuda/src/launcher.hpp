@@ -3,7 +3,7 @@
 // How the CUDA device finds a launch's kernel on the GPU. Host code calls through this header
 // without seeing any CUDA syntax.
 
-#include "tandem/core/server.hpp"
+#include "tandem/backend/server.hpp"
 #include "tandem/cuda/launch_params.hpp"
 
 namespace tandem::cuda {

@@ -18,8 +18,9 @@ static_assert(
     !std::is_constructible_v<Handle, ManagedMemoryHandle, ServiceId, StreamId, std::uint64_t>);
 static_assert(!std::is_constructible_v<PeerMemory, ManagedMemoryBinding, std::uint64_t, ServiceId,
                                        std::weak_ptr<PeerOwner>>);
-static_assert(!std::is_constructible_v<CaptureGraph, ServiceId, std::vector<LaunchRequest>,
-                                       std::vector<ClaimKey>>);
+static_assert(!std::is_constructible_v<CaptureGraph, ServiceId, std::vector<ClaimKey>,
+                                       std::shared_ptr<const CapturedWork>>);
+static_assert(!std::is_constructible_v<Event, ServiceId, StreamId, std::uint64_t>);
 static_assert(!std::is_default_constructible_v<RuntimeKey>);
 
 template <typename Backend>

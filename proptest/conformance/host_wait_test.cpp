@@ -70,7 +70,7 @@ TYPED_TEST(HostWaits, a_stream_sync_waits_for_its_stream_and_settles_its_work) {
     std::optional<Error> read = this->read_error(client, failed);
     ASSERT_TRUE(read);
     EXPECT_EQ(root_code(*read), 21u) << read->report();
-    ASSERT_TRUE(client.sync_stream(behind.stream));
+    ASSERT_TRUE(client.sync_stream(behind.stream()));
     EXPECT_TRUE(this->complete(client, behind));
 }
 
@@ -174,9 +174,22 @@ TYPED_TEST(HostWaits, memory_a_pending_write_lands_in_is_not_reused_before_it_la
 TYPED_TEST(HostWaits, waits_on_what_does_not_exist_are_refused) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
-    const Event forged{client.service(), client.default_stream(), 12345};
-    EXPECT_EQ(client.wait(forged).error().kind(), ErrorKind::InvalidArgument);
-    EXPECT_EQ(client.event_complete(forged).error().kind(), ErrorKind::InvalidArgument);
+    // An event no device issued: a program cannot build one from fields (contract_checks_test),
+    // and the one it can build names no work. It is refused, never taken as complete.
+    const Event none;
+    EXPECT_TRUE(none.empty());
+    EXPECT_EQ(client.wait(none).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.event_complete(none).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.wait_event(client.default_stream(), none).error().kind(),
+              ErrorKind::InvalidArgument);
+    // An event another runtime issued is no event of this one.
+    TANDEM_RUNTIME(other, 1);
+    Result<Event> foreign = other->client(0).record_event(other->client(0).default_stream());
+    ASSERT_TRUE(foreign) << foreign.error().report();
+    EXPECT_EQ(client.wait(*foreign).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.event_complete(*foreign).error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(client.wait_event(client.default_stream(), *foreign).error().kind(),
+              ErrorKind::InvalidArgument);
     EXPECT_EQ(client.sync_stream(StreamId{99}).error().kind(), ErrorKind::InvalidArgument);
     EXPECT_EQ(client.sync_stream(StreamId{0}).error().kind(), ErrorKind::InvalidArgument);
 }

@@ -141,11 +141,11 @@ TYPED_TEST(Streams, the_default_stream_and_a_capturing_stream_are_not_destroyed)
 
 TYPED_TEST(Streams, a_device_refuses_streams_past_its_named_bound) {
     if (!TypeParam::cheap_streams) {
-        GTEST_SKIP() << "creates Server::max_streams streams: a CUDA stream each";
+        GTEST_SKIP() << "creates device_streams_max streams: a CUDA stream each";
     }
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);
-    for (std::uint64_t created = 1; created < Server::max_streams; ++created) {
+    for (std::uint64_t created = 1; created < device_streams_max; ++created) {
         ASSERT_TRUE(client.create_stream()) << "stream " << created + 1;
     }
     Result<StreamId> past = client.create_stream();

@@ -321,7 +321,7 @@ Result<Event> SimDevice::do_record_event(StreamId stream_id) {
         engine_.events.erase(event);
         return queued.error();
     }
-    return Event{service_, stream_id, event};
+    return Event(key(), service_, stream_id, event);
 }
 
 Result<NativeView> SimDevice::do_native(const BufferBinding* binding, StreamId) {
@@ -353,8 +353,8 @@ Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
         return known;
     }
     auto operation = engine_.new_operation(Operation::Kind::Wait);
-    operation->label = "wait for event of device " + std::to_string(event.device.device_index);
-    operation->event = event.sequence;
+    operation->label = "wait for event of device " + std::to_string(event.device().device_index);
+    operation->event = event.sequence();
     return enqueue(stream_id, std::move(operation));
 }
 
@@ -364,13 +364,13 @@ Status SimDevice::do_wait_host(const Event& event) {
         return known;
     }
     Status drained = engine_.run_until([&] {
-        if (!engine_.event_completed(event.sequence)) {
+        if (!engine_.event_completed(event.sequence())) {
             return false;
         }
         engine_.settle_known();  // What the work before it decides.
         return true;
     });
-    merge_into(engine_.host_clock, engine_.event_clock(event.sequence));  // Happens before.
+    merge_into(engine_.host_clock, engine_.event_clock(event.sequence()));  // Happens before.
     sweep();
     return drained;
 }
@@ -380,7 +380,7 @@ Result<bool> SimDevice::do_event_complete(const Event& event) {
     if (Status known = check_event(event, engine_.next_event); !known) {
         return known.error();
     }
-    return engine_.event_completed(event.sequence);
+    return engine_.event_completed(event.sequence());
 }
 
 Status SimDevice::do_sync_stream(StreamId stream_id) {
@@ -458,7 +458,7 @@ Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     operation->device = index_;
     engine_.pipeline.add_replay_targets(graph, *operation, (*found)->capture);
     operation->graph = std::make_shared<const CaptureGraph>(graph);
-    for (const LaunchRequest& launch : graph.launches()) {
+    for (const LaunchRequest& launch : graph.work().launches) {
         operation->injected.push_back(kernel_fault_due(launch.kernel));
     }
     return enqueue(stream_id, std::move(operation));

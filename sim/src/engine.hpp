@@ -7,14 +7,14 @@
 #include "race_detector.hpp"
 #include "segment_storage.hpp"
 
-#include "tandem/core/claim_store.hpp"
-#include "tandem/core/detail/spare_works.hpp"
-#include "tandem/core/device_groups.hpp"
-#include "tandem/core/device_server.hpp"
-#include "tandem/core/fault_plan.hpp"
-#include "tandem/core/memory_manager.hpp"
-#include "tandem/core/server.hpp"
-#include "tandem/core/settle_pipeline.hpp"
+#include "tandem/backend/claim_store.hpp"
+#include "tandem/backend/detail/spare_works.hpp"
+#include "tandem/backend/device_groups.hpp"
+#include "tandem/backend/device_server.hpp"
+#include "tandem/backend/fault_plan.hpp"
+#include "tandem/backend/memory_manager.hpp"
+#include "tandem/backend/server.hpp"
+#include "tandem/backend/settle_pipeline.hpp"
 #include "tandem/sim/runtime.hpp"
 #include "tandem/sim/segment.hpp"
 
@@ -71,7 +71,7 @@ public:
     SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment);
     ~SimDevice() override;
 
-#include "tandem/core/detail/server_hooks.inc"
+#include "tandem/backend/detail/server_hooks.inc"
     Status do_check_adopted(const AdoptedMemory& memory) override;
 
     // Engine side.

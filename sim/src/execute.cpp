@@ -256,11 +256,11 @@ namespace {
 
 /// How many launches `op` runs: one, or a replay's graph.
 std::size_t launch_count(const Operation& op) {
-    return op.kind == Operation::Kind::Launch ? 1 : op.graph->launches().size();
+    return op.kind == Operation::Kind::Launch ? 1 : op.graph->work().launches.size();
 }
 
 const LaunchRequest& launch_at(const Operation& op, std::size_t index) {
-    return op.kind == Operation::Kind::Launch ? *op.launch : op.graph->launches()[index];
+    return op.kind == Operation::Kind::Launch ? *op.launch : op.graph->work().launches[index];
 }
 
 /// The body of a launch or replay: each launch's kernel in turn, until one fails.

@@ -5,9 +5,9 @@
 #include "fiber.hpp"
 #include "tandem/sim/kernel_context.hpp"
 
-#include "tandem/core/outcome.hpp"
-#include "tandem/core/server.hpp"
-#include "tandem/core/work.hpp"
+#include "tandem/backend/outcome.hpp"
+#include "tandem/backend/server.hpp"
+#include "tandem/backend/work.hpp"
 
 #include <array>
 #include <atomic>

@@ -1,6 +1,6 @@
 #include "segment_storage.hpp"
 
-#include "tandem/core/held_ranges.hpp"
+#include "tandem/backend/held_ranges.hpp"
 
 #include <algorithm>
 #include <string>

@@ -3,7 +3,7 @@
 // Storage over one device's segment: regions of the device's address range, backed by real
 // pages before a pool hands them out.
 
-#include "tandem/core/storage.hpp"
+#include "tandem/backend/storage.hpp"
 #include "tandem/sim/segment.hpp"
 
 #include <map>

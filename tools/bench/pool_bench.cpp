@@ -5,9 +5,9 @@
 
 #include "bench_support.hpp"
 
-#include "tandem/core/memory_manager.hpp"
-#include "tandem/core/storage.hpp"
-#include "tandem/core/stream_order.hpp"
+#include "tandem/backend/memory_manager.hpp"
+#include "tandem/backend/storage.hpp"
+#include "tandem/backend/stream_order.hpp"
 
 namespace tandem::bench {
 namespace {

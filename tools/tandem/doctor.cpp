@@ -25,7 +25,7 @@ struct DoctorFlags {
 /// Whether device `owner` granted `accessor` access to its memory (a device, itself).
 bool granted(sim::SimRuntime& runtime, std::size_t owner, std::size_t accessor) {
     return owner == accessor ||
-           runtime.client(owner).server().peer_access_granted(runtime.client(accessor).service());
+           runtime.client(owner).peer_access_granted(runtime.client(accessor).service());
 }
 
 void print_peer_matrix(sim::SimRuntime& runtime) {

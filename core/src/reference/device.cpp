@@ -4,7 +4,7 @@
 #include "reference.hpp"
 
 #include "tandem/core/host_kernels.hpp"
-#include "tandem/core/detail/device_seed.hpp"
+#include "tandem/backend/detail/device_seed.hpp"
 
 #include <cstring>
 
@@ -162,7 +162,7 @@ Result<Event> ReferenceDevice::do_read_async(const BufferBinding& source,
         }
         work->report = Work::Report::Landed;
     });
-    return engine_.new_event(service_, stream);  // Complete: its work is done.
+    return Event(key(), service_, stream, engine_.new_event_sequence());  // Complete: its work is done.
 }
 
 Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBinding& target,
@@ -303,7 +303,7 @@ Result<Event> ReferenceDevice::do_record_event(StreamId stream) {
     if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
         return found.error();
     }
-    return engine_.new_event(service_, stream);  // Complete: its work is done.
+    return Event(key(), service_, stream, engine_.new_event_sequence());  // Complete: its work is done.
 }
 
 Status ReferenceDevice::do_wait_event(StreamId stream, const Event& event) {
@@ -371,7 +371,7 @@ Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
     pipeline().add_replay_targets(graph, *work, (*found)->capture);
     std::vector<const LaunchRequest*> launches;
     std::vector<std::optional<std::uint32_t>> injected;
-    for (const LaunchRequest& launch : graph.launches()) {
+    for (const LaunchRequest& launch : graph.work().launches) {
         launches.push_back(&launch);
         injected.push_back(faults_.kernel_fault_due(launch.kernel, rng_));
     }

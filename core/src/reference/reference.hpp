@@ -7,14 +7,14 @@
 // start apart, each in a group with a lock of its own (device_groups.hpp): threads driving
 // devices that share nothing never wait for each other.
 
-#include "tandem/core/device_groups.hpp"
-#include "tandem/core/device_server.hpp"
-#include "tandem/core/held_bindings.hpp"
+#include "tandem/backend/device_groups.hpp"
+#include "tandem/backend/device_server.hpp"
+#include "tandem/backend/held_bindings.hpp"
+#include "tandem/backend/settle_pipeline.hpp"
+#include "tandem/backend/storage.hpp"
+#include "tandem/backend/stream_order.hpp"
 #include "tandem/core/host_kernel_context.hpp"
 #include "tandem/core/reference_runtime.hpp"
-#include "tandem/core/settle_pipeline.hpp"
-#include "tandem/core/storage.hpp"
-#include "tandem/core/stream_order.hpp"
 
 #include <atomic>
 #include <functional>
@@ -41,7 +41,7 @@ public:
     ReferenceDevice(ReferenceEngine& engine, std::uint32_t index, std::uint64_t capacity_bytes,
                     PoolOptions pools);
 
-#include "tandem/core/detail/server_hooks.inc"
+#include "tandem/backend/detail/server_hooks.inc"
 
     [[nodiscard]] std::uint32_t index() const { return index_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
@@ -96,9 +96,9 @@ public:
     /// finds nothing unsettled to move).
     DeviceGroups groups{DeviceGroups::Placement::Apart,
                         [this] { return std::make_unique<DeviceGroup>(directory); }};
-    /// A new event of `device` on `stream`, complete at once as all work is.
-    Event new_event(ServiceId device, StreamId stream) {
-        return Event{device, stream, next_event_.fetch_add(1, std::memory_order_relaxed)};
+    /// The sequence of a new event, complete at once as all work is.
+    std::uint64_t new_event_sequence() {
+        return next_event_.fetch_add(1, std::memory_order_relaxed);
     }
     /// The sequence the next event gets: every event recorded so far has a lower one.
     [[nodiscard]] std::uint64_t next_event_sequence() const {

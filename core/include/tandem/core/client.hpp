@@ -5,8 +5,16 @@
 // (rule P1), offsets and sizes are validated, shared memory of a peer is bound at its peer
 // address. Only then does the server see the work.
 
+#include "tandem/core/capture_graph.hpp"
+#include "tandem/core/event.hpp"
+#include "tandem/core/external_work.hpp"
+#include "tandem/core/fault.hpp"
+#include "tandem/core/foreign_memory.hpp"
+#include "tandem/core/handle.hpp"
 #include "tandem/core/host_kernels.hpp"
-#include "tandem/core/server.hpp"
+#include "tandem/core/kernel_resource.hpp"
+#include "tandem/core/memory_usage.hpp"
+#include "tandem/core/result.hpp"
 
 #include <memory>
 #include <span>
@@ -14,6 +22,8 @@
 #include <vector>
 
 namespace tandem {
+
+class Server;
 
 /// Work tandem did not write (external_work.hpp): its name (for reports and injected faults),
 /// the buffers it reads and writes, and how each backend runs it.
@@ -32,18 +42,23 @@ struct ExternalWork {
 /// call to the device's `Server`. A call refused here changes nothing.
 class Client {
 public:
-    /// The client of `server`'s device.
+    /// The client of `server`'s device. A runtime makes it (`Runtime::client`); the server is
+    /// the backend's, out of a program's reach.
     explicit Client(std::shared_ptr<Server> server);
 
     /// The device this client is the door of.
     [[nodiscard]] ServiceId service() const;
-    /// The stream every device has from the start.
-    [[nodiscard]] StreamId default_stream() const { return server_->default_stream(); }
-    /// The device itself, for what a client does not offer.
-    [[nodiscard]] Server& server() const { return *server_; }
+    /// The stream every device has from the start, numbered 1.
+    [[nodiscard]] StreamId default_stream() const { return StreamId{1}; }
+    /// The sticky fault that lost this device (D1), if it is lost: every later call on it then
+    /// fails with this `DeviceLost`.
+    [[nodiscard]] std::optional<Error> lost() const;
+    /// Whether kernels on `accessor` may bind this device's shared memory (P7): always for the
+    /// device itself, otherwise once granted (`grant_peer_access`).
+    [[nodiscard]] bool peer_access_granted(ServiceId accessor) const;
 
     /// A new stream of this device; `DeviceLost` when it is lost, `InvalidArgument` past
-    /// `Server::max_streams` created in the device's life.
+    /// `device_streams_max` created in the device's life.
     Result<StreamId> create_stream();
     /// Waits for the work enqueued on `stream` and settles it (as `sync_stream`), then destroys
     /// the stream: later calls naming it are `InvalidArgument`, and its id is not reused.
@@ -66,7 +81,7 @@ public:
     /// `native(handle, default_stream())`.
     Result<NativeView> native(const Handle& handle) { return native(handle, default_stream()); }
     /// Where this device's memory is and the native handle of `stream`, with no buffer.
-    Result<NativeView> native(StreamId stream) { return server_->native(nullptr, stream); }
+    Result<NativeView> native(StreamId stream);
     /// Enqueues a write of `bytes` (copied now) into `target`'s bytes, on its stream (the stream it
     /// was allocated on, or the default stream once that one is destroyed): the write lands after
     /// the work before it and releases their claims (C3). `WrongService` for a handle

@@ -113,10 +113,6 @@ private:
 /// A handle detached for work: reserves its memory without counting for `can_mut()`.
 class BufferBinding {
 public:
-    /// A binding of `memory`'s bytes that `extent` leaves, on `service`, allocated on `stream`;
-    /// `peer` when the memory was shared.
-    BufferBinding(ManagedMemoryBinding memory, ServiceId service, StreamId stream, Extent extent,
-                  std::optional<PeerMemory> peer);
     /// `handle.binding()`, built where it is declared (in a container, say) without a move.
     explicit BufferBinding(const Handle& handle);
 
@@ -157,7 +153,12 @@ public:
     [[nodiscard]] WeakBufferBinding downgrade() const;
 
 private:
-    friend class HeldBindings;  // Moves the reference out as work takes the binding.
+    friend class HeldBindings;       // Moves the reference out as work takes the binding.
+    friend class WeakBufferBinding;  // Upgrades back to a binding.
+    /// A binding of `memory`'s bytes that `extent` leaves, on `service`, allocated on `stream`;
+    /// `peer` when the memory was shared.
+    BufferBinding(ManagedMemoryBinding memory, ServiceId service, StreamId stream, Extent extent,
+                  std::optional<PeerMemory> peer);
     ManagedMemoryBinding memory_;
     ServiceId service_;
     StreamId stream_;

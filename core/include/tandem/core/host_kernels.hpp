@@ -11,7 +11,6 @@
 #include "tandem/core/host_kernel_context.hpp"
 #include "tandem/core/kernel_entry.hpp"
 #include "tandem/core/result.hpp"
-#include "tandem/core/server.hpp"
 
 #include <string>
 #include <string_view>
@@ -64,10 +63,6 @@ template <typename Kernel>
 Status register_kernel() {
     return register_kernel(kernel_entry<Kernel>);
 }
-
-/// Whether a host backend can run `request`: its external work has a host callable, or its
-/// kernel (found by name the first time, and kept in `request.entry`) has a host build.
-bool host_runnable(LaunchRequest& request);
 
 namespace detail {
 /// Registers `Kernel` when constructed; what `TANDEM_REGISTER_KERNEL` defines.

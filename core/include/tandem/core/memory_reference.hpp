@@ -16,6 +16,7 @@
 // manager reuses the block for a later allocation instead of freeing it.
 
 #include "tandem/core/ids.hpp"
+#include "tandem/core/runtime_key.hpp"
 
 #include <atomic>
 #include <cassert>
@@ -199,11 +200,13 @@ class WeakMemoryBinding;
 class ManagedMemoryHandle {
 public:
     /// The first handle of a new allocation, in a new control block. `sink`, when not null, must
-    /// outlive every holder of the allocation. Users get handles from a client.
-    static ManagedMemoryHandle create(const AllocationInfo& allocation, ReleaseSink* sink);
+    /// outlive every holder of the allocation. Only a backend makes one (`RuntimeKey`); users get
+    /// handles from a client.
+    static ManagedMemoryHandle create(RuntimeKey, const AllocationInfo& allocation,
+                                      ReleaseSink* sink);
     /// The first handle of a block the caller started (`MemoryControl::start`): how a memory
-    /// manager hands out a block it reuses.
-    static ManagedMemoryHandle adopt(detail::MemoryControl& started);
+    /// manager hands out a block it reuses. Only a backend does (`RuntimeKey`).
+    static ManagedMemoryHandle adopt(RuntimeKey, detail::MemoryControl& started);
 
     /// Whether it holds no allocation: it was moved from.
     [[nodiscard]] bool empty() const { return control_.empty(); }

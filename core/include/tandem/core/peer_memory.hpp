@@ -4,11 +4,11 @@
 //
 // It holds the device address the owner resolved for the allocation's first byte and a binding
 // that pins the allocation there: a pinned allocation is never freed, reused or relocated, so the
-// address stays valid while any clone lives (rule P2). Its failure slot tells a peer cheaply that
-// the memory carries a failure: the settle pipeline marks it when work writing the memory failed
-// or was skipped (P4) and clears it when a write landed (P5), in program order. The owner's claims
-// decide, byte by byte (P3); the slot never decides more than they would. Clones share one slot;
-// copying costs one atomic increment.
+// address stays valid while any clone lives (rule P2). Its failure slot says, exactly, whether
+// some byte of the allocation is claimed on its owner: the settle pipeline sets it when work
+// writing the memory failed or was skipped (P4) and clears it once a landed write leaves no byte
+// claimed (P5), in program order. The owner's claims decide, byte by byte (P3); the slot never
+// decides more than they would. Clones share one slot; copying costs one atomic increment.
 
 #include "tandem/core/error.hpp"
 #include "tandem/core/ids.hpp"
@@ -49,17 +49,20 @@ public:
     /// The allocation this memory pins.
     [[nodiscard]] MemoryId memory_id() const;
 
-    /// The failure of the work that should have written the memory last, if it failed.
+    /// How many bytes the shared allocation has.
+    [[nodiscard]] std::uint64_t size_bytes() const;
+
+    /// A failure that claims some byte of the allocation on its owner, if one does: exact, as
+    /// the owner's claims settled so far say (P3, P4, P5). Set when work writing the memory fails
+    /// or is skipped, cleared once no byte of the allocation is claimed any more; a write of some
+    /// bytes while others stay claimed leaves it set.
     [[nodiscard]] std::optional<Error> failure() const;
-    /// The work that should have written the memory failed with `error`.
-    void fail(Error error) const;
-    /// Work writing the memory landed. Returns whether it carried a failure until now.
-    bool repair() const;
 
     /// How many clones of this memory live (for tests of pinning).
     [[nodiscard]] long use_count() const;
 
 private:
+    friend struct PeerSlot;  // The settle pipeline keeps the failure slot (outcome.cpp).
     struct Shared {
         Shared(ManagedMemoryBinding pin_binding, std::uint64_t device_address, ServiceId service,
                std::weak_ptr<PeerOwner> owner_device)

@@ -10,6 +10,7 @@
 // handoff) waits for work that can never run while it does, and is reported as a deadlock
 // (`TornDown`) instead of hanging.
 
+#include "tandem/core/pool_options.hpp"
 #include "tandem/core/runtime.hpp"
 
 #include <cstdint>

@@ -1,26 +1,24 @@
 #pragma once
 
-// Proof that the code building a handle, a peer memory or a capture graph is a backend. Their
-// constructors take one, and only `DeviceServer` (the base of every backend's device) makes it:
-// a program cannot build a handle over an address and size of its choosing, so no sequence of
-// public calls makes a backend touch memory outside what it allocated.
+// Proof that the code building a handle, an event, a pending read, a peer memory or a capture
+// graph is a backend. Their constructors take one, and only the backend contract makes it
+// (`Server`, the base of every backend's device, and `MemoryManager`, which hands out the
+// references a handle holds); both live under `tandem/backend/`, which no user header includes.
+// A program written against the user API cannot build a handle over an address and size of its
+// choosing, nor an event of work nobody enqueued.
 
 namespace tandem {
 
-class DeviceServer;
+class Server;
+class MemoryManager;
 
-namespace detail {
-struct RuntimeKeyForTests;
-}  // namespace detail
-
-/// A token only `DeviceServer` can make; the constructors of `Handle`, `PeerMemory` and
-/// `CaptureGraph` require one, so only a backend builds them.
+/// A token only the backend contract makes; the constructors of `Handle`, `Event`,
+/// `PendingRead`, `PeerMemory` and `CaptureGraph` require one, so only a backend builds them.
 class RuntimeKey {
 private:
     constexpr RuntimeKey() = default;
-    friend class DeviceServer;
-    /// For core's own unit tests, which build handles without a backend.
-    friend struct detail::RuntimeKeyForTests;
+    friend class Server;
+    friend class MemoryManager;
 };
 
 }  // namespace tandem

@@ -9,6 +9,7 @@
 // synchronises, applying the same claims the simulator applies (rules C8, C9, C13).
 
 #include "tandem/core/client.hpp"
+#include "tandem/core/pool_options.hpp"
 #include "tandem/core/runtime.hpp"
 
 #include <cstdint>

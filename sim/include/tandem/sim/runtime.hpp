@@ -9,6 +9,7 @@
 // mode each stream runs on a worker thread instead (real concurrency, for thread sanitizers).
 
 #include "tandem/core/client.hpp"
+#include "tandem/core/pool_options.hpp"
 #include "tandem/core/runtime.hpp"
 
 #include <cstdint>

@@ -4,8 +4,8 @@
 // (C14), and how far an injected delay holds it back. A backend's stream derives from it and adds
 // what it needs to run work (a queue, a CUDA stream).
 
+#include "tandem/backend/work.hpp"
 #include "tandem/core/ids.hpp"
-#include "tandem/core/work.hpp"
 
 #include <cstdint>
 #include <deque>

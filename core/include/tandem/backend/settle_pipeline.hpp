@@ -22,9 +22,9 @@
 // walking, for each input byte, the newest unsettled writer enqueued before it: skipped work must
 // not write (its bytes would otherwise show through a later write that covers them only in part).
 
-#include "tandem/core/detail/footprint.hpp"
-#include "tandem/core/detail/id_table.hpp"
-#include "tandem/core/work.hpp"
+#include "tandem/backend/detail/footprint.hpp"
+#include "tandem/backend/detail/id_table.hpp"
+#include "tandem/backend/work.hpp"
 
 #include <cstdint>
 #include <limits>

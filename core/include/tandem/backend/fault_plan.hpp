@@ -4,9 +4,9 @@
 // (which launch fails, which allocation, after how many operations the device is lost) are taken
 // here, in program order, so a plan means the same on the simulator and on GPUs.
 
+#include "tandem/backend/memory_manager.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/fault.hpp"
-#include "tandem/core/memory_manager.hpp"
 #include "tandem/core/result.hpp"
 
 #include <cstdint>

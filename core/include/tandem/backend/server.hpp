@@ -7,14 +7,18 @@
 // (`read`, `sync`) return the failures they found. A server is also the owner its shared memory
 // reports peer failures to (P4).
 
+#include "tandem/backend/memory_manager.hpp"
+#include "tandem/core/capture_graph.hpp"
 #include "tandem/core/copy_descriptor.hpp"
+#include "tandem/core/event.hpp"
 #include "tandem/core/external_work.hpp"
 #include "tandem/core/fault.hpp"
+#include "tandem/core/foreign_memory.hpp"
 #include "tandem/core/handle.hpp"
 #include "tandem/core/kernel.hpp"
 #include "tandem/core/kernel_entry.hpp"
 #include "tandem/core/kernel_resource.hpp"
-#include "tandem/core/memory_manager.hpp"
+#include "tandem/core/memory_usage.hpp"
 #include "tandem/core/peer_memory.hpp"
 #include "tandem/core/result.hpp"
 
@@ -27,30 +31,6 @@
 #include <vector>
 
 namespace tandem {
-
-/// A point in one stream's work. Waiting on it orders later work after everything before it.
-struct Event {
-    /// The device whose stream it belongs to.
-    ServiceId device;
-    /// The stream.
-    StreamId stream;
-    /// The position in that stream's work: the event completes when the work before it has.
-    std::uint64_t sequence = 0;
-};
-
-struct ReadBack;
-
-/// An asynchronous read in flight (`Server::read_async`): the event after it on its stream, the
-/// caller's buffer it copies into, and what it learns when it settles. Waiting for it
-/// (`Server::wait`) says whether the bytes may be used.
-struct PendingRead {
-    /// Completes once the bytes are in `into`.
-    Event done;
-    /// The caller's buffer; it must stay alive until the read is waited for.
-    std::span<std::byte> into;
-    /// Decided when the read settles (C6 at its place in program order).
-    std::shared_ptr<ReadBack> state;
-};
 
 /// A launch as a server receives it: bindings already checked against the device.
 struct LaunchRequest {
@@ -71,62 +51,14 @@ struct LaunchRequest {
     StreamId stream;
 };
 
-/// A recorded sequence of launches that can be replayed (rule C14). The write set is
-/// deduplicated by claim key.
-class CaptureGraph {
-public:
-    /// Only a backend builds one, from a window it recorded (`RuntimeKey`).
-    CaptureGraph(RuntimeKey, ServiceId device, std::vector<LaunchRequest> launches,
-                 std::vector<ClaimKey> write_set)
-        : device_(device), launches_(std::move(launches)), write_set_(std::move(write_set)) {}
-
-    /// The device that recorded the window; only it replays the graph.
-    [[nodiscard]] ServiceId device() const { return device_; }
-    /// The launches recorded, in enqueue order: what a replay runs.
-    [[nodiscard]] const std::vector<LaunchRequest>& launches() const { return launches_; }
-    /// The bytes a replay writes, deduplicated by claim key.
-    [[nodiscard]] const std::vector<ClaimKey>& write_set() const { return write_set_; }
-    /// What the backend built to replay the window (a CUDA graph on GPUs); null where it
-    /// replays the recorded launches one by one.
-    [[nodiscard]] const std::shared_ptr<void>& native() const { return native_; }
-    /// Keeps what the backend built to replay the window.
-    void set_native(std::shared_ptr<void> native) { native_ = std::move(native); }
-
-private:
-    ServiceId device_;
-    std::vector<LaunchRequest> launches_;
-    std::vector<ClaimKey> write_set_;
-    std::shared_ptr<void> native_;
-};
-
-/// Memory another allocator owns, handed to tandem (`Client::adopt`): a device pointer on CUDA,
-/// host memory on the simulator and the reference backend.
-struct AdoptedMemory {
-    /// Where the memory starts: a device pointer on CUDA, a host pointer on host backends.
-    void* pointer = nullptr;
-    /// How many bytes of it tandem may use.
-    std::uint64_t size_bytes = 0;
-    /// Called once, when the last handle and binding of the adopted memory are gone and no work
-    /// holds it, on the thread that dropped the last reference: it must not block. An exception
-    /// it throws is dropped (a destructor dropped the last reference: nothing can report it). Not
-    /// called when the adoption is refused (the caller still owns the memory then).
-    std::function<void()> release;
-};
-
-/// A handle's bytes and a stream as another library takes them (`Client::native`): the device
-/// pointer and the `cudaStream_t` on CUDA, a host pointer and no stream on host backends. Work
-/// enqueued through them is outside tandem's claims.
-struct NativeView {
-    /// The first byte of the handle's bytes; null when no handle was asked about.
-    void* pointer = nullptr;
-    /// How many bytes the handle spans.
-    std::uint64_t size_bytes = 0;
-    /// The stream's `cudaStream_t` on CUDA; null on host backends.
-    void* stream = nullptr;
-    /// Whether `pointer` is GPU memory (of the GPU `ordinal`), not host memory.
-    bool on_gpu = false;
-    /// The CUDA ordinal of the GPU, when `on_gpu`.
-    int ordinal = 0;
+/// What a replay of a capture graph runs: the launches recorded, in enqueue order, and what the
+/// backend built to replay them (a CUDA graph on GPUs; null where it replays the launches one by
+/// one).
+struct CapturedWork {
+    /// The launches recorded, in enqueue order.
+    std::vector<LaunchRequest> launches;
+    /// The backend's own replay of them, or null.
+    std::shared_ptr<void> native;
 };
 
 /// One device, as its client reaches it. The public calls are not virtual: each checks what every
@@ -151,7 +83,7 @@ class Server : public PeerOwner {
 public:
     /// Streams a device creates in its life, the default one included: a bound on what a
     /// program that leaks streams holds, not a size to plan for. Ids are never reused.
-    static constexpr std::uint64_t max_streams = std::uint64_t{1} << 16;
+    static constexpr std::uint64_t max_streams = device_streams_max;
 
     /// The stream every device has from the start, numbered 1.
     [[nodiscard]] StreamId default_stream() const { return StreamId{1}; }
@@ -269,6 +201,9 @@ public:
     [[nodiscard]] virtual std::optional<Error> lost() const = 0;
 
 protected:
+    /// What a backend shows to build handles, events, pending reads, peer memory and capture
+    /// graphs (`RuntimeKey`).
+    static RuntimeKey key() { return RuntimeKey{}; }
     /// Whether the device may be lost: a cheap test before `lost()`, which takes the lock.
     [[nodiscard]] virtual bool maybe_lost() const = 0;
     /// Whether `stream` is a stream of this device.
@@ -317,5 +252,9 @@ private:
     virtual Status do_replay(const CaptureGraph& graph, StreamId stream) = 0;
     [[nodiscard]] virtual MemoryUsage do_memory_usage() const = 0;
 };
+
+/// Whether a host backend can run `request`: its external work has a host callable, or its
+/// kernel (found by name the first time, and kept in `request.entry`) has a host build.
+bool host_runnable(LaunchRequest& request);
 
 }  // namespace tandem

@@ -15,11 +15,13 @@
 // before any new storage is reserved: a program never reserves storage that its released blocks
 // could have served.
 
-#include "tandem/core/detail/node_cache.hpp"
-#include "tandem/core/detail/spin_lock.hpp"
+#include "tandem/backend/detail/node_cache.hpp"
+#include "tandem/backend/detail/spin_lock.hpp"
 #include "tandem/core/handle.hpp"
-#include "tandem/core/memory_pool.hpp"
+#include "tandem/backend/memory_pool.hpp"
 #include "tandem/core/memory_reference.hpp"
+#include "tandem/core/memory_usage.hpp"
+#include "tandem/core/pool_options.hpp"
 #include "tandem/core/result.hpp"
 
 #include <cstdint>
@@ -32,32 +34,6 @@
 #include <vector>
 
 namespace tandem {
-
-/// How a memory manager carves its storage into pools.
-struct PoolOptions {
-    /// Requests up to this size go to the sliced pool; larger ones get a region of their own.
-    std::uint64_t slice_max_bytes = 256 * 1024;
-    /// The size of each page the sliced pool takes from storage at a time.
-    std::uint64_t page_size_bytes = 2 * 1024 * 1024;
-    /// Keeps the live allocations by address, for `find_address` (the simulator's fault reports
-    /// name the allocation an address falls in). Costs a hash insert and erase per allocation; a
-    /// backend that never asks turns it off.
-    bool index_addresses = true;
-};
-
-/// One device's memory figures at a moment, in bytes.
-struct MemoryUsage {
-    /// Bytes of live allocations, as requested.
-    std::uint64_t in_use_bytes = 0;
-    /// Bytes the pools hold from storage.
-    std::uint64_t reserved_bytes = 0;
-    /// The most bytes storage can hold.
-    std::uint64_t capacity_bytes = 0;
-    /// Bytes not in use: capacity less what is in use.
-    std::uint64_t free_bytes = 0;
-    /// The largest allocation that could succeed now without trimming.
-    std::uint64_t largest_free_block_bytes = 0;
-};
 
 /// One device's allocator: pools over a `Storage` that hand out counted references, free an
 /// allocation once nothing holds it and the stream that used it last has passed, and reuse its

@@ -8,9 +8,9 @@
 // A backend derives its own record from `Work` (what it needs to run it: a payload, a status
 // word) and hands the pipeline a shared pointer; the pipeline keeps it until it is settled.
 
+#include "tandem/backend/outcome.hpp"
+#include "tandem/backend/server.hpp"
 #include "tandem/core/error.hpp"
-#include "tandem/core/outcome.hpp"
-#include "tandem/core/server.hpp"
 
 #include <cstdint>
 #include <memory>

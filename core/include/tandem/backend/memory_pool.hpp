@@ -8,11 +8,11 @@
 // released it, and on another stream only after that stream waits for the release event. Pools are
 // not thread-safe; `MemoryManager` serialises them.
 
-#include "tandem/core/detail/id_table.hpp"
-#include "tandem/core/detail/node_cache.hpp"
+#include "tandem/backend/detail/id_table.hpp"
+#include "tandem/backend/detail/node_cache.hpp"
+#include "tandem/backend/storage.hpp"
+#include "tandem/backend/stream_order.hpp"
 #include "tandem/core/result.hpp"
-#include "tandem/core/storage.hpp"
-#include "tandem/core/stream_order.hpp"
 
 #include <cstdint>
 #include <map>

@@ -9,9 +9,9 @@
 // (C12): releases of unclaimed or exactly claimed ranges erase in place, and failures are only
 // named (and their errors built) when something really failed.
 
-#include "tandem/core/claims.hpp"
+#include "tandem/backend/claims.hpp"
+#include "tandem/backend/failure_graph.hpp"
 #include "tandem/core/error.hpp"
-#include "tandem/core/failure_graph.hpp"
 #include "tandem/core/ids.hpp"
 #include "tandem/core/result.hpp"
 

@@ -21,8 +21,8 @@
 // A backend whose devices all share one schedule (the simulator's deterministic scheduler) places
 // them `Together`: one group from the start, and a join is a no-op.
 
-#include "tandem/core/detail/engine_mutex.hpp"
-#include "tandem/core/settle_pipeline.hpp"
+#include "tandem/backend/detail/engine_mutex.hpp"
+#include "tandem/backend/settle_pipeline.hpp"
 
 #include <atomic>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // (`settle_pipeline.hpp`) is the one caller; each owner is reached through the runtime's
 // `DeviceDirectory`, by its service id.
 
-#include "tandem/core/device_directory.hpp"
+#include "tandem/backend/device_directory.hpp"
 #include "tandem/core/peer_memory.hpp"
 
 #include <cstdint>

@@ -10,7 +10,7 @@
 // answer it by message (phase 2 of docs/DESIGN.md). `LocalDirectory` answers for the devices of
 // one process.
 
-#include "tandem/core/claim_store.hpp"
+#include "tandem/backend/claim_store.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/ids.hpp"
 

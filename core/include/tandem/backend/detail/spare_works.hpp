@@ -4,7 +4,7 @@
 // holder is the engine is emptied (its `reset()`, which keeps the storage of its vectors) and
 // handed out again for the next work, so that a busy runtime grows no vector per enqueue.
 
-#include "tandem/core/work.hpp"
+#include "tandem/backend/work.hpp"
 
 #include <cstddef>
 #include <memory>

@@ -6,14 +6,14 @@
 // that touch its streams and memory; the calls here take the lock of the device's group
 // (device_groups.hpp), which serialises the state of the devices in it.
 
-#include "tandem/core/claim_store.hpp"
-#include "tandem/core/device_directory.hpp"
-#include "tandem/core/device_groups.hpp"
-#include "tandem/core/device_stream.hpp"
-#include "tandem/core/fault_plan.hpp"
-#include "tandem/core/memory_manager.hpp"
-#include "tandem/core/server.hpp"
-#include "tandem/core/work.hpp"
+#include "tandem/backend/claim_store.hpp"
+#include "tandem/backend/device_directory.hpp"
+#include "tandem/backend/device_groups.hpp"
+#include "tandem/backend/device_stream.hpp"
+#include "tandem/backend/fault_plan.hpp"
+#include "tandem/backend/memory_manager.hpp"
+#include "tandem/backend/server.hpp"
+#include "tandem/backend/work.hpp"
 
 #include <atomic>
 #include <memory>
@@ -141,11 +141,12 @@ protected:
     virtual Status do_settle_window(StreamId stream, const CaptureWindow& window) = 0;
     /// The graph a replay of the clean, closed `window` runs; a backend adds what it needs.
     virtual Result<CaptureGraph> do_make_graph(CaptureWindow& window);
+    /// The graph of the clean, closed `window`, with what the backend built to replay it
+    /// (`native`, or null): what `do_make_graph` returns.
+    [[nodiscard]] CaptureGraph graph_of(CaptureWindow& window, std::shared_ptr<void> native) const;
     /// Whether every device may bind this device's shared memory without a grant.
     [[nodiscard]] virtual bool do_grants_all_peers() const { return false; }
 
-    /// What a backend shows to build handles and capture graphs.
-    static RuntimeKey key() { return RuntimeKey{}; }
     /// The device's loss, for a call that must not run on a lost device; success otherwise.
     /// Under the group's lock.
     [[nodiscard]] Status refuse_if_lost() const;

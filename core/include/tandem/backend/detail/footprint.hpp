@@ -8,7 +8,7 @@
 // The granularity is the allocation, not the byte: coarser than the rules need, and what keeps
 // each allocation's writers settling in enqueue order (the pipeline's writer lists rely on it).
 
-#include "tandem/core/outcome.hpp"
+#include "tandem/backend/outcome.hpp"
 
 #include <cstdint>
 #include <span>
