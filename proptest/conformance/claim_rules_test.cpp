@@ -144,6 +144,24 @@ TYPED_TEST(ClaimRules, c10_an_unregistered_kernel_is_refused_like_a_compile_erro
     EXPECT_EQ(this->read_bytes(client, input), filled(64, 1));
 }
 
+TYPED_TEST(ClaimRules, c10_a_grid_whose_block_count_passes_64_bits_is_refused_not_empty) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    Handle output = this->allocate(client, 64);
+    this->fill(client, input, 2);
+    this->fill(client, output, 2);
+    // 2^31 * 2^31 * 4 blocks is 2^64: a product that wraps to 0 would read as a launch of
+    // nothing, which changes no claim. It is a grid past every GPU's limits, refused (C10).
+    const Dim3 grid{std::uint32_t{1} << 31, std::uint32_t{1} << 31, 4};
+    EXPECT_NE(grid.count(), 0u);
+    ASSERT_TRUE(client.launch("copy", LaunchConfig{grid, Dim3{1, 1, 1}}, {in(input), out(output)}));
+    std::optional<Error> error = this->read_error(client, output);
+    ASSERT_TRUE(error) << "the launch was taken for one of nothing";
+    EXPECT_EQ(root_of(*error)->kind(), ErrorKind::LaunchRefused) << error->report();
+    EXPECT_EQ(this->read_bytes(client, input), filled(64, 2));
+}
+
 TYPED_TEST(ClaimRules, c10_a_launch_of_zero_threads_changes_no_claim) {
     TANDEM_RUNTIME(runtime, 1);
     Client client = runtime->client(0);

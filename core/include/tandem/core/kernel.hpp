@@ -41,9 +41,14 @@ struct Dim3 {
     /// Along z (the outermost).
     std::uint32_t z = 1;
 
-    /// How many in all: `x * y * z`, in 64 bits so that it cannot wrap.
+    /// How many in all: `x * y * z`, or `UINT64_MAX` when that does not fit in 64 bits (three
+    /// 32-bit factors can reach 2^96), so a count is 0 only when some dimension is.
     [[nodiscard]] constexpr std::uint64_t count() const {
-        return std::uint64_t{x} * std::uint64_t{y} * std::uint64_t{z};
+        const std::uint64_t xy = std::uint64_t{x} * std::uint64_t{y};  // Below 2^64.
+        if (z != 0 && xy > UINT64_MAX / z) {
+            return UINT64_MAX;
+        }
+        return xy * z;
     }
 };
 
