@@ -173,7 +173,8 @@ int explore(const ExploreFlags& flags) {
     ExploreTally tally;
     // On a terminal, a line that shows a long run is alive; stdout keeps only the summary and the
     // violations.
-    Progress progress("tandem explore", "programs", "violations", soak ? 0 : flags.runs);
+    Progress progress("tandem explore", "programs", "violations", soak ? 0 : flags.runs,
+                      soak ? std::optional(deadline) : std::nullopt);
     VerdictFeed verdicts(*jobs, soak ? std::nullopt : std::optional(flags.runs),
                          program_runner(flags));
     for (std::uint64_t run = 0;; ++run) {
