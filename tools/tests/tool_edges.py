@@ -126,6 +126,9 @@ def check_kept_programs(tool):
         kept = json.loads(result.stdout).get("kept") if result.returncode == 0 else None
         if kept != [os.path.join(out, "program-7.yaml"), os.path.join(out, "program-8.yaml")]:
             fail(f"explore --json --keep 5 of 2 programs: kept {kept}: {result.stderr}")
+        refused_exactly(tool, ["explore", "--keep", "10001", "--out", out],
+                        ["tandem: --keep: must be from 0 to 10000, not 10001",
+                         "Run 'tandem explore --help' for more information."])
     print("kept programs: ok")
 
 
