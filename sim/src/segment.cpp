@@ -10,8 +10,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -21,53 +19,7 @@
 namespace tandem::sim {
 namespace {
 
-// Live segment names, kept where a signal handler can read them without allocating.
-constexpr std::size_t max_live_segments = 256;
 constexpr std::size_t max_name_bytes = 96;
-std::array<std::array<char, max_name_bytes>, max_live_segments> live_names{};
-std::array<std::atomic<bool>, max_live_segments> live_used{};
-std::once_flag handlers_installed;
-struct sigaction previous_int {};
-struct sigaction previous_term {};
-
-void remove_live_segments_and_reraise(int signal_number) {
-    for (std::size_t slot = 0; slot < max_live_segments; ++slot) {
-        if (live_used[slot].load(std::memory_order_acquire)) {
-            shm_unlink(live_names[slot].data());
-        }
-    }
-    sigaction(signal_number, signal_number == SIGINT ? &previous_int : &previous_term, nullptr);
-    raise(signal_number);
-}
-
-void install_handlers() {
-    struct sigaction action {};
-    action.sa_handler = remove_live_segments_and_reraise;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous_int);
-    sigaction(SIGTERM, &action, &previous_term);
-}
-
-int register_live(const std::string& name) {
-    std::call_once(handlers_installed, install_handlers);
-    for (std::size_t slot = 0; slot < max_live_segments; ++slot) {
-        bool expected = false;
-        if (live_used[slot].load() == false &&
-            live_used[slot].compare_exchange_strong(expected, true)) {
-            std::snprintf(live_names[slot].data(), max_name_bytes, "/%s", name.c_str());
-            return static_cast<int>(slot);
-        }
-    }
-    return -1;  // Past the bound: the segment is still removed by its destructor.
-}
-
-void unregister_live(const std::string& name) {
-    for (std::size_t slot = 0; slot < max_live_segments; ++slot) {
-        if (live_used[slot].load() && name == live_names[slot].data() + 1) {
-            live_used[slot].store(false, std::memory_order_release);
-        }
-    }
-}
 
 }  // namespace
 
@@ -85,7 +37,7 @@ struct Segment::Mapping {
 
 /// What a SegmentPool keeps, shared with the segments it handed out (which hold it weakly).
 struct Segment::Shelf {
-    /// Keeps `segment`, or removes it when the shelf is full.
+    /// Keeps `segment`, or unmaps it when the shelf is full.
     void keep(std::unique_ptr<Segment> segment) {
         std::lock_guard lock(mutex);
         if (segments.size() < SegmentPool::max_kept_segments) {
@@ -122,7 +74,10 @@ Result<std::unique_ptr<Segment>> Segment::create(std::string name, std::uint64_t
         return Error::out_of_memory("cannot size or map segment " + name + ": " + error.what(),
                                     OutOfMemoryDetails{capacity_bytes, 0, 0, 0});
     }
-    register_live(name);
+    // Mapped, and the descriptor stays open for reservations: the name has done its work. Gone
+    // from /dev/shm now, the pages go back to the system when the last mapping does, however the
+    // process ends.
+    ipc::shared_memory_object::remove(name.c_str());
     return std::unique_ptr<Segment>(
         new Segment(std::move(name), capacity_bytes, std::move(mapping)));
 }
@@ -147,9 +102,7 @@ Segment::~Segment() {
         shelf->keep(std::move(kept));
         return;
     }
-    mapping_.reset();
-    boost::interprocess::shared_memory_object::remove(name_.c_str());
-    unregister_live(name_);
+    mapping_.reset();  // Unmaps and closes; the name was removed when the segment was mapped.
 }
 
 bool Segment::backed(std::uint64_t offset, std::uint64_t size_bytes) const {

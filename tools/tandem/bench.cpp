@@ -83,7 +83,22 @@ std::filesystem::path tool_directory() {
     return std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
 }
 
-/// The medians of a Google Benchmark JSON report, by run name; empty if `report` is not one.
+/// The median of `run`, a row of a Google Benchmark JSON report: its real time in seconds, and
+/// every number it holds (its counters, iterations, repetitions).
+Median median_of(const Json& run, double seconds_per_unit) {
+    Median median;
+    median.seconds = run.value("real_time", 0.0) * seconds_per_unit;
+    for (const auto& [key, value] : run.items()) {
+        if (value.is_number()) {
+            median.counters[key] = value.get<double>();
+        }
+    }
+    return median;
+}
+
+/// The medians of a Google Benchmark JSON report, by run name; empty if `report` is not one. A
+/// benchmark run once has no aggregates (Google Benchmark computes none for one repetition):
+/// its one measurement is its median.
 std::map<std::string, Median> read_medians(const Json& report) {
     static const std::map<std::string, double> per_second{
         {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
@@ -91,28 +106,33 @@ std::map<std::string, Median> read_medians(const Json& report) {
     if (!report.is_object() || !report.contains("benchmarks")) {
         return medians;
     }
+    std::map<std::string, Median> single;
     for (const Json& run : report["benchmarks"]) {
-        if (run.value("aggregate_name", "") != "median" ||
-            !per_second.contains(run.value("time_unit", ""))) {
+        const auto unit = per_second.find(run.value("time_unit", ""));
+        if (unit == per_second.end()) {
             continue;
         }
-        Median& median = medians[run.value("run_name", "")];
-        median.seconds =
-            run.value("real_time", 0.0) * per_second.at(run["time_unit"].get<std::string>());
-        // Its counters, with the other numbers it holds (iterations, repetitions).
-        for (const auto& [key, value] : run.items()) {
-            if (value.is_number()) {
-                median.counters[key] = value.get<double>();
-            }
+        const std::string name = run.value("run_name", "");
+        if (run.value("aggregate_name", "") == "median") {
+            medians[name] = median_of(run, unit->second);
+        } else if (run.value("run_type", "") == "iteration" && run.value("repetitions", 0) <= 1) {
+            single[name] = median_of(run, unit->second);
         }
     }
+    medians.merge(single);  // Only those with no median of their own.
     return medians;
 }
 
-/// Runs `binary` and returns its medians by run name, or an empty map on failure. With
-/// `quiet_stdout` its console output goes to stderr.
-std::map<std::string, Median> run_benchmark(const std::filesystem::path& binary, int repetitions,
-                                            const std::string& filter, bool quiet_stdout) {
+/// What one run of a benchmark binary gave: its medians by run name, or why there are none.
+struct SuiteRun {
+    std::map<std::string, Median> medians;
+    std::string problem;
+};
+
+/// Runs `binary` and returns its medians by run name. With `quiet_stdout` its console output
+/// goes to stderr.
+SuiteRun run_benchmark(const std::filesystem::path& binary, int repetitions,
+                       const std::string& filter, bool quiet_stdout) {
     const std::filesystem::path report = std::filesystem::temp_directory_path() /
                                          ("tandem-bench-" + std::to_string(getpid()) + ".json");
     std::string command = "'" + binary.string() +
@@ -126,14 +146,20 @@ std::map<std::string, Median> run_benchmark(const std::filesystem::path& binary,
     if (quiet_stdout) {
         command += " >&2";  // stdout holds the tool's JSON document.
     }
-    std::map<std::string, Median> medians;
-    if (std::system(command.c_str()) != 0) {
-        return medians;
+    SuiteRun run;
+    if (const int status = std::system(command.c_str()); status != 0) {
+        run.problem = "failed (status " + std::to_string(status) + ")";
+        std::filesystem::remove(report);
+        return run;
     }
     std::ifstream in(report);
-    medians = read_medians(Json::parse(in, nullptr, false));
+    run.medians = read_medians(Json::parse(in, nullptr, false));
     std::filesystem::remove(report);
-    return medians;
+    if (run.medians.empty()) {
+        run.problem = filter.empty() ? "measured nothing"
+                                     : "has no benchmark that matches --filter '" + filter + "'";
+    }
+    return run;
 }
 
 /// The value of `ratio` from `medians`, if the runs it needs were measured.
@@ -198,17 +224,21 @@ Json ratios_json(const std::map<std::string, Median>& medians, std::span<const R
 /// Runs one suite's binary and prints what it measured; returns its part of the JSON document.
 Json run_suite(const BenchFlags& flags, const char* name, std::span<const Ratio> ratios) {
     const std::filesystem::path binary = tool_directory() / "bench" / name;
-    Json suite{{"name", name}, {"built", std::filesystem::exists(binary)}, {"ran", false}};
+    Json suite{{"name", name},
+               {"built", std::filesystem::exists(binary)},
+               {"ran", false},
+               {"problem", Json()}};
     if (!suite["built"].get<bool>()) {
         if (!flags.json) {
             std::printf("%s: not built here\n", name);
         }
         return suite;
     }
-    const std::map<std::string, Median> medians =
-        run_benchmark(binary, flags.repetitions, flags.filter, flags.json);
+    const SuiteRun result = run_benchmark(binary, flags.repetitions, flags.filter, flags.json);
+    const std::map<std::string, Median>& medians = result.medians;
     if (medians.empty()) {
-        std::fprintf(stderr, "tandem: %s failed or measured nothing\n", name);
+        std::fprintf(stderr, "tandem: %s %s\n", name, result.problem.c_str());
+        suite["problem"] = result.problem;
         return suite;
     }
     suite["ran"] = true;
@@ -268,10 +298,12 @@ Run add_bench(CLI::App& app) {
                       "output goes to stderr)");
     set_help_footer(
         *command,
-        "{schema, command: \"bench\", repetitions, filter, suites: [{name, built, ran, medians: "
-        "[{run, seconds}], ratios: [{title, value, goal, at_least, met}]}]}. medians and ratios "
-        "are there when the suite ran; value is null when a ratio's runs were not measured, goal "
-        "and met are null for a ratio printed for reference.",
+        "{schema, command: \"bench\", repetitions, filter, suites: [{name, built, ran, problem, "
+        "medians: [{run, seconds}], ratios: [{title, value, goal, at_least, met}]}]}. medians "
+        "and ratios are there when the suite ran, problem (why it did not) when it was built and "
+        "did not; value is null when a ratio's runs were not measured, goal and met are null "
+        "for a ratio printed for reference. With --repetitions 1 a run's one measurement is its "
+        "median.",
         {{0, "at least one suite ran (a missed goal is reported, not an error)"},
          {1, "no suite is built here, or every one failed or measured nothing"},
          {2, "usage error: an unknown option, a value out of range"}});

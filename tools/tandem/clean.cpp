@@ -1,5 +1,7 @@
 // `tandem clean`: removes shared-memory segments of simulator runtimes whose process is gone,
-// and nothing else: segments of live processes and other users' segments stay.
+// and nothing else: segments of live processes and other users' segments stay. This version
+// unlinks a segment as soon as it is mapped (segment.hpp), so what there is to clean was left
+// by older versions, or by a process killed in the moment between creating and unlinking one.
 
 #include "commands.hpp"
 #include "help_footer.hpp"

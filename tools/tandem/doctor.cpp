@@ -169,8 +169,8 @@ Json simulator_part(std::uint32_t devices, bool json) {
         std::printf("simulator devices (default runtime of %u, capacity %llu bytes each):\n",
                     devices, static_cast<unsigned long long>(options.capacity_bytes));
         for (const sim::DeviceSnapshot& device : (*runtime)->inspect()) {
-            std::printf("  %s  segment /dev/shm/%s\n", to_string(device.service).c_str(),
-                        device.segment.c_str());
+            std::printf("  %s  segment %s (unlinked once mapped)\n",
+                        to_string(device.service).c_str(), device.segment.c_str());
         }
         print_peer_matrix(**runtime);
     }

@@ -1,6 +1,7 @@
 // `tandem explore`: random programs with injected faults, each checked against the byte-level
 // oracle (explore_program.hpp). A violation prints the program's seed and writes the shrunk
-// program as a scenario file that `tandem run` replays exactly.
+// program as a scenario file that `tandem run` replays exactly; `--keep N` writes the first N
+// programs as they were generated, so that a user can read and replay what explore runs.
 //
 // `--minutes M` turns it into a soak: programs keep coming until M minutes have passed, and the
 // summary gives the faults injected and the peak resident memory after the first programs and at
@@ -11,6 +12,7 @@
 #include "explore_program.hpp"
 #include "explore_report.hpp"
 #include "help_footer.hpp"
+#include "path_checks.hpp"
 #include "progress.hpp"
 #include "scenario_run.hpp"
 
@@ -31,6 +33,8 @@ namespace {
 constexpr std::uint64_t explore_devices_max = 16;
 /// Random units a program may hold, which bounds one program's time and memory.
 constexpr std::uint64_t explore_units_max = 10'000;
+/// Programs `--keep` may write, which bounds the files one run leaves.
+constexpr std::uint64_t explore_keep_max = 10'000;
 
 struct ExploreFlags {
     std::uint64_t runs = 100;
@@ -40,6 +44,8 @@ struct ExploreFlags {
     std::uint32_t devices = 2;
     std::uint64_t steps = 100;
     std::string out = ".";
+    /// The first programs to write to `out` as scenario files, violation or not.
+    std::uint64_t keep = 0;
     bool json = false;
     /// Worker processes, as written (explore_jobs.hpp).
     std::string jobs;
@@ -69,6 +75,25 @@ ExploreProgram shrink(ExploreProgram program) {
     return program;
 }
 
+/// Writes `scenario` as `<out>/<prefix><seed>.yaml`, opening with `header` and the command that
+/// reruns it. Returns the file's path, or says on stderr that it cannot be written and returns
+/// nothing.
+std::string write_program(const ExploreFlags& flags, const std::string& prefix, std::uint64_t seed,
+                          const Scenario& scenario, const std::string& header) {
+    const std::filesystem::path file =
+        std::filesystem::path(flags.out) / (prefix + std::to_string(seed) + ".yaml");
+    std::error_code error;
+    std::filesystem::create_directories(flags.out, error);
+    std::ofstream out(file);
+    out << "# " << header << " Rerun: tandem replay " << file.string() << "\n"
+        << write_scenario(scenario);
+    if (!out) {
+        std::fprintf(stderr, "tandem: cannot write %s\n", file.string().c_str());
+        return {};
+    }
+    return file.string();
+}
+
 /// The violation `program` made: with `shrink_it`, shrunk and written as a scenario under
 /// `flags.out` (a file that cannot be written is said on stderr and leaves `file` empty);
 /// otherwise only its seed and failure.
@@ -82,19 +107,10 @@ ExploreViolation record_violation(const ExploreFlags& flags, const ExploreProgra
     violation.shrunk_units = shrunk.units.size();
     Scenario scenario = annotate(shrunk);
     scenario.name = "explore violation, seed " + std::to_string(program.seed);
-    const std::filesystem::path file =
-        std::filesystem::path(flags.out) / ("explore-" + std::to_string(program.seed) + ".yaml");
-    std::error_code error;
-    std::filesystem::create_directories(flags.out, error);
-    std::ofstream out(file);
-    out << "# Shrunk by tandem explore from " << program.units.size() << " units to "
-        << shrunk.units.size() << ". Rerun: tandem replay " << file.string() << "\n"
-        << write_scenario(scenario);
-    if (!out) {
-        std::fprintf(stderr, "tandem: cannot write %s\n", file.string().c_str());
-        return violation;
-    }
-    violation.file = file.string();
+    const std::string shrunk_from = "Shrunk by tandem explore from " +
+                                    std::to_string(program.units.size()) + " units to " +
+                                    std::to_string(shrunk.units.size()) + ".";
+    violation.file = write_program(flags, "explore-", program.seed, scenario, shrunk_from);
     return violation;
 }
 
@@ -148,16 +164,43 @@ std::function<ProgramRunner()> program_runner(const ExploreFlags& flags) {
     };
 }
 
-int explore(const ExploreFlags& flags) {
+/// Writes program `index` to `flags.out` as a scenario that `tandem replay` runs, and lists it.
+void keep_program(const ExploreFlags& flags, std::uint64_t index, ExploreTally& tally) {
+    const ExploreProgram program = program_at(flags, index);
+    Scenario scenario = annotate(program);
+    scenario.name = "explore program, seed " + std::to_string(program.seed);
+    const std::string header = "Program " + std::to_string(index + 1) +
+                               " of tandem explore --seed " + std::to_string(flags.seed) +
+                               " --devices " + std::to_string(flags.devices) + " --steps " +
+                               std::to_string(flags.steps) + ", kept by --keep.";
+    const std::string file = write_program(flags, "program-", program.seed, scenario, header);
+    tally.unwritten = tally.unwritten || file.empty();
+    if (!file.empty()) {
+        tally.kept.push_back(file);
+    }
+}
+
+/// Refuses, saying why, flags that cannot make a run: a seed that would wrap, a --jobs that is
+/// not a count, an --out that cannot be written. Returns the jobs to run with.
+std::optional<std::uint32_t> check_flags(const ExploreFlags& flags) {
     if (flags.minutes == 0 && flags.runs > 0 && flags.seed > whole_number_max - (flags.runs - 1)) {
         std::fprintf(stderr,
                      "tandem: --seed %llu with --runs %llu: the last program's seed would "
                      "pass 2^64 - 1\n",
                      static_cast<unsigned long long>(flags.seed),
                      static_cast<unsigned long long>(flags.runs));
-        return 2;
+        return std::nullopt;
     }
     const std::optional<std::uint32_t> jobs = parse_jobs(flags.jobs);
+    // Found now, not at the first violation, which may come after hours of a soak.
+    if (!jobs || !folder_can_be_written("--out", flags.out)) {
+        return std::nullopt;
+    }
+    return jobs;
+}
+
+int explore(const ExploreFlags& flags) {
+    const std::optional<std::uint32_t> jobs = check_flags(flags);
     if (!jobs) {
         return 2;
     }
@@ -173,7 +216,8 @@ int explore(const ExploreFlags& flags) {
     ExploreTally tally;
     // On a terminal, a line that shows a long run is alive; stdout keeps only the summary and the
     // violations.
-    Progress progress("tandem explore", "programs", "violations", soak ? 0 : flags.runs);
+    Progress progress("tandem explore", "programs", "violations", soak ? 0 : flags.runs,
+                      soak ? std::optional(deadline) : std::nullopt);
     VerdictFeed verdicts(*jobs, soak ? std::nullopt : std::optional(flags.runs),
                          program_runner(flags));
     for (std::uint64_t run = 0;; ++run) {
@@ -190,6 +234,9 @@ int explore(const ExploreFlags& flags) {
         }
         ++tally.programs;
         tally.faults += verdict->faults_injected;
+        if (run < flags.keep) {
+            keep_program(flags, run, tally);
+        }
         if (tally.programs == soak_warmup_programs) {
             tally.peak_kib_at_start = verdicts.peak_resident_kib();
         }
@@ -245,21 +292,31 @@ Run add_explore(CLI::App& app) {
     command->add_option("--steps", flags->steps, "Random units per program")
         ->check(whole_number(1, explore_units_max))
         ->capture_default_str();
-    command->add_option("--out", flags->out, "Folder for the shrunk program of a violation")
+    command
+        ->add_option("--out", flags->out,
+                     "Folder for the shrunk program of a violation and the programs --keep "
+                     "writes (made if missing; its parent must exist)")
         ->capture_default_str();
+    command
+        ->add_option("--keep", flags->keep,
+                     "Write the first N programs to --out as program-SEED.yaml, scenarios that "
+                     "'tandem replay' runs")
+        ->check(whole_number(0, explore_keep_max));
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
     set_help_footer(
         *command,
         "{schema, command: \"explore\", seed, devices, steps, runs (null in a soak), minutes "
         "(null unless a soak), programs, faults, violations, violating_programs: [{seed, rerun, "
-        "failure, units, shrunk_units, file}], seconds, programs_per_second, peak_resident_kib: "
-        "{after_programs, at_start, at_end}}. violating_programs lists the first 1000; "
-        "shrunk_units and file are null for a program that was not shrunk or not written.",
+        "failure, units, shrunk_units, file}], kept: [file], seconds, programs_per_second, "
+        "peak_resident_kib: {after_programs, at_start, at_end}}. violating_programs lists the "
+        "first 1000; shrunk_units and file are null for a program that was not shrunk or not "
+        "written; kept lists the files --keep wrote.",
         {{0, "every program kept every rule"},
          {1, "a program broke a rule (a run stops at the first; a soak counts them all)"},
          {2,
-          "usage or input error: an unknown option, a value out of range, or a shrunk program that "
-          "cannot be written to --out"}});
+          "usage or input error: an unknown option, a value out of range, an --out that cannot "
+          "be written (refused before anything runs), or a program that could not be written "
+          "there"}});
     add_jobs_option(command, flags->jobs);
     command
         ->add_option("--plant-violation", flags->plant_violation,

@@ -10,7 +10,7 @@
 // reader (`pipe_bytes`); when the reader stops (a violation, the end of a soak) it closes the
 // pipes and each worker ends at its next write. Workers are forked before the explorer makes any
 // runtime, so that none inherits a segment, and each makes its own runner (and with it the
-// segments it reuses) after the fork and removes them before it exits.
+// segments it reuses) after the fork; they go with the worker's process, however it ends.
 //
 // With one job nothing is forked: the runner runs in the explorer's process, as before.
 

@@ -5,6 +5,7 @@
 #include "json.hpp"
 
 #include <cstdio>
+#include <string>
 
 namespace tandem::tool {
 namespace {
@@ -81,6 +82,11 @@ int ExploreReport::finish(const ExploreTally& tally, double seconds) const {
 }
 
 void ExploreReport::print_summary(const ExploreTally& tally, double seconds) const {
+    if (!tally.kept.empty()) {
+        const std::string last = tally.kept.size() == 1 ? "" : " ... " + tally.kept.back();
+        std::printf("kept %zu program%s: %s%s\n", tally.kept.size(),
+                    tally.kept.size() == 1 ? "" : "s", tally.kept.front().c_str(), last.c_str());
+    }
     if (!request_.soak()) {
         // A run stops at its first violation, which it has printed in full.
         if (tally.violations == 0) {
@@ -116,6 +122,7 @@ void ExploreReport::print_json(const ExploreTally& tally, double seconds) const 
     for (const ExploreViolation& violation : tally.listed) {
         listed.push_back(violation_json(request_, violation));
     }
+    document["kept"] = tally.kept;
     document["seconds"] = seconds;
     document["programs_per_second"] = per_second(tally.programs, seconds);
     document["peak_resident_kib"] = Json{{"after_programs", tally.peak_kib_programs},

@@ -47,7 +47,9 @@ struct ExploreTally {
     std::uint64_t violations = 0;
     /// The first `explore_violations_listed_max` violations.
     std::vector<ExploreViolation> listed;
-    /// A shrunk program could not be written (the message is already on stderr).
+    /// The files `--keep` wrote, in program order.
+    std::vector<std::string> kept;
+    /// A shrunk or kept program could not be written (the message is already on stderr).
     bool unwritten = false;
     /// Peak resident memory in KiB after the first `peak_kib_programs` programs, and at the end.
     std::uint64_t peak_kib_at_start = 0;
@@ -64,7 +66,7 @@ public:
     /// A violation as it is found (not under `--json`, whose document lists it at the end).
     void violation(const ExploreViolation& violation) const;
     /// The summary, or the JSON document. Returns the exit code: 0 when no program broke a rule,
-    /// 1 when one did, 2 when a shrunk program could not be written.
+    /// 1 when one did, 2 when a shrunk or kept program could not be written.
     [[nodiscard]] int finish(const ExploreTally& tally, double seconds) const;
 
 private:

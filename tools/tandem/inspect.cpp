@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "help_footer.hpp"
 #include "json.hpp"
+#include "path_checks.hpp"
 #include "scenario_run.hpp"
 
 #include <cstdio>
@@ -13,6 +14,8 @@ namespace tandem::tool {
 namespace {
 
 struct InspectFlags {
+    /// As given: one file, checked before anything runs.
+    std::vector<std::string> files;
     std::string file;
     std::optional<std::uint64_t> seed;
     bool json = false;
@@ -85,7 +88,11 @@ void print_json(const InspectFlags& flags, const ScenarioResult& result) {
     std::printf("%s\n", json_text(document, 2).c_str());
 }
 
-int inspect(const InspectFlags& flags) {
+int inspect(InspectFlags& flags) {
+    if (!one_scenario_file("inspect", flags.files)) {
+        return 2;
+    }
+    flags.file = flags.files.front();
     auto parsed = parse_scenario_file(flags.file);
     if (const auto* error = std::get_if<ParseError>(&parsed)) {
         std::fprintf(stderr, "tandem: %s\n", error->message.c_str());
@@ -108,7 +115,8 @@ Run add_inspect(CLI::App& app) {
     auto* command = app.add_subcommand(
         "inspect",
         "Run a scenario and print its devices, allocations, claims and failures at the end");
-    command->add_option("file", flags->file, "The scenario file")->required();
+    // Any count, so that a second file or a folder is refused in words of our own.
+    command->add_option("file", flags->files, "The scenario file")->required();
     command->add_option("--seed", flags->seed, "Seed (overrides the file's)")
         ->check(whole_number(0));
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");

@@ -40,10 +40,16 @@ std::vector<std::string> option_names(const CLI::App& command) {
     return names;
 }
 
-/// "did you mean" lines for each argument that looks like an option `command` does not know.
-std::string suggest_options(const CLI::App& command, const std::vector<std::string>& arguments) {
+/// "tandem run" or "tandem", as a message names the command.
+std::string command_words(const CLI::App& command) {
+    return command.get_parent() == nullptr ? "tandem" : "tandem " + command.get_name();
+}
+
+/// One line for each argument that looks like a long option `command` does not know, with the
+/// closest known one when there is one close enough.
+std::string unknown_options(const CLI::App& command, const std::vector<std::string>& arguments) {
     const std::vector<std::string> known = option_names(command);
-    std::string suggestions;
+    std::string lines;
     for (const std::string& argument : arguments) {
         const std::string given = argument.substr(0, argument.find('='));
         // Long options only: a one-letter option is a step from every other one-letter option.
@@ -51,14 +57,25 @@ std::string suggest_options(const CLI::App& command, const std::vector<std::stri
         if (!option_like || std::find(known.begin(), known.end(), given) != known.end()) {
             continue;
         }
+        lines += "tandem: '" + given + "' is not an option of '" + command_words(command) + "'";
         if (const auto closest = closest_name(given, known)) {
-            const std::string owner =
-                command.get_parent() == nullptr ? "tandem" : "tandem " + command.get_name();
-            suggestions += "tandem: '" + given + "' is not an option of '" + owner +
-                           "'; did you mean '" + *closest + "'?\n";
+            lines += "; did you mean '" + *closest + "'?";
         }
+        lines += "\n";
     }
-    return suggestions;
+    return lines;
+}
+
+/// One line naming the arguments `command` was given and does not take, from what CLI11 left.
+std::string unexpected_arguments(const CLI::App& command) {
+    std::string listed;
+    for (const std::string& argument : command.remaining()) {
+        listed += (listed.empty() ? "'" : ", '") + argument + "'";
+    }
+    if (listed.empty()) {
+        return {};
+    }
+    return "tandem: '" + command_words(command) + "' does not take " + listed + "\n";
 }
 
 /// Says so and returns true when `given` is not an option of the tool itself, suggesting the
@@ -85,10 +102,18 @@ void prefix_parse_errors(CLI::App& app, const std::vector<std::string>& argument
             command = app.get_subcommands().front();
             help = "tandem " + command->get_name() + " --help";
         }
-        std::string message = "tandem: " + std::string(error.what()) + "\n";
-        // Not by get_name(): CLI11 names an ExtrasError after the command that raised it.
+        std::string message;
+        // Not by get_name(): CLI11 names an ExtrasError after the command that raised it. Its
+        // own words ("The following arguments were not expected") give way to ours, which say
+        // what each argument is and what was meant.
         if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
-            message += suggest_options(*command, arguments);
+            message = unknown_options(*command, arguments);
+            if (message.empty()) {
+                message = unexpected_arguments(*command);
+            }
+        }
+        if (message.empty()) {
+            message = "tandem: " + std::string(error.what()) + "\n";
         }
         return message + "Run '" + help + "' for more information.\n";
     });

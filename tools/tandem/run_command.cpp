@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "help_footer.hpp"
 #include "json.hpp"
+#include "path_checks.hpp"
 #include "progress.hpp"
 #include "scenario_run.hpp"
 
@@ -227,6 +228,10 @@ int run_scenarios(const RunFlags& flags) {
     if (!backend_usable(flags.backend)) {
         return 2;
     }
+    // Found now, not after every scenario has run.
+    if (!flags.trace.empty() && !file_can_be_written("--trace", flags.trace)) {
+        return 2;
+    }
     const auto files = scenario_files(flags.paths);
     if (!files) {
         return 2;
@@ -299,9 +304,10 @@ Run add_replay(CLI::App& app) {
     flags->verbose = true;
     auto* command =
         app.add_subcommand("replay", "Rerun one scenario with a seed, printing every step");
-    command->add_option("file", flags->paths, "The scenario file")->required()->expected(1);
+    // Any count, so that a second file or a folder is refused in words of our own.
+    command->add_option("file", flags->paths, "The scenario file")->required();
     add_common_flags(command, *flags);
-    return [flags] { return run_scenarios(*flags); };
+    return [flags] { return one_scenario_file("replay", flags->paths) ? run_scenarios(*flags) : 2; };
 }
 
 }  // namespace tandem::tool

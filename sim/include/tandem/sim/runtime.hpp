@@ -51,7 +51,7 @@ struct SimOptions {
     /// Whether to keep a record of every operation's begin and end (for traces and tests).
     bool record_trace = false;
     /// Where the devices' segments come from and go back to when the runtime ends: none, new
-    /// segments removed at the end; a pool, segments kept between runtimes (segment.hpp).
+    /// segments unmapped at the end; a pool, segments kept between runtimes (segment.hpp).
     std::shared_ptr<SegmentPool> segments{};
 };
 
@@ -92,7 +92,7 @@ struct RaceReport {
 struct DeviceSnapshot {
     /// The device.
     ServiceId service;
-    /// The name of its shared-memory segment in /dev/shm.
+    /// The name its shared-memory segment was created under (unlinked from /dev/shm once mapped).
     std::string segment;
     /// Its memory figures.
     MemoryUsage usage;
@@ -146,7 +146,8 @@ public:
     [[nodiscard]] std::vector<DeviceSnapshot> inspect() const;
     /// No claim, no failure and no live allocation on any device (after `sync_all`).
     [[nodiscard]] bool drained() const override;
-    /// The names of the devices' segments in /dev/shm, in device order.
+    /// The names the devices' segments were created under, in device order (no longer in
+    /// /dev/shm: each is unlinked once mapped).
     [[nodiscard]] std::vector<std::string> segment_names() const;
 
 private:

@@ -1,13 +1,18 @@
 #pragma once
 
-// One simulated device's memory: a named Boost.Interprocess shared-memory segment.
+// One simulated device's memory: a Boost.Interprocess shared-memory segment, unlinked from
+// /dev/shm as soon as it is mapped.
 //
-// Segments are created 0600, named `tandem-<pid>-<runtime id>-d<device>` so that runs never
-// collide (the runtime id is random) and `tandem clean` can tell whether the process that made
-// one is gone. They are removed when the runtime ends, and on SIGINT or SIGTERM by a handler that
-// unlinks every live segment before the signal takes its default course. The file is sparse:
-// pages are reserved with posix_fallocate when a pool takes a region, so a full /dev/shm gives
-// `OutOfMemory` instead of SIGBUS on first touch.
+// A segment is created 0600 under the name `tandem-<pid>-<runtime id>-d<device>`, which no other
+// run uses (the runtime id is random) and which refuses to open a segment that is already there.
+// Once it is mapped, a runtime in one process needs no name: the name is removed at once, the
+// mapping and the open descriptor keep the memory, and the system frees it when the process
+// ends, however it ends (a return, `std::exit`, `abort`, an uncaught exception, any signal,
+// SIGKILL included). Only a process killed in the few system calls between creating and
+// unlinking can leave a name behind; `tandem clean` removes those, and those of older versions,
+// which removed their segments only when the runtime ended. The file is sparse: pages are
+// reserved with posix_fallocate when a pool takes a region, so a full /dev/shm (whose space an
+// unlinked segment still uses) gives `OutOfMemory` instead of SIGBUS on first touch.
 //
 // A run of many programs (`tandem explore`, `tandem run` over a folder) keeps its segments in a
 // `SegmentPool` between runtimes instead: creating, reserving and removing a segment costs
@@ -25,19 +30,20 @@
 
 namespace tandem::sim {
 
-/// One simulated device's memory: a shared-memory segment in /dev/shm, created 0600 under a name no
-/// other run uses, removed when it is destroyed or when the process gets SIGINT or SIGTERM.
+/// One simulated device's memory: a shared-memory segment created 0600 in /dev/shm under a name no
+/// other run uses, and unlinked as soon as it is mapped; unmapped when it is destroyed.
 class Segment {
 public:
-    /// Creates and maps a segment of `capacity_bytes`. Fails if the name exists (a new run never
-    /// opens another run's segment) or the system refuses.
+    /// Creates and maps a segment of `capacity_bytes`, then removes its name from /dev/shm. Fails
+    /// if the name exists (a new run never opens another run's segment) or the system refuses.
     static Result<std::unique_ptr<Segment>> create(std::string name, std::uint64_t capacity_bytes);
-    /// Removes the segment, or gives it back to the pool it came from, reset.
+    /// Unmaps the segment (its memory goes back to the system), or gives it back to the pool it
+    /// came from, reset.
     ~Segment();
     Segment(const Segment&) = delete;
     Segment& operator=(const Segment&) = delete;
 
-    /// The segment's name in /dev/shm.
+    /// The name the segment was created under, for reports; no longer in /dev/shm.
     [[nodiscard]] const std::string& name() const { return name_; }
     /// The segment's size; pages are reserved as pools take regions.
     [[nodiscard]] std::uint64_t capacity_bytes() const { return capacity_bytes_; }
@@ -74,7 +80,7 @@ private:
     /// The hull of every range written since the segment was created or last reset.
     std::uint64_t written_begin_ = UINT64_MAX;
     std::uint64_t written_end_ = 0;
-    /// The pool the segment goes back to (none: it is removed), and the device it was taken for.
+    /// The pool the segment goes back to (none: it is unmapped), and the device it was taken for.
     std::weak_ptr<Shelf> home_;
     std::uint32_t device_index_ = 0;
 };
@@ -88,14 +94,14 @@ private:
 /// it) and its backed pages, which is the point: a reservation there needs no system call, and
 /// cannot fail for lack of space in /dev/shm as a fresh one could.
 ///
-/// The pool removes every segment it keeps when it goes; a segment given back after that is
-/// removed at once. Thread-safe.
+/// The pool unmaps every segment it keeps when it goes; a segment given back after that is
+/// unmapped at once. Thread-safe.
 class SegmentPool {
 public:
-    /// Segments kept at most; one more given back is removed.
+    /// Segments kept at most; one more given back is unmapped.
     static constexpr std::size_t max_kept_segments = 16;
     /// A segment with more bytes than this written (to zero) or backed (to hold on to in
-    /// /dev/shm) is removed rather than kept: a fresh one costs about as much.
+    /// /dev/shm) is unmapped rather than kept: a fresh one costs about as much.
     static constexpr std::uint64_t max_kept_bytes = std::uint64_t{64} << 20;
 
     SegmentPool();
@@ -126,7 +132,9 @@ struct StaleSegment {
     bool owner_alive = false;
 };
 
-/// Every tandem segment in /dev/shm owned by this user, and whether its process still runs.
+/// Every tandem segment name in /dev/shm owned by this user, and whether its process still runs.
+/// Segments of this version are unlinked once mapped, so these are those of older versions or of
+/// a process killed while creating one.
 std::vector<StaleSegment> list_segments();
 /// Removes the segments of runtimes whose process is gone, and nothing else. Returns their names.
 std::vector<std::string> clean_stale_segments();
