@@ -25,11 +25,11 @@ struct ServiceId {
     friend constexpr auto operator<=>(const ServiceId&, const ServiceId&) = default;
 };
 
-/// An ordered queue of work on one device.
 /// How many streams a device creates in its life, the default one included: a bound on what a
 /// program that leaks streams holds, not a size to plan for. Ids are never reused.
 inline constexpr std::uint64_t device_streams_max = std::uint64_t{1} << 16;
 
+/// An ordered queue of work on one device.
 struct StreamId {
     /// The stream's number on its device; streams are numbered from 1, the default stream first.
     std::uint64_t value = 0;
