@@ -62,10 +62,11 @@ bool close_to(const std::vector<std::byte>& bytes, const std::vector<float>& exp
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    std::shared_ptr<Runtime> runtime = open_runtime(argc > 1 ? argv[1] : "");
+int main() {
+    int exit_code = 0;
+    std::shared_ptr<Runtime> runtime = open_example_runtime(&exit_code, {.devices = 1});
     if (!runtime) {
-        return skipped_exit_code;
+        return exit_code;
     }
     Client client = runtime->client(0);
     const GemmShape shape{96, 64, 48};

@@ -1,13 +1,13 @@
-// Uses the installed package, with the reference backend of tandem::core: a failed kernel claims
-// its output, a launch reading it is skipped, and the read of the skipped launch's output reports
-// the chain back to the root.
-#include <tandem/core/reference_runtime.hpp>
+// Uses the installed package, with tandem::core alone: open_runtime gives its reference backend
+// (the simulator and CUDA are other targets). A failed kernel claims its output, a launch reading
+// it is skipped, and the read of the skipped launch's output reports the chain back to the root.
+#include <tandem/open_runtime.hpp>
 
 #include <cstdio>
 
 int main() {
     using namespace tandem;
-    auto runtime = reference::ReferenceRuntime::create({.devices = 1});
+    auto runtime = open_runtime();
     if (!runtime) {
         std::printf("%s\n", runtime.error().report().c_str());
         return 1;

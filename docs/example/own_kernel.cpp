@@ -1,7 +1,7 @@
 // A kernel of the program's own (scale_kernel.hpp), launched typed and by name on the installed
-// package: on CUDA where this program was built with its CUDA kernels and a GPU is visible, on the
-// simulator otherwise (or as the first argument says: sim, reference, cuda). A misspelt name is
-// refused, naming the closest registered kernel.
+// package: on the simulator, or on the backend TANDEM_BACKEND names (reference; cuda where this
+// program was built with its CUDA kernels). A misspelt name is refused, naming the closest
+// registered kernel.
 #include "scale_kernel.hpp"
 
 #include "example_runtime.hpp"
@@ -31,10 +31,11 @@ bool reads_as(Client& client, const Handle& handle, const std::vector<float>& ex
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    std::shared_ptr<Runtime> runtime = open_runtime(argc > 1 ? argv[1] : "");
+int main() {
+    int exit_code = 0;
+    std::shared_ptr<Runtime> runtime = open_example_runtime(&exit_code, {.devices = 1});
     if (!runtime) {
-        return skipped_exit_code;
+        return exit_code;
     }
     Client client = runtime->client(0);
     constexpr std::size_t count = 1024;
@@ -61,8 +62,14 @@ int main(int argc, char** argv) {
     }
     std::printf("example_scale ran on %s, typed and by name\n",
                 std::string(runtime->backend()).c_str());
-    (void)client.launch("example_scal", LaunchConfig::linear(count), arguments,
-                        KernelArgs().f64(3.0));
+    // The call says so, and what it declared it writes is claimed (C10).
+    const Status misspelt = client.launch("example_scal", LaunchConfig::linear(count), arguments,
+                                          KernelArgs().f64(3.0));
+    if (misspelt ||
+        std::strstr(misspelt.error().report().c_str(), "did you mean 'example_scale'") == nullptr) {
+        std::puts("a misspelt kernel should have been refused by the launch, naming the closest");
+        return 1;
+    }
     Result<std::vector<std::byte>> refused = client.read(typed);
     if (refused || std::strstr(refused.error().report().c_str(), "did you mean 'example_scale'") ==
                        nullptr) {

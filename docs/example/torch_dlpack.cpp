@@ -47,10 +47,11 @@ constexpr DLDataType float32{kDLFloat, 32, 1};
 extern "C" {
 
 /// Opens a runtime of one device on `backend` (cuda, sim, reference): 0 on success, 77 where
-/// that backend cannot run here.
+/// that backend cannot run here, 1 for anything else.
 int tandem_torch_open(const char* backend) {
-    runtime = open_runtime(backend);
-    return runtime ? 0 : skipped_exit_code;
+    int exit_code = 0;
+    runtime = open_example_runtime(&exit_code, {.backend = backend, .devices = 1});
+    return runtime ? 0 : exit_code;
 }
 
 /// Drops the runtime; every tensor tandem gave out must be gone first.

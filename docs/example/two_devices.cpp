@@ -1,6 +1,7 @@
-// Two simulated devices: device 0 shares a buffer, a kernel on device 1 writes it and fails,
-// and a read on device 0 fails on that cause instead of returning stale bytes.
-#include <tandem/sim/runtime.hpp>
+// Two devices: device 0 shares a buffer, a kernel on device 1 writes it and fails, and a read on
+// device 0 fails on that cause instead of returning stale bytes. On the simulator, or on the
+// backend TANDEM_BACKEND names (reference, cuda).
+#include <tandem/open_runtime.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +16,7 @@ void check(const Status& status) {
 }
 
 int main() {
-    auto runtime = sim::SimRuntime::create({.devices = 2, .seed = 7});
+    auto runtime = open_runtime({.devices = 2, .seed = 7});
     if (!runtime) {
         std::fprintf(stderr, "%s", runtime.error().report().c_str());
         return 1;

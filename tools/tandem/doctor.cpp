@@ -9,6 +9,7 @@
 #if TANDEM_TOOL_HAS_CUDA
 #include "tandem/cuda/runtime.hpp"
 #endif
+#include "tandem/open_runtime.hpp"
 #include "tandem/sim/runtime.hpp"
 
 #include <sys/statvfs.h>
@@ -196,6 +197,34 @@ Json shm_part(bool json) {
     return Json{{"available", true}, {"free_bytes", free_bytes}, {"size_bytes", size_bytes}};
 }
 
+/// What `open_runtime` would create from this environment (TANDEM_BACKEND and the rest), or why
+/// it would refuse: a program that opens its runtime so meets the same answer.
+Json environment_part(bool json) {
+    Result<RuntimeSettings> settings = runtime_settings();
+    Json backends = Json::array();
+    for (const std::string& name : available_backends()) {
+        backends.push_back(name);
+    }
+    if (!settings) {
+        if (!json) {
+            std::printf("open_runtime: refuses this environment: %s\n",
+                        settings.error().message().c_str());
+        }
+        return Json{{"backends", backends}, {"problem", settings.error().message()}};
+    }
+    if (!json) {
+        std::printf("open_runtime: backend %s, %u device%s, seed %llu%s (from TANDEM_BACKEND, "
+                    "TANDEM_DEVICES, TANDEM_SEED, ... or their defaults)\n",
+                    settings->backend.c_str(), settings->devices, settings->devices == 1 ? "" : "s",
+                    static_cast<unsigned long long>(settings->seed),
+                    settings->backend == "sim" ? (", " + settings->scheduler).c_str() : "");
+    }
+    return Json{{"backends", backends}, {"problem", Json()},
+                {"backend", settings->backend}, {"devices", settings->devices},
+                {"seed", settings->seed}, {"scheduler", settings->scheduler},
+                {"gpus", settings->gpus}};
+}
+
 int doctor(const DoctorFlags& flags) {
     Json document = json_document("doctor");
     document["cuda"] = cuda_part(flags.json);
@@ -203,7 +232,9 @@ int doctor(const DoctorFlags& flags) {
     // A simulator that cannot start says why; the space of /dev/shm is then beside the point.
     const bool started = document["simulator"]["started"].get<bool>();
     document["shm"] = started ? shm_part(flags.json) : Json();
-    const bool ok = started && document["shm"]["available"].get<bool>();
+    document["environment"] = environment_part(flags.json);
+    const bool ok = started && document["shm"]["available"].get<bool>() &&
+                    document["environment"]["problem"].is_null();
     document["ok"] = ok;
     if (flags.json) {
         std::printf("%s\n", json_text(document, 2).c_str());
@@ -227,12 +258,15 @@ Run add_doctor(CLI::App& app) {
         "{schema, command: \"doctor\", cuda: {built, usable, problem, driver_version, "
         "runtime_version, gpus: [{index, name, compute_capability, tensor_memory_accelerator}], "
         "peer_access}, simulator: {started, problem, capacity_bytes, devices: [{service, "
-        "segment}], peer_access}, shm: {available, free_bytes, size_bytes}, ok}. "
+        "segment}], peer_access}, shm: {available, free_bytes, size_bytes}, environment: "
+        "{backends, problem, backend, devices, seed, scheduler, gpus}, ok}. environment is what "
+        "open_runtime would create from TANDEM_BACKEND and the other variables. "
         "peer_access[owner][accessor] is true where the accessor may use the owner's memory (a "
         "device its own); problem is null when there is none; shm is null when the simulator "
         "could not start.",
-        {{0, "the simulator starts and /dev/shm is there (a machine without a GPU is fine)"},
-         {1, "the simulator cannot start or /dev/shm is missing"},
+        {{0, "the simulator starts, /dev/shm is there and the TANDEM_ variables are valid (a "
+             "machine without a GPU is fine)"},
+         {1, "the simulator cannot start, /dev/shm is missing, or a TANDEM_ variable is invalid"},
          {2, "usage or input error: an unknown option, a value out of range"}});
     return [flags] { return doctor(*flags); };
 }
