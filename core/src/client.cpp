@@ -292,7 +292,7 @@ Status Client::replay(const CaptureGraph& graph, StreamId stream) {
     return server_->replay(graph, stream);
 }
 
-MemoryUsage Client::memory_usage() const { return server_->memory_usage(); }
+Result<MemoryUsage> Client::memory_usage() const { return server_->memory_usage(); }
 Status Client::inject(const Fault& fault) { return server_->inject(fault); }
 
 }  // namespace tandem

@@ -180,7 +180,7 @@ Status DeviceServer::check_event(const Event& event, std::uint64_t next_event) c
     return {};
 }
 
-Status DeviceServer::inject(const Fault& fault) {
+Status DeviceServer::do_inject(const Fault& fault) {
     const GroupLock lock = lock_group();
     if (Status armed = faults_.arm(fault); !armed) {
         return armed;
@@ -212,7 +212,7 @@ void DeviceServer::do_reach(ServiceId other) {
     }
 }
 
-Status DeviceServer::grant_peer_access(ServiceId accessor) {
+Status DeviceServer::do_grant_peer_access(ServiceId accessor) {
     if (accessor == service_) {
         return {};
     }

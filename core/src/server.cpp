@@ -1,5 +1,7 @@
 #include "tandem/backend/server.hpp"
 
+#include "tandem/core/host_kernels.hpp"
+
 #include "tandem/core/runtime.hpp"
 #include "tandem/backend/work.hpp"
 
@@ -187,7 +189,20 @@ Status Server::launch(LaunchRequest&& request) {
             do_reach(peer->memory().owner_service());
         }
     }
-    return do_launch(std::move(request));
+    if (request.entry == nullptr && !request.external) {
+        request.entry = find_kernel(request.kernel);  // Once, here: the backend finds it set.
+    }
+    if (request.entry != nullptr || request.external) [[likely]] {
+        return do_launch(std::move(request));
+    }
+    // A name no one registered: the backend still enqueues it, so that the refusal claims what
+    // it declared it writes (C10) in program order, and the call returns that refusal too, so a
+    // launch that declares no output is not silently taken.
+    Error unknown = unknown_kernel(request.kernel);
+    if (Status enqueued = do_launch(std::move(request)); !enqueued) {
+        return enqueued;
+    }
+    return unknown;
 }
 
 Result<Event> Server::record_event(StreamId stream) {
@@ -240,6 +255,9 @@ Status Server::begin_capture(StreamId stream) {
 }
 
 Result<CaptureGraph> Server::end_capture(StreamId stream) {
+    if (std::optional<Error> gone = loss()) [[unlikely]] {
+        return *gone;  // Never the graph of a window whose device can run nothing more (D1).
+    }
     if (!has_stream(stream)) {
         return Error::invalid_argument(to_string(stream) + " does not exist on " +
                                        to_string(service()));
@@ -255,6 +273,27 @@ Status Server::replay(const CaptureGraph& graph, StreamId stream) {
         return *refused;
     }
     return do_replay(graph, stream);
+}
+
+Status Server::grant_peer_access(ServiceId accessor) {
+    if (std::optional<Error> gone = loss()) [[unlikely]] {
+        return *gone;
+    }
+    return do_grant_peer_access(accessor);
+}
+
+Result<MemoryUsage> Server::memory_usage() const {
+    if (std::optional<Error> gone = loss()) [[unlikely]] {
+        return *gone;
+    }
+    return do_memory_usage();
+}
+
+Status Server::inject(const Fault& fault) {
+    if (std::optional<Error> gone = loss()) [[unlikely]] {
+        return *gone;  // A lost device arms nothing more: it runs nothing more (D1).
+    }
+    return do_inject(fault);
 }
 
 Status sync_every_device(const Runtime& runtime) {

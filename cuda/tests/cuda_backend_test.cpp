@@ -190,7 +190,7 @@ TEST_F(CudaBackend, devices_are_placed_on_the_gpus_named_and_bad_placements_are_
     std::size_t total_bytes = 0;
     ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
     for (std::size_t index = 0; index < 2; ++index) {
-        const std::uint64_t capacity = (*shared)->client(index).memory_usage().capacity_bytes;
+        const std::uint64_t capacity = (*shared)->client(index).memory_usage()->capacity_bytes;
         EXPECT_LE(capacity, total_bytes / 2) << "device " << index;
         EXPECT_GT(capacity, 0U) << "device " << index;
     }

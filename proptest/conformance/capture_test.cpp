@@ -169,7 +169,9 @@ TYPED_TEST(Capture, c14_a_launch_refused_inside_a_window_dooms_it) {
     const StreamId stream = client.default_stream();
     ASSERT_TRUE(client.begin_capture(stream));
     this->fill(client, recorded, 1);
-    ASSERT_TRUE(client.launch("no_such_kernel", LaunchConfig::linear(1), {out(refused)}));
+    const Status launched = client.launch("no_such_kernel", LaunchConfig::linear(1), {out(refused)});
+    ASSERT_FALSE(launched);
+    EXPECT_EQ(launched.error().kind(), ErrorKind::LaunchRefused);
     Result<CaptureGraph> graph = client.end_capture(stream);
     ASSERT_FALSE(graph);
     EXPECT_EQ(graph.error().kind(), ErrorKind::LaunchRefused);

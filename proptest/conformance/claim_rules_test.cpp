@@ -137,11 +137,30 @@ TYPED_TEST(ClaimRules, c10_an_unregistered_kernel_is_refused_like_a_compile_erro
     Handle input = this->allocate(client, 64);
     Handle output = this->allocate(client, 64);
     this->fill(client, input, 1);
-    ASSERT_TRUE(client.launch("no_such_kernel", LaunchConfig::linear(1), {in(input), out(output)}));
+    // The call itself says so, and the launch still claims what it declared it writes.
+    const Status launched =
+        client.launch("no_such_kernel", LaunchConfig::linear(1), {in(input), out(output)});
+    ASSERT_FALSE(launched) << "a launch of a kernel no one registered was taken";
+    EXPECT_EQ(launched.error().kind(), ErrorKind::LaunchRefused) << launched.error().report();
     std::optional<Error> error = this->read_error(client, output);
     ASSERT_TRUE(error);
     EXPECT_EQ(root_of(*error)->kind(), ErrorKind::LaunchRefused) << error->report();
     EXPECT_EQ(this->read_bytes(client, input), filled(64, 1));
+}
+
+TYPED_TEST(ClaimRules, c10_an_unregistered_kernel_that_declares_no_output_is_refused_by_the_call) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle input = this->allocate(client, 64);
+    this->fill(client, input, 3);
+    // Nothing to claim, so the call's result is the only place the refusal can show.
+    const Status launched = client.launch("emtpy", LaunchConfig::linear(1), {in(input)});
+    ASSERT_FALSE(launched) << "a misspelt kernel with no outputs was silently taken";
+    EXPECT_EQ(launched.error().kind(), ErrorKind::LaunchRefused);
+    EXPECT_NE(launched.error().message().find("did you mean 'empty'"), std::string::npos)
+        << launched.error().report();
+    EXPECT_TRUE(client.sync());
+    EXPECT_EQ(this->read_bytes(client, input), filled(64, 3));
 }
 
 TYPED_TEST(ClaimRules, c10_a_grid_whose_block_count_passes_64_bits_is_refused_not_empty) {

@@ -23,6 +23,38 @@ TYPED_TEST(DeviceLoss, d1_an_injected_loss_fails_every_later_operation_with_devi
               ErrorKind::DeviceLost);
 }
 
+// Every call, not only those that enqueue: arming a fault, granting a peer, asking for the
+// memory figures and ending a capture window on a lost device fail with its loss (D1); ending a
+// window never gives a graph of work the device cannot run.
+TYPED_TEST(DeviceLoss, d1_calls_that_enqueue_nothing_fail_with_device_lost_too) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client client = runtime->client(0);
+    Client peer = runtime->client(1);
+    Handle buffer = this->allocate(client, 64);
+    Result<StreamId> stream = client.create_stream();
+    ASSERT_TRUE(stream.ok()) << stream.error().report();
+    ASSERT_TRUE(client.begin_capture(*stream));
+    ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(64), {out(buffer)}, KernelArgs().u64(1),
+                              *stream));
+    ASSERT_TRUE(client.inject(DeviceLossFault{0}));
+    Result<CaptureGraph> graph = client.end_capture(*stream);
+    ASSERT_FALSE(graph.ok()) << "a lost device gave a graph of its window";
+    EXPECT_EQ(graph.error().kind(), ErrorKind::DeviceLost) << graph.error().report();
+    const Status injected = client.inject(KernelFault{"fill", 1, 1.0, 5});
+    ASSERT_FALSE(injected) << "a lost device armed a fault";
+    EXPECT_EQ(injected.error().kind(), ErrorKind::DeviceLost);
+    const Status granted = client.grant_peer_access(peer.service());
+    ASSERT_FALSE(granted) << "a lost device granted a peer";
+    EXPECT_EQ(granted.error().kind(), ErrorKind::DeviceLost);
+    EXPECT_FALSE(client.peer_access_granted(peer.service()));
+    Result<MemoryUsage> usage = client.memory_usage();
+    ASSERT_FALSE(usage.ok()) << "a lost device answered with its memory figures";
+    EXPECT_EQ(usage.error().kind(), ErrorKind::DeviceLost);
+    // The peer is another device: it goes on (D1).
+    EXPECT_TRUE(peer.memory_usage().ok());
+    EXPECT_TRUE(peer.grant_peer_access(client.service()));
+}
+
 // Break j: a kernel that traps loses its device, with the fault in the report; later calls
 // fail with DeviceLost, and nothing hangs. (On a GPU the trap poisons every GPU of the process:
 // containment needs one process per device.)

@@ -10,7 +10,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <memory>
+#include <thread>
 
 namespace tandem::conformance {
 
@@ -33,6 +36,58 @@ inline ExternalCallables external_copy() {
 #endif
     return run;
 }
+
+/// Work a test holds a stream back with until it opens the gate, instead of a delay assumed to
+/// outlast what the test does meanwhile: a host callable that waits for the gate on the
+/// simulator's threads mode, a kernel spinning on a flag in mapped host memory on CUDA. Only for
+/// backends whose waits leave the runtime to other threads (`waits_apart`): elsewhere the thread
+/// that opens the gate is the one that would run the held-back work. Opened when it goes out of
+/// scope, so declare it after the runtime: a failed assertion never leaves work waiting on it;
+/// and gated work gives up after `gate_gives_up_after_ns`, so a call that wrongly waits for it
+/// fails its test instead of hanging it.
+class Gate {
+public:
+    Gate() : open_(std::make_shared<std::atomic<bool>>(false)) {
+#if TANDEM_HAS_CUDA_KERNELS
+        device_ = device_gate();
+#endif
+    }
+    Gate(const Gate&) = delete;
+    Gate& operator=(const Gate&) = delete;
+    ~Gate() { open(); }
+
+    /// The work that waits for the gate, on every backend built here.
+    [[nodiscard]] ExternalCallables work() const {
+        ExternalCallables run;
+        run.host = [open = open_](HostKernelContext&) -> Status {
+            const auto until = std::chrono::steady_clock::now() +
+                               std::chrono::nanoseconds(gate_gives_up_after_ns);
+            while (!open->load() && std::chrono::steady_clock::now() < until) {
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+            }
+            return {};
+        };
+#if TANDEM_HAS_CUDA_KERNELS
+        run.cuda = device_.wait;
+#endif
+        return run;
+    }
+    /// Lets the held-back work end.
+    void open() {
+        open_->store(true);
+#if TANDEM_HAS_CUDA_KERNELS
+        if (device_.flag != nullptr) {
+            *device_.flag = 1;
+        }
+#endif
+    }
+
+private:
+    std::shared_ptr<std::atomic<bool>> open_;
+#if TANDEM_HAS_CUDA_KERNELS
+    DeviceGate device_;
+#endif
+};
 
 /// Memory of the allocator a program would use next to tandem on `runtime`'s backend: the GPU's
 /// on CUDA, the host's elsewhere. Freed by `release`.

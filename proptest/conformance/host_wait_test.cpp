@@ -1,7 +1,10 @@
 // Waits of the host that wait only for what they need: a read for the writers of its bytes, a
 // sync for its device, a stream sync for its stream, a wait for one event; and what each then
-// knows (C6). A stream held back by an injected delay stands for unrelated work still running:
-// the wait must return while it is, where a backend runs work after it is enqueued at all.
+// knows (C6). A stream held back stands for unrelated work still running: the wait must return
+// while it is, where a backend runs work after it is enqueued at all. Where waits leave the
+// runtime to other threads (CUDA, the simulator's threads mode) the stream is held back by work
+// that waits for a gate the test opens, never by a delay assumed to outlast the test's calls;
+// on the deterministic simulator by a delay in scheduler steps, which no host time shortens.
 
 #include "foreign.hpp"
 #include "support.hpp"
@@ -15,17 +18,21 @@ protected:
     /// Steps a held-back stream waits: long beside a read, short enough for a test to wait out.
     static constexpr std::uint64_t held_back_steps = 200'000;
 
-    /// A new stream of `client`, held back, with `handle` filled with `value` on it, and the
-    /// event after that fill. The kernels the tests launch run once first: a GPU loads a kernel
-    /// at its first launch, and that load may wait for the kernels already running, the delay
-    /// among them, which is not what a test of waits means to time.
-    Event behind_a_delay(Client& client, const Handle& handle, std::uint8_t value) {
+    /// A new stream of `client`, held back until `gate` opens (or by `held_back_steps` where
+    /// gates do not apply), with `handle` filled with `value` on it, and the event after that
+    /// fill. The kernels the tests launch run once first: a GPU loads a kernel at its first
+    /// launch, and that load may wait for the kernels already running, the gate among them.
+    Event behind_a_gate(Client& client, const Handle& handle, std::uint8_t value, Gate& gate) {
         this->fill(client, handle, 0);
         this->fail(client, handle, 1);
         EXPECT_TRUE(client.sync());
         Result<StreamId> side = client.create_stream();
         EXPECT_TRUE(side);
-        EXPECT_TRUE(client.inject(StreamDelay{*side, held_back_steps}));
+        if constexpr (Backend::waits_apart) {
+            EXPECT_TRUE(client.enqueue(ExternalWork{"gate", {}, gate.work()}, *side));
+        } else {
+            EXPECT_TRUE(client.inject(StreamDelay{*side, held_back_steps}));
+        }
         this->fill(client, handle, value, *side);
         Result<Event> event = client.record_event(*side);
         EXPECT_TRUE(event);
@@ -45,12 +52,14 @@ TYPED_TEST(HostWaits, a_read_waits_for_the_writers_of_its_bytes_not_for_another_
     Client client = runtime->client(0);
     Handle slow = this->allocate(client, 64);
     Handle quick = this->allocate(client, 64);
-    const Event behind = this->behind_a_delay(client, slow, 1);
+    Gate gate;
+    const Event behind = this->behind_a_gate(client, slow, 1, gate);
     this->fill(client, quick, 7);
     EXPECT_EQ(this->read_bytes(client, quick), filled(64, 7));
     if (!TypeParam::runs_at_enqueue) {
         EXPECT_FALSE(this->complete(client, behind)) << "the read waited for the held-back stream";
     }
+    gate.open();
     EXPECT_EQ(this->read_bytes(client, slow), filled(64, 1));
     ASSERT_TRUE(client.wait(behind));  // The read waited for the fill, not the event after it.
     EXPECT_TRUE(this->complete(client, behind));
@@ -61,7 +70,8 @@ TYPED_TEST(HostWaits, a_stream_sync_waits_for_its_stream_and_settles_its_work) {
     Client client = runtime->client(0);
     Handle slow = this->allocate(client, 64);
     Handle failed = this->allocate(client, 64);
-    const Event behind = this->behind_a_delay(client, slow, 1);
+    Gate gate;
+    const Event behind = this->behind_a_gate(client, slow, 1, gate);
     this->fail(client, failed, 21);
     ASSERT_TRUE(client.sync_stream(client.default_stream()));  // Failed work does not fail it.
     if (!TypeParam::runs_at_enqueue) {
@@ -70,6 +80,7 @@ TYPED_TEST(HostWaits, a_stream_sync_waits_for_its_stream_and_settles_its_work) {
     std::optional<Error> read = this->read_error(client, failed);
     ASSERT_TRUE(read);
     EXPECT_EQ(root_code(*read), 21u) << read->report();
+    gate.open();
     ASSERT_TRUE(client.sync_stream(behind.stream()));
     EXPECT_TRUE(this->complete(client, behind));
 }
@@ -98,12 +109,14 @@ TYPED_TEST(HostWaits, a_sync_waits_for_its_device_not_for_another_devices_unrela
     Client second = runtime->client(1);
     Handle mine = this->allocate(first, 64);
     Handle theirs = this->allocate(second, 64);
-    const Event behind = this->behind_a_delay(second, theirs, 2);
+    Gate gate;
+    const Event behind = this->behind_a_gate(second, theirs, 2, gate);
     this->fill(first, mine, 3);
     ASSERT_TRUE(first.sync());
     if (!TypeParam::runs_at_enqueue) {
         EXPECT_FALSE(this->complete(first, behind)) << "the sync waited for the other device";
     }
+    gate.open();
     ASSERT_TRUE(first.wait(behind));  // Another device's event, waited for by this one.
     EXPECT_EQ(this->read_bytes(second, theirs), filled(64, 2));
 }

@@ -112,14 +112,14 @@ TYPED_TEST(Streams, memory_allocated_on_a_destroyed_stream_goes_back_when_droppe
     Client client = runtime->client(0);
     Result<StreamId> side = client.create_stream();
     ASSERT_TRUE(side);
-    const std::uint64_t before = client.memory_usage().in_use_bytes;
+    const std::uint64_t before = client.memory_usage()->in_use_bytes;
     std::optional<Handle> handle = this->allocate(client, 4096, *side);
     this->fill(client, *handle, 1, *side);
     ASSERT_TRUE(client.destroy_stream(*side));
-    EXPECT_EQ(client.memory_usage().in_use_bytes, before + 4096);
+    EXPECT_EQ(client.memory_usage()->in_use_bytes, before + 4096);
     handle.reset();
     ASSERT_TRUE(client.sync());
-    EXPECT_EQ(client.memory_usage().in_use_bytes, before);
+    EXPECT_EQ(client.memory_usage()->in_use_bytes, before);
 }
 
 TYPED_TEST(Streams, the_default_stream_and_a_capturing_stream_are_not_destroyed) {

@@ -4,6 +4,7 @@
 // may crash, hang or race (the tsan build runs these). A thread records what it saw wrong in its
 // own list; the test reports the lists once every thread is joined.
 
+#include "foreign.hpp"
 #include "support.hpp"
 
 #include <atomic>
@@ -139,8 +140,8 @@ TYPED_TEST(Threads, a_thread_waiting_for_held_back_work_does_not_hold_back_anoth
     ASSERT_TRUE(client.sync());
     Result<StreamId> side = client.create_stream();
     ASSERT_TRUE(side) << side.error().report();
-    constexpr std::uint64_t held_back_steps = 400'000;
-    ASSERT_TRUE(client.inject(StreamDelay{*side, held_back_steps}));
+    Gate gate;  // Held back until the test opens it, not for a time assumed to outlast a read.
+    ASSERT_TRUE(client.enqueue(ExternalWork{"gate", {}, gate.work()}, *side));
     this->fill(client, slow, 1, *side);
     Result<Event> behind = client.record_event(*side);
     ASSERT_TRUE(behind) << behind.error().report();
@@ -149,12 +150,13 @@ TYPED_TEST(Threads, a_thread_waiting_for_held_back_work_does_not_hold_back_anoth
         EXPECT_TRUE(client.wait(*behind));
         waited = true;
     });
-    // Long enough for the waiter to be blocked in its wait; it stays there for the held-back
-    // steps, whether or not it got there first.
+    // Time for the waiter to be blocked in its wait (it stays there until the gate opens,
+    // whether or not it got there first: nothing here depends on how long this is).
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     this->fill(client, quick, 7);
     EXPECT_EQ(this->read_bytes(client, quick), filled(64, 7));
-    EXPECT_FALSE(waited.load()) << "the read waited for another thread's wait to end";
+    EXPECT_FALSE(waited.load()) << "the held-back work ended before its gate opened";
+    gate.open();
     waiter.join();
     EXPECT_EQ(this->read_bytes(client, slow), filled(64, 1));
 }

@@ -65,8 +65,12 @@ TYPED_TEST(UserKernels, c10_a_misspelt_name_is_refused_naming_the_closest_regist
     Handle input = this->allocate(client, 64);
     Handle output = this->allocate(client, 64);
     this->fill(client, input, 1);
-    ASSERT_TRUE(client.launch("conformance_add_bite", LaunchConfig::linear(64),
-                              {in(input), out(output)}, KernelArgs().u64(1)));
+    const Status launched = client.launch("conformance_add_bite", LaunchConfig::linear(64),
+                                          {in(input), out(output)}, KernelArgs().u64(1));
+    ASSERT_FALSE(launched);
+    EXPECT_NE(launched.error().message().find("did you mean 'conformance_add_byte'"),
+              std::string::npos)
+        << launched.error().report();
     std::optional<Error> error = this->read_error(client, output);
     ASSERT_TRUE(error);
     const Error& root = *root_of(*error);

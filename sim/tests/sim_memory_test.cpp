@@ -60,8 +60,8 @@ TEST_F(SimMemory, a_launch_holds_none_of_its_arguments_once_it_returns_even_when
     }
     ASSERT_TRUE(client.sync());
     ASSERT_TRUE(other.sync());
-    EXPECT_EQ(client.memory_usage().in_use_bytes, 0u);
-    EXPECT_EQ(other.memory_usage().in_use_bytes, 0u);
+    EXPECT_EQ(client.memory_usage()->in_use_bytes, 0u);
+    EXPECT_EQ(other.memory_usage()->in_use_bytes, 0u);
 }
 
 TEST_F(SimMemory, an_allocation_larger_than_the_segment_is_out_of_memory_with_its_figures) {

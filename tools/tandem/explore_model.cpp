@@ -100,10 +100,16 @@ private:
         }
         store(step.buffer, values);
     }
-    void on(LaunchStep& step, Step&) {
+    void on(LaunchStep& step, Step& whole) {
         // The simulator draws injected faults when a launch is enqueued, so a launch that then
         // does not run (zero threads, skipped) still uses up its draw.
         const std::optional<std::uint32_t> injected = fault_due(step.device, step.kernel);
+        if (step.kernel.starts_with("missing_")) {
+            // The call itself is refused (C10), however many threads it asks for.
+            whole.fails = FailureExpectation{};
+            whole.fails->kind = ErrorKind::LaunchRefused;
+            whole.fails->report = {"no kernel of that name"};
+        }
         if (step.config.runs_nothing()) {
             return;  // C10: changes no claim.
         }

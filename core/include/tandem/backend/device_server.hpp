@@ -41,11 +41,11 @@ public:
     /// allocation counted from 0); a loss with no delay loses the device now (D1); a stream delay
     /// is checked against its bound and applied by the backend (`do_delay`). The same on every
     /// backend.
-    Status inject(const Fault& fault) final;
+    Status do_inject(const Fault& fault) final;
     /// Lets kernels on `accessor` bind this device's shared memory (P7): `PeerUnreachable` for a
     /// device the runtime does not reach, or one the backend does not admit (`do_admit_peer`:
     /// GPUs that cannot reach each other). Joins the two devices' groups first.
-    Status grant_peer_access(ServiceId accessor) final;
+    Status do_grant_peer_access(ServiceId accessor) final;
     /// Whether kernels on `accessor` may bind this device's shared memory: always for the device
     /// itself, otherwise once granted (or when the backend grants every peer).
     [[nodiscard]] bool peer_access_granted(ServiceId accessor) const final;

@@ -179,7 +179,7 @@ public:
     /// Shared memory for the whole allocation `binding` names (P2: pinned while shared).
     virtual Result<PeerMemory> share(const BufferBinding& binding) = 0;
     /// Lets kernels on `accessor` bind this device's shared memory (P7).
-    virtual Status grant_peer_access(ServiceId accessor) = 0;
+    Status grant_peer_access(ServiceId accessor);
     /// Whether kernels on `accessor` may bind this device's shared memory.
     [[nodiscard]] virtual bool peer_access_granted(ServiceId accessor) const = 0;
 
@@ -192,11 +192,11 @@ public:
     Status replay(const CaptureGraph& graph, StreamId stream);
 
     /// The device's memory figures now.
-    [[nodiscard]] MemoryUsage memory_usage() const { return do_memory_usage(); }
+    [[nodiscard]] Result<MemoryUsage> memory_usage() const;
     /// Arms `fault` on this device: `InvalidArgument` for a probability outside [0, 1] (NaN
     /// included), an allocation counted from 0 or a delay past its bound; a loss with no delay
     /// loses the device at once (D1).
-    virtual Status inject(const Fault& fault) = 0;
+    Status inject(const Fault& fault);
     /// The sticky fault that lost this device, if it is lost (D1).
     [[nodiscard]] virtual std::optional<Error> lost() const = 0;
 
@@ -251,6 +251,8 @@ private:
     virtual Result<CaptureGraph> do_end_capture(StreamId stream) = 0;
     virtual Status do_replay(const CaptureGraph& graph, StreamId stream) = 0;
     [[nodiscard]] virtual MemoryUsage do_memory_usage() const = 0;
+    virtual Status do_grant_peer_access(ServiceId accessor) = 0;
+    virtual Status do_inject(const Fault& fault) = 0;
 };
 
 /// Whether a host backend can run `request`: its external work has a host callable, or its

@@ -204,8 +204,8 @@ public:
     /// recorded.
     Status replay(const CaptureGraph& graph, StreamId stream);
 
-    /// The device's memory figures now.
-    [[nodiscard]] MemoryUsage memory_usage() const;
+    /// The device's memory figures now; `DeviceLost` on a lost device (D1).
+    [[nodiscard]] Result<MemoryUsage> memory_usage() const;
     /// Arms `fault` on this device (`Server::inject`): the way tests and scenarios make failures
     /// happen on purpose.
     Status inject(const Fault& fault);
