@@ -35,6 +35,7 @@ const BackendEntry* find_backend(std::string_view name);
 /// A backend's registration, as a static object of its registration unit: registers `entry`
 /// when the program starts.
 struct BackendRegistration {
+    /// Registers `entry` (`register_backend`).
     explicit BackendRegistration(BackendEntry entry) { register_backend(std::move(entry)); }
 };
 
