@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 namespace tandem::conformance {
@@ -39,54 +41,74 @@ inline ExternalCallables external_copy() {
 
 /// Work a test holds a stream back with until it opens the gate, instead of a delay assumed to
 /// outlast what the test does meanwhile: a host callable that waits for the gate on the
-/// simulator's threads mode, a kernel spinning on a flag in mapped host memory on CUDA. Only for
-/// backends whose waits leave the runtime to other threads (`waits_apart`): elsewhere the thread
-/// that opens the gate is the one that would run the held-back work. Opened when it goes out of
-/// scope, so declare it after the runtime: a failed assertion never leaves work waiting on it;
-/// and gated work gives up after `gate_gives_up_after_ns`, so a call that wrongly waits for it
-/// fails its test instead of hanging it.
+/// simulator's threads mode, a wait of the CUDA stream on a flag in mapped host memory on CUDA.
+/// Only for backends whose waits leave the runtime to other threads (`waits_apart`): elsewhere
+/// the thread that opens the gate is the one that would run the held-back work. Opened when it
+/// goes out of scope, so declare it after the runtime: a failed assertion never leaves work
+/// waiting on it. It also opens by itself after `gives_up_after`, far past any test's calls, so
+/// that a call that wrongly waits for the gate fails its test (the work is found complete)
+/// instead of hanging it.
 class Gate {
 public:
-    Gate() : open_(std::make_shared<std::atomic<bool>>(false)) {
+    static constexpr std::chrono::seconds gives_up_after{60};
+
+    Gate() : state_(std::make_shared<State>()) {
 #if TANDEM_HAS_CUDA_KERNELS
-        device_ = device_gate();
+        state_->device = device_gate();
 #endif
+        watchdog_ = std::thread([state = state_] {
+            std::unique_lock lock(state->mutex);
+            state->changed.wait_for(lock, gives_up_after, [&] { return state->open.load(); });
+            lock.unlock();
+            state->let_go();
+        });
     }
     Gate(const Gate&) = delete;
     Gate& operator=(const Gate&) = delete;
-    ~Gate() { open(); }
+    ~Gate() {
+        open();
+        watchdog_.join();
+    }
 
     /// The work that waits for the gate, on every backend built here.
     [[nodiscard]] ExternalCallables work() const {
         ExternalCallables run;
-        run.host = [open = open_](HostKernelContext&) -> Status {
-            const auto until = std::chrono::steady_clock::now() +
-                               std::chrono::nanoseconds(gate_gives_up_after_ns);
-            while (!open->load() && std::chrono::steady_clock::now() < until) {
-                std::this_thread::sleep_for(std::chrono::microseconds(50));
-            }
+        run.host = [state = state_](HostKernelContext&) -> Status {
+            std::unique_lock lock(state->mutex);
+            state->changed.wait(lock, [&] { return state->open.load(); });
             return {};
         };
 #if TANDEM_HAS_CUDA_KERNELS
-        run.cuda = device_.wait;
+        run.cuda = state_->device.wait;
 #endif
         return run;
     }
-    /// Lets the held-back work end.
-    void open() {
-        open_->store(true);
-#if TANDEM_HAS_CUDA_KERNELS
-        if (device_.flag != nullptr) {
-            *device_.flag = 1;
-        }
-#endif
-    }
+    /// Lets the held-back work go on.
+    void open() { state_->let_go(); }
 
 private:
-    std::shared_ptr<std::atomic<bool>> open_;
+    struct State {
+        std::mutex mutex;
+        std::condition_variable changed;
+        std::atomic<bool> open{false};
 #if TANDEM_HAS_CUDA_KERNELS
-    DeviceGate device_;
+        DeviceGate device;
 #endif
+        void let_go() {
+            {
+                const std::lock_guard lock(mutex);
+                open = true;
+            }
+            changed.notify_all();
+#if TANDEM_HAS_CUDA_KERNELS
+            if (device.flag != nullptr) {
+                *device.flag = 1;
+            }
+#endif
+        }
+    };
+    std::shared_ptr<State> state_;
+    std::thread watchdog_;
 };
 
 /// Memory of the allocator a program would use next to tandem on `runtime`'s backend: the GPU's

@@ -6,9 +6,11 @@
 TANDEM_REGISTER_CUDA_KERNEL(tandem::conformance::AddByte);
 TANDEM_REGISTER_CUDA_KERNEL(tandem::conformance::FailOnNonzero);
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
 
 namespace tandem::conformance {
 
@@ -55,41 +57,50 @@ std::function<Status(const DeviceWorkContext&)> device_add_one() {
 namespace tandem::conformance {
 namespace {
 
-/// The GPU's global timer, in nanoseconds.
-__device__ std::uint64_t now_ns() {
-    std::uint64_t ns = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-    return ns;
-}
-
-/// Spins until the host sets `*flag`, reading it from mapped host memory each time, or until
-/// `Gate::give_up_after` has passed: a test whose call waited for the gate then fails on what it
-/// finds complete instead of hanging.
-__global__ void wait_for_the_host(const volatile int* flag, std::uint64_t give_up_ns) {
-    const std::uint64_t until = now_ns() + give_up_ns;
-    while (*flag == 0 && now_ns() < until) {
-        __nanosleep(1000);
-    }
+/// `cuStreamWaitValue32`, found through the runtime (no link to the driver library), or null.
+using WaitValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+WaitValue32 wait_value32() {
+    static const WaitValue32 found = [] {
+        void* entry = nullptr;
+        cudaDriverEntryPointQueryResult result{};
+        if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &entry, 12000,
+                                             cudaEnableDefault, &result) != cudaSuccess ||
+            result != cudaDriverEntryPointSuccess) {
+            (void)cudaGetLastError();
+            return WaitValue32{nullptr};
+        }
+        return reinterpret_cast<WaitValue32>(entry);
+    }();
+    return found;
 }
 
 }  // namespace
 
 DeviceGate device_gate() {
-    // Never freed: a kernel may still be reading it when a test ends by a failed assertion.
+    // Never freed: the stream may still be waiting on it when a test ends by a failed assertion.
     void* mapped = nullptr;
     if (cudaHostAlloc(&mapped, sizeof(int), cudaHostAllocMapped) != cudaSuccess) {
         return {};
     }
     auto* flag = static_cast<volatile int*>(mapped);
     *flag = 0;
+    // A wait of the stream itself, not a kernel: a tool that runs kernels one at a time
+    // (compute-sanitizer) still runs the other streams' kernels meanwhile.
     return {flag, [flag](const DeviceWorkContext& context) -> Status {
                 void* on_device = nullptr;
-                if (cudaHostGetDevicePointer(&on_device, const_cast<int*>(flag), 0) !=
-                    cudaSuccess) {
-                    return Error::invalid_argument("the gate's flag has no device address");
+                const WaitValue32 wait = wait_value32();
+                if (wait == nullptr ||
+                    cudaHostGetDevicePointer(&on_device, const_cast<int*>(flag), 0) !=
+                        cudaSuccess) {
+                    return Error::invalid_argument("no stream wait on the gate's flag here");
                 }
-                wait_for_the_host<<<1, 1, 0, static_cast<cudaStream_t>(context.stream)>>>(
-                    static_cast<const volatile int*>(on_device), gate_gives_up_after_ns);
+                const CUresult waited =
+                    wait(static_cast<CUstream>(context.stream),
+                         reinterpret_cast<CUdeviceptr>(on_device), 1, CU_STREAM_WAIT_VALUE_GEQ);
+                if (waited != CUDA_SUCCESS) {
+                    return Error::invalid_argument("cuStreamWaitValue32 failed: " +
+                                                   std::to_string(static_cast<int>(waited)));
+                }
                 return {};
             }};
 }

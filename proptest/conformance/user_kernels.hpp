@@ -69,17 +69,15 @@ std::function<Status(const DeviceWorkContext&)> device_fill(std::uint8_t value);
 std::function<Status(const DeviceWorkContext&)> device_copy();
 /// Adds one to every byte of argument 0, which it reads and writes (a raw `<<<>>>` launch).
 std::function<Status(const DeviceWorkContext&)> device_add_one();
-/// A flag in mapped host memory, kept for the process's life, and a kernel that spins on the
-/// stream until the host sets it: work a test holds back and lets go of when it says (`Gate`).
+/// A flag in mapped host memory, kept for the process's life, and a wait of the stream until
+/// the host sets it (`cuStreamWaitValue32`): work a test holds back and lets go of when it says
+/// (`Gate`).
 struct DeviceGate {
-    /// Set to non-zero by the host to let the kernel end.
+    /// Set to 1 by the host to let the stream go on.
     volatile int* flag = nullptr;
-    /// Launches the spinning kernel on the stream it is given.
+    /// Enqueues the wait on the stream it is given.
     std::function<Status(const DeviceWorkContext&)> wait;
 };
-/// How long gated work waits for its gate at most: far past any test's calls, so that a call
-/// that wrongly waits for the gate makes its test fail (the work found complete) instead of hang.
-inline constexpr std::uint64_t gate_gives_up_after_ns = 60'000'000'000;
 /// A new gate, closed; an empty one where the suite is built without CUDA.
 DeviceGate device_gate();
 
