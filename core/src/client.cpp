@@ -98,6 +98,44 @@ Result<std::vector<std::byte>> Client::read_strided(const Handle& source,
     return server_->read_strided(*descriptor);
 }
 
+Status Client::write_strided(const Handle& target, std::vector<std::uint64_t> shape,
+                             std::vector<std::uint64_t> strides, std::uint64_t elem_size_bytes,
+                             std::span<const std::byte> bytes) {
+    if (Status local = check_local(target); !local) {
+        return local;
+    }
+    Result<CopyDescriptor> view = CopyDescriptor::make(target.binding(), std::move(shape),
+                                                       std::move(strides), elem_size_bytes);
+    if (!view) {
+        return view.error();
+    }
+    if (!view->elements_disjoint()) {
+        return Error::invalid_argument(
+            "a strided write whose elements share bytes: the order of their writes is undefined");
+    }
+    const ByteRange extent = view->extent();
+    std::vector<std::byte> laid_out(extent.size_bytes());
+    if (Status placed = view->scatter(bytes, laid_out); !placed) {
+        return placed;
+    }
+    // One write per run of covered bytes, each releasing exactly its bytes (C3), in order on
+    // the handle's stream.
+    const StreamId stream = server_->stream_or_default(target.stream());
+    const std::uint64_t first = target.binding().offset_start();
+    for (const ByteRange& run : view->byte_ranges()) {
+        Result<Handle> piece = target.slice(run.begin - first, run.size_bytes());
+        if (!piece) {
+            return piece.error();
+        }
+        const std::span<const std::byte> run_bytes(laid_out.data() + (run.begin - extent.begin),
+                                                   run.size_bytes());
+        if (Status written = server_->write(piece->binding(), run_bytes, stream); !written) {
+            return written;
+        }
+    }
+    return {};
+}
+
 Status Client::copy(const Handle& source, const Handle& target) {
     return copy(source, target, server_->stream_or_default(target.stream()));
 }
@@ -170,16 +208,11 @@ Result<NativeView> Client::native(const Handle& handle, StreamId stream) {
 
 // The request views the work's callables for the call; a backend or window that keeps the request
 // past it keeps a shared copy of them (`ExternalRef`), so a unit run at once copies nothing.
-// A repeat of the unit before it may run under that unit's record (`Server::repeat_external`),
-// with nothing built for it here.
 Status Client::enqueue(ExternalWork&& work, StreamId stream) {
     return enqueue(static_cast<const ExternalWork&>(work), stream);
 }
 
 Status Client::enqueue(const ExternalWork& work, StreamId stream) {
-    if (server_->repeat_external(work.name, work.run, work.arguments, stream)) {
-        return {};
-    }
     return launch_entry(nullptr, work.name, LaunchConfig::linear(1), work.arguments, {}, stream,
                         &work.run);
 }

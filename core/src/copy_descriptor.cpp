@@ -186,13 +186,56 @@ std::vector<ClaimKey> CopyDescriptor::element_keys() const {
     return keys;
 }
 
-std::vector<std::byte> CopyDescriptor::gather(const std::byte* allocation) const {
+ByteRange CopyDescriptor::extent() const {
+    const std::vector<ByteRange> ranges = byte_ranges();
+    if (ranges.empty()) {
+        return ByteRange{binding_.offset_start(), binding_.offset_start()};
+    }
+    return ByteRange{ranges.front().begin, ranges.back().end};
+}
+
+bool CopyDescriptor::elements_disjoint() const {
+    std::uint64_t covered = 0;
+    for (const ByteRange& range : byte_ranges()) {
+        covered += range.size_bytes();
+    }
+    return covered == element_count() * elem_size_bytes_;
+}
+
+Result<std::vector<std::byte>> CopyDescriptor::gather(
+    std::span<const std::byte> extent_bytes) const {
+    const ByteRange whole = extent();
+    if (extent_bytes.size() < whole.size_bytes()) {
+        return Error::invalid_argument("a strided view's extent holds " +
+                                       std::to_string(whole.size_bytes()) + " bytes; " +
+                                       std::to_string(extent_bytes.size()) + " were given");
+    }
     std::vector<std::byte> bytes;
     bytes.reserve(element_count() * elem_size_bytes_);
     for (std::uint64_t offset : element_offsets()) {
-        bytes.insert(bytes.end(), allocation + offset, allocation + offset + elem_size_bytes_);
+        const std::byte* element = extent_bytes.data() + (offset - whole.begin);
+        bytes.insert(bytes.end(), element, element + elem_size_bytes_);
     }
     return bytes;
+}
+
+Status CopyDescriptor::scatter(std::span<const std::byte> elements,
+                               std::span<std::byte> extent_bytes) const {
+    const ByteRange whole = extent();
+    if (elements.size() != element_count() * elem_size_bytes_ ||
+        extent_bytes.size() < whole.size_bytes()) {
+        return Error::invalid_argument(
+            "a strided view of " + std::to_string(element_count()) + " elements of " +
+            std::to_string(elem_size_bytes_) + " bytes over an extent of " +
+            std::to_string(whole.size_bytes()) + " bytes was given " + std::to_string(elements.size()) +
+            " bytes into " + std::to_string(extent_bytes.size()));
+    }
+    const std::byte* next = elements.data();
+    for (std::uint64_t offset : element_offsets()) {
+        std::copy_n(next, elem_size_bytes_, extent_bytes.data() + (offset - whole.begin));
+        next += elem_size_bytes_;
+    }
+    return {};
 }
 
 }  // namespace tandem

@@ -14,6 +14,7 @@ public:
     void released(detail::MemoryControl& control) noexcept override {
         if (std::shared_ptr<DeviceServer> owner = owner_.lock()) {
             owner->claims().forget(control.allocation.id);
+            owner->adopted_released();
         }
         // Before the adopter frees it: memory it then allocates again may be adopted again.
         HeldRanges::process().release(control.allocation.address);
@@ -116,6 +117,7 @@ Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
     }
     const AllocationInfo info{MemoryId::next(), address, memory.size_bytes, default_stream()};
     auto* sink = new AdoptedRelease(weak_from_this(), std::move(memory.release));
+    adopted_live_.fetch_add(1, std::memory_order_acq_rel);
     return Handle(key(), ManagedMemoryHandle::create(key(), info, sink), service_, default_stream(),
                   memory.size_bytes);
 }
@@ -148,6 +150,7 @@ Result<CaptureGraph> DeviceServer::do_end_capture(StreamId stream) {
     if (Status settled = do_settle_window(stream, *window); !settled) {
         return settled.error();
     }
+    window->close();
     if (window->doomed) {
         Error refusal =
             Error::launch_refused("capture",

@@ -10,6 +10,12 @@ Status FaultPlan::arm(const Fault& fault) {
         if (!(kernel->probability >= 0.0 && kernel->probability <= 1.0)) {
             return Error::invalid_argument("a fault probability lies in [0, 1]");
         }
+        if (kernel_faults_.size() >= max_kernel_faults) {
+            return Error::invalid_argument(
+                "at most " + std::to_string(max_kernel_faults) +
+                " kernel faults are armed at once on a device; one for every launch stays until "
+                "the device goes, one for the nth launch until that launch");
+        }
         kernel_faults_.push_back(KernelFaultState{*kernel, 0});
     } else if (const auto* allocation = std::get_if<AllocationFault>(&fault)) {
         if (allocation->nth == 0) {
@@ -35,8 +41,7 @@ Status FaultPlan::check_delay(std::uint64_t held_back, std::uint64_t steps) {
     return {};
 }
 
-std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel,
-                                                         std::mt19937_64& rng) {
+std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel) {
     // Every armed fault on the kernel counts this launch, even after an earlier one hit it: two
     // faults armed for the first and second launch hit the first and the second. The first due
     // fault, in the order they were armed, gives the code.
@@ -51,11 +56,15 @@ std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel
         }
         const bool hits =
             state.fault.probability >= 1.0 ||
-            std::uniform_real_distribution<double>(0.0, 1.0)(rng) < state.fault.probability;
+            std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < state.fault.probability;
         if (hits && !due) {
             due = state.fault.code;
         }
     }
+    // A fault for the nth launch can hit no later one.
+    std::erase_if(kernel_faults_, [](const KernelFaultState& state) {
+        return state.fault.nth != 0 && state.launches >= state.fault.nth;
+    });
     return due;
 }
 
@@ -77,10 +86,14 @@ std::optional<Error> FaultPlan::allocation_fault_due(std::uint64_t size_bytes,
 }
 
 bool FaultPlan::loss_due() {
-    if (loss_countdown_ && --*loss_countdown_ == 0) {
+    if (!loss_countdown_) {
+        return false;
+    }
+    if (*loss_countdown_ == 0) {
         loss_countdown_.reset();
         return true;
     }
+    --*loss_countdown_;
     return false;
 }
 

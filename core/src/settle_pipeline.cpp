@@ -6,6 +6,22 @@
 
 namespace tandem {
 
+bool CaptureWindow::room_for(std::size_t count) {
+    if (count <= max_launches && launches.size() <= max_launches - count) {
+        return true;
+    }
+    if (!doomed) {
+        doomed = Error::invalid_argument("a recording window holds at most " +
+                                         std::to_string(max_launches) + " launches");
+    }
+    return false;
+}
+
+void CaptureWindow::close() {
+    std::sort(write_set.begin(), write_set.end());
+    write_set.erase(std::unique(write_set.begin(), write_set.end()), write_set.end());
+}
+
 void Work::reset_work() {
     label.clear();
     device = 0;
@@ -18,6 +34,7 @@ void Work::reset_work() {
     failure.reset();
     provisional = false;
     window.reset();
+    replayed = true;
     read_back.reset();
     sequence = 0;
     settled = false;
@@ -93,33 +110,9 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
     return {};
 }
 
-bool SettlePipeline::same_local_targets(std::span<const LaunchArgument> arguments,
-                                        const Work& work) const {
-    const ServiceId runner = devices_.service_of(work.device);
-    std::size_t read = 0;
-    std::size_t written = 0;
-    const auto matches = [&](const std::vector<Target>& targets, std::size_t& next,
-                             const Handle& handle) {
-        if (next == targets.size()) {
-            return false;
-        }
-        const Target& target = targets[next++];
-        return !target.peer && target.owner == runner && target.key == handle.claim_key();
-    };
-    for (const LaunchArgument& argument : arguments) {
-        const Handle& handle = argument.handle;
-        // A moved-from handle names memory 0, which no target names.
-        if (handle.service() != runner || handle.peer() || argument.tensor_map ||
-            (reads(argument.access) && !matches(work.inputs, read, handle)) ||
-            (writes(argument.access) && !matches(work.outputs, written, handle))) {
-            return false;
-        }
-    }
-    return read == work.inputs.size() && written == work.outputs.size();
-}
-
 Status SettlePipeline::add_copy_targets(const KernelResource& source, const BufferBinding& target,
-                                        Work& work) const {
+                                        Work& work,
+                                        const std::shared_ptr<CaptureWindow>& window) const {
     const BufferBinding& from = source.buffer_binding();
     const ServiceId runner = devices_.service_of(work.device);
     if (const PeerBinding* peer = source.peer_binding()) {
@@ -135,6 +128,7 @@ Status SettlePipeline::add_copy_targets(const KernelResource& source, const Buff
         work.inputs.push_back(Target{runner, from.claim_key(), from.peer()});
     }
     work.outputs.push_back(Target{runner, target.claim_key(), target.peer()});
+    place_copy(work, window);
     return {};
 }
 
@@ -147,9 +141,14 @@ void SettlePipeline::add_replay_targets(const CaptureGraph& graph, Work& work,
         work.outputs.push_back(Target{runner, written, std::nullopt});
     }
     work.window = window;
-    if (window) {
+    if (!window) {
+        return;
+    }
+    if (window->room_for(graph.work().launches.size())) {
         window->launches.insert(window->launches.end(), graph.work().launches.begin(),
                                 graph.work().launches.end());
+    } else {
+        work.replayed = false;  // Not recorded: it writes nothing a replay of the window writes.
     }
 }
 
@@ -306,12 +305,9 @@ void SettlePipeline::settle(Work& work) {
         if (work.failed && !window->doomed) {
             // C14: a failed or skipped scope dooms the window.
             window->doomed = Error::torn_down("'" + work.label + "' failed or was skipped");
-        } else if (!work.failed) {
+        } else if (!work.failed && work.replayed) {
             for (const Target& output : work.outputs) {
-                auto& keys = window->write_set;
-                if (std::find(keys.begin(), keys.end(), output.key) == keys.end()) {
-                    keys.push_back(output.key);  // Deduplicated by claim key, nothing coarser.
-                }
+                window->write_set.push_back(output.key);  // Deduplicated when it ends (`close`).
             }
         }
     }

@@ -3,7 +3,6 @@
 // enqueue order when the host synchronises.
 
 #include "engine.hpp"
-#include "tandem/backend/detail/device_seed.hpp"
 #include "tandem/core/kernels/catalog.hpp"
 
 #include <algorithm>
@@ -13,15 +12,15 @@ namespace tandem::cuda {
 
 CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
                        std::uint64_t capacity_bytes, bool shares_gpu)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
+                   engine.options.seed),
       engine_(engine),
       index_(index),
       ordinal_(ordinal),
       shares_gpu_(shares_gpu),
       storage_(ordinal, capacity_bytes),
       memory_(storage_, order_, engine.options.pools),
-      next_launch_id_(engine.options.first_launch_id),
-      rng_(detail::device_seed(engine.options.seed, index)) {
+      next_launch_id_(engine.options.first_launch_id) {
     DeviceGuard guard(ordinal_);
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal_);
@@ -159,7 +158,7 @@ Status CudaDevice::check_recorded(const Event& event) const {
 
 std::optional<std::uint32_t> CudaDevice::kernel_fault_due(const std::string& kernel) {
     // Decided when a launch is enqueued, in program order, as on the simulator.
-    return faults_.kernel_fault_due(kernel, rng_);
+    return faults_.kernel_fault_due(kernel);
 }
 
 void CudaDevice::count_operation() {
@@ -470,15 +469,18 @@ Result<std::vector<std::byte>> CudaDevice::do_read_strided(const CopyDescriptor&
     if (Status readable = claims_.check(source.element_keys()); !readable) {
         return readable.error();
     }
-    std::vector<std::byte> whole(binding.size());
+    // The view's extent only: the bytes between its first and last element.
+    const ByteRange extent = source.extent();
+    std::vector<std::byte> covered(extent.size_bytes());
     DeviceGuard guard(ordinal_);
-    const cudaError_t status =
-        cudaMemcpy(whole.data(), reinterpret_cast<void*>(binding.memory().allocation().address),
-                   whole.size(), cudaMemcpyDeviceToHost);
+    const cudaError_t status = cudaMemcpy(
+        covered.data(),
+        reinterpret_cast<void*>(binding.memory().allocation().address + extent.begin),
+        covered.size(), cudaMemcpyDeviceToHost);
     if (status != cudaSuccess) {
         return call_error("the device to host copy of the strided read", status);
     }
-    return source.gather(whole.data());
+    return source.gather(covered);
 }
 
 Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& target,
@@ -492,7 +494,9 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
     std::shared_ptr<PendingOp> op = group().new_op(PendingOp::Kind::Copy);
     op->device = index_;
     op->stream = stream_id;
-    if (Status targets = group().pipeline.add_copy_targets(source, target, *op); !targets) {
+    if (Status targets =
+            group().pipeline.add_copy_targets(source, target, *op, resolved->stream->capture);
+        !targets) {
         return targets;
     }
     const CudaDevice* owner = engine_.device_of(op->inputs.front().owner);

@@ -67,6 +67,13 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     op->slot = next_slot_++ % status_slots;
     op->launch_id = take_launch_id();
     group().pipeline.add_replay_targets(graph, *op, (*found)->capture);
+    const std::vector<LaunchRequest>& launches = graph.work().launches;
+    if (!launches.empty() &&
+        std::all_of(launches.begin(), launches.end(), [&](const LaunchRequest& launch) {
+            return launch.kernel == launches.front().kernel;
+        })) {
+        op->replayed_kernel = launches.front().kernel;
+    }
     // The graph was built on this device by `end_capture`; a graph of another device (or one the
     // simulator recorded) replays launch by launch, and is refused there like any launch. So does
     // a graph with external work while kernel faults are armed: its external nodes read no

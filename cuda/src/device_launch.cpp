@@ -225,9 +225,12 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         op->issued = next_slot_;
         op->slot = next_slot_++ % status_slots;
         op->launch_id = take_launch_id();
-        // A copy run as a kernel stays a copy: no window records it.
+        // A copy run as a kernel stays a copy: no window records it, a failed one dooms it.
         mine.pipeline.admit_launch(*op, request, runnable,
                                       as_copy == nullptr ? target_stream.capture : nullptr);
+        if (as_copy != nullptr) {
+            SettlePipeline::place_copy(*op, target_stream.capture);
+        }
         if (op->refused) [[unlikely]] {
             runs = false;
         } else if (request.external) {
@@ -255,11 +258,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         return {};
     }
     const bool to_issue = handoff != nullptr && handoff->op == op.get();
-    const PendingOp& recorded = *op;
     push(std::move(op));
-    if (request.external && as_copy == nullptr) {
-        remember_external(recorded, target_stream);
-    }
     if (to_issue) {
         // Taken before the engine's lock is let go: the next launch on this stream, recorded
         // after this one, reaches the driver after it too.

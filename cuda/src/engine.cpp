@@ -104,6 +104,7 @@ void PendingOp::reset() {
     reset_work();
     held.clear();
     keep_alive.reset();
+    replayed_kernel.clear();
     has_status_word = false;
     word_on_host = false;
     lands = false;
@@ -465,8 +466,9 @@ void CudaGroup::fill_report(PendingOp& op) {
         op.report = Work::Report::NotRun;
     } else if (reported) {
         op.report = Work::Report::Failed;
+        const std::string& kernel = op.replayed_kernel.empty() ? op.label : op.replayed_kernel;
         op.failure =
-            Error::kernel_failed(KernelFailedDetails{op.label, device.service(), op.stream, code});
+            Error::kernel_failed(KernelFailedDetails{kernel, device.service(), op.stream, code});
     } else {
         op.report = Work::Report::Landed;
     }

@@ -73,6 +73,10 @@ struct PendingOp final : Work {
     HeldBindings held;
     /// Keeps what the work runs alive until then (the CUDA graph a replay launched).
     std::shared_ptr<void> keep_alive;
+    /// For a replay: the kernel a failure it reports names, when every launch of its graph runs
+    /// one kernel. Its launches share one status word, which does not say which of them failed,
+    /// so a graph of several kernels names the replay.
+    std::string replayed_kernel;
     /// Launches and replays that reached the GPU: the status word and the id that owns it.
     bool has_status_word = false;
     std::uint64_t slot = 0;
@@ -157,8 +161,6 @@ public:
     ~CudaDevice() override;
 
 #include "tandem/backend/detail/server_hooks.inc"
-    bool do_repeat_external(std::string_view name, const ExternalCallables& run,
-                            std::span<const LaunchArgument> arguments, StreamId stream) override;
 
     [[nodiscard]] int ordinal() const { return ordinal_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
@@ -283,19 +285,6 @@ private:
     std::optional<Error> call_external(std::string_view name, const ExternalCallables& run,
                                        std::span<void* const> pointers,
                                        std::span<const std::uint64_t> sizes, CudaStream& stream);
-    /// Records external work `name` over `arguments` on `stream` that already ran, with
-    /// `failure` if it failed: a repeat whose callable failed or called tandem, which then needs
-    /// a record of its own, after everything before it.
-    void record_ran_external(std::string_view name, std::span<const LaunchArgument> arguments,
-                             StreamId stream, std::optional<Error> failure);
-    /// Keeps `op`, external work just recorded on `stream`, as the work a repeat may share
-    /// (`do_repeat_external`) when it was called cleanly on local bytes outside a window.
-    void remember_external(const PendingOp& op, CudaStream& stream);
-    /// Forgets the work a repeat may share.
-    void forget_external() {
-        repeatable_ = {};
-        may_repeat_.store(false, std::memory_order_relaxed);
-    }
     /// Enqueues a copy whose inputs are clean (or claimed: then `op` is known not to run).
     void enqueue_copy(PendingOp& op, const CudaDevice& owner, const KernelResource& source,
                       const WriteTarget& target);
@@ -355,22 +344,6 @@ private:
     /// needs nothing the group's lock guards, only the memory manager (whose own lock serialises
     /// it). Changed under the group's lock, with `lost_` and the fault plan.
     std::atomic<bool> quick_allocation_{true};
-    /// The external work a repeat may share the record of (`do_repeat_external`): the newest
-    /// recorded, on `stream`, valid while the lock of `group` was taken once since, by the
-    /// repeat's own call. Under the group's lock.
-    struct RepeatableExternal {
-        const PendingOp* op = nullptr;
-        CudaStream* stream = nullptr;
-        const DeviceGroup* group = nullptr;
-        std::uint64_t entries = 0;
-    } repeatable_;
-    /// Whether `repeatable_` holds work, read without the lock: while it holds none, external
-    /// work is not offered as a repeat and takes the lock once. (While it holds some, a unit that
-    /// turns out not to repeat takes it twice.) A stale read only costs a lock or a record.
-    std::atomic<bool> may_repeat_{false};
-    /// Draws injected faults by probability: seeded from the runtime's seed and the device's
-    /// number, so a faulty run replays exactly, whichever groups the devices are in.
-    std::mt19937_64 rng_;
 
     /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
     void count_operation();

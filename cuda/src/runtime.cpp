@@ -163,7 +163,8 @@ bool CudaRuntime::drained() const {
     for (const auto& device : engine_->devices) {
         const GroupLock lock = device->lock_group();
         device->memory().sweep();
-        if (device->live_allocations() != 0 || !device->claims().drained()) {
+        if (device->live_allocations() != 0 || device->adopted_live() != 0 ||
+            !device->claims().drained()) {
             return false;
         }
     }

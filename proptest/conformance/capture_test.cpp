@@ -115,6 +115,10 @@ TYPED_TEST(Capture, c14_a_replay_whose_kernel_fails_on_its_data_claims_its_write
     std::optional<Error> error = this->read_error(client, output);
     ASSERT_TRUE(error);
     EXPECT_EQ(root_code(*error), 61u) << error->report();
+    // The failure names the kernel that failed, as a launch's does, on every backend.
+    const auto* failed = root_of(*error)->details_as<KernelFailedDetails>();
+    ASSERT_NE(failed, nullptr) << error->report();
+    EXPECT_EQ(failed->kernel, FailOnNonzero::name) << error->report();
     ASSERT_TRUE(client.write(input, filled(64, 0)));
     ASSERT_TRUE(client.replay(*graph, stream));
     EXPECT_EQ(this->read_bytes(client, output), filled(64, 0));
@@ -210,6 +214,49 @@ TYPED_TEST(Capture, c14_a_replay_releases_exactly_the_bytes_its_launches_write) 
         ASSERT_TRUE(error) << "a replay released bytes it never writes";
         EXPECT_EQ(root_code(*error), 9u);
     }
+}
+
+// C14 with C8: a copy is a scope, so a copy skipped inside a window (its source is claimed, C9)
+// dooms the window as a failed launch does; its target takes the source's failure, and what the
+// window recorded is claimed with the refusal.
+TYPED_TEST(Capture, c14_a_copy_skipped_inside_a_window_dooms_it) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle source = this->allocate(client, 64);
+    Handle target = this->allocate(client, 64);
+    Handle recorded = this->allocate(client, 64);
+    this->fail(client, source, 9);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    this->fill(client, recorded, 1);
+    ASSERT_TRUE(client.copy(source, target, stream));
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    ASSERT_FALSE(graph) << "a window holding a skipped copy was taken";
+    EXPECT_EQ(graph.error().kind(), ErrorKind::LaunchRefused) << graph.error().report();
+    std::optional<Error> copied = this->read_error(client, target);
+    ASSERT_TRUE(copied);
+    EXPECT_EQ(root_code(*copied), 9u) << copied->report();
+    std::optional<Error> error = this->read_error(client, recorded);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_of(*error)->kind(), ErrorKind::LaunchRefused) << error->report();
+}
+
+// C14's bound: a window given more than `capture_launches_max` launches is refused when it ends,
+// naming the bound, instead of growing without one.
+TYPED_TEST(Capture, c14_a_window_past_its_bound_is_refused) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle output = this->allocate(client, 1);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    for (std::size_t launch = 0; launch <= capture_launches_max; ++launch) {
+        ASSERT_TRUE(client.launch("fill", LaunchConfig::linear(1), {out(output)},
+                                  KernelArgs().u64(1), stream));
+    }
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    ASSERT_FALSE(graph) << "a window past its bound was taken";
+    EXPECT_NE(graph.error().report().find(std::to_string(capture_launches_max)), std::string::npos)
+        << graph.error().report();
 }
 
 }  // namespace

@@ -180,6 +180,76 @@ TYPED_TEST(ContractChecks, c6_a_strided_read_returns_the_view_in_order_and_check
     EXPECT_EQ(root_code(failed.error()), 4u) << failed.error().report();
 }
 
+// C6 on a view inside a slice: the view's bytes come from where the slice starts, not from the
+// allocation's first byte.
+TYPED_TEST(ContractChecks, c6_a_strided_read_of_a_slice_reads_the_slices_bytes) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle whole = this->allocate(client, 4096);
+    std::vector<std::byte> pattern(4096);
+    for (std::size_t i = 0; i < pattern.size(); ++i) {
+        pattern[i] = std::byte(i * 7 + 1);
+    }
+    ASSERT_TRUE(client.write(whole, pattern));
+    Result<Handle> slice = whole.slice(1000, 2000);
+    ASSERT_TRUE(slice);
+    Result<std::vector<std::byte>> view = client.read_strided(*slice, {3, 2}, {100, 10}, 4);
+    ASSERT_TRUE(view) << view.error().report();
+    std::vector<std::byte> expected;
+    for (std::uint64_t row = 0; row < 3; ++row) {
+        for (std::uint64_t column = 0; column < 2; ++column) {
+            const std::size_t at = 1000 + (row * 100 + column * 10) * 4;
+            expected.insert(expected.end(), pattern.begin() + static_cast<std::ptrdiff_t>(at),
+                            pattern.begin() + static_cast<std::ptrdiff_t>(at + 4));
+        }
+    }
+    EXPECT_EQ(*view, expected);
+}
+
+// C3 for a strided write: it lands the view's elements in view order and releases the claims of
+// exactly the bytes the view covers; the bytes between its elements keep theirs.
+TYPED_TEST(ContractChecks, c3_a_strided_write_releases_exactly_the_bytes_its_view_covers) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle matrix = this->allocate(client, 16 * 4);
+    this->fail(client, matrix, 7);
+    const std::vector<std::uint32_t> column{10, 11, 12, 13};
+    ASSERT_TRUE(client.write_strided(matrix, {4}, {4}, 4, std::as_bytes(std::span(column))));
+    Result<std::vector<std::byte>> back = client.read_strided(matrix, {4}, {4}, 4);
+    ASSERT_TRUE(back) << back.error().report();
+    std::vector<std::uint32_t> got(4);
+    std::memcpy(got.data(), back->data(), back->size());
+    EXPECT_EQ(got, column);
+    for (std::uint64_t row = 0; row < 4; ++row) {
+        EXPECT_TRUE(client.read(*matrix.slice(row * 16, 4))) << "row " << row;
+        std::optional<Error> between = this->read_error(client, *matrix.slice(row * 16 + 4, 12));
+        ASSERT_TRUE(between) << "a strided write released bytes it did not write, row " << row;
+        EXPECT_EQ(root_code(*between), 7u) << between->report();
+    }
+}
+
+// A strided write the caller got wrong is refused with InvalidArgument and changes nothing:
+// elements that share bytes (their order would be undefined), a size that is not the view's, a
+// view past the handle.
+TYPED_TEST(ContractChecks, a_strided_write_that_is_wrong_is_refused_and_changes_nothing) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle buffer = this->allocate(client, 64);
+    this->fail(client, buffer, 5);
+    const std::vector<std::byte> eight = filled(8, 1);
+    const std::vector<std::byte> sixteen = filled(16, 1);
+    const Status repeated = client.write_strided(buffer, {2}, {0}, 4, eight);
+    const Status short_bytes = client.write_strided(buffer, {4}, {2}, 4, eight);
+    const Status past = client.write_strided(buffer, {4}, {8}, 4, sixteen);
+    for (const Status* refused : {&repeated, &short_bytes, &past}) {
+        ASSERT_FALSE(*refused);
+        EXPECT_EQ(refused->error().kind(), ErrorKind::InvalidArgument) << refused->error().report();
+    }
+    std::optional<Error> error = this->read_error(client, *buffer.slice(0, 4));
+    ASSERT_TRUE(error) << "a refused strided write released bytes";
+    EXPECT_EQ(root_code(*error), 5u) << error->report();
+}
+
 // A handle that was moved from holds no memory: every call given one refuses it with
 // `InvalidArgument` and changes nothing, rather than following it.
 TYPED_TEST(ContractChecks, a_moved_from_handle_is_refused_by_every_call) {

@@ -2,6 +2,8 @@
 
 #include "support.hpp"
 
+#include <algorithm>
+
 namespace tandem::conformance {
 namespace {
 
@@ -140,6 +142,113 @@ TYPED_TEST(DeviceLoss, d1_peers_reading_a_lost_devices_memory_are_skipped_with_i
     Handle fresh = this->allocate(peer, 64);
     this->fill(peer, fresh, 5);
     EXPECT_EQ(this->read_bytes(peer, fresh), filled(64, 5));
+}
+
+// D1: an event recorded before its device was lost still ends: a peer stream that waits on it
+// goes on (other devices keep working), and a later wait on it from the host fails with
+// DeviceLost instead of hanging.
+TYPED_TEST(DeviceLoss, d1_an_event_of_a_device_lost_before_it_ran_still_ends) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client lost = runtime->client(0);
+    Client peer = runtime->client(1);
+    Handle busy = this->allocate(lost, 64);
+    this->fill(lost, busy, 1);
+    Result<Event> event = lost.record_event(lost.default_stream());
+    ASSERT_TRUE(event) << event.error().report();
+    Result<StreamId> waiting = peer.create_stream();
+    ASSERT_TRUE(waiting);
+    ASSERT_TRUE(peer.wait_event(*waiting, *event));
+    Handle after = this->allocate(peer, 64, *waiting);
+    this->fill(peer, after, 6, *waiting);
+    ASSERT_TRUE(lost.inject(DeviceLossFault{0}));
+    EXPECT_EQ(this->read_bytes(peer, after), filled(64, 6));
+    EXPECT_TRUE(peer.sync());
+    const Status waited = peer.wait(*event);
+    ASSERT_FALSE(waited) << "a wait on an event of a lost device succeeded";
+    EXPECT_EQ(waited.error().kind(), ErrorKind::DeviceLost) << waited.error().report();
+}
+
+// A fault plan means the same on every backend: `DeviceLossFault{n}` lets n units of work be
+// enqueued (launches that run something, copies, writes) and loses the device at the next, in
+// program order; event records, waits and launches of nothing are not units of work.
+TYPED_TEST(DeviceLoss, d1_a_loss_after_n_operations_counts_units_of_work_in_program_order) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle first = this->allocate(client, 64);
+    Handle second = this->allocate(client, 64);
+    Handle third = this->allocate(client, 64);
+    ASSERT_TRUE(client.inject(DeviceLossFault{2}));
+    Result<Event> event = client.record_event(client.default_stream());
+    ASSERT_TRUE(event);
+    ASSERT_TRUE(client.wait_event(client.default_stream(), *event));
+    ASSERT_TRUE(client.launch("fill", LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}}, {out(first)},
+                              KernelArgs().u64(1)));
+    this->fill(client, first, 1);
+    ASSERT_TRUE(client.write(second, filled(64, 2)));
+    EXPECT_FALSE(client.lost()) << "lost before two units of work were enqueued";
+    (void)client.launch("fill", LaunchConfig::linear(64), {out(third)}, KernelArgs().u64(3));
+    ASSERT_TRUE(client.lost()) << "not lost at the third unit of work";
+    EXPECT_EQ(client.lost()->kind(), ErrorKind::DeviceLost);
+}
+
+/// Which of `launches` fills of one byte each fail under a fault armed with probability 0.5 on
+/// device 1 of a two-device runtime of `made`.
+std::vector<bool> faulted_launches(const Made& made, std::size_t launches) {
+    std::vector<bool> failed;
+    Client client = made.runtime->client(1);
+    EXPECT_TRUE(client.inject(KernelFault{"fill", 0, 0.5, 9}));
+    std::vector<Handle> outputs;
+    for (std::size_t index = 0; index < launches; ++index) {
+        Result<Handle> output = client.allocate(1);
+        EXPECT_TRUE(output);
+        EXPECT_TRUE(client.launch("fill", LaunchConfig::linear(1), {out(*output)},
+                                  KernelArgs().u64(1)));
+        outputs.push_back(*output);
+    }
+    for (const Handle& output : outputs) {
+        failed.push_back(!client.read(output));
+    }
+    return failed;
+}
+
+// One seed faults the same launches on every backend: a fault plan draws from a generator of
+// its device, seeded from the runtime's seed, not from a backend's scheduler.
+TYPED_TEST(DeviceLoss, faults_drawn_by_probability_hit_the_same_launches_on_every_backend) {
+    TANDEM_RUNTIME(runtime, 2);
+    runtime.reset();
+    const Made here = TypeParam::make(2, 77);
+    const Made model = ReferenceBackend::make(2, 77);
+    ASSERT_TRUE(here.runtime && model.runtime);
+    const std::vector<bool> expected = faulted_launches(model, 32);
+    ASSERT_NE(std::count(expected.begin(), expected.end(), true), 0);
+    ASSERT_NE(std::count(expected.begin(), expected.end(), false), 0);
+    EXPECT_EQ(faulted_launches(here, 32), expected);
+}
+
+// A device keeps a bounded list of kernel faults: past `max` armed at once, arming is refused
+// with InvalidArgument; a fault for the nth launch leaves the list once that launch has passed.
+TYPED_TEST(DeviceLoss, kernel_faults_are_bounded_and_a_spent_one_is_retired) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    constexpr std::uint64_t max = 256;
+    for (std::uint64_t armed = 0; armed < max; ++armed) {
+        ASSERT_TRUE(client.inject(KernelFault{"fill", 1, 1.0, 5})) << armed;
+    }
+    const Status past = client.inject(KernelFault{"fill", 1, 1.0, 5});
+    ASSERT_FALSE(past) << "a kernel fault past the bound was armed";
+    EXPECT_EQ(past.error().kind(), ErrorKind::InvalidArgument);
+    Handle output = this->allocate(client, 64);
+    this->fill(client, output, 1);  // The first launch: every fault hits it, and is spent.
+    std::optional<Error> error = this->read_error(client, output);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_code(*error), 5u);
+    ASSERT_TRUE(client.inject(KernelFault{"fill", 1, 1.0, 6})) << "spent faults were kept";
+    this->fill(client, output, 2);
+    error = this->read_error(client, output);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(root_code(*error), 6u);
+    this->fill(client, output, 3);
+    EXPECT_EQ(this->read_bytes(client, output), filled(64, 3));
 }
 
 }  // namespace

@@ -56,6 +56,28 @@ TYPED_TEST(ForeignMemory, adopted_memory_has_claims_like_any_and_is_released_onc
     EXPECT_TRUE(runtime->drained());
 }
 
+// C4: adopted memory is a live allocation like any: a runtime that holds one is not drained, and
+// once its last handle goes (its failure with it), the runtime is.
+TYPED_TEST(ForeignMemory, c4_adopted_memory_is_live_until_its_last_handle_goes) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    std::atomic<int> releases = 0;
+    {
+        Foreign memory = foreign_memory(*runtime, 256, &releases);
+        ASSERT_NE(memory.pointer, nullptr);
+        Result<Handle> adopted = client.adopt({memory.pointer, 256, memory.release});
+        ASSERT_TRUE(adopted) << adopted.error().report();
+        ASSERT_TRUE(runtime->sync_all());
+        EXPECT_FALSE(runtime->drained()) << "a runtime holding adopted memory says it is drained";
+        this->fail(client, *adopted, 4);
+        ASSERT_TRUE(runtime->sync_all());
+        EXPECT_FALSE(runtime->drained());
+    }
+    ASSERT_TRUE(runtime->sync_all());
+    EXPECT_EQ(releases, 1);
+    EXPECT_TRUE(runtime->drained());
+}
+
 // A release callback that throws is called once, and its exception goes no further: the last
 // reference went away in a destructor, where nothing can take it.
 TYPED_TEST(ForeignMemory, a_release_callback_that_throws_ends_nothing) {

@@ -4,6 +4,7 @@
 #include "engine.hpp"
 #include "tandem/sim/kernel_registry.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tandem::sim {
@@ -33,7 +34,8 @@ std::uint64_t splitmix(std::uint64_t& state) {
 }  // namespace
 
 SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
+                   engine.options.seed),
       engine_(engine),
       index_(index),
       segment_(std::move(segment)),
@@ -61,13 +63,20 @@ void SimDevice::lose(const std::string& reason) {
     }
 }
 
-bool SimDevice::loss_due() { return faults_.loss_due(); }
+void SimDevice::lose_after_queued_work() {
+    // Refused from inside running work (it may be queued here itself): the loss comes at once.
+    (void)engine_.run_until([this] {
+        return std::all_of(streams_.begin(), streams_.end(),
+                           [](const SimStream& stream) { return stream.queue.empty(); });
+    });
+    lose("injected device loss");
+}
 
 std::optional<std::uint32_t> SimDevice::kernel_fault_due(const std::string& kernel) {
     if (!faults_.kernel_faults_armed()) {
         return std::nullopt;  // Asked for every launch: the call alone stalled on its result.
     }
-    return faults_.kernel_fault_due(kernel, engine_.rng);
+    return faults_.kernel_fault_due(kernel);
 }
 
 void SimDevice::sweep() { memory_.sweep(); }
@@ -157,6 +166,9 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
     Result<SimStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
+    }
+    if (operation->is_work() && faults_.loss_due()) [[unlikely]] {
+        lose_after_queued_work();  // This unit and every later one fail with the loss (D1).
     }
     SimStream& target = **found;
     operation->device = index_;
@@ -265,9 +277,15 @@ Result<Event> SimDevice::do_read_async(const BufferBinding& source, std::span<st
 Status SimDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                           StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
+    Result<SimStream*> found = stream(stream_id);
+    if (!found) {
+        return found.error();
+    }
     auto operation = engine_.new_operation(Operation::Kind::Copy);
     operation->device = index_;
-    if (Status targets = engine_.pipeline.add_copy_targets(source, target, *operation); !targets) {
+    if (Status targets =
+            engine_.pipeline.add_copy_targets(source, target, *operation, (*found)->capture);
+        !targets) {
         return targets;
     }
     operation->copy_source = source;

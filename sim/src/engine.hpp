@@ -84,14 +84,15 @@ public:
     [[nodiscard]] std::string describe_address(std::uint64_t address) const;
     /// Marks the device lost with a sticky fault (D1).
     void lose(const std::string& reason);
-    /// Counts one operation started here; true when an injected loss is due now.
-    bool loss_due();
+    /// An injected loss: the work already queued here runs first (as the other backends learn
+    /// what their queued work did before they lose the device), then the device is lost.
+    void lose_after_queued_work();
     /// Whether an injected kernel fault hits this launch of `kernel`; its code if so.
     std::optional<std::uint32_t> kernel_fault_due(const std::string& kernel);
     void sweep();
 
 private:
-    void do_lose_now() override { lose("injected device loss"); }
+    void do_lose_now() override { lose_after_queued_work(); }
     DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
     [[nodiscard]] bool do_grants_all_peers() const override;
     Result<SimStream*> stream(StreamId id);

@@ -133,6 +133,7 @@ void run_kernel(Operation& operation, SimKernelContext& context, const LaunchReq
         }
         if (context.failure_code() && !operation.failure_code) {
             operation.failure_code = context.failure_code();
+            operation.failed_kernel = request.kernel;
         }
     } catch (const SimFault& fault) {
         operation.fault = fault.report;
@@ -203,8 +204,12 @@ void Engine::start(SimDevice& device, SimStream& stream,
     mix_trace((std::uint64_t{op.device} << 48) ^ (std::uint64_t{op.stream_global} << 32) ^
               op.stream_sequence);
 
-    if (device.loss_due()) {
-        device.lose("injected device loss");
+    if (op.kind == Operation::Kind::Record) {
+        // Ends on a lost device too: the work before it ended (failed), and a peer's stream
+        // waiting on it goes on, as on a GPU (D1: other devices keep working).
+        events[op.event].completed = true;
+        events[op.event].clock = op.clock;
+        forget_events();
     }
     if (std::optional<Error> lost = device.lost()) {
         op.error = *lost;  // D1: every later operation fails with DeviceLost.
@@ -213,9 +218,6 @@ void Engine::start(SimDevice& device, SimStream& stream,
     }
     switch (op.kind) {
         case Operation::Kind::Record:
-            events[op.event].completed = true;
-            events[op.event].clock = op.clock;
-            forget_events();
             finish(device, stream, operation);
             return;
         case Operation::Kind::Wait:
@@ -270,6 +272,7 @@ void run_body(Engine& engine, Operation& op) {
         const LaunchRequest& request = launch_at(op, index);
         if (index < op.injected.size() && op.injected[index]) {
             op.failure_code = op.injected[index];  // Reported without running.
+            op.failed_kernel = request.kernel;
             return;
         }
         Result<std::vector<BoundResource>> bound = [&] {
@@ -368,7 +371,8 @@ std::string Engine::report(SimDevice& device, SimStream& stream, Operation& op) 
     if (op.failure_code) {
         op.report = Work::Report::Failed;
         op.failure = Error::kernel_failed(
-            KernelFailedDetails{op.label, device.service(), stream.id, *op.failure_code});
+            KernelFailedDetails{op.failed_kernel.empty() ? op.label : op.failed_kernel,
+                                device.service(), stream.id, *op.failure_code});
         return "failed: " + op.failure->message();
     }
     if (op.error) {

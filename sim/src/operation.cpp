@@ -40,6 +40,7 @@ void Operation::reset() {
     blocked_on.clear();
     fault.reset();
     failure_code.reset();
+    failed_kernel.clear();
     error.reset();
     injected.clear();
     touches_nothing = false;

@@ -109,6 +109,9 @@ struct Operation final : Work {
     std::string blocked_on;
     std::optional<std::string> fault;
     std::optional<std::uint32_t> failure_code;
+    /// The kernel that reported `failure_code`: a replay's failure names the kernel of its graph
+    /// that failed, as a launch's does.
+    std::string failed_kernel;
     /// An error that ends the operation without a kernel code: a throw, a deadlock, a lost device.
     std::optional<Error> error;
     /// Injected kernel faults, one entry per launch the operation runs, decided when it was

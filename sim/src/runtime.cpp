@@ -80,7 +80,8 @@ std::vector<DeviceSnapshot> SimRuntime::inspect() const {
         device->sweep();
         snapshots.push_back(DeviceSnapshot{
             device->service(), device->segment().name(), device->memory().usage(),
-            device->memory().live_count(), device->claims().claimed_allocation_count(),
+            device->memory().live_count() + device->adopted_live(),
+            device->claims().claimed_allocation_count(),
             device->claims().failure_count(), device->lost().has_value()});
     }
     return snapshots;

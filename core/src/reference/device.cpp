@@ -4,7 +4,6 @@
 #include "reference.hpp"
 
 #include "tandem/core/host_kernels.hpp"
-#include "tandem/backend/detail/device_seed.hpp"
 
 #include <cstring>
 
@@ -46,12 +45,12 @@ std::byte* host(std::uint64_t address) { return reinterpret_cast<std::byte*>(add
 
 ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
                                  std::uint64_t capacity_bytes, PoolOptions pools)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory),
+    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
+                   engine.options.seed),
       engine_(engine),
       index_(index),
       storage_(capacity_bytes),
-      memory_(storage_, order_, pools),
-      rng_(detail::device_seed(engine.options.seed, index)) {
+      memory_(storage_, order_, pools) {
     memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
     streams_.push_back(ReferenceStream{{StreamId{1}, {}, 0}});
     set_stream_count(1);
@@ -139,7 +138,9 @@ Result<std::vector<std::byte>> ReferenceDevice::do_read_strided(const CopyDescri
     if (Status readable = claims_.check(source.element_keys()); !readable) {
         return readable.error();
     }
-    return source.gather(host(source.binding().memory().allocation().address));
+    const ByteRange extent = source.extent();
+    return source.gather(std::span<const std::byte>(
+        host(source.binding().memory().allocation().address + extent.begin), extent.size_bytes()));
 }
 
 Result<Event> ReferenceDevice::do_read_async(const BufferBinding& source,
@@ -168,13 +169,15 @@ Result<Event> ReferenceDevice::do_read_async(const BufferBinding& source,
 Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBinding& target,
                                 StreamId stream) {
     const GroupLock lock = lock_group();
-    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
+    Result<ReferenceStream*> found = find_stream(streams_, stream);
+    if (!found) {
         return found.error();
     }
     auto work = std::make_shared<ReferenceWork>();
     work->device = index_;
     work->stream = stream;
-    if (Status targets = pipeline().add_copy_targets(source, target, *work); !targets) {
+    if (Status targets = pipeline().add_copy_targets(source, target, *work, (*found)->capture);
+        !targets) {
         return targets;
     }
     const BufferBinding& from = source.buffer_binding();
@@ -206,7 +209,7 @@ Status ReferenceDevice::do_launch(LaunchRequest&& request) {
     work->held.add(request.resources);
     // Drawn for every launch enqueued, in program order, as on every backend.
     const std::optional<std::uint32_t> injected =
-        faults_.kernel_fault_due(request.kernel, rng_);
+        faults_.kernel_fault_due(request.kernel);
     const bool registered = host_runnable(request);
     if (registered && request.config.runs_nothing()) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.
@@ -373,7 +376,7 @@ Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
     std::vector<std::optional<std::uint32_t>> injected;
     for (const LaunchRequest& launch : graph.work().launches) {
         launches.push_back(&launch);
-        injected.push_back(faults_.kernel_fault_due(launch.kernel, rng_));
+        injected.push_back(faults_.kernel_fault_due(launch.kernel));
     }
     return submit(work, [&] { run_launches(launches, injected, *work); });
 }

@@ -71,9 +71,6 @@ private:
     CompletedStreamOrder order_;  // Work is done when it is enqueued.
     MemoryManager memory_;
     std::deque<ReferenceStream> streams_;
-    /// Draws injected faults by probability: seeded from the runtime's seed and the device's
-    /// number, so a faulty run replays exactly, whichever groups the devices are in.
-    std::mt19937_64 rng_;
 };
 
 class ReferenceEngine final {

@@ -47,6 +47,7 @@ bool ReferenceRuntime::drained() const {
     for (const auto& device : engine_->devices) {
         const GroupLock lock = device->lock_group();
         if (!device->claims().drained() || device->memory().live_count() != 0 ||
+            device->adopted_live() != 0 ||
             !lock.group().pipeline.empty()) {
             return false;
         }

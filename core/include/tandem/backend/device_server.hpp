@@ -7,6 +7,7 @@
 // (device_groups.hpp), which serialises the state of the devices in it.
 
 #include "tandem/backend/claim_store.hpp"
+#include "tandem/backend/detail/device_seed.hpp"
 #include "tandem/backend/device_directory.hpp"
 #include "tandem/backend/device_groups.hpp"
 #include "tandem/backend/device_stream.hpp"
@@ -58,6 +59,13 @@ public:
     [[nodiscard]] ClaimStore& claims() { return claims_; }
     /// The device's claims and failure graph, read only.
     [[nodiscard]] const ClaimStore& claims() const { return claims_; }
+    /// Adopted allocations (`Client::adopt`) whose memory is still held: live allocations as much
+    /// as the memory manager's, for a runtime's `drained` and a snapshot.
+    [[nodiscard]] std::size_t adopted_live() const {
+        return adopted_live_.load(std::memory_order_acquire);
+    }
+    /// One adopted allocation's memory was released (its release sink calls it).
+    void adopted_released() { adopted_live_.fetch_sub(1, std::memory_order_acq_rel); }
     /// Whether the device is lost; under the group's lock.
     [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
     /// The device's loss (D1), if lost; under the group's lock.
@@ -93,10 +101,13 @@ protected:
 protected:
     /// `directory` reaches the runtime's devices (this one too); `groups` places them in the
     /// groups whose locks serialise the backend's state, and holds this device already.
-    DeviceServer(ServiceId service, DeviceGroups& groups, const DeviceDirectory& directory)
+    /// `runtime_seed` seeds the device's injected faults (`FaultPlan`).
+    DeviceServer(ServiceId service, DeviceGroups& groups, const DeviceDirectory& directory,
+                 std::uint64_t runtime_seed)
         : service_(service),
           claims_(service),
           directory_(directory),
+          faults_(detail::device_seed(runtime_seed, service.device_index)),
           groups_(groups),
           place_(groups.place_of(service.device_index)) {}
     /// The group the device is in now; it stays so while its lock is held.
@@ -210,6 +221,7 @@ private:
     /// `lost_` is set, readable without the lock.
     std::atomic<bool> lost_flag_{false};
     std::atomic<std::uint64_t> stream_count_{0};
+    std::atomic<std::size_t> adopted_live_{0};
     /// Whether `stream` was destroyed; takes `destroyed_mutex_`.
     [[nodiscard]] bool destroyed(StreamId stream) const;
     /// The destroyed streams' ids. A leaf lock: `has_stream` takes it under no other.

@@ -17,19 +17,31 @@
 
 namespace tandem {
 
-/// The faults armed on one device (`Client::inject`), and the count of launches and allocations
-/// each waits for. A device asks it, for every launch and allocation, whether a fault is due.
+/// The faults armed on one device (`Client::inject`), and the count of launches, allocations and
+/// units of work each waits for. A device asks it, for every launch, allocation and unit of work,
+/// in program order, whether a fault is due; probabilities draw from the plan's own generator,
+/// seeded from the runtime's seed and the device's number (`detail::device_seed`), so one seed
+/// faults the same launches on every backend.
 class FaultPlan {
 public:
+    /// Kernel faults armed at once on one device, at most: every launch of a kernel walks the
+    /// faults armed on it. A fault for the nth launch is retired once that launch has passed.
+    static constexpr std::size_t max_kernel_faults = 256;
+
+    /// A plan with nothing armed, drawing from a generator seeded with `seed`.
+    explicit FaultPlan(std::uint64_t seed) : rng_(seed) {}
+
     /// Arms a kernel, allocation or delayed device-loss fault; `InvalidArgument` for a probability
-    /// outside [0, 1] (NaN included) or an allocation counted from 0. A loss with no delay and a
-    /// stream delay are the device's to apply at once.
+    /// outside [0, 1] (NaN included), an allocation counted from 0, or a kernel fault past
+    /// `max_kernel_faults` armed. A loss with no delay and a stream delay are the device's to
+    /// apply at once.
     Status arm(const Fault& fault);
 
     /// Whether a fault hits this launch of `kernel`, and its code. Called for every launch
-    /// enqueued, in program order; probabilities draw from `rng`.
-    std::optional<std::uint32_t> kernel_fault_due(std::string_view kernel, std::mt19937_64& rng);
-    /// Whether any kernel fault was ever armed: without one, no launch needs `kernel_fault_due`.
+    /// enqueued, in program order (one that then runs nothing or is skipped counts too).
+    std::optional<std::uint32_t> kernel_fault_due(std::string_view kernel);
+    /// Whether a kernel fault is armed that may still hit: without one, no launch needs
+    /// `kernel_fault_due`.
     [[nodiscard]] bool kernel_faults_armed() const { return !kernel_faults_.empty(); }
     /// The injected failure of this allocation, if one is due; its figures are `memory`'s usage.
     /// A size the manager refuses as wrong is not counted.
@@ -38,7 +50,10 @@ public:
                                               const MemoryManager& memory);
     /// Whether an allocation failure is armed: until one is, allocations need not ask.
     [[nodiscard]] bool allocation_fault_armed() const { return allocation_countdown_ != 0; }
-    /// Counts one operation; true when an armed device loss is due now.
+    /// Counts one unit of work (what the settle pipeline records: a launch that runs something, a
+    /// copy, a write, a replay, external work), called as each is enqueued, in program order;
+    /// true when an armed device loss is due now: `DeviceLossFault{n}` lets n units be
+    /// enqueued and is due at the next. Event records and waits are not counted.
     bool loss_due();
     /// Whether a stream already held back `held_back` steps may be held back `steps` more:
     /// `InvalidArgument` past `StreamDelay::max_steps` in all, since a sync waits out every step
@@ -50,6 +65,7 @@ private:
         KernelFault fault;
         std::uint64_t launches = 0;
     };
+    std::mt19937_64 rng_;
     std::vector<KernelFaultState> kernel_faults_;
     std::uint64_t allocation_countdown_ = 0;
     std::optional<std::uint64_t> loss_countdown_;

@@ -139,15 +139,6 @@ public:
     /// before it runs (an unknown kernel, a configuration past a GPU's limits, shared memory never
     /// granted) is enqueued and claims its outputs (C10).
     Status launch(LaunchRequest&& request);
-    /// Calls external work `name` (`run`, over `arguments`, on `stream`) as a repeat of the unit
-    /// enqueued just before it, when the backend keeps such repeats and finds that nothing else
-    /// happened on the device since and it is the same work over the same bytes: it then runs
-    /// under that unit's record, and this returns true. False, having done nothing, otherwise:
-    /// the caller enqueues it as usual (`launch`). CUDA keeps repeats; the host backends do not.
-    bool repeat_external(std::string_view name, const ExternalCallables& run,
-                         std::span<const LaunchArgument> arguments, StreamId stream) {
-        return do_repeat_external(name, run, arguments, stream);
-    }
 
     /// A point in `stream`'s work that another stream, of any device, can wait for.
     Result<Event> record_event(StreamId stream);
@@ -231,11 +222,6 @@ private:
     virtual Status do_copy(const KernelResource& source, const BufferBinding& target,
                            StreamId stream) = 0;
     virtual Status do_launch(LaunchRequest&& request) = 0;
-    virtual bool do_repeat_external(std::string_view /*name*/, const ExternalCallables& /*run*/,
-                                    std::span<const LaunchArgument> /*arguments*/,
-                                    StreamId /*stream*/) {
-        return false;
-    }
     /// The call about to be made involves `other` (the owner of shared memory it binds or copies,
     /// the recorder of an event it waits on), which may be this device or a device of no runtime
     /// of this one: a backend that locks devices apart puts them together first.

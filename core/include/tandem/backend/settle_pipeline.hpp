@@ -97,12 +97,6 @@ public:
     /// device that owns it: `WrongService` for a buffer of another device that was not shared
     /// (P1), `PeerUnreachable` for shared memory of no device of this runtime.
     Status add_targets(const LaunchRequest& request, Work& work) const;
-    /// Whether a launch of `arguments`, run by `work.device`, reads and writes exactly what
-    /// `work` does, in the same order, every byte of it plain local memory of that device that
-    /// was never shared: what `add_targets` would give it, with no peer's failure slot to mark or
-    /// repair (P4, P5).
-    [[nodiscard]] bool same_local_targets(std::span<const LaunchArgument> arguments,
-                                          const Work& work) const;
 
     /// Admits a launch that runs something, recorded as `work`, on a stream whose open window is
     /// `window` (null when none): a refused launch (C10, `refusal`) claims only its declared
@@ -115,15 +109,27 @@ public:
         if (work.refused) [[unlikely]] {
             work.inputs.clear();
         } else if (window) {
-            window->launches.push_back(request);
+            if (window->room_for(1)) {
+                window->launches.push_back(request);
+            } else {
+                work.replayed = false;  // Not recorded: it writes nothing a replay writes.
+            }
         }
     }
 
     /// Records a copy run by `work.device` from `source` (a buffer of that device, or shared memory
-    /// of a peer) into `target`: its label, what it reads and what it writes.
+    /// of a peer) into `target`, on a stream whose open window is `window` (null when none): its
+    /// label, what it reads and what it writes, and its window (`place_copy`).
     /// `PeerUnreachable` for shared memory of no device of this runtime.
-    Status add_copy_targets(const KernelResource& source, const BufferBinding& target,
-                            Work& work) const;
+    Status add_copy_targets(const KernelResource& source, const BufferBinding& target, Work& work,
+                            const std::shared_ptr<CaptureWindow>& window) const;
+    /// Places a copy, recorded as `work`, in the window of its stream (null when none). A copy
+    /// runs when it is enqueued and a replay does not run it again, so the window records nothing
+    /// of it; but a copy is a scope (C8), so one that fails or is skipped dooms the window (C14).
+    static void place_copy(Work& work, const std::shared_ptr<CaptureWindow>& window) {
+        work.window = window;
+        work.replayed = false;
+    }
 
     /// Records a replay of `graph` run by `work.device` on a stream whose open window is `window`
     /// (null when none): its label, and that it writes exactly the graph's write set without

@@ -10,6 +10,7 @@
 
 #include "tandem/backend/outcome.hpp"
 #include "tandem/backend/server.hpp"
+#include "tandem/core/capture_graph.hpp"
 #include "tandem/core/error.hpp"
 
 #include <cstdint>
@@ -22,15 +23,26 @@ namespace tandem {
 
 /// A recording window of one stream (C14): the launches a replay runs, and what it releases.
 struct CaptureWindow {
+    /// Launches a window records at most: a window past it is doomed (a replay of it could not
+    /// be built whole), and its launch runs without being recorded.
+    static constexpr std::size_t max_launches = capture_launches_max;
+
     /// The launches recorded, in enqueue order: what a replay runs.
     std::vector<LaunchRequest> launches;
-    /// The outputs of the window's settled, clean launches, deduplicated by claim key: exactly
-    /// what a replay writes.
+    /// The outputs of the window's settled, clean launches: exactly what a replay writes. Sorted
+    /// and deduplicated by claim key (`close`) when the window ends.
     std::vector<ClaimKey> write_set;
     /// Why the window is refused when it ends: the first of its work that failed or was skipped.
     std::optional<Error> doomed;
     /// Work of the window not settled yet; the window can end once this is zero.
     std::size_t unsettled = 0;
+
+    /// Records `count` more launches, or dooms the window when they would take it past
+    /// `max_launches`; whether to record them.
+    bool room_for(std::size_t count);
+    /// Sorts and deduplicates the write set, by claim key and nothing coarser: once, when the
+    /// window ends, rather than a search for every output as work settles.
+    void close();
 };
 
 /// What an asynchronous read (`Client::read_async`) learns when it settles: whether the bytes
@@ -89,6 +101,10 @@ struct Work {
     bool provisional = false;
     /// The recording window it was enqueued in, if any.
     std::shared_ptr<CaptureWindow> window;
+    /// Whether a replay of `window` runs it, so that settling clean adds its outputs to the
+    /// window's write set. False for a copy: it runs when enqueued and is no part of a replay,
+    /// but failing or being skipped still dooms the window, as any scope does (C8, C14).
+    bool replayed = true;
     /// An asynchronous read: what it learns when it settles.
     std::shared_ptr<ReadBack> read_back;
 

@@ -7,12 +7,18 @@
 #include "tandem/core/ids.hpp"
 #include "tandem/core/runtime_key.hpp"
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
 namespace tandem {
 
 struct CapturedWork;
+
+/// Launches one recording window holds at most (`Client::begin_capture`): a window given more is
+/// refused when it ends, as a doomed window is, and its launches past the bound run without
+/// being recorded.
+inline constexpr std::size_t capture_launches_max = std::size_t{1} << 16;
 
 /// A recorded window of launches that can be replayed (rule C14). Copies share what was
 /// recorded.

@@ -113,6 +113,15 @@ public:
                                                 std::vector<std::uint64_t> shape,
                                                 std::vector<std::uint64_t> strides,
                                                 std::uint64_t elem_size_bytes);
+    /// `write` of a strided view of `target`: `bytes` holds the view's elements in view order
+    /// (`shape` elements of `elem_size_bytes`, `strides` elements apart, outermost first). Lands
+    /// on `target`'s stream and releases the claims of exactly the bytes the view covers (C3):
+    /// the bytes between its elements keep theirs. `InvalidArgument`, changing nothing, for a view
+    /// that is malformed, reaches past the handle's bytes or whose elements share bytes, and for
+    /// a `bytes` of another size than the view's.
+    Status write_strided(const Handle& target, std::vector<std::uint64_t> shape,
+                         std::vector<std::uint64_t> strides, std::uint64_t elem_size_bytes,
+                         std::span<const std::byte> bytes);
     /// Copies `source` (this device, or memory a peer shared) into `target` (this device), on
     /// `target`'s stream (the default stream once that one is destroyed).
     /// `InvalidArgument` for sizes that differ, or a source and target that share bytes (a GPU's
@@ -195,7 +204,8 @@ public:
     /// device of no runtime of this process, or GPUs that cannot reach each other.
     Status grant_peer_access(ServiceId accessor);
 
-    /// Opens a recording window on `stream` (C14); `InvalidArgument` if one is open.
+    /// Opens a recording window on `stream` (C14); `InvalidArgument` if one is open. A window
+    /// records at most `capture_launches_max` launches.
     Status begin_capture(StreamId stream);
     /// Ends the window on `stream`: the graph of what it recorded, or `LaunchRefused` when its work
     /// failed or was skipped (what it recorded is then claimed); `InvalidArgument` if none is open.

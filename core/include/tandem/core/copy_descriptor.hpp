@@ -7,6 +7,7 @@
 #include "tandem/core/result.hpp"
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace tandem {
@@ -43,9 +44,21 @@ public:
     [[nodiscard]] std::vector<std::uint64_t> element_offsets() const;
     /// The claim key of each element, in view order: what a strided read checks (C6).
     [[nodiscard]] std::vector<ClaimKey> element_keys() const;
-    /// The view's elements, in view order, out of `allocation`: the bytes of the whole
-    /// allocation, from its first byte.
-    [[nodiscard]] std::vector<std::byte> gather(const std::byte* allocation) const;
+    /// The smallest range of allocation offsets that holds every byte of the view (empty, at the
+    /// binding's first byte, for a view of no element): what a backend copies to read the view.
+    [[nodiscard]] ByteRange extent() const;
+    /// Whether no two elements share a byte: a view a write may take (the order of two writes of
+    /// one byte would be undefined).
+    [[nodiscard]] bool elements_disjoint() const;
+    /// The view's elements, in view order, out of `extent_bytes`: the bytes of `extent()`, from
+    /// its first. `InvalidArgument` when it holds fewer.
+    [[nodiscard]] Result<std::vector<std::byte>> gather(
+        std::span<const std::byte> extent_bytes) const;
+    /// Places `elements` (the view's elements in view order, `element_count() *
+    /// elem_size_bytes()` bytes) into `extent_bytes`, the bytes of `extent()` from its first;
+    /// bytes of the extent no element covers are left as they are. `InvalidArgument` for sizes
+    /// that do not match.
+    Status scatter(std::span<const std::byte> elements, std::span<std::byte> extent_bytes) const;
 
 private:
     CopyDescriptor(BufferBinding binding, std::vector<std::uint64_t> shape,

@@ -36,8 +36,7 @@ public:
         if (!mutex_.try_lock()) {
             lock_contended();
         }
-        ++depth_;  // Only the holder reads or writes the counts.
-        ++entries_;
+        ++depth_;  // Only the holder reads or writes the count.
     }
     void unlock() {
         --depth_;
@@ -45,11 +44,6 @@ public:
     }
     /// How many times the calling thread holds the lock; only for a thread that holds it.
     [[nodiscard]] int depth() const { return depth_; }
-    /// How many times the lock was ever taken, by any thread, nested or not (a wait that let it go
-    /// takes it again); only for a thread that holds it. A holder that finds it one above what it
-    /// read when it last held it knows no one else held it in between, and it did nothing that
-    /// took it (`Released` counts): what the lock guards is as it left it.
-    [[nodiscard]] std::uint64_t entries() const { return entries_; }
 
     /// Opens an issue; the caller holds the lock, and closes the issue (`end_issue`) without it.
     void begin_issue() { issues_.fetch_add(1, std::memory_order_relaxed); }
@@ -104,7 +98,6 @@ private:
 
     std::recursive_mutex mutex_;
     int depth_ = 0;
-    std::uint64_t entries_ = 0;
     /// Issues opened and not yet closed. On a cache line of its own: launches close their issues
     /// without the lock, and must not take from the holder the line of what it guards.
     alignas(64) std::atomic<int> issues_{0};
