@@ -22,8 +22,10 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -182,7 +184,7 @@ private:
         for (std::size_t index = 0; index < clients_.size(); ++index) {
             lost_before_[index] = clients_[index].lost().has_value();
         }
-        switch (data_.ConsumeIntegralInRange<int>(0, 23)) {
+        switch (data_.ConsumeIntegralInRange<int>(0, 24)) {
             case 0:
                 allocate();
                 break;
@@ -251,6 +253,9 @@ private:
                 break;
             case 22:
                 adopt();
+                break;
+            case 23:
+                write_strided();
                 break;
             default:
                 external();
@@ -495,10 +500,11 @@ private:
     }
 
     void launch() {
-        static const char* const kernels[] = {"fill",     "copy", "fail",
-                                              "checksum", "add",  "no such kernel"};
+        static constexpr std::string_view unregistered = "no such kernel";
+        static constexpr std::string_view kernels[] = {"fill",     "copy", "fail",
+                                                       "checksum", "add",  unregistered};
         const std::size_t index = pick_client();
-        const std::string kernel = kernels[data_.ConsumeIntegralInRange<std::size_t>(0, 5)];
+        const std::string kernel{kernels[data_.ConsumeIntegralInRange<std::size_t>(0, 5)]};
         const LaunchConfig config = hostile_config();
         std::vector<LaunchArgument> arguments;
         std::optional<ErrorKind> refusal;
@@ -526,6 +532,8 @@ private:
         } else if (foreign) {
             expect_refused(launched, ErrorKind::PeerUnreachable,
                            "launch with another runtime's memory");
+        } else if (kernel == unregistered) {  // Refused at the call, whatever it declares.
+            expect_refused(launched, ErrorKind::LaunchRefused, "launch of an unregistered name");
         } else if (!launched) {
             violated("launch refused at once: " + launched.error().report());
         }
@@ -773,29 +781,82 @@ private:
         }
     }
 
+    /// A strided view, often malformed: shape, strides and element size.
+    struct View {
+        std::vector<std::uint64_t> shape;
+        std::vector<std::uint64_t> strides;
+        std::uint64_t elem = 0;
+
+        [[nodiscard]] bool malformed() const {
+            return shape.empty() || shape.size() != strides.size() || elem == 0;
+        }
+        /// The bytes the view yields, or none past `max_touched_bytes`.
+        [[nodiscard]] std::optional<std::uint64_t> yield_bytes() const {
+            std::uint64_t count = elem;
+            for (std::uint64_t extent : shape) {
+                if (__builtin_mul_overflow(count, extent, &count)) {
+                    return std::nullopt;
+                }
+            }
+            return count <= max_touched_bytes ? std::optional(count) : std::nullopt;
+        }
+    };
+
+    View hostile_view() {
+        View view;
+        const std::size_t rank = data_.ConsumeIntegralInRange<std::size_t>(0, 5);
+        for (std::size_t dim = 0; dim < rank; ++dim) {
+            view.shape.push_back(hostile_u64(data_, 8));
+            view.strides.push_back(hostile_u64(data_, 4));
+        }
+        if (data_.ConsumeIntegralInRange<int>(0, 7) == 0 && !view.strides.empty()) {
+            view.strides.pop_back();
+        }
+        view.elem = hostile_u64(data_, 4);
+        return view;
+    }
+
+    void write_strided() {
+        Slot* slot = pick_slot();
+        if (slot == nullptr) {
+            return;
+        }
+        const std::size_t index = pick_client();
+        const View view = hostile_view();
+        std::uint64_t size = data_.ConsumeIntegralInRange<std::uint64_t>(0, 64);
+        const std::optional<std::uint64_t> yields = view.yield_bytes();
+        if (data_.ConsumeBool() && yields) {
+            size = *yields;
+        }
+        const std::vector<std::byte> bytes(size, std::byte{0x3c});
+        Status written =
+            client(index).write_strided(slot->handle, view.shape, view.strides, view.elem, bytes);
+        if (slot->handle.service() != client(index).service()) {
+            expect_refused(written, ErrorKind::WrongService, "strided write through another device");
+        } else if (view.malformed() || !yields || size != *yields) {
+            expect_refused(written, ErrorKind::InvalidArgument, "a malformed strided write");
+        } else {
+            // A view past the handle's bytes, or whose elements share bytes, is InvalidArgument.
+            expect_ok_or(written, {ErrorKind::InvalidArgument, ErrorKind::DeviceLost},
+                         "strided write");
+        }
+    }
+
     void read_strided() {
         Slot* slot = pick_slot();
         if (slot == nullptr) {
             return;
         }
         const std::size_t index = pick_client();
-        const std::size_t rank = data_.ConsumeIntegralInRange<std::size_t>(0, 5);
-        std::vector<std::uint64_t> shape;
-        std::vector<std::uint64_t> strides;
-        for (std::size_t dim = 0; dim < rank; ++dim) {
-            shape.push_back(hostile_u64(data_, 8));
-            strides.push_back(hostile_u64(data_, 4));
-        }
-        if (data_.ConsumeIntegralInRange<int>(0, 7) == 0 && !strides.empty()) {
-            strides.pop_back();
-        }
-        const std::uint64_t elem = hostile_u64(data_, 4);
-        auto bytes = client(index).read_strided(slot->handle, shape, strides, elem);
+        const View view = hostile_view();
+        const std::vector<std::uint64_t>& shape = view.shape;
+        const std::uint64_t elem = view.elem;
+        auto bytes = client(index).read_strided(slot->handle, view.shape, view.strides, elem);
         if (slot->handle.service() != client(index).service()) {
             expect_refused(bytes, ErrorKind::WrongService, "strided read through another device");
             return;
         }
-        if (shape.empty() || shape.size() != strides.size() || elem == 0) {
+        if (view.malformed()) {
             expect_refused(bytes, ErrorKind::InvalidArgument, "a malformed strided view");
             return;
         }
