@@ -239,8 +239,8 @@ struct Scope : CheckedCommand<Scope> {
         } else {
             testing::run_through(sut.pipeline, work);
         }
-        RC_ASSERT(work->settled);
-        RC_ASSERT(work->failed == (outcome != Outcome::Succeed));
+        RC_ASSERT(work->settled());
+        RC_ASSERT(work->failed() == (outcome != Outcome::Succeed));
     }
     void show(std::ostream& out) const override {
         const char* names[] = {"succeeds", "fails", "throws"};
@@ -280,8 +280,8 @@ struct Launch : CheckedCommand<Launch> {
         testing::run_through(sut.pipeline, work, failure);
         // C9: held back exactly when an input is claimed; the outputs then carry its failure,
         // which the byte model checks after the step.
-        RC_ASSERT((work->report == Work::Report::NotRun) == (claimed != 0));
-        RC_ASSERT(work->settled);
+        RC_ASSERT((work->reported() == Work::Report::NotRun) == (claimed != 0));
+        RC_ASSERT(work->settled());
     }
     void show(std::ostream& out) const override {
         out << "launch reading " << inputs << " writing " << outputs

@@ -122,10 +122,9 @@ struct Run {
     void learn(std::size_t index, const WorkSpec& spec) {
         Work& work = *works[index];
         if (spec.code == 0) {
-            work.report = Work::Report::Landed;
+            work.ran(Status{});
         } else {
-            work.report = Work::Report::Failed;
-            work.failure = Error::kernel_failed({work.label, device0, StreamId{1}, spec.code});
+            work.ran(Error::kernel_failed({work.label, device0, StreamId{1}, spec.code}));
         }
     }
     /// What a read of byte `at` of `allocation` says: ok, or the root and the skipped work.

@@ -29,16 +29,16 @@ void Work::reset_work() {
     inputs.clear();
     outputs.clear();
     checks_inputs = true;
-    refused.reset();
-    report = Report::Pending;
-    failure.reset();
-    provisional = false;
+    refused_.reset();
+    report_ = Report::Pending;
+    failure_.reset();
+    provisional_ = false;
     window.reset();
     replayed = true;
     read_back.reset();
-    sequence = 0;
-    settled = false;
-    failed = false;
+    sequence_ = 0;
+    settled_ = false;
+    failed_ = false;
 }
 
 std::optional<Error> SettlePipeline::refusal_slow(const Work& work, const LaunchRequest& request,
@@ -153,7 +153,7 @@ void SettlePipeline::add_replay_targets(const CaptureGraph& graph, Work& work,
 }
 
 void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
-    work->sequence = next_sequence_++;
+    work->sequence_ = next_sequence_++;
     for (const Target& output : work->outputs) {
         Writers& list = writers_.find_or_insert(output.key.memory.value);
         if (list.works.empty() && list.works.capacity() == 0 && !spare_lists_.empty()) {
@@ -211,7 +211,7 @@ std::vector<std::shared_ptr<Work>> SettlePipeline::release_unsettled() {
 MovedSequences SettlePipeline::absorb(SettlePipeline& other) {
     MovedSequences moved;
     for (std::shared_ptr<Work>& work : other.release_unsettled()) {
-        const std::uint64_t before = work->sequence;
+        const std::uint64_t before = work->sequence_;
         enqueue(std::move(work));
         moved.sequences.emplace_back(before, next_sequence_ - 1);
     }
@@ -264,37 +264,37 @@ bool SettlePipeline::uncovered_claimed(const Target& input) const {
 void SettlePipeline::settle(Work& work) {
     const ServiceId runner = devices_.service_of(work.device);
     std::optional<Cause> cause;
-    const bool lost = work.report == Work::Report::Failed && work.failure &&
-                      work.failure->kind() == ErrorKind::DeviceLost;
-    if (!work.refused && !lost && work.checks_inputs) {
+    const bool lost = work.report_ == Work::Report::Failed && work.failure_ &&
+                      work.failure_->kind() == ErrorKind::DeviceLost;
+    if (!work.refused_ && !lost && work.checks_inputs) {
         // In enqueue order, the claims on the inputs now are the claims the work met in program
         // order: a claimed input means it was skipped (C9), or consumed bytes of failed work
         // before anyone knew (C13), whatever it reported itself.
         cause = first_claimed_input(devices_, work.inputs);
     }
-    work.failed = true;
-    if (work.refused) {
-        claim_failed(devices_, work.outputs, *work.refused);  // C10, or it never reached a queue.
+    work.failed_ = true;
+    if (work.refused_) {
+        claim_failed(devices_, work.outputs, *work.refused_);  // C10, or it never reached a queue.
     } else if (cause) {
         claim_skipped(devices_, runner, work.label, work.outputs, *cause);
-    } else if (work.report == Work::Report::Failed) {
-        claim_failed(devices_, work.outputs, *work.failure);  // C8, P4, D1.
-    } else if (work.report == Work::Report::NotRun) {
+    } else if (work.report_ == Work::Report::Failed) {
+        claim_failed(devices_, work.outputs, *work.failure_);  // C8, P4, D1.
+    } else if (work.report_ == Work::Report::NotRun) {
         // Only work whose input will be claimed is held back; should that ever not hold, its
         // outputs still must not read as written.
         claim_failed(devices_, work.outputs,
                      Error::torn_down("'" + work.label +
                                       "' did not run, and no input of it was found claimed"));
     } else {
-        work.failed = false;
+        work.failed_ = false;
         release_outputs(devices_, work.outputs);  // C3.
     }
     if (ReadBack* read = work.read_back.get()) {
         // In enqueue order, the claims on its bytes now are those a read met in program order.
         if (std::optional<Error> gone = devices_.lost(read->owner)) {
             read->outcome = Status(*gone);  // D1.
-        } else if (work.report == Work::Report::Failed && work.failure) {
-            read->outcome = Status(*work.failure);  // The copy itself failed.
+        } else if (work.report_ == Work::Report::Failed && work.failure_) {
+            read->outcome = Status(*work.failure_);  // The copy itself failed.
         } else {
             const ClaimKey keys[] = {read->key};
             read->outcome = devices_.check(read->owner, keys);
@@ -302,17 +302,17 @@ void SettlePipeline::settle(Work& work) {
     }
     if (CaptureWindow* window = work.window.get()) {
         --window->unsettled;
-        if (work.failed && !window->doomed) {
+        if (work.failed_ && !window->doomed) {
             // C14: a failed or skipped scope dooms the window.
             window->doomed = Error::torn_down("'" + work.label + "' failed or was skipped");
-        } else if (!work.failed && work.replayed) {
+        } else if (!work.failed_ && work.replayed) {
             for (const Target& output : work.outputs) {
                 window->write_set.push_back(output.key);  // Deduplicated when it ends (`close`).
             }
         }
     }
     --unsettled_per_device_[work.device];
-    work.settled = true;
+    work.settled_ = true;
     work.on_settled();
 }
 
@@ -369,9 +369,9 @@ std::optional<std::string> SettlePipeline::check_invariants() const {
     writers_.for_each([&](std::uint64_t memory, const Writers& list) {
         for (std::size_t index = list.settled; index < list.works.size() && !broken; ++index) {
             const Work& work = *list.works[index];
-            if (work.settled) {
+            if (work.settled_) {
                 broken = "settled work is still a writer of memory #" + std::to_string(memory);
-            } else if (index > list.settled && list.works[index - 1]->sequence >= work.sequence) {
+            } else if (index > list.settled && list.works[index - 1]->sequence_ >= work.sequence_) {
                 broken = "the writers of memory #" + std::to_string(memory) + " are out of order";
             }
         }

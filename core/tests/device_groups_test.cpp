@@ -104,13 +104,13 @@ TEST_F(DeviceGroupsTest, a_join_moves_unsettled_work_behind_the_stayers_in_its_o
         pending_write(0, stayer_memory, 8), pending_write(0, stayer_memory, 8),
         pending_write(1, leaver_memory, 16), pending_write(1, leaver_memory, 16)};
     auto landed = pending_write(1, MemoryId::next(), 4);
-    landed->report = Work::Report::Landed;
+    landed->ran(Status{});
     leaver.enqueue(landed);
     leaver.settle_ready();  // Settled before the join: not moved.
     for (const auto& work : works) {
         (work->device == 0 ? stayer : leaver).enqueue(work);
     }
-    const std::uint64_t leaver_last = works[3]->sequence;  // As a backend would keep one.
+    const std::uint64_t leaver_last = works[3]->sequence();  // As a backend would keep one.
     groups->join(0, 1);
     EXPECT_TRUE(leaver.empty());
     EXPECT_EQ(stayer.size(), 4u);
@@ -123,10 +123,10 @@ TEST_F(DeviceGroupsTest, a_join_moves_unsettled_work_behind_the_stayers_in_its_o
     const ClaimKey leaver_key{leaver_memory, {0, 16}};
     EXPECT_TRUE(stayer.writes_unsettled(ServiceId{7, 1}, std::span(&leaver_key, 1)));
     const MovedSequences& moved = static_cast<const CountingGroup&>(groups->of(0)).last_moved;
-    EXPECT_EQ(moved.translate(leaver_last), works[3]->sequence);
+    EXPECT_EQ(moved.translate(leaver_last), works[3]->sequence());
     EXPECT_EQ(moved.translate(leaver_last + 1), stayer.next_sequence());
     for (const auto& work : works) {
-        work->report = Work::Report::Landed;
+        work->ran(Status{});
     }
     stayer.settle_ready();
     EXPECT_TRUE(stayer.empty());

@@ -42,7 +42,7 @@ TEST(HeapAllocations, the_success_path_of_the_settle_pipeline_allocates_nothing)
     }
     spare.reserve(256);
     const auto settle_all = [&] {
-        pipeline.for_each_pending([](Work& work) { work.report = Work::Report::Landed; });
+        pipeline.for_each_pending([](Work& work) { work.ran(Status{}); });
         pipeline.settle_ready(
             [&](std::shared_ptr<Work>&& work) { spare.push_back(std::move(work)); });
     };

@@ -43,12 +43,11 @@ inline void run_through(SettlePipeline& pipeline, const std::shared_ptr<Work>& w
     pipeline.enqueue(work);
     if (pipeline.examine(*work, [](const Work&) { return true; }) ==
         SettlePipeline::Inputs::Claimed) {
-        work->report = Work::Report::NotRun;
+        work->did_not_run();
     } else if (failure) {
-        work->report = Work::Report::Failed;
-        work->failure = std::move(failure);
+        work->ran(std::move(*failure));
     } else {
-        work->report = Work::Report::Landed;
+        work->ran(Status{});
     }
     pipeline.settle_ready();
 }

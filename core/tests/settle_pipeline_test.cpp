@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 namespace tandem {
 namespace {
 
@@ -50,8 +52,8 @@ TEST_F(SettlePipelineTest, a_skipped_launch_claims_its_outputs_with_the_first_cl
     ClaimKey outputs[] = {{c, {0, 16}}};
     auto consumer = work_over("consumer", inputs, outputs);
     run_through(pipeline, consumer);
-    EXPECT_EQ(consumer->report, Work::Report::NotRun);  // Held back: it wrote nothing.
-    EXPECT_TRUE(consumer->failed);
+    EXPECT_EQ(consumer->reported(), Work::Report::NotRun);  // Held back: it wrote nothing.
+    EXPECT_TRUE(consumer->failed());
     EXPECT_EQ(store.first_claimed(outputs)->second, failure);
     EXPECT_EQ(store.failure_count(), 1u);
     EXPECT_EQ(store.allocations_carrying(failure), 2u);
@@ -63,7 +65,7 @@ TEST_F(SettlePipelineTest, pure_outputs_are_not_checked_so_writing_a_stale_buffe
     (void)store.fail(stale, boom());
     auto fill = work_over("fill", {}, stale);
     run_through(pipeline, fill);
-    EXPECT_EQ(fill->report, Work::Report::Landed);
+    EXPECT_EQ(fill->reported(), Work::Report::Landed);
     EXPECT_TRUE(store.check(stale));
     EXPECT_TRUE(store.drained());
 }
@@ -123,10 +125,10 @@ TEST_F(SettlePipelineTest, refused_work_claims_only_its_declared_outputs) {
     ClaimKey input[] = {{a, {0, 16}}};
     ClaimKey output[] = {{b, {0, 16}}};
     auto refused = work_over("refused", {}, output);
-    refused->refused = Error::launch_refused("refused", "block of 4096 threads");
+    refused->refuse(Error::launch_refused("refused", "block of 4096 threads"));
     pipeline.enqueue(refused);
     pipeline.settle_ready();  // Refused work settles without a report.
-    EXPECT_TRUE(refused->settled);
+    EXPECT_TRUE(refused->settled());
     EXPECT_TRUE(store.check(input));
     Status read = store.check(output);
     ASSERT_FALSE(read);
@@ -139,7 +141,7 @@ TEST_F(SettlePipelineTest, chains_that_share_no_allocation_never_affect_each_oth
     (void)store.fail(left, boom());
     auto independent = work_over("independent", right, right);
     run_through(pipeline, independent);
-    EXPECT_EQ(independent->report, Work::Report::Landed);
+    EXPECT_EQ(independent->reported(), Work::Report::Landed);
     EXPECT_TRUE(store.check(right));
 }
 
@@ -155,17 +157,16 @@ TEST_F(SettlePipelineTest, work_settles_in_enqueue_order_whatever_order_it_repor
         pipeline.enqueue(work);
     }
     EXPECT_EQ(inputs_of(pipeline, *consumer), SettlePipeline::Inputs::Pending);
-    rewrite->report = Work::Report::Landed;
-    consumer->report = Work::Report::Landed;
-    consumer->provisional = true;  // It ran before its producer's outcome was known.
+    rewrite->ran(Status{});
+    consumer->ran(Status{});
+    consumer->set_provisional(true);  // It ran before its producer's outcome was known.
     pipeline.settle_ready();
-    EXPECT_FALSE(rewrite->settled);  // Waits for the producer, enqueued before it.
-    producer->report = Work::Report::Failed;
-    producer->failure = boom(5);
+    EXPECT_FALSE(rewrite->settled());  // Waits for the producer, enqueued before it.
+    producer->ran(boom(5));
     pipeline.settle_ready();
     EXPECT_TRUE(pipeline.empty());
-    EXPECT_TRUE(consumer->failed);  // C13: it consumed failed bytes.
-    EXPECT_FALSE(rewrite->failed);
+    EXPECT_TRUE(consumer->failed());  // C13: it consumed failed bytes.
+    EXPECT_FALSE(rewrite->failed());
     EXPECT_TRUE(store.check(kb));  // The later rewrite landed on the consumer's bytes.
     EXPECT_FALSE(store.check(ka));
 }
@@ -180,8 +181,7 @@ TEST_F(SettlePipelineTest, examine_holds_back_work_whose_uncovered_bytes_a_faile
     auto partial = work_over("partial", {}, front);
     pipeline.enqueue(producer);
     pipeline.enqueue(partial);
-    producer->report = Work::Report::Failed;
-    producer->failure = boom(3);
+    producer->ran(boom(3));
     auto reads_front = work_over("reads_front", front, out);
     auto reads_whole = work_over("reads_whole", whole, out);
     std::vector<const Work*> visited;
@@ -194,7 +194,7 @@ TEST_F(SettlePipelineTest, examine_holds_back_work_whose_uncovered_bytes_a_faile
     ASSERT_EQ(visited.size(), 1u);
     EXPECT_EQ(visited[0], partial.get());  // The failed producer is superseded for these bytes.
     EXPECT_EQ(inputs_of(pipeline, *reads_whole), SettlePipeline::Inputs::Claimed);
-    partial->report = Work::Report::Landed;
+    partial->ran(Status{});
     pipeline.settle_ready();
     EXPECT_EQ(inputs_of(pipeline, *reads_front), SettlePipeline::Inputs::Clean);
     EXPECT_EQ(inputs_of(pipeline, *reads_whole), SettlePipeline::Inputs::Claimed);
@@ -209,7 +209,7 @@ TEST_F(SettlePipelineTest, a_window_records_the_clean_writes_of_its_work_once_ea
         work->window = window;
         pipeline.enqueue(work);
         EXPECT_EQ(window->unsettled, 1u);
-        work->report = Work::Report::Landed;
+        work->ran(Status{});
         pipeline.settle_ready();
     }
     EXPECT_EQ(window->unsettled, 0u);
@@ -233,16 +233,71 @@ TEST_F(SettlePipelineTest, a_long_run_of_pending_work_settles_in_order_and_leave
     EXPECT_EQ(pipeline.size(), 1000u);
     EXPECT_TRUE(pipeline.writes_unsettled(device0, key));
     for (auto each = works.rbegin(); each != works.rend(); ++each) {
-        (*each)->report = Work::Report::Landed;  // Reported newest first.
+        (*each)->ran(Status{});  // Reported newest first.
     }
     std::uint64_t last = 0;
     pipeline.settle_ready([&](std::shared_ptr<Work>&& settled) {
-        EXPECT_GT(settled->sequence, last);
-        last = settled->sequence;
+        EXPECT_GT(settled->sequence(), last);
+        last = settled->sequence();
     });
     EXPECT_TRUE(pipeline.empty());
     EXPECT_FALSE(pipeline.writes_unsettled(device0, key));
     EXPECT_TRUE(store.drained());
+}
+
+// The scope of work a backend runs at once (`run_now`): whichever way the backend's part ends,
+// the work settles by the rules. A throw is a TornDown failure of its outputs (C8); a consumer
+// of those bytes is skipped without its part being called (C9); on a lost device nothing runs
+// and the work fails with the loss (D1); refused work is not run (C10).
+TEST_F(SettlePipelineTest, run_now_settles_every_way_out_of_the_backends_part_by_the_rules) {
+    ClaimKey ka[] = {{a, {0, 16}}};
+    ClaimKey kb[] = {{b, {0, 16}}};
+    ClaimKey kc[] = {{c, {0, 16}}};
+    auto thrower = work_over("thrower", {}, ka);
+    pipeline.enqueue(thrower);
+    pipeline.run_now(*thrower, std::nullopt, []() -> Status { throw std::runtime_error("x"); });
+    pipeline.settle_ready();
+    EXPECT_TRUE(thrower->failed());
+    ASSERT_TRUE(thrower->failure());
+    EXPECT_EQ(thrower->failure()->kind(), ErrorKind::TornDown);
+    EXPECT_NE(thrower->failure()->message().find("thrower"), std::string::npos);
+
+    int called = 0;
+    const auto part = [&] {
+        ++called;
+        return Status{};
+    };
+    auto consumer = work_over("consumer", ka, kb);
+    pipeline.enqueue(consumer);
+    pipeline.run_now(*consumer, std::nullopt, part);
+    pipeline.settle_ready();
+    EXPECT_EQ(called, 0) << "skipped work was run";
+    EXPECT_EQ(consumer->reported(), Work::Report::NotRun);
+    EXPECT_TRUE(consumer->failed());
+
+    auto on_lost = work_over("on a lost device", {}, kc);
+    pipeline.enqueue(on_lost);
+    pipeline.run_now(*on_lost, Error::device_lost(device0, "gone"), part);
+    pipeline.settle_ready();
+    EXPECT_EQ(called, 0) << "work on a lost device was run";
+    ASSERT_TRUE(on_lost->failure());
+    EXPECT_EQ(on_lost->failure()->kind(), ErrorKind::DeviceLost);
+
+    auto refused = work_over("refused", {}, kc);
+    refused->refuse(Error::launch_refused("refused", "past the limits"));
+    pipeline.enqueue(refused);
+    pipeline.run_now(*refused, std::nullopt, part);
+    pipeline.settle_ready();
+    EXPECT_EQ(called, 0) << "refused work was run";
+    EXPECT_TRUE(refused->failed());
+
+    auto clean = work_over("clean", {}, kc);
+    pipeline.enqueue(clean);
+    pipeline.run_now(*clean, std::nullopt, part);
+    pipeline.settle_ready();
+    EXPECT_EQ(called, 1);
+    EXPECT_FALSE(clean->failed());
+    expect_consistent();
 }
 
 }  // namespace

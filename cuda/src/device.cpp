@@ -274,7 +274,7 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
                                    : cudaMemcpyAsync(*pointer, bytes.data(), bytes.size(),
                                                      cudaMemcpyHostToDevice, (*found)->handle);
     if (status != cudaSuccess) {
-        op->refused = refusal_of(op->label, status);
+        op->refuse(refusal_of(op->label, status));
     } else {
         op->put_on_stream(bytes.size());  // Only the loss of the device can undo it (D1).
     }
@@ -309,7 +309,7 @@ void CudaDevice::settle_own_work(bool may_unlock) {
     // The work enqueued before the call: other threads may enqueue more while it waits unlocked.
     const std::uint64_t before = group().pipeline.next_sequence();
     const auto own = [this, before](const Work& work) {
-        return work.device == index_ && work.sequence < before;
+        return work.device == index_ && work.sequence() < before;
     };
     const std::uint32_t whole[] = {index_};
     group().resolve_needed({}, own, whole, may_unlock);
@@ -440,7 +440,7 @@ Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<s
     // still running copies now, and its settlement says whether the bytes may be used.
     if (group().pipeline.examine(*op, [](const Work&) { return true; }) ==
         SettlePipeline::Inputs::Claimed) {
-        op->report = Work::Report::NotRun;
+        op->did_not_run();
     } else {
         DeviceGuard guard(ordinal_);
         const cudaError_t status =
@@ -448,8 +448,7 @@ Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<s
                          : cudaMemcpyAsync(into.data(), device_pointer(source), into.size(),
                                            cudaMemcpyDeviceToHost, (*found)->handle);
         if (status != cudaSuccess) {
-            op->report = Work::Report::Failed;
-            op->failure = call_error("the device to host copy of the asynchronous read", status);
+            op->ran(call_error("the device to host copy of the asynchronous read", status));
         } else {
             op->put_on_stream(into.size());  // Only the loss of the device can undo it (D1).
         }
@@ -514,7 +513,7 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
         inputs = host_inputs(*op);
     }
     if (inputs == SettlePipeline::Inputs::Claimed) {
-        op->report = Work::Report::NotRun;
+        op->did_not_run();
     } else {
         enqueue_copy(*op, *owner, source, *resolved);
     }
@@ -538,7 +537,7 @@ void CudaDevice::enqueue_copy(PendingOp& op, const CudaDevice& owner, const Kern
                                            size_bytes, target.stream->handle);
     }
     if (status != cudaSuccess) {
-        op.refused = refusal_of(op.label, status);
+        op.refuse(refusal_of(op.label, status));
     } else {
         op.put_on_stream(size_bytes);  // Its inputs were clean: only a loss can undo it.
     }
@@ -702,7 +701,7 @@ Status CudaDevice::do_sync_stream(StreamId stream_id) {
     // enqueued on it before the call settles.
     const std::uint64_t before = group().pipeline.next_sequence();
     const auto on_stream = [&](const Work& work) {
-        return work.device == index_ && work.stream == stream_id && work.sequence < before;
+        return work.device == index_ && work.stream == stream_id && work.sequence() < before;
     };
     group().resolve_needed({}, on_stream, {}, true, std::pair{index_, stream_id});
     if (!group().pipeline.settled_where(on_stream)) {

@@ -129,7 +129,7 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
     const cudaError_t status = native.launch(target.handle, previous, status_device_ + op.slot,
                                              host, op.launch_id, injected_codes);
     if (status != cudaSuccess) {
-        op.refused = refusal_of(op.label, status);
+        op.refuse(refusal_of(op.label, status));
     } else {
         op.has_status_word = true;
         op.word_on_host = host != nullptr;

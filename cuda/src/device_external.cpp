@@ -53,7 +53,7 @@ bool CudaDevice::admit_external(PendingOp& op, CudaStream& /*stream*/) {
         inputs = host_inputs(op);
     }
     if (inputs != SettlePipeline::Inputs::Clean) {
-        op.report = Work::Report::NotRun;
+        op.did_not_run();
         return false;
     }
     return true;
@@ -62,9 +62,9 @@ bool CudaDevice::admit_external(PendingOp& op, CudaStream& /*stream*/) {
 void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, PendingOp& op,
                               std::optional<std::uint32_t> injected) {
     if (injected) {
-        op.report = Work::Report::Failed;  // As an injected kernel fault: it never ran.
-        op.failure = Error::kernel_failed(
-            KernelFailedDetails{request.kernel, service_, request.stream, *injected});
+        // As an injected kernel fault: it never ran.
+        op.ran(Error::kernel_failed(
+            KernelFailedDetails{request.kernel, service_, request.stream, *injected}));
         return;
     }
     std::array<void*, max_launch_resources> pointers{};  // On the stack.
@@ -73,8 +73,7 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
     if (std::optional<Error> failure =
             call_external(request.kernel, *request.external, std::span(pointers.data(), count),
                           std::span(sizes.data(), count), stream)) {
-        op.report = Work::Report::Failed;
-        op.failure = std::move(failure);
+        op.ran(std::move(*failure));
         return;
     }
     op.lands = true;  // What it enqueued lands once its stream passes it.

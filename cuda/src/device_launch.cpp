@@ -231,23 +231,21 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
         if (as_copy != nullptr) {
             SettlePipeline::place_copy(*op, target_stream.capture);
         }
-        if (op->refused) [[unlikely]] {
+        if (op->refusal()) [[unlikely]] {
             runs = false;
         } else if (request.external) {
             runs = admit_external(*op, target_stream);
         } else if (check_inputs && !add_producers(*op, params)) {
-            op->report = Work::Report::NotRun;  // C9: skipped work writes nothing.
+            op->did_not_run();  // C9: skipped work writes nothing.
             runs = false;
         }
     }
     if (runs && request.external) {
         run_external(request, target_stream, *op, injected);
-        if (replay != nullptr && op->report == Work::Report::Failed &&
-            replay->report == Work::Report::Pending) {
+        if (replay != nullptr && op->reported() == Work::Report::Failed) {
             // A replay launch by launch shares one outcome: external work reports no status
-            // word, so its failure is the replay's at once.
-            replay->report = Work::Report::Failed;
-            replay->failure = op->failure;
+            // word, so its failure is the replay's at once (unless the replay ended already).
+            replay->ran(*op->failure());
         }
     } else if (runs) {
         run_on_gpu(request, launcher, target_stream, *op, replay, injected, handoff);
@@ -292,7 +290,7 @@ void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
         (replay != nullptr ? *replay : op).has_status_word = true;
         count_tma(params);
     } else {
-        op.refused = refusal_of(request.kernel, status);
+        op.refuse(refusal_of(request.kernel, status));
     }
 }
 

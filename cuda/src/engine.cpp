@@ -194,7 +194,7 @@ bool CudaGroup::waits_for(std::span<const std::pair<std::uint32_t, StreamId>> wa
 
 void CudaGroup::wait_for(const Work& work) {
     // Refused or skipped work put nothing on its stream.
-    if (!work.refused && work.report != Work::Report::NotRun && !waits_for(waited_, work)) {
+    if (!work.refusal() && work.reported() != Work::Report::NotRun && !waits_for(waited_, work)) {
         waited_.emplace_back(work.device, work.stream);
     }
 }
@@ -276,7 +276,7 @@ void CudaGroup::resolve_waited(std::span<const std::uint32_t> whole, std::size_t
     // to `fill_max`.
     to_fill_.clear();
     pipeline.for_each_pending([&](Work& work) {
-        if (to_fill_.size() < fill_max && work.sequence < before &&
+        if (to_fill_.size() < fill_max && work.sequence() < before &&
             (in_whole(work.device) || waits_for(waited, work))) {
             to_fill_.push_back(static_cast<PendingOp*>(&work));
         }
@@ -384,7 +384,7 @@ void CudaGroup::wait_for_event(const Event& event, bool may_unlock) {
     to_fill_.clear();
     pipeline.for_each_pending([&](Work& work) {
         if (work.device == state.device && work.stream == state.stream &&
-            work.sequence < state.before) {
+            work.sequence() < state.before) {
             to_fill_.push_back(static_cast<PendingOp*>(&work));
         }
     });
@@ -438,22 +438,20 @@ void CudaGroup::retire_oldest_event() {
 void CudaGroup::fill_report(PendingOp& op) {
     CudaDevice& device = device_at(op.device);
     if (const std::optional<Error> gone = device.lost_locked()) {
-        // D1: the host cannot tell what a lost device did.
-        op.report = Work::Report::Failed;
-        op.failure = *gone;
+        op.lost_with(*gone);  // D1: the host cannot tell what a lost device did.
         return;
     }
     if (op.issue_error != cudaSuccess) [[unlikely]] {
-        op.refused = device.refusal_of(op.label, op.issue_error);  // The driver did not take it.
+        op.refuse(device.refusal_of(op.label, op.issue_error));  // The driver did not take it.
         op.has_status_word = false;
         op.issue_error = cudaSuccess;
         return;
     }
-    if (op.refused || op.report != Work::Report::Pending) {
+    if (op.refusal() || op.reported() != Work::Report::Pending) {
         return;  // Known when it was enqueued.
     }
     if (!op.has_status_word) {
-        op.report = Work::Report::Landed;  // A copy or write its stream passed (`lands`).
+        op.ran(Status{});  // A copy or write its stream passed (`lands`).
         return;
     }
     const unsigned long long word = device.status_word(op.slot);
@@ -463,14 +461,12 @@ void CudaGroup::fill_report(PendingOp& op) {
         // The kernel found a failed producer and did not compute: the pipeline finds the claimed
         // input through the producer settled before it.
         device.count_skipped_on_device();
-        op.report = Work::Report::NotRun;
+        op.did_not_run();
     } else if (reported) {
-        op.report = Work::Report::Failed;
         const std::string& kernel = op.replayed_kernel.empty() ? op.label : op.replayed_kernel;
-        op.failure =
-            Error::kernel_failed(KernelFailedDetails{kernel, device.service(), op.stream, code});
+        op.ran(Error::kernel_failed(KernelFailedDetails{kernel, device.service(), op.stream, code}));
     } else {
-        op.report = Work::Report::Landed;
+        op.ran(Status{});
     }
 }
 

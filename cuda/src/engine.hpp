@@ -95,7 +95,7 @@ struct PendingOp final : Work {
     /// any other once its stream passes it (`lands`).
     void put_on_stream(std::uint64_t bytes) {
         if (bytes == 0) {
-            report = Report::Landed;
+            ran(Status{});
         } else {
             lands = true;
         }

@@ -184,7 +184,7 @@ bool may_run(const Engine& engine, Operation& op) {
         op.held_back = true;
         return false;
     }
-    op.provisional = inputs != SettlePipeline::Inputs::Clean;
+    op.set_provisional(inputs != SettlePipeline::Inputs::Clean);
     return true;
 }
 
@@ -243,7 +243,7 @@ void Engine::start(SimDevice& device, SimStream& stream,
             return;
         case Operation::Kind::Launch:
             // Refused (C10) or of no threads: nothing runs.
-            if (op.refused || op.touches_nothing || !may_run(*this, op)) {
+            if (op.refusal() || op.touches_nothing || !may_run(*this, op)) {
                 finish(device, stream, operation);
                 return;
             }
@@ -355,32 +355,29 @@ std::string Engine::report(SimDevice& device, SimStream& stream, Operation& op) 
     if (op.touches_nothing || !op.is_work()) {
         return op.error ? "failed: " + op.error->message() : "ok";
     }
-    if (op.refused) {
-        return "failed: " + op.refused->message();  // Settled as refused; nothing ran.
+    if (op.refusal()) {
+        return "failed: " + op.refusal()->message();  // Settled as refused; nothing ran.
     }
     if (op.held_back) {
-        op.report = Work::Report::NotRun;
+        op.did_not_run();
         return "skipped: an input is unwritten";
     }
     if (op.fault) {
         device.lose(*op.fault);  // D1: a sticky fault loses the device.
-        op.report = Work::Report::Failed;
-        op.failure = *device.lost();
+        op.ran(*device.lost());
         return "lost: " + *op.fault;
     }
     if (op.failure_code) {
-        op.report = Work::Report::Failed;
-        op.failure = Error::kernel_failed(
+        op.ran(Error::kernel_failed(
             KernelFailedDetails{op.failed_kernel.empty() ? op.label : op.failed_kernel,
-                                device.service(), stream.id, *op.failure_code});
-        return "failed: " + op.failure->message();
+                                device.service(), stream.id, *op.failure_code}));
+        return "failed: " + op.failure()->message();
     }
     if (op.error) {
-        op.report = Work::Report::Failed;
-        op.failure = op.error;
+        op.ran(*op.error);
         return "failed: " + op.error->message();
     }
-    op.report = Work::Report::Landed;
+    op.ran(Status{});
     record_accesses(*this, op);
     return "ok";
 }

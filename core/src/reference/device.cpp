@@ -83,22 +83,12 @@ Result<Handle> ReferenceDevice::do_allocate(std::uint64_t size_bytes, StreamId s
 SettlePipeline& ReferenceDevice::pipeline() const { return current_group().pipeline; }
 
 Status ReferenceDevice::submit(const std::shared_ptr<ReferenceWork>& work,
-                               const std::function<void()>& run) {
+                               const std::function<Status()>& run) {
     if (faults_.loss_due()) {
         mark_lost("injected device loss");
     }
     pipeline().enqueue(work);
-    if (std::optional<Error> gone = lost_) {
-        work->report = Work::Report::Failed;  // D1.
-        work->failure = *gone;
-    } else if (!work->refused) {
-        const auto inputs = pipeline().examine(*work, [](const Work&) { return true; });
-        if (inputs == SettlePipeline::Inputs::Claimed) {
-            work->report = Work::Report::NotRun;  // C9: skipped work writes nothing.
-        } else {
-            run();
-        }
-    }
+    pipeline().run_now(*work, lost_, run);
     pipeline().settle_ready();
     return {};
 }
@@ -119,7 +109,7 @@ Status ReferenceDevice::do_write(const BufferBinding& target, std::span<const st
         if (!bytes.empty()) {
             std::memcpy(host(target.start_address()), bytes.data(), bytes.size());
         }
-        work->report = Work::Report::Landed;
+        return Status{};
     });
 }
 
@@ -161,7 +151,7 @@ Result<Event> ReferenceDevice::do_read_async(const BufferBinding& source,
         if (!into.empty()) {
             std::memcpy(into.data(), host(source.start_address()), into.size());
         }
-        work->report = Work::Report::Landed;
+        return Status{};
     });
     return Event(key(), service_, stream, engine_.new_event_sequence());  // Complete: its work is done.
 }
@@ -189,7 +179,7 @@ Status ReferenceDevice::do_copy(const KernelResource& source, const BufferBindin
         if (target.size_in_use() != 0) {
             std::memmove(host(target.start_address()), host(from_address), target.size_in_use());
         }
-        work->report = Work::Report::Landed;
+        return Status{};
     });
 }
 
@@ -215,26 +205,23 @@ Status ReferenceDevice::do_launch(LaunchRequest&& request) {
         return {};  // C10: a launch of nothing changes no claim; a window does not record it.
     }
     pipeline().admit_launch(*work, request, registered, (*found)->capture);
-    return submit(work, [&] { run_launches({&request}, {injected}, *work); });
+    return submit(work, [&] { return run_launches({&request}, {injected}, *work); });
 }
 
-void ReferenceDevice::run_launches(const std::vector<const LaunchRequest*>& launches,
-                                   const std::vector<std::optional<std::uint32_t>>& injected,
-                                   ReferenceWork& work) {
-    work.report = Work::Report::Landed;
+Status ReferenceDevice::run_launches(const std::vector<const LaunchRequest*>& launches,
+                                     const std::vector<std::optional<std::uint32_t>>& injected,
+                                     const ReferenceWork& work) {
     for (std::size_t index = 0; index < launches.size(); ++index) {
         const LaunchRequest& request = *launches[index];
-        if (injected[index]) {
-            work.report = Work::Report::Failed;  // Reported without running, as on a GPU.
-            work.failure = Error::kernel_failed(
+        if (injected[index]) {  // Reported without running, as on a GPU.
+            return Error::kernel_failed(
                 KernelFailedDetails{request.kernel, service_, work.stream, *injected[index]});
-            return;
         }
-        run_kernel(request, work);
-        if (work.report != Work::Report::Landed) {
-            return;
+        if (Status ran = run_kernel(request, work); !ran) {
+            return ran;
         }
     }
+    return {};
 }
 
 std::vector<BoundResource> ReferenceDevice::bind(const LaunchRequest& request) const {
@@ -261,7 +248,7 @@ std::vector<BoundResource> ReferenceDevice::bind(const LaunchRequest& request) c
     return bound;
 }
 
-void ReferenceDevice::run_kernel(const LaunchRequest& request, ReferenceWork& work) {
+Status ReferenceDevice::run_kernel(const LaunchRequest& request, const ReferenceWork& work) {
     ReferenceHost kernel_host(memory_);
     HostKernelContext context(request.kernel, bind(request), request.args,
                               request.config.thread_count(), kernel_host);
@@ -269,29 +256,25 @@ void ReferenceDevice::run_kernel(const LaunchRequest& request, ReferenceWork& wo
         if (request.external) {
             context.set_thread(0);
             if (Status ran = request.external->host(context); !ran) {
-                work.report = Work::Report::Failed;
-                work.failure = ran.error();
-                return;
+                return ran;
             }
         } else {
             request.entry->host(context, request.config);
         }
         if (std::optional<std::uint32_t> code = context.failure_code()) {
-            work.report = Work::Report::Failed;
-            work.failure = Error::kernel_failed(
+            return Error::kernel_failed(
                 KernelFailedDetails{request.kernel, service_, work.stream, *code});
         }
-        return;
+        return {};
     } catch (const HostFault& fault) {
         mark_lost(fault.report);  // D1: a sticky fault loses the device.
-        work.failure = *lost_;
+        return *lost_;
     } catch (const WaitsForever& wait) {
-        work.failure = Error::torn_down("deadlock: " + wait.what +
-                                        ", and the reference backend runs one kernel at a time");
+        return Error::torn_down("deadlock: " + wait.what +
+                                ", and the reference backend runs one kernel at a time");
     } catch (...) {
-        work.failure = Error::thrown_by("'" + request.kernel + "'");
+        return Error::thrown_by("'" + request.kernel + "'");  // The kernel of a replay, named.
     }
-    work.report = Work::Report::Failed;
 }
 
 Result<NativeView> ReferenceDevice::do_native(const BufferBinding* binding, StreamId) {
@@ -378,7 +361,7 @@ Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
         launches.push_back(&launch);
         injected.push_back(faults_.kernel_fault_due(launch.kernel));
     }
-    return submit(work, [&] { run_launches(launches, injected, *work); });
+    return submit(work, [&] { return run_launches(launches, injected, *work); });
 }
 
 MemoryUsage ReferenceDevice::do_memory_usage() const {

@@ -52,15 +52,16 @@ private:
     DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
     /// Work runs when it is enqueued: a delay holds nothing back, but is checked the same way.
     void do_delay(DeviceStream& stream, std::uint64_t) override { stream.delay_steps = 0; }
-    /// Enqueues `work` on the pipeline and, unless it was refused or an input is known claimed,
-    /// runs it at once with `run`, which reports how it ended; then settles.
-    Status submit(const std::shared_ptr<ReferenceWork>& work, const std::function<void()>& run);
-    /// Runs the kernels of `launches` one after the other into `work`'s report; the first that
-    /// fails ends it. `injected` holds one drawn fault per launch.
-    void run_launches(const std::vector<const LaunchRequest*>& launches,
-                      const std::vector<std::optional<std::uint32_t>>& injected,
-                      ReferenceWork& work);
-    void run_kernel(const LaunchRequest& request, ReferenceWork& work);
+    /// Enqueues `work` on the pipeline and runs it at once in the pipeline's scope (`run_now`):
+    /// `run` runs it and returns how it ended; then settles.
+    Status submit(const std::shared_ptr<ReferenceWork>& work, const std::function<Status()>& run);
+    /// Runs the kernels of `launches` one after the other on `work`'s stream; the first that
+    /// fails ends it, and is how it ended. `injected` holds one drawn fault per launch.
+    Status run_launches(const std::vector<const LaunchRequest*>& launches,
+                        const std::vector<std::optional<std::uint32_t>>& injected,
+                        const ReferenceWork& work);
+    /// Runs one kernel on the host; how it ended (a fault, a deadlock or a throw included).
+    Status run_kernel(const LaunchRequest& request, const ReferenceWork& work);
     /// The pipeline of the device's group; under the group's lock.
     [[nodiscard]] SettlePipeline& pipeline() const;
     [[nodiscard]] std::vector<BoundResource> bind(const LaunchRequest& request) const;

@@ -52,7 +52,7 @@ class ClaimStore;
 class SettlePipeline;
 class HeldRanges;
 class MemoryManager;
-struct Work;
+class Work;
 struct LaunchRequest;
 struct ReadBack;
 struct CapturedWork;

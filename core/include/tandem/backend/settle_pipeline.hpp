@@ -104,9 +104,9 @@ public:
     /// recorded in the window (C14).
     void admit_launch(Work& work, const LaunchRequest& request, bool registered,
                       const std::shared_ptr<CaptureWindow>& window) const {
-        work.refused = refusal(work, request, registered);
+        work.refused_ = refusal(work, request, registered);
         work.window = window;
-        if (work.refused) [[unlikely]] {
+        if (work.refused_) [[unlikely]] {
             work.inputs.clear();
         } else if (window) {
             if (window->room_for(1)) {
@@ -142,6 +142,15 @@ public:
     /// Appends `work` in enqueue order. It is settled once its report is in (or it was refused)
     /// and every older work is settled.
     void enqueue(std::shared_ptr<Work> work);
+
+    /// The scope of work a backend runs at once, on the calling thread, once it is enqueued. On a
+    /// lost device (`lost`) it fails with the loss (D1); work refused before it ran (C10) does
+    /// not run; work an input of which will be claimed is skipped (C9: skipped work writes
+    /// nothing); otherwise `run()` runs it and returns how it ended (C3, C8). Whatever `run`
+    /// throws fails the work with `TornDown` naming what was thrown (C8), so no way out of the
+    /// backend's part leaves the work to settle otherwise than by the rules.
+    template <typename Run>
+    void run_now(Work& work, const std::optional<Error>& lost, Run&& run) const;
 
     /// What is known of `consumer`'s inputs (enqueued or about to be). `visit(producer)` is called
     /// for each unsettled producer whose outcome decides a byte and is not known yet, newest
@@ -275,12 +284,12 @@ private:
     bool cover(ByteRange range) const;
     /// Whether the unsettled `writer` will leave the bytes it writes claimed.
     static bool leaves_claimed(const Work& writer) {
-        return writer.refused.has_value() || writer.report == Work::Report::Failed ||
-               writer.report == Work::Report::NotRun;
+        return writer.refused_.has_value() || writer.report_ == Work::Report::Failed ||
+               writer.report_ == Work::Report::NotRun;
     }
     /// Whether the outcome of unsettled `work` is known, so that it can settle.
     static bool known(const Work& work) {
-        return work.report != Work::Report::Pending || work.refused.has_value();
+        return work.report_ != Work::Report::Pending || work.refused_.has_value();
     }
     /// Settles `work`, found at `slot` of the ring, and empties the slot.
     template <typename Recycle>
@@ -293,8 +302,8 @@ private:
     }
     /// Whether the outcome of the unsettled `writer` is not known yet.
     static bool undecided(const Work& writer) {
-        return writer.report == Work::Report::Pending ||
-               (writer.report == Work::Report::Landed && writer.provisional);
+        return writer.report_ == Work::Report::Pending ||
+               (writer.report_ == Work::Report::Landed && writer.provisional_);
     }
     /// Whether the claims now on the bytes of `input` that no unsettled writer covers
     /// (`uncovered_`) make it claimed.
@@ -328,7 +337,7 @@ template <typename Visit>
 SettlePipeline::Inputs SettlePipeline::examine(const Work& consumer, Visit&& visit,
                                                std::size_t writers_max) const {
     const std::uint64_t before =
-        consumer.sequence != 0 ? consumer.sequence : std::numeric_limits<std::uint64_t>::max();
+        consumer.sequence_ != 0 ? consumer.sequence_ : std::numeric_limits<std::uint64_t>::max();
     bool pending = false;
     for (const Target& input : consumer.inputs) {
         if (devices_.lost(input.owner)) {
@@ -343,7 +352,7 @@ SettlePipeline::Inputs SettlePipeline::examine(const Work& consumer, Visit&& vis
             for (std::size_t index = list->works.size();
                  index-- > list->settled && !uncovered_.empty();) {
                 const Work& writer = *list->works[index];
-                if (writer.sequence >= before) {
+                if (writer.sequence_ >= before) {
                     continue;  // Later in program order: it cannot feed the consumer.
                 }
                 if (++walked > writers_max) {
@@ -442,6 +451,26 @@ void SettlePipeline::for_each_needed(std::span<const ClaimKey> reads, Seed&& see
             ++added;
             visit(*slot);
         }
+    }
+}
+
+template <typename Run>
+void SettlePipeline::run_now(Work& work, const std::optional<Error>& lost, Run&& run) const {
+    if (lost) {
+        work.ran(*lost);  // D1.
+        return;
+    }
+    if (work.refused_) {
+        return;  // C10: settled as refused.
+    }
+    if (examine(work, [](const Work&) { return true; }) == Inputs::Claimed) {
+        work.did_not_run();  // C9: skipped work writes nothing.
+        return;
+    }
+    try {
+        work.ran(run());
+    } catch (...) {
+        work.ran(Error::thrown_by("'" + work.label + "'"));  // C8: a throw is a TornDown.
     }
 }
 

@@ -59,8 +59,11 @@ struct ReadBack {
 
 /// One unit of work as a backend records it for the settle pipeline: what it reads and writes,
 /// where it runs, what was known when it was enqueued and how it ended. A backend derives its own
-/// record from it.
-struct Work {
+/// record from it, fills in what the work is, and reports how it ended through `ran`,
+/// `did_not_run` and `refuse`, once; what that decides (claims, releases, skips, windows) is
+/// the settle pipeline's alone, which is why the outcome is private to it.
+class Work {
+public:
     /// What the backend learned when the work ended.
     enum class Report : std::uint8_t {
         /// Not ended, or ended without the host knowing how yet.
@@ -88,17 +91,6 @@ struct Work {
     std::vector<Target> outputs;
     /// False for a replay, which does not check inputs (C14).
     bool checks_inputs = true;
-    /// Known before it ran: refused (C10) or failed to enqueue. Its outputs take this error and
-    /// its inputs are not checked.
-    std::optional<Error> refused;
-
-    /// How the work ended, as the backend reported it; `Pending` until then.
-    Report report = Report::Pending;
-    /// With `Report::Failed`: the kernel's code, the sticky fault, the throw.
-    std::optional<Error> failure;
-    /// Landed, but it ran before every producer of its inputs was known to have landed, so a
-    /// consumer cannot take its bytes as clean until it settles.
-    bool provisional = false;
     /// The recording window it was enqueued in, if any.
     std::shared_ptr<CaptureWindow> window;
     /// Whether a replay of `window` runs it, so that settling clean adds its outputs to the
@@ -108,17 +100,75 @@ struct Work {
     /// An asynchronous read: what it learns when it settles.
     std::shared_ptr<ReadBack> read_back;
 
-    /// Set by the pipeline: the enqueue order across every device of the runtime.
-    std::uint64_t sequence = 0;
-    /// Set by the pipeline once the work is settled.
-    bool settled = false;
+    // The backend's reports. The first report stands; a later one changes nothing.
+
+    /// The work ran, and `outcome` is how it ended: success lands its outputs (C3); an error
+    /// (the kernel's code, a sticky fault, a throw) fails them (C8, D1).
+    void ran(const Status& outcome) {
+        if (report_ != Report::Pending) {
+            return;
+        }
+        if (outcome) {
+            report_ = Report::Landed;
+        } else {
+            report_ = Report::Failed;
+            failure_ = outcome.error();
+        }
+    }
+    /// The work did not run: where it runs, a producer of its inputs was found failed or
+    /// skipped (C9). It wrote nothing.
+    void did_not_run() {
+        if (report_ == Report::Pending) {
+            report_ = Report::NotRun;
+        }
+    }
+    /// Its device was lost before the host learned how it ended: whatever it reported, it failed
+    /// with `loss` (D1: the host cannot tell what a lost device did).
+    void lost_with(Error loss) {
+        report_ = Report::Failed;
+        failure_ = std::move(loss);
+    }
+    /// Known before it ran: refused (C10), or the device would not take it. Its outputs take
+    /// `error` and its inputs are not checked.
+    void refuse(Error error) {
+        if (!refused_) {
+            refused_ = std::move(error);
+        }
+    }
+    /// Whether it runs (or ran) before every producer of its inputs is known to have landed: a
+    /// consumer cannot take its bytes as clean until it settles.
+    void set_provisional(bool provisional) { provisional_ = provisional; }
+
+    /// How the work ended, as the backend reported it; `Pending` until then.
+    [[nodiscard]] Report reported() const { return report_; }
+    /// With `Report::Failed`: why.
+    [[nodiscard]] const std::optional<Error>& failure() const { return failure_; }
+    /// Why it was refused before it ran, if it was.
+    [[nodiscard]] const std::optional<Error>& refusal() const { return refused_; }
+    /// Whether it ran before every producer of its inputs was known to have landed.
+    [[nodiscard]] bool provisional() const { return provisional_; }
+    /// The enqueue order across every device of its pipeline, once enqueued.
+    [[nodiscard]] std::uint64_t sequence() const { return sequence_; }
+    /// Whether the pipeline settled it.
+    [[nodiscard]] bool settled() const { return settled_; }
     /// After settlement: whether its outputs were claimed (failed, skipped or refused).
-    bool failed = false;
+    [[nodiscard]] bool failed() const { return failed_; }
 
     /// Called once the work is settled: release what kept its memory reserved.
     virtual void on_settled() {}
     /// Empties the record for reuse, keeping the storage of its vectors.
     void reset_work();
+
+private:
+    friend class SettlePipeline;
+
+    std::optional<Error> refused_;
+    Report report_ = Report::Pending;
+    std::optional<Error> failure_;
+    bool provisional_ = false;
+    std::uint64_t sequence_ = 0;
+    bool settled_ = false;
+    bool failed_ = false;
 };
 
 }  // namespace tandem

@@ -15,7 +15,7 @@
 #include <unordered_map>
 
 namespace tandem {
-struct Work;
+class Work;
 }
 
 namespace tandem::detail {
