@@ -64,4 +64,13 @@ void LocalDirectory::release(ServiceId owner, const ClaimKey& key) {
     owner_of(owner).claims().release(key);
 }
 
+std::optional<std::string> LocalDirectory::check_invariants(ServiceId owner) const {
+    return owner_of(owner).claims().check_invariants();
+}
+
+std::size_t LocalDirectory::claims_size(ServiceId owner) const {
+    const ClaimStore& claims = owner_of(owner).claims();
+    return claims.failure_count() + claims.claimed_allocation_count();
+}
+
 }  // namespace tandem

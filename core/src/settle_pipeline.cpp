@@ -3,6 +3,8 @@
 #include "tandem/core/host_kernels.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace tandem {
 
@@ -348,6 +350,62 @@ bool SettlePipeline::writes_unsettled(ServiceId owner, std::span<const ClaimKey>
         }
     }
     return false;
+}
+
+namespace {
+
+/// Whether a book of `size` entries, last walked at settle `checked_at`, is due at settle `now`:
+/// every settle while it is small, and once it is not, after as many settles as it holds (at
+/// least `sparse_every`), so that a walk costs a settle about one entry's check.
+bool book_due(std::size_t size, std::uint64_t now, std::uint64_t& checked_at) {
+    static constexpr std::size_t checked_max = 64;
+    static constexpr std::uint64_t sparse_every = 1024;
+    if (size > checked_max && now - checked_at < std::max<std::uint64_t>(sparse_every, size)) {
+        return false;
+    }
+    checked_at = now;
+    return true;
+}
+
+}  // namespace
+
+void SettlePipeline::note_settled(const Work& settled) {
+    for (const Target& output : settled.outputs) {
+        if (std::find(changed_owners_.begin(), changed_owners_.end(), output.owner) ==
+            changed_owners_.end()) {
+            changed_owners_.push_back(output.owner);
+        }
+    }
+    last_settled_ = settled.label.empty() ? "unnamed work" : settled.label;
+}
+
+void SettlePipeline::check_books() {
+    ++settles_;
+    std::optional<std::string> broken;
+    if (book_due(size(), settles_, pipeline_checked_at_)) {
+        broken = check_invariants();
+    }
+    for (const ServiceId owner : changed_owners_) {
+        if (broken || !devices_.reaches(owner)) {
+            continue;
+        }
+        auto found = std::find_if(claims_checked_at_.begin(), claims_checked_at_.end(),
+                                  [&](const auto& entry) { return entry.first == owner; });
+        if (found == claims_checked_at_.end()) {
+            found = claims_checked_at_.insert(claims_checked_at_.end(), {owner, 0});
+        }
+        if (book_due(devices_.claims_size(owner), settles_, found->second)) {
+            broken = devices_.check_invariants(owner);
+        }
+    }
+    changed_owners_.clear();
+    if (broken) {
+        std::fprintf(stderr, "tandem: invariant broken after settling '%s'%s%s: %s\n",
+                     last_settled_.c_str(), check_context_.empty() ? "" : " ",
+                     check_context_.c_str(), broken->c_str());
+        std::abort();
+    }
+    last_settled_.clear();
 }
 
 std::optional<std::string> SettlePipeline::check_invariants() const {

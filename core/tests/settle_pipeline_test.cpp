@@ -300,5 +300,32 @@ TEST_F(SettlePipelineTest, run_now_settles_every_way_out_of_the_backends_part_by
     expect_consistent();
 }
 
+/// A device whose books always read as broken.
+class BrokenBooks final : public testing::StoreDirectory {
+public:
+    explicit BrokenBooks(ServiceId service) : store(service) {}
+    ClaimStore& store_of(ServiceId) const override { return store; }
+    ServiceId service_of(std::uint32_t) const override { return store.device(); }
+    bool reaches(ServiceId service) const override { return service == store.device(); }
+    std::optional<std::string> check_invariants(ServiceId) const override {
+        return "broken on purpose";
+    }
+    mutable ClaimStore store;
+};
+
+// Where checking is on (`check_after_settles`: builds without NDEBUG, the simulator's
+// deterministic mode), the books are checked after settles, on every backend, and a broken one
+// aborts naming the work settled; where it is off, nothing is checked.
+TEST(SettlePipelineBooks, a_broken_book_aborts_naming_the_work_that_settled) {
+    BrokenBooks device{device0};
+    SettlePipeline pipeline{device};
+    const ClaimKey key[] = {{MemoryId::next(), {0, 8}}};
+    pipeline.check_after_settles(false);
+    run_through(pipeline, work_over("unchecked", {}, key));
+    pipeline.check_after_settles(true, "(seed 7)");
+    EXPECT_DEATH(run_through(pipeline, work_over("the culprit", {}, key)),
+                 "invariant broken after settling 'the culprit' \\(seed 7\\): broken on purpose");
+}
+
 }  // namespace
 }  // namespace tandem

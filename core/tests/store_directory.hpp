@@ -44,6 +44,12 @@ public:
         store_of(owner).claim_skipped(keys, join, error, std::move(skip));
     }
     void release(ServiceId owner, const ClaimKey& key) override { store_of(owner).release(key); }
+    std::optional<std::string> check_invariants(ServiceId owner) const override {
+        return store_of(owner).check_invariants();
+    }
+    std::size_t claims_size(ServiceId owner) const override {
+        return store_of(owner).failure_count() + store_of(owner).claimed_allocation_count();
+    }
 };
 
 }  // namespace tandem::testing

@@ -9,7 +9,13 @@ namespace tandem::sim {
 Engine::Engine(SimOptions sim_options)
     : options(sim_options),
       runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)),
-      rng(sim_options.seed) {}
+      rng(sim_options.seed) {
+    if (options.mode == SchedulerMode::Deterministic) {
+        // A simulation checks its state every step: a broken book is a bug of tandem, reported
+        // with the seed that replays it, at the settle that broke it.
+        pipeline.check_after_settles(true, "(simulator seed " + std::to_string(options.seed) + ")");
+    }
+}
 
 Engine::~Engine() {
     // The last owner went (the runtime, or the last client kept past it): what was enqueued runs

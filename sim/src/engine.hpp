@@ -234,12 +234,6 @@ private:
     /// Fills in the report of `op`, which just ended; returns the trace's outcome line.
     std::string report(SimDevice& device, SimStream& stream, Operation& op);
     void finish(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation);
-    /// Checks every claim store's and the pipeline's invariants; a broken one is a bug of the
-    /// simulator, reported and aborted on at once, at the step that broke it.
-    void check_state();
-    /// The steps at which the pipeline and each device's claims were last checked.
-    std::uint64_t pipeline_checked_at_ = 0;
-    std::vector<std::uint64_t> claims_checked_at_;
     void worker(std::uint32_t device, std::uint32_t stream_local);
     /// Holds stream `stream_local` of `device` back for its delay, counted in microseconds in
     /// threads mode (as on a GPU): scheduler steps are the deterministic scheduler's, and a worker

@@ -318,38 +318,6 @@ void Engine::resume(SimDevice& device, SimStream& stream,
     }
 }
 
-void Engine::check_state() {
-    // The books cost what they hold to walk: each is checked every step while it is small, and
-    // once it is not, after as many steps as it holds entries (at least `sparse_every`), so that
-    // a walk costs a step about one entry's check whatever the size of the program.
-    static constexpr std::size_t checked_max = 64;
-    static constexpr std::uint64_t sparse_every = 1024;
-    const auto due = [this](std::size_t size, std::uint64_t& checked_at) {
-        if (size > checked_max &&
-            steps - checked_at < std::max<std::uint64_t>(sparse_every, size)) {
-            return false;
-        }
-        checked_at = steps;
-        return true;
-    };
-    std::optional<std::string> broken =
-        due(pipeline.size(), pipeline_checked_at_) ? pipeline.check_invariants() : std::nullopt;
-    claims_checked_at_.resize(devices.size(), 0);
-    for (std::size_t index = 0; index < devices.size() && !broken; ++index) {
-        const ClaimStore& claims = devices[index]->claims();
-        if (due(claims.failure_count() + claims.claimed_allocation_count(),
-                claims_checked_at_[index])) {
-            broken = claims.check_invariants();
-        }
-    }
-    if (broken) {
-        std::fprintf(stderr, "tandem simulator: invariant broken at step %llu (seed %llu): %s\n",
-                     static_cast<unsigned long long>(steps),
-                     static_cast<unsigned long long>(options.seed), broken->c_str());
-        std::abort();
-    }
-}
-
 /// What `op` reports when it ends, and the trace's outcome line for it.
 std::string Engine::report(SimDevice& device, SimStream& stream, Operation& op) {
     if (op.touches_nothing || !op.is_work()) {
@@ -389,10 +357,7 @@ void Engine::finish(SimDevice& device, SimStream& stream,
     const bool failed = !outcome.starts_with("ok");
     merge_into(stream.clock, op.clock);
     op.state = Operation::State::Done;
-    settle_ready();
-    if (options.mode == SchedulerMode::Deterministic) {
-        check_state();  // After every settle, as a simulation checks its state every step.
-    }
+    settle_ready();  // The deterministic mode checks the books after every settle (engine.cpp).
     mix_trace(failed ? 0xfa11 : 0x900d);
     record(op, TraceRecord::Phase::End, std::move(outcome));
     if (!op.is_work()) {

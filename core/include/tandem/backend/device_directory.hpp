@@ -65,6 +65,11 @@ public:
     /// C8, C10, D1: one new failure carrying `error` claims `keys`.
     virtual void claim_failed(ServiceId owner, std::span<const ClaimKey> keys,
                               const Error& error) = 0;
+    /// The first broken invariant of the owner's claims and failure graph (C1, C4), if any:
+    /// what the pipeline checks after settling, where it checks (`SettlePipeline::checks`).
+    [[nodiscard]] virtual std::optional<std::string> check_invariants(ServiceId owner) const = 0;
+    /// Failures and claimed allocations the owner holds: what a walk of its claims costs.
+    [[nodiscard]] virtual std::size_t claims_size(ServiceId owner) const = 0;
     /// C9: `keys` take the owner's failure `join` while it is alive, otherwise one new failure
     /// carrying `error`; either way the failure records `skip`.
     virtual void claim_skipped(ServiceId owner, std::span<const ClaimKey> keys,
@@ -104,6 +109,8 @@ public:
                        std::optional<FailureId> join, const Error& error,
                        SkipRecord skip) override;
     void release(ServiceId owner, const ClaimKey& key) override;
+    [[nodiscard]] std::optional<std::string> check_invariants(ServiceId owner) const override;
+    [[nodiscard]] std::size_t claims_size(ServiceId owner) const override;
 
 private:
     /// The device `service` names, or null when it is none of this runtime's.

@@ -224,6 +224,17 @@ public:
     /// A description of the first broken invariant of the pipeline's own books (the ring and the
     /// counts agree, writer lists are in enqueue order and hold only unsettled work), or none.
     [[nodiscard]] std::optional<std::string> check_invariants() const;
+    /// Whether the pipeline checks its books after every settle: its own invariants and the
+    /// claims of every device the settled work touched, aborting with the first broken one and
+    /// `context` (a seed, say) on standard error. On by default in builds without `NDEBUG` (the
+    /// sanitizer builds); the simulator's deterministic mode turns it on in every build. A book
+    /// is walked every settle while it is small, and once it is not, after as many settles as it
+    /// holds entries, so that checking costs a settle about one entry's check.
+    void check_after_settles(bool on, std::string context = {}) {
+        checks_ = on;
+        check_context_ = std::move(context);
+    }
+    [[nodiscard]] bool checks() const { return checks_; }
     /// Whether no work is unsettled.
     [[nodiscard]] bool empty() const { return unsettled_ == 0; }
     /// How many works are unsettled.
@@ -296,6 +307,9 @@ private:
     void settle_slot(std::shared_ptr<Work>& slot, Recycle& recycle) {
         settle(*slot);
         unindex(*slot);
+        if (checks_) [[unlikely]] {
+            note_settled(*slot);
+        }
         --unsettled_;
         std::shared_ptr<Work> settled = std::move(slot);  // Empties the slot whatever `recycle` does.
         recycle(std::move(settled));
@@ -308,8 +322,29 @@ private:
     /// Whether the claims now on the bytes of `input` that no unsettled writer covers
     /// (`uncovered_`) make it claimed.
     [[nodiscard]] bool uncovered_claimed(const Target& input) const;
+    /// Keeps what the check of the books after a settle needs of `settled`: the owners whose
+    /// claims it changed, and its label.
+    void note_settled(const Work& settled);
+    /// Checks the books once the pipeline is consistent again after settles
+    /// (`check_after_settles`); aborts if one is broken.
+    void check_books();
 
     DeviceDirectory& devices_;
+#ifdef NDEBUG
+    bool checks_ = false;
+#else
+    bool checks_ = true;
+#endif
+    std::string check_context_;
+    /// Settles so far, and when each book was last walked: the pipeline's own, and each owner's
+    /// claims (by service).
+    std::uint64_t settles_ = 0;
+    std::uint64_t pipeline_checked_at_ = 0;
+    std::vector<std::pair<ServiceId, std::uint64_t>> claims_checked_at_;
+    /// Owners whose claims settles changed since the books were last checked, and the label of
+    /// the newest work settled.
+    std::vector<ServiceId> changed_owners_;
+    std::string last_settled_;
     /// The unsettled work in enqueue order: a ring of a power-of-two size that grows when full
     /// and is never shrunk, so that settling and enqueueing touch no heap once it is warm. Work
     /// settled past older work (`settle_known`) leaves an empty slot until the front passes it.
@@ -391,12 +426,15 @@ void SettlePipeline::settle_ready(Recycle&& recycle) {
         std::shared_ptr<Work>& front = ring_[head_];
         if (front) {
             if (!known(*front)) {
-                return;
+                break;
             }
             settle_slot(front, recycle);
         }
         head_ = (head_ + 1) & (ring_.size() - 1);
         --count_;
+    }
+    if (checks_ && !last_settled_.empty()) [[unlikely]] {
+        check_books();
     }
 }
 
