@@ -18,7 +18,9 @@ struct Abandoned {};
 class OperationHost final : public KernelHost {
 public:
     OperationHost(Engine& engine, SimDevice& device, Operation& operation)
-        : engine_(engine), device_(device), operation_(operation) {}
+        : engine_(engine), device_(&device), operation_(operation) {}
+    /// Serves the next launch of its operation, on `device`.
+    void serve(SimDevice& device) { device_ = &device; }
 
     void yield() override {
         // A stop only matters when other work could run in it; alone, the scheduler would pick
@@ -55,7 +57,7 @@ public:
         engine_.races.acquire(address, operation_.clock);
     }
     [[nodiscard]] std::string describe_address(std::uint64_t address) const override {
-        return device_.describe_address(address);
+        return device_->describe_address(address);
     }
     [[nodiscard]] bool threaded() const override {
         return engine_.options.mode == SchedulerMode::Threads;
@@ -63,7 +65,7 @@ public:
 
 private:
     Engine& engine_;
-    SimDevice& device_;
+    SimDevice* device_;
     Operation& operation_;
 };
 
@@ -77,16 +79,22 @@ void record_accesses(Engine& engine, const Operation& operation) {
     if (operation.inputs.empty() && operation.outputs.empty()) {
         return;  // Nothing to record, and the label is not free to build.
     }
-    const std::string label = where(operation);
+    // One access, its storage reused from operation to operation: recording allocates nothing
+    // once warm (C12).
+    thread_local RaceDetector::Access access;
+    where_into(operation, access.label);
+    access.stream_global = operation.stream_global;
+    access.epoch = operation.epoch;
+    access.clock = operation.clock;
     for (const Target& input : operation.inputs) {
-        engine.races.record(input.key.memory,
-                            RaceDetector::Access{input.key.range, false, operation.stream_global,
-                                                 operation.epoch, label, operation.clock});
+        access.range = input.key.range;
+        access.write = false;
+        engine.races.record(input.key.memory, access);
     }
     for (const Target& output : operation.outputs) {
-        engine.races.record(output.key.memory,
-                            RaceDetector::Access{output.key.range, true, operation.stream_global,
-                                                 operation.epoch, label, operation.clock});
+        access.range = output.key.range;
+        access.write = true;
+        engine.races.record(output.key.memory, access);
     }
 }
 
@@ -297,11 +305,16 @@ void run_body(Engine& engine, Operation& op) {
 void Engine::run_launches(SimDevice& device, SimStream& stream,
                           const std::shared_ptr<Operation>& operation) {
     Operation& op = *operation;
-    op.host = std::make_unique<OperationHost>(*this, device, op);
+    // The host of a reused operation is kept: it serves the device the launch runs on.
+    if (auto* host = static_cast<OperationHost*>(op.host.get())) {
+        host->serve(device);
+    } else {
+        op.host = std::make_unique<OperationHost>(*this, device, op);
+    }
     // Two pointers, which std::function keeps inline: a launch allocates no body.
     op.body = [this, &op] { run_body(*this, op); };
     if (options.mode == SchedulerMode::Deterministic) {
-        op.fiber = std::make_unique<Fiber>(op.body);
+        op.fiber = Fiber::make(op.body);
         resume(device, stream, operation);
     }
 }

@@ -28,13 +28,29 @@ namespace {
 
 thread_local Fiber* running = nullptr;
 
-std::vector<std::unique_ptr<std::byte[]>>& stack_pool() {
-    thread_local std::vector<std::unique_ptr<std::byte[]>> pool;
-    return pool;
-}
-
 /// Stacks kept for reuse; past this bound they are freed.
 constexpr std::size_t max_pooled_stacks = 64;
+/// Finished fibers kept for reuse, each with its stack; past this bound they are freed.
+constexpr std::size_t max_pooled_fibers = 64;
+
+/// What a thread keeps for reuse: stacks, and finished fibers with theirs. One object, so that
+/// its end is ordered: the fibers go first, while the stacks they would give back are closed.
+struct Pools {
+    std::vector<std::unique_ptr<std::byte[]>> stacks;
+    std::vector<std::unique_ptr<Fiber>> fibers;
+    bool closing = false;
+    Pools() = default;
+    Pools(const Pools&) = delete;
+    Pools& operator=(const Pools&) = delete;
+    ~Pools() {
+        closing = true;
+        fibers.clear();
+    }
+};
+Pools& pools() {
+    thread_local Pools kept;
+    return kept;
+}
 
 }  // namespace
 
@@ -62,7 +78,7 @@ struct Fiber::Entry {
 };
 
 Fiber::Fiber(std::function<void()> body) : body_(std::move(body)) {
-    auto& pool = stack_pool();
+    auto& pool = pools().stacks;
     if (!pool.empty()) {
         stack_ = std::move(pool.back());
         pool.pop_back();
@@ -73,15 +89,48 @@ Fiber::Fiber(std::function<void()> body) : body_(std::move(body)) {
     context_ = context::make_fcontext(stack_.get() + stack_bytes, stack_bytes, &Entry::start);
 }
 
+std::unique_ptr<Fiber> Fiber::make(std::function<void()> body) {
+    auto& pool = pools().fibers;
+    if (pool.empty()) {
+        return std::make_unique<Fiber>(std::move(body));
+    }
+    std::unique_ptr<Fiber> fiber = std::move(pool.back());
+    pool.pop_back();
+    fiber->restart(std::move(body));
+    return fiber;
+}
+
+void Fiber::recycle(std::unique_ptr<Fiber> fiber) {
+    Pools& kept = pools();
+    if (fiber && fiber->finished_ && !kept.closing && kept.fibers.size() < max_pooled_fibers) {
+        kept.fibers.push_back(std::move(fiber));
+    }
+}
+
+void Fiber::restart(std::function<void()> body) {
+    assert(finished_ && running != this && "only a finished fiber starts again");
+#if TANDEM_ASAN_FIBERS
+    ASAN_UNPOISON_MEMORY_REGION(stack_.get(), stack_bytes);
+#endif
+    body_ = std::move(body);
+    finished_ = false;
+    caller_ = nullptr;
+    caller_stack_bottom_ = nullptr;
+    caller_stack_size_ = 0;
+    caller_fake_stack_ = nullptr;
+    fiber_fake_stack_ = nullptr;
+    context_ = context::make_fcontext(stack_.get() + stack_bytes, stack_bytes, &Entry::start);
+}
+
 Fiber::~Fiber() {
 #if TANDEM_ASAN_FIBERS
     // A fiber destroyed before it finished leaves its frames' redzones poisoned; the next fiber
     // on this stack must not trip over them.
     ASAN_UNPOISON_MEMORY_REGION(stack_.get(), stack_bytes);
 #endif
-    auto& pool = stack_pool();
-    if (pool.size() < max_pooled_stacks) {
-        pool.push_back(std::move(stack_));
+    Pools& kept = pools();
+    if (!kept.closing && kept.stacks.size() < max_pooled_stacks) {
+        kept.stacks.push_back(std::move(stack_));
     }
 }
 

@@ -1,11 +1,31 @@
 #include "operation.hpp"
 
+#include <charconv>
+#include <iterator>
+
 namespace tandem::sim {
 
 std::string where(const Operation& operation) {
-    return "'" + operation.label + "' (device " + std::to_string(operation.device) + ", stream " +
-           std::to_string(operation.stream_local + 1) + ", #" +
-           std::to_string(operation.stream_sequence) + ")";
+    std::string text;
+    where_into(operation, text);
+    return text;
+}
+
+void where_into(const Operation& operation, std::string& out) {
+    const auto number = [&out](std::uint64_t value) {
+        char digits[24];
+        const auto end = std::to_chars(std::begin(digits), std::end(digits), value).ptr;
+        out.append(digits, end);
+    };
+    out.assign("'");
+    out.append(operation.label);
+    out.append("' (device ");
+    number(operation.device);
+    out.append(", stream ");
+    number(std::uint64_t{operation.stream_local} + 1);
+    out.append(", #");
+    number(operation.stream_sequence);
+    out.append(")");
 }
 
 void Operation::reset() {
@@ -32,10 +52,10 @@ void Operation::reset() {
     copy_source.reset();
     epoch = 0;
     body = nullptr;
-    fiber.reset();
+    Fiber::recycle(std::move(fiber));  // A finished fiber is kept, with its stack, for reuse.
     context.reset();
     abandoned = false;
-    host.reset();
+    // `host` is kept: its next launch rebinds it to the device it runs on.
     blocked = nullptr;
     blocked_on.clear();
     fault.reset();

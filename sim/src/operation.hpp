@@ -137,6 +137,8 @@ struct Operation final : Work {
 
 /// How a report names `operation`: its label, device, stream and place on the stream.
 std::string where(const Operation& operation);
+/// `where(operation)` into `out`, whose storage is reused: what a hot path builds it with.
+void where_into(const Operation& operation, std::string& out);
 
 /// Blocks for operations, kept per thread for reuse. A sync drains a whole batch of work at once
 /// and frees its operations together; malloc keeps only a few blocks of one size at hand per

@@ -16,8 +16,10 @@ void RaceDetector::record(MemoryId memory, const Access& access) {
     if (access.range.empty()) {
         return;
     }
-    std::deque<Access>& recent = accesses_[memory];
-    for (const Access& other : recent) {
+    Recent& recent = accesses_[memory];
+    // Oldest first, as the ring holds them: reports come in the order the accesses happened.
+    for (std::size_t age = 0; age < recent.slots.size(); ++age) {
+        const Access& other = recent.slots[(recent.next + age) % recent.slots.size()];
         if (other.stream_global == access.stream_global || !(other.write || access.write) ||
             !other.range.intersects(access.range) || ordered_before(other, access) ||
             ordered_before(access, other)) {
@@ -31,10 +33,18 @@ void RaceDetector::record(MemoryId memory, const Access& access) {
                                           ClaimKey{memory, ByteRange{begin, end}}});
         }
     }
-    recent.push_back(access);
-    if (recent.size() > max_records_per_allocation) {
-        recent.pop_front();
+    if (recent.slots.size() < max_records_per_allocation) {
+        recent.slots.push_back(access);
+        return;
     }
+    Access& oldest = recent.slots[recent.next];  // Assigned in place: its storage is reused.
+    oldest.range = access.range;
+    oldest.write = access.write;
+    oldest.stream_global = access.stream_global;
+    oldest.epoch = access.epoch;
+    oldest.label.assign(access.label);
+    oldest.clock = access.clock;
+    recent.next = (recent.next + 1) % max_records_per_allocation;
 }
 
 void RaceDetector::release(std::uint64_t address, const VectorClock& clock) {

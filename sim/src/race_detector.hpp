@@ -10,7 +10,6 @@
 
 #include "operation.hpp"
 
-#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,7 +39,8 @@ public:
         VectorClock clock;
     };
 
-    /// Checks `access` of `memory` (carrying its clock), then remembers it.
+    /// Checks `access` of `memory` (carrying its clock), then remembers it in a slot whose
+    /// storage (label, clock) is reused: once warm, recording allocates nothing (C12).
     void record(MemoryId memory, const Access& access);
     /// A system-scope release at `address` by an operation with `clock`.
     void release(std::uint64_t address, const VectorClock& clock);
@@ -53,7 +53,13 @@ public:
     [[nodiscard]] const std::vector<RaceReport>& reports() const { return reports_; }
 
 private:
-    std::unordered_map<MemoryId, std::deque<Access>> accesses_;
+    /// The recent accesses of one allocation: a ring of at most `max_records_per_allocation`
+    /// slots, `next` the oldest once it is full.
+    struct Recent {
+        std::vector<Access> slots;
+        std::size_t next = 0;
+    };
+    std::unordered_map<MemoryId, Recent> accesses_;
     std::unordered_map<std::uint64_t, VectorClock> releases_;
     VectorClock release_horizon_;
     std::vector<RaceReport> reports_;
