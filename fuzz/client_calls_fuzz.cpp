@@ -15,6 +15,7 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -663,6 +664,11 @@ private:
 
     void inject() {
         const std::size_t index = pick_client();
+        // A lost device refuses every call first, a fault it could not take too (D1).
+        const auto expect_refused_here = [&](const Status& injected, ErrorKind kind,
+                                             const char* call) {
+            expect_refused(injected, lost(index) ? ErrorKind::DeviceLost : kind, call);
+        };
         switch (data_.ConsumeIntegralInRange<int>(0, 3)) {
             case 0: {
                 static const double probabilities[] = {0.0,
@@ -679,8 +685,8 @@ private:
                                 data_.ConsumeIntegralInRange<std::uint64_t>(0, 3), probability,
                                 data_.ConsumeIntegral<std::uint32_t>()});
                 if (!(probability >= 0.0 && probability <= 1.0)) {
-                    expect_refused(injected, ErrorKind::InvalidArgument,
-                                   "a fault probability outside [0, 1]");
+                    expect_refused_here(injected, ErrorKind::InvalidArgument,
+                                        "a fault probability outside [0, 1]");
                 } else {
                     expect_ok_or(injected, {ErrorKind::DeviceLost}, "inject a kernel fault");
                 }
@@ -690,8 +696,8 @@ private:
                 const std::uint64_t nth = data_.ConsumeIntegralInRange<std::uint64_t>(0, 3);
                 Status injected = client(index).inject(AllocationFault{nth});
                 if (nth == 0) {
-                    expect_refused(injected, ErrorKind::InvalidArgument,
-                                   "an allocation fault at 0");
+                    expect_refused_here(injected, ErrorKind::InvalidArgument,
+                                        "an allocation fault at 0");
                 } else {
                     expect_ok_or(injected, {ErrorKind::DeviceLost}, "inject an allocation fault");
                 }
@@ -711,11 +717,12 @@ private:
                 const std::uint64_t steps = hostile_u64(data_, 64);
                 Status injected = client(index).inject(StreamDelay{stream, steps});
                 if (!valid_stream(index, stream) || steps > StreamDelay::max_steps) {
-                    expect_refused(injected, ErrorKind::InvalidArgument,
-                                   "a delay on no stream or too long");
+                    expect_refused_here(injected, ErrorKind::InvalidArgument,
+                                        "a delay on no stream or too long");
                 } else {
                     // Refused too when the delays of the stream add up past the bound.
-                    expect_ok_or(injected, {ErrorKind::InvalidArgument}, "inject a delay");
+                    expect_ok_or(injected, {ErrorKind::InvalidArgument, ErrorKind::DeviceLost},
+                                 "inject a delay");
                 }
                 return;
             }
@@ -773,7 +780,9 @@ private:
         Status granted = client(index).grant_peer_access(service);
         const bool reachable =
             same_runtime(index, accessor) && service.device_index < (index < 2 ? 2u : 1u);
-        if (!reachable) {
+        if (lost(index)) {  // A lost device refuses first (D1).
+            expect_refused(granted, ErrorKind::DeviceLost, "grant on a lost device");
+        } else if (!reachable) {
             expect_refused(granted, ErrorKind::PeerUnreachable,
                            "grant to no device of this runtime");
         } else {
@@ -792,6 +801,9 @@ private:
         }
         /// The bytes the view yields, or none past `max_touched_bytes`.
         [[nodiscard]] std::optional<std::uint64_t> yield_bytes() const {
+            if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+                return 0;  // No element, however large the other extents.
+            }
             std::uint64_t count = elem;
             for (std::uint64_t extent : shape) {
                 if (__builtin_mul_overflow(count, extent, &count)) {
