@@ -105,6 +105,9 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
             const std::optional<std::uint32_t> injected = kernel_fault_due(launch.kernel);
             if (!launch.config.runs_nothing()) {
                 injected_codes.push_back(injected.value_or(0));
+                if (injected && !op.injected_code) {
+                    op.injected_code = *injected;  // The first launch a fault hits reports it.
+                }
             }
         }
     }

@@ -64,7 +64,7 @@ void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, 
     if (injected) {
         // As an injected kernel fault: it never ran.
         op.ran(Error::kernel_failed(
-            KernelFailedDetails{request.kernel, service_, request.stream, *injected}));
+            KernelFailedDetails{request.kernel, service_, request.stream, *injected, true}));
         return;
     }
     std::array<void*, max_launch_resources> pointers{};  // On the stack.

@@ -275,6 +275,10 @@ void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
     params.status = status_device_ + op.slot;
     params.launch_id = op.launch_id;
     params.injected_code = injected.value_or(0);
+    PendingOp& reporter = replay != nullptr ? *replay : op;  // Whose word reports the failure.
+    if (injected && !reporter.injected_code) {
+        reporter.injected_code = *injected;
+    }
     if (replay != nullptr) {
         // Launches of one replay share its word: after a failed one, the rest do not run.
         params.producers[params.producer_count++] = ProducerStatus{params.status, op.launch_id};

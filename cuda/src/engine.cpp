@@ -105,6 +105,7 @@ void PendingOp::reset() {
     held.clear();
     keep_alive.reset();
     replayed_kernel.clear();
+    injected_code.reset();
     has_status_word = false;
     word_on_host = false;
     lands = false;
@@ -464,7 +465,9 @@ void CudaGroup::fill_report(PendingOp& op) {
         op.did_not_run();
     } else if (reported) {
         const std::string& kernel = op.replayed_kernel.empty() ? op.label : op.replayed_kernel;
-        op.ran(Error::kernel_failed(KernelFailedDetails{kernel, device.service(), op.stream, code}));
+        const bool injected = op.injected_code == code;
+        op.ran(Error::kernel_failed(
+            KernelFailedDetails{kernel, device.service(), op.stream, code, injected}));
     } else {
         op.ran(Status{});
     }

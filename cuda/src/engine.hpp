@@ -77,6 +77,9 @@ struct PendingOp final : Work {
     /// one kernel. Its launches share one status word, which does not say which of them failed,
     /// so a graph of several kernels names the replay.
     std::string replayed_kernel;
+    /// The code injected into it (`KernelFault`), if one was: a reported code equal to it is the
+    /// injected fault (the kernel, or the replay's launch, did not run).
+    std::optional<std::uint32_t> injected_code;
     /// Launches and replays that reached the GPU: the status word and the id that owns it.
     bool has_status_word = false;
     std::uint64_t slot = 0;

@@ -251,5 +251,28 @@ TYPED_TEST(DeviceLoss, kernel_faults_are_bounded_and_a_spent_one_is_retired) {
     EXPECT_EQ(this->read_bytes(client, output), filled(64, 3));
 }
 
+// A report says whether a kernel's failure was injected (the kernel did not run) or the
+// kernel's own, on every backend, so that a fault-injection run's reports are told apart from
+// real failures.
+TYPED_TEST(DeviceLoss, an_injected_kernel_fault_is_reported_as_injected) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle injected = this->allocate(client, 64);
+    Handle real = this->allocate(client, 64);
+    ASSERT_TRUE(client.inject(KernelFault{"fill", 1, 1.0, 77}));
+    this->fill(client, injected, 1);
+    this->fail(client, real, 77);
+    std::optional<Error> first = this->read_error(client, injected);
+    std::optional<Error> second = this->read_error(client, real);
+    ASSERT_TRUE(first && second);
+    const auto* injected_details = root_of(*first)->details_as<KernelFailedDetails>();
+    const auto* real_details = root_of(*second)->details_as<KernelFailedDetails>();
+    ASSERT_TRUE(injected_details && real_details) << first->report() << second->report();
+    EXPECT_TRUE(injected_details->injected) << first->report();
+    EXPECT_NE(first->report().find("injected"), std::string::npos) << first->report();
+    EXPECT_FALSE(real_details->injected) << second->report();
+    EXPECT_EQ(real_details->code, 77u);
+}
+
 }  // namespace
 }  // namespace tandem::conformance

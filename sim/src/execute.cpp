@@ -281,6 +281,7 @@ void run_body(Engine& engine, Operation& op) {
         if (index < op.injected.size() && op.injected[index]) {
             op.failure_code = op.injected[index];  // Reported without running.
             op.failed_kernel = request.kernel;
+            op.failure_injected = true;
             return;
         }
         Result<std::vector<BoundResource>> bound = [&] {
@@ -351,7 +352,8 @@ std::string Engine::report(SimDevice& device, SimStream& stream, Operation& op) 
     if (op.failure_code) {
         op.ran(Error::kernel_failed(
             KernelFailedDetails{op.failed_kernel.empty() ? op.label : op.failed_kernel,
-                                device.service(), stream.id, *op.failure_code}));
+                                device.service(), stream.id, *op.failure_code,
+                                op.failure_injected}));
         return "failed: " + op.failure()->message();
     }
     if (op.error) {

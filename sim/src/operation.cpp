@@ -61,6 +61,7 @@ void Operation::reset() {
     fault.reset();
     failure_code.reset();
     failed_kernel.clear();
+    failure_injected = false;
     error.reset();
     injected.clear();
     touches_nothing = false;

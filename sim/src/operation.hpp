@@ -112,6 +112,8 @@ struct Operation final : Work {
     /// The kernel that reported `failure_code`: a replay's failure names the kernel of its graph
     /// that failed, as a launch's does.
     std::string failed_kernel;
+    /// Whether `failure_code` was injected (the kernel did not run) rather than reported by it.
+    bool failure_injected = false;
     /// An error that ends the operation without a kernel code: a throw, a deadlock, a lost device.
     std::optional<Error> error;
     /// Injected kernel faults, one entry per launch the operation runs, decided when it was

@@ -81,7 +81,10 @@ private:
         }
         return due;
     }
-    std::string code_text(std::uint64_t code) { return "code " + std::to_string(code) + " on"; }
+    /// How a report gives a kernel's code: an injected one says so (the kernel did not run).
+    std::string code_text(std::uint64_t code, bool injected = false) {
+        return "code " + std::to_string(code) + (injected ? " (an injected fault)" : "") + " on";
+    }
 
     void on(AllocateStep& step, Step&) {
         bytes_[step.name] = std::vector<Cell>(step.size_bytes);
@@ -136,7 +139,7 @@ private:
             return;
         }
         if (injected) {
-            finish_failed(step, outputs, token(code_text(*injected)));
+            finish_failed(step, outputs, token(code_text(*injected, true)));
             return;
         }
         run_kernel(step, inputs, outputs);

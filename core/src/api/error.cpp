@@ -74,8 +74,9 @@ Error Error::launch_refused(std::string kernel, std::string reason) {
 
 Error Error::kernel_failed(KernelFailedDetails details) {
     std::string message = "kernel '" + details.kernel + "' failed with code " +
-                          std::to_string(details.code) + " on " + to_string(details.device) +
-                          ", " + to_string(details.stream);
+                          std::to_string(details.code) +
+                          (details.injected ? " (an injected fault)" : "") + " on " +
+                          to_string(details.device) + ", " + to_string(details.stream);
     return Error(ErrorKind::KernelFailed, std::move(message), std::move(details));
 }
 

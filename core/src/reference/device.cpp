@@ -215,7 +215,7 @@ Status ReferenceDevice::run_launches(const std::vector<const LaunchRequest*>& la
         const LaunchRequest& request = *launches[index];
         if (injected[index]) {  // Reported without running, as on a GPU.
             return Error::kernel_failed(
-                KernelFailedDetails{request.kernel, service_, work.stream, *injected[index]});
+                KernelFailedDetails{request.kernel, service_, work.stream, *injected[index], true});
         }
         if (Status ran = run_kernel(request, work); !ran) {
             return ran;

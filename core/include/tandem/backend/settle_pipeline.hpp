@@ -234,6 +234,7 @@ public:
         checks_ = on;
         check_context_ = std::move(context);
     }
+    /// Whether the pipeline checks its books after settles (`check_after_settles`).
     [[nodiscard]] bool checks() const { return checks_; }
     /// Whether no work is unsettled.
     [[nodiscard]] bool empty() const { return unsettled_ == 0; }

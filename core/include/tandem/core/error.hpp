@@ -104,6 +104,9 @@ struct KernelFailedDetails {
     StreamId stream;
     /// The failure code the kernel reported from inside.
     std::uint32_t code = 0;
+    /// Whether the failure was injected (`KernelFault`, a scenario's `inject`) rather than
+    /// reported by the kernel itself: the kernel did not run.
+    bool injected = false;
 };
 
 /// What an `Unwritten` read found: the failure claiming its bytes, the chain of skipped work back
