@@ -39,7 +39,9 @@ std::string_view advice(ErrorKind kind) {
         case ErrorKind::KernelFailed: return "handle the kernel's code, then rerun the work";
         case ErrorKind::Unwritten: return "fix or rerun the root failure, then write the bytes again";
         case ErrorKind::Several: return "handle each failure listed";
-        case ErrorKind::DeviceLost: return "restart the device; nothing more runs on it";
+        case ErrorKind::DeviceLost:
+            return "nothing more runs on this device: drop its runtime and create a new one (on a "
+                   "GPU, one process per device keeps the others working)";
         case ErrorKind::PeerUnreachable: return "check which devices can access each other";
         case ErrorKind::TornDown: return "the work did not finish; rerun it";
     }

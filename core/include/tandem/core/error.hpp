@@ -38,7 +38,8 @@ enum class ErrorKind : std::uint8_t {
     Unwritten,
     /// One read found several distinct failures; each is listed.
     Several,
-    /// The device hit a sticky fault and can run nothing more. Restart the device (its runtime).
+    /// The device hit a sticky fault and can run nothing more. Drop its runtime and create a new
+    /// one; on a GPU a trap poisons every device of its process, so a new process is the restart.
     DeviceLost,
     /// A peer device cannot be reached (no access path, or the peer is gone). Check the topology.
     PeerUnreachable,
