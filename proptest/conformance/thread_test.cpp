@@ -244,6 +244,9 @@ TYPED_TEST(Threads, devices_joined_while_both_are_busy_keep_every_outcome) {
     Handle failed_owned = this->allocate(owner, 64);
     this->fill(owner, filled_owned, 21);
     this->fail(owner, failed_owned, 61);
+    // Nothing orders the peer's copy after the owner's fill but this sync (P6): without it the
+    // copy may run first, on the simulator's threads, and read what was there before.
+    ASSERT_TRUE(owner.sync());
     Result<Handle> filled_source = owner.share_with_peers(filled_owned);
     Result<Handle> failed_source = owner.share_with_peers(failed_owned);
     ASSERT_TRUE(filled_source && failed_source);
