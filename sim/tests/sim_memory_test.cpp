@@ -23,6 +23,16 @@ struct WritePastEnd {
     }
 };
 
+/// Stores one byte at its own thread index into buffer 0: a thread past the buffer faults.
+struct StoreAtThread {
+    static constexpr const char* name = "test_store_at_thread";
+    template <typename Context>
+    void operator()(Context& ctx) const {
+        auto out = ctx.template buffer<std::uint8_t>(0);
+        out.store(ctx.thread_index(), std::uint8_t{1});
+    }
+};
+
 /// Stores into a resource declared read-only.
 struct StoreIntoInput {
     static constexpr const char* name = "test_store_into_input";
@@ -38,6 +48,7 @@ protected:
     static void SetUpTestSuite() {
         (void)register_kernel<WritePastEnd>();
         (void)register_kernel<StoreIntoInput>();
+        (void)register_kernel<StoreAtThread>();
     }
 };
 
@@ -187,10 +198,29 @@ TEST_F(SimMemory, an_access_past_the_binding_is_a_sticky_fault_naming_the_alloca
     EXPECT_NE(message.find("illegal store by 'test_write_past_end'"), std::string::npos) << message;
     EXPECT_NE(message.find("past the 32 bytes bound"), std::string::npos) << message;
     EXPECT_NE(message.find(to_string(buffer.memory_id())), std::string::npos) << message;
+    EXPECT_NE(message.find("(thread 0: block 0, thread 0 of the block)"), std::string::npos)
+        << message;
     EXPECT_EQ(client.allocate(64).error().kind(), ErrorKind::DeviceLost);
     // Other devices keep working.
     Client other = runtime->client(1);
     EXPECT_TRUE(other.read(allocate(other, 8)));
+}
+
+// A bad access is reported as a memory checker would: the address and allocation, and the thread
+// that made it, with its block and its place in the block.
+TEST_F(SimMemory, a_bad_access_names_the_thread_and_block_that_made_it) {
+    auto runtime = make_runtime();
+    Client client = runtime->client(0);
+    Handle buffer = allocate(client, 32);
+    // Four blocks of 16 threads: thread 32, the first past the 32 bytes, is block 2's first.
+    ASSERT_TRUE(client.launch("test_store_at_thread", LaunchConfig{Dim3{4, 1, 1}, Dim3{16, 1, 1}},
+                              {out(buffer)}));
+    Status synced = client.sync();
+    ASSERT_FALSE(synced);
+    ASSERT_EQ(synced.error().kind(), ErrorKind::DeviceLost);
+    EXPECT_NE(synced.error().message().find("(thread 32: block 2, thread 0 of the block)"),
+              std::string::npos)
+        << synced.error().message();
 }
 
 TEST_F(SimMemory, a_store_into_a_read_only_resource_faults) {

@@ -179,6 +179,9 @@ public:
     [[nodiscard]] std::uint64_t thread_count() const { return thread_count_; }
     /// Makes the context that of thread `index`; the backend calls it between threads.
     void set_thread(std::uint64_t index) { thread_index_ = index; }
+    /// How many threads a block of the launch has (0 when it has no blocks, as external work):
+    /// a fault then names the block and the thread in it. The backend sets it before it runs.
+    void set_block_threads(std::uint64_t threads) { block_threads_ = threads; }
 
     /// A checked view of buffer resource `index` as elements of `T`; faults when the launch binds
     /// fewer resources.
@@ -233,7 +236,16 @@ public:
     /// Raises the sticky fault for an access of `view_bytes` at `byte_offset` of a resource.
     [[noreturn]] void fault(std::size_t resource, std::uint64_t byte_offset, bool write) const;
     /// Raises the device's sticky fault with `report` (D1).
-    [[noreturn]] void raise(std::string report) const { throw HostFault{std::move(report)}; }
+    /// Faults the running thread with `report`, which then names that thread (and its block).
+    [[noreturn]] void raise(std::string report) const {
+        report += " (thread " + std::to_string(thread_index_);
+        if (block_threads_ != 0) {
+            report += ": block " + std::to_string(thread_index_ / block_threads_) + ", thread " +
+                      std::to_string(thread_index_ % block_threads_) + " of the block";
+        }
+        report += ")";
+        throw HostFault{std::move(report)};
+    }
 
 private:
     const BoundResource& resource(std::size_t index) const {
@@ -252,6 +264,7 @@ private:
     std::vector<BoundResource> resources_;
     KernelArgs args_;
     std::uint64_t thread_index_ = 0;
+    std::uint64_t block_threads_ = 0;
     std::uint64_t thread_count_;
     KernelHost& host_;
     std::optional<std::uint32_t> failure_code_;

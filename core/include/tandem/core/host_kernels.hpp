@@ -24,6 +24,7 @@ void run_kernel(HostKernelContext& context, const LaunchConfig& config) {
     const Kernel kernel{};
     const std::uint64_t block = config.block.count();
     const std::uint64_t threads = config.thread_count();  // A whole number of blocks.
+    context.set_block_threads(block);
     // Block by block rather than a division per thread to find the block's end: a 64-bit
     // division costs tens of cycles, which was most of an empty kernel's time.
     for (std::uint64_t first = 0; first < threads; first += block) {
