@@ -354,9 +354,9 @@ bool SettlePipeline::writes_unsettled(ServiceId owner, std::span<const ClaimKey>
 
 namespace {
 
-/// Whether a book of `size` entries, last walked at settle `checked_at`, is due at settle `now`:
-/// every settle while it is small, and once it is not, after as many settles as it holds (at
-/// least `sparse_every`), so that a walk costs a settle about one entry's check.
+/// Whether a book of `size` entries, last walked at pass `checked_at`, is due at pass `now`:
+/// every pass while it is small, and once it is not, after as many passes as it holds (at least
+/// `sparse_every`), so that a walk costs a pass about one entry's check.
 bool book_due(std::size_t size, std::uint64_t now, std::uint64_t& checked_at) {
     static constexpr std::size_t checked_max = 64;
     static constexpr std::uint64_t sparse_every = 1024;
@@ -380,9 +380,9 @@ void SettlePipeline::note_settled(const Work& settled) {
 }
 
 void SettlePipeline::check_books() {
-    ++settles_;
+    ++check_passes_;
     std::optional<std::string> broken;
-    if (book_due(size(), settles_, pipeline_checked_at_)) {
+    if (book_due(size(), check_passes_, pipeline_checked_at_)) {
         broken = check_invariants();
     }
     for (const ServiceId owner : changed_owners_) {
@@ -394,7 +394,7 @@ void SettlePipeline::check_books() {
         if (found == claims_checked_at_.end()) {
             found = claims_checked_at_.insert(claims_checked_at_.end(), {owner, 0});
         }
-        if (book_due(devices_.claims_size(owner), settles_, found->second)) {
+        if (book_due(devices_.claims_size(owner), check_passes_, found->second)) {
             broken = devices_.check_invariants(owner);
         }
     }

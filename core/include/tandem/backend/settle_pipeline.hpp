@@ -228,8 +228,8 @@ public:
     /// claims of every device the settled work touched, aborting with the first broken one and
     /// `context` (a seed, say) on standard error. On by default in builds without `NDEBUG` (the
     /// sanitizer builds); the simulator's deterministic mode turns it on in every build. A book
-    /// is walked every settle while it is small, and once it is not, after as many settles as it
-    /// holds entries, so that checking costs a settle about one entry's check.
+    /// is walked every pass while it is small, and once it is not, after as many passes as it
+    /// holds entries, so that checking costs a pass about one entry's check.
     void check_after_settles(bool on, std::string context = {}) {
         checks_ = on;
         check_context_ = std::move(context);
@@ -337,9 +337,9 @@ private:
     bool checks_ = true;
 #endif
     std::string check_context_;
-    /// Settles so far, and when each book was last walked: the pipeline's own, and each owner's
-    /// claims (by service).
-    std::uint64_t settles_ = 0;
+    /// Passes of checks so far (one after each run of settles), and the pass at which each book
+    /// was last walked: the pipeline's own, and each owner's claims (by service).
+    std::uint64_t check_passes_ = 0;
     std::uint64_t pipeline_checked_at_ = 0;
     std::vector<std::pair<ServiceId, std::uint64_t>> claims_checked_at_;
     /// Owners whose claims settles changed since the books were last checked, and the label of
