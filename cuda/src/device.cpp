@@ -12,8 +12,8 @@ namespace tandem::cuda {
 
 CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
                        std::uint64_t capacity_bytes, bool shares_gpu)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
-                   engine.options.seed),
+    : Server(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
+             engine.options.seed, memory_),
       engine_(engine),
       index_(index),
       ordinal_(ordinal),
@@ -667,71 +667,46 @@ Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
     return {};
 }
 
-Status CudaDevice::do_wait_host(const Event& event) {
-    const GroupLock lock = lock_group();
-    if (Status known = check_recorded(event); !known) {
-        return known;
-    }
-    group().wait_for_event(event, true);
-    memory_.sweep();
-    if (std::optional<Error> gone = directory_.lost(event.device())) {
-        return Error::device_lost(event.device(), "the event's device was lost").caused_by(*gone);
-    }
-    return {};
-}
-
-Result<bool> CudaDevice::do_event_complete(const Event& event) {
+Result<bool> CudaDevice::do_event_done(const Event& event, bool block) {
     const GroupLock lock = lock_group();
     if (Status known = check_recorded(event); !known) {
         return known.error();
     }
-    const bool complete = group().event_complete(event);
+    bool done = true;
+    if (block) {
+        group().wait_for_event(event, true);
+        memory_.sweep();
+    } else {
+        done = group().event_complete(event);
+    }
     if (std::optional<Error> gone = directory_.lost(event.device())) {
         return Error::device_lost(event.device(), "the event's device was lost").caused_by(*gone);
     }
-    return complete;
+    return done;
 }
 
-Status CudaDevice::do_sync_stream(StreamId stream_id) {
+Status CudaDevice::do_settle(const SyncScope& scope) {
     const GroupLock lock = lock_group();
-    if (Result<CudaStream*> found = stream(stream_id); !found) {
-        return found.error();
-    }
-    // The stream itself is waited for, whether or not work of it is unsettled, and the work
-    // enqueued on it before the call settles.
-    const std::uint64_t before = group().pipeline.next_sequence();
-    const auto on_stream = [&](const Work& work) {
-        return work.device == index_ && work.stream == stream_id && work.sequence() < before;
-    };
-    group().resolve_needed({}, on_stream, {}, true, std::pair{index_, stream_id});
-    if (!group().pipeline.settled_where(on_stream)) {
-        (void)group().resolve_all();  // Not expected: every work it needed was waited for.
+    if (scope.kind == SyncScope::Kind::Stream) {
+        // The stream itself is waited for, whether or not work of it is unsettled, and the work
+        // enqueued on it before the call settles.
+        const std::uint64_t before = group().pipeline.next_sequence();
+        const auto on_stream = [&](const Work& work) {
+            return work.device == index_ && work.stream == scope.stream &&
+                   work.sequence() < before;
+        };
+        group().resolve_needed({}, on_stream, {}, true, std::pair{index_, scope.stream});
+        if (!group().pipeline.settled_where(on_stream)) {
+            (void)group().resolve_all();  // Not expected: every work it needed was waited for.
+        }
+    } else {
+        settle_own_work(true);  // This device, and only what its work needs of the others.
+        if (scope.kind == SyncScope::Kind::Writers) {
+            settle_for_read(scope.keys, true);  // A writer of the keys may run on any device.
+        }
     }
     memory_.sweep();
-    return refuse_if_lost();
-}
-
-Status CudaDevice::do_sync() {
-    const GroupLock lock = lock_group();
-    settle_own_work(true);  // This device, and only what its work needs of the others.
-    memory_.sweep();
-    return refuse_if_lost();
-}
-
-Status CudaDevice::do_sync(std::span<const ClaimKey> keys) {
-    const GroupLock lock = lock_group();
-    settle_own_work(true);
-    settle_for_read(keys, true);  // A writer of the keys may run on any device.
-    memory_.sweep();
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
-    return claims_.check(keys);
-}
-
-MemoryUsage CudaDevice::do_memory_usage() const {
-    const GroupLock lock = lock_group();
-    return memory_.usage();
+    return {};
 }
 
 Status CudaDevice::do_admit_peer(ServiceId accessor) {

@@ -10,7 +10,7 @@
 #include "tandem/backend/detail/id_table.hpp"
 #include "tandem/backend/detail/spare_works.hpp"
 #include "tandem/backend/device_groups.hpp"
-#include "tandem/backend/device_server.hpp"
+#include "tandem/backend/server.hpp"
 #include "tandem/backend/fault_plan.hpp"
 #include "tandem/backend/held_bindings.hpp"
 #include "tandem/backend/memory_manager.hpp"
@@ -152,7 +152,7 @@ struct PreparedIssue {
     detail::EngineMutex* mutex = nullptr;
 };
 
-class CudaDevice final : public DeviceServer {
+class CudaDevice final : public Server {
 public:
     /// Status words per device: launches unresolved at once before the host resolves them.
     static constexpr std::uint64_t status_slots = 1 << 16;
@@ -162,8 +162,6 @@ public:
     CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes,
                bool shares_gpu = false);
     ~CudaDevice() override;
-
-#include "tandem/backend/detail/server_hooks.inc"
 
     [[nodiscard]] int ordinal() const { return ordinal_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
@@ -214,8 +212,27 @@ public:
     void reuse_event(cudaEvent_t event) { spare_events_.push_back(event); }
 
 private:
-    void do_lose_now() override;
+    // The backend contract (server.hpp).
+    Result<StreamId> do_create_stream() override;
     DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
+    Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) override;
+    Result<NativeView> do_native(const BufferBinding* binding, StreamId stream) override;
+    Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
+                    StreamId stream) override;
+    Result<std::vector<std::byte>> do_read(const BufferBinding& source) override;
+    Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) override;
+    Result<Event> do_read_async(const BufferBinding& source, std::span<std::byte> into,
+                                StreamId stream, std::shared_ptr<ReadBack> state) override;
+    Status do_copy(const KernelResource& source, const BufferBinding& target,
+                   StreamId stream) override;
+    Status do_launch(LaunchRequest&& request) override;
+    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
+    Result<Event> do_record_event(StreamId stream) override;
+    Status do_wait_event(StreamId stream, const Event& event) override;
+    Result<bool> do_event_done(const Event& event, bool block) override;
+    Status do_settle(const SyncScope& scope) override;
+    Status do_settle_window(StreamId stream, const CaptureWindow& window) override;
+    void do_lose_now() override;
     void do_release_stream(DeviceStream& stream) override;
     void do_delay(DeviceStream& stream, std::uint64_t steps) override;
     Status do_check_adopted(const AdoptedMemory& memory) override;

@@ -34,8 +34,8 @@ std::uint64_t splitmix(std::uint64_t& state) {
 }  // namespace
 
 SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
-                   engine.options.seed),
+    : Server(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
+             engine.options.seed, memory_),
       engine_(engine),
       index_(index),
       segment_(std::move(segment)),
@@ -376,10 +376,13 @@ Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
     return enqueue(stream_id, std::move(operation));
 }
 
-Status SimDevice::do_wait_host(const Event& event) {
+Result<bool> SimDevice::do_event_done(const Event& event, bool block) {
     std::lock_guard lock(engine_.mutex);
     if (Status known = check_event(event, engine_.next_event); !known) {
-        return known;
+        return known.error();
+    }
+    if (!block) {
+        return engine_.event_completed(event.sequence());
     }
     Status drained = engine_.run_until([&] {
         if (!engine_.event_completed(event.sequence())) {
@@ -390,24 +393,36 @@ Status SimDevice::do_wait_host(const Event& event) {
     });
     merge_into(engine_.host_clock, engine_.event_clock(event.sequence()));  // Happens before.
     sweep();
+    if (!drained) {
+        return drained.error();
+    }
+    return true;
+}
+
+Status SimDevice::do_settle(const SyncScope& scope) {
+    switch (scope.kind) {
+    case SyncScope::Kind::Stream:
+        return settle_stream(scope.stream);
+    case SyncScope::Kind::Device:
+        return settle_device();
+    case SyncScope::Kind::Writers:
+        break;
+    }
+    // The device's own sync first, outside this call's lock: in threads mode a wait lets go of
+    // the lock so that the workers can run, and one nested in a call holding it would not.
+    if (Status synced = settle_device(); !synced) {
+        return synced;
+    }
+    std::lock_guard lock(engine_.mutex);
+    Status drained =
+        engine_.run_until([&] { return engine_.pipeline.final_for(service_, scope.keys); });
+    sweep();
     return drained;
 }
 
-Result<bool> SimDevice::do_event_complete(const Event& event) {
+Status SimDevice::settle_stream(StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (Status known = check_event(event, engine_.next_event); !known) {
-        return known.error();
-    }
-    return engine_.event_completed(event.sequence());
-}
-
-Status SimDevice::do_sync_stream(StreamId stream_id) {
-    std::lock_guard lock(engine_.mutex);
-    Result<SimStream*> found = stream(stream_id);
-    if (!found) {
-        return found.error();
-    }
-    SimStream* target = *found;
+    SimStream* target = *stream(stream_id);  // The Server checked that it exists.
     const auto on_stream = [&](const Work& work) {
         return work.device == index_ && work.stream == stream_id;
     };
@@ -415,13 +430,10 @@ Status SimDevice::do_sync_stream(StreamId stream_id) {
         [&] { return target->queue.empty() && engine_.pipeline.settled_where(on_stream); });
     merge_into(engine_.host_clock, target->clock);
     sweep();
-    if (!drained) {
-        return drained;
-    }
-    return refuse_if_lost();
+    return drained;
 }
 
-Status SimDevice::do_sync() {
+Status SimDevice::settle_device() {
     std::lock_guard lock(engine_.mutex);
     Status drained = engine_.run_until([this] {
         for (const SimStream& each : streams_) {
@@ -435,29 +447,7 @@ Status SimDevice::do_sync() {
         merge_into(engine_.host_clock, each.clock);
     }
     sweep();
-    if (!drained) {
-        return drained;
-    }
-    return refuse_if_lost();
-}
-
-Status SimDevice::do_sync(std::span<const ClaimKey> keys) {
-    // The device's own sync first, outside this call's lock: in threads mode a wait lets go of
-    // the lock so that the workers can run, and one nested in a call holding it would not.
-    if (Status synced = do_sync(); !synced) {
-        return synced;
-    }
-    std::lock_guard lock(engine_.mutex);
-    Status drained =
-        engine_.run_until([&] { return engine_.pipeline.final_for(service_, keys); });
-    sweep();
-    if (!drained) {
-        return drained;
-    }
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
-    return claims_.check(keys);
+    return drained;
 }
 
 Status SimDevice::do_settle_window(StreamId stream_id, const CaptureWindow& window) {
@@ -480,11 +470,6 @@ Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
         operation->injected.push_back(kernel_fault_due(launch.kernel));
     }
     return enqueue(stream_id, std::move(operation));
-}
-
-MemoryUsage SimDevice::do_memory_usage() const {
-    std::lock_guard lock(engine_.mutex);
-    return memory_.usage();
 }
 
 bool SimDevice::do_grants_all_peers() const { return engine_.options.grant_all_peers; }

@@ -10,7 +10,7 @@
 #include "tandem/backend/claim_store.hpp"
 #include "tandem/backend/detail/spare_works.hpp"
 #include "tandem/backend/device_groups.hpp"
-#include "tandem/backend/device_server.hpp"
+#include "tandem/backend/server.hpp"
 #include "tandem/backend/fault_plan.hpp"
 #include "tandem/backend/memory_manager.hpp"
 #include "tandem/backend/server.hpp"
@@ -60,7 +60,7 @@ struct FreedRecord {
     std::uint64_t step = 0;
 };
 
-class SimDevice final : public DeviceServer {
+class SimDevice final : public Server {
 public:
     /// Freed allocations remembered for fault reports.
     static constexpr std::size_t max_freed_records = 64;
@@ -70,9 +70,6 @@ public:
 
     SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment);
     ~SimDevice() override;
-
-#include "tandem/backend/detail/server_hooks.inc"
-    Status do_check_adopted(const AdoptedMemory& memory) override;
 
     // Engine side.
     [[nodiscard]] std::uint32_t index() const { return index_; }
@@ -92,9 +89,33 @@ public:
     void sweep();
 
 private:
-    void do_lose_now() override { lose_after_queued_work(); }
+    // The backend contract (server.hpp).
+    Result<StreamId> do_create_stream() override;
     DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
+    Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) override;
+    Result<NativeView> do_native(const BufferBinding* binding, StreamId stream) override;
+    Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
+                    StreamId stream) override;
+    Result<std::vector<std::byte>> do_read(const BufferBinding& source) override;
+    Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) override;
+    Result<Event> do_read_async(const BufferBinding& source, std::span<std::byte> into,
+                                StreamId stream, std::shared_ptr<ReadBack> state) override;
+    Status do_copy(const KernelResource& source, const BufferBinding& target,
+                   StreamId stream) override;
+    Status do_launch(LaunchRequest&& request) override;
+    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
+    Result<Event> do_record_event(StreamId stream) override;
+    Status do_wait_event(StreamId stream, const Event& event) override;
+    Result<bool> do_event_done(const Event& event, bool block) override;
+    Status do_settle(const SyncScope& scope) override;
+    Status do_settle_window(StreamId stream, const CaptureWindow& window) override;
+    void do_lose_now() override { lose_after_queued_work(); }
+    Status do_check_adopted(const AdoptedMemory& memory) override;
     [[nodiscard]] bool do_grants_all_peers() const override;
+
+    /// `do_settle` of one stream, and of the whole device.
+    Status settle_stream(StreamId stream);
+    Status settle_device();
     Result<SimStream*> stream(StreamId id);
     Status enqueue(StreamId stream, std::shared_ptr<Operation> operation);
     /// Runs the device's work until `stream` has drained, and every unresolved writer of `keys`.

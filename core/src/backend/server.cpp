@@ -1,3 +1,6 @@
+// The entry points of `Server`: the checks every backend would otherwise repeat, made once
+// here before the backend's hook is called.
+
 #include "tandem/backend/server.hpp"
 
 #include "tandem/core/host_kernels.hpp"
@@ -48,7 +51,7 @@ Status Server::destroy_stream(StreamId stream) {
     if (stream == default_stream()) {
         return Error::invalid_argument("the default stream cannot be destroyed");
     }
-    return do_destroy_stream(stream);
+    return destroy_checked(stream);
 }
 
 Result<Handle> Server::allocate(std::uint64_t size_bytes, StreamId stream) {
@@ -72,7 +75,7 @@ Result<Handle> Server::adopt(AdoptedMemory memory) {
                                        std::to_string(memory.size_bytes) + " bytes at " +
                                        std::to_string(address));
     }
-    return do_adopt(std::move(memory));
+    return adopt_checked(std::move(memory));
 }
 
 Result<NativeView> Server::native(const BufferBinding* binding, StreamId stream) {
@@ -170,7 +173,7 @@ Status Server::copy(const KernelResource& source, const BufferBinding& target, S
         return *wrong;
     }
     if (const PeerBinding* peer = source.peer_binding()) {
-        do_reach(peer->memory().owner_service());
+        reach(peer->memory().owner_service());
     } else if (std::optional<Error> wrong = foreign(source.buffer_binding())) {
         return *wrong;
     }
@@ -186,7 +189,7 @@ Status Server::launch(LaunchRequest&& request) {
     }
     for (const KernelResource& resource : request.resources) {
         if (const PeerBinding* peer = resource.peer_binding()) [[unlikely]] {
-            do_reach(peer->memory().owner_service());
+            reach(peer->memory().owner_service());
         }
     }
     if (request.entry == nullptr && !request.external) {
@@ -216,7 +219,7 @@ Status Server::wait_event(StreamId stream, const Event& event) {
     if (std::optional<Error> refused = refusal(stream)) {
         return *refused;
     }
-    do_reach(event.device());
+    reach(event.device());
     return do_wait_event(stream, event);
 }
 
@@ -224,45 +227,49 @@ Status Server::wait(const Event& event) {
     if (std::optional<Error> gone = loss()) {
         return *gone;
     }
-    do_reach(event.device());
-    return do_wait_host(event);
+    reach(event.device());
+    if (Result<bool> done = do_event_done(event, true); !done) {
+        return done.error();
+    }
+    return {};
 }
 
 Result<bool> Server::event_complete(const Event& event) {
     if (std::optional<Error> gone = loss()) {
         return *gone;
     }
-    do_reach(event.device());
-    return do_event_complete(event);
+    reach(event.device());
+    return do_event_done(event, false);
 }
 
 Status Server::sync_stream(StreamId stream) {
     if (std::optional<Error> refused = refusal(stream)) {
         return *refused;
     }
-    return do_sync_stream(stream);
+    if (Status settled = do_settle({SyncScope::Kind::Stream, stream, {}}); !settled) {
+        return settled;
+    }
+    if (std::optional<Error> gone = loss()) {
+        return *gone;
+    }
+    return {};
 }
 
-Status Server::sync() { return do_sync(); }
-
-Status Server::sync(std::span<const ClaimKey> keys) { return do_sync(keys); }
-
-Status Server::begin_capture(StreamId stream) {
-    if (std::optional<Error> refused = refusal(stream)) {
-        return *refused;
+Status Server::sync() {
+    if (Status settled = do_settle({SyncScope::Kind::Device, {}, {}}); !settled) {
+        return settled;
     }
-    return do_begin_capture(stream);
+    if (std::optional<Error> gone = loss()) {
+        return *gone;
+    }
+    return {};
 }
 
-Result<CaptureGraph> Server::end_capture(StreamId stream) {
-    if (std::optional<Error> gone = loss()) [[unlikely]] {
-        return *gone;  // Never the graph of a window whose device can run nothing more (D1).
+Status Server::sync(std::span<const ClaimKey> keys) {
+    if (Status settled = do_settle({SyncScope::Kind::Writers, {}, keys}); !settled) {
+        return settled;
     }
-    if (!has_stream(stream)) {
-        return Error::invalid_argument(to_string(stream) + " does not exist on " +
-                                       to_string(service()));
-    }
-    return do_end_capture(stream);
+    return check(keys);
 }
 
 Status Server::replay(const CaptureGraph& graph, StreamId stream) {
@@ -275,25 +282,19 @@ Status Server::replay(const CaptureGraph& graph, StreamId stream) {
     return do_replay(graph, stream);
 }
 
-Status Server::grant_peer_access(ServiceId accessor) {
-    if (std::optional<Error> gone = loss()) [[unlikely]] {
-        return *gone;
-    }
-    return do_grant_peer_access(accessor);
-}
-
 Result<MemoryUsage> Server::memory_usage() const {
     if (std::optional<Error> gone = loss()) [[unlikely]] {
         return *gone;
     }
-    return do_memory_usage();
+    const GroupLock lock = lock_group();
+    return memory_manager_.usage();
 }
 
 Status Server::inject(const Fault& fault) {
     if (std::optional<Error> gone = loss()) [[unlikely]] {
         return *gone;  // A lost device arms nothing more: it runs nothing more (D1).
     }
-    return do_inject(fault);
+    return arm(fault);
 }
 
 Status sync_every_device(const Runtime& runtime) {

@@ -45,8 +45,8 @@ std::byte* host(std::uint64_t address) { return reinterpret_cast<std::byte*>(add
 
 ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
                                  std::uint64_t capacity_bytes, PoolOptions pools)
-    : DeviceServer(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
-                   engine.options.seed),
+    : Server(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
+             engine.options.seed, memory_),
       engine_(engine),
       index_(index),
       storage_(capacity_bytes),
@@ -305,12 +305,7 @@ Status ReferenceDevice::do_wait_event(StreamId stream, const Event& event) {
 
 // Work runs on the caller's thread as it is enqueued: every event is complete when recorded, and
 // every stream has run what it was given.
-Status ReferenceDevice::do_wait_host(const Event& event) {
-    const GroupLock lock = lock_group();
-    return check_event(event, engine_.next_event_sequence());
-}
-
-Result<bool> ReferenceDevice::do_event_complete(const Event& event) {
+Result<bool> ReferenceDevice::do_event_done(const Event& event, bool) {
     const GroupLock lock = lock_group();
     if (Status known = check_event(event, engine_.next_event_sequence()); !known) {
         return known.error();
@@ -318,31 +313,12 @@ Result<bool> ReferenceDevice::do_event_complete(const Event& event) {
     return true;
 }
 
-Status ReferenceDevice::do_sync_stream(StreamId stream) {
+Status ReferenceDevice::do_settle(const SyncScope& scope) {
     const GroupLock lock = lock_group();
-    if (Result<ReferenceStream*> found = find_stream(streams_, stream); !found) {
-        return found.error();
+    if (scope.kind != SyncScope::Kind::Stream) {
+        memory_.sweep();  // Memory freed while work still held it is taken back.
     }
-    return refuse_if_lost();
-}
-
-Status ReferenceDevice::do_sync() {
-    const GroupLock lock = lock_group();
-    memory_.sweep();
-    return refuse_if_lost();
-}
-
-Status ReferenceDevice::do_sync(std::span<const ClaimKey> keys) {
-    const GroupLock lock = lock_group();
-    memory_.sweep();
-    if (Status alive = refuse_if_lost(); !alive) {
-        return alive;
-    }
-    return claims_.check(keys);
-}
-
-Status ReferenceDevice::do_settle_window(StreamId, const CaptureWindow&) {
-    return {};  // Work settles when it is enqueued.
+    return {};
 }
 
 Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
@@ -362,11 +338,6 @@ Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
         injected.push_back(faults_.kernel_fault_due(launch.kernel));
     }
     return submit(work, [&] { return run_launches(launches, injected, *work); });
-}
-
-MemoryUsage ReferenceDevice::do_memory_usage() const {
-    const GroupLock lock = lock_group();
-    return memory_.usage();
 }
 
 }  // namespace tandem::reference

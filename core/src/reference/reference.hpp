@@ -1,14 +1,15 @@
 #pragma once
 
 // The reference backend's internals. A new backend starts from a copy of these two files: a
-// device derives from `DeviceServer` (service, claims, loss, grants, faults), records each unit of
+// device derives from `Server` (service, claims, loss, grants, faults), implements its hooks,
+// records each unit of
 // work as a `Work` for its group's `SettlePipeline`, runs it its own way, reports how it ended,
 // and lets the pipeline settle. Everything a rule decides is decided there, not here. Devices
 // start apart, each in a group with a lock of its own (device_groups.hpp): threads driving
 // devices that share nothing never wait for each other.
 
 #include "tandem/backend/device_groups.hpp"
-#include "tandem/backend/device_server.hpp"
+#include "tandem/backend/server.hpp"
 #include "tandem/backend/held_bindings.hpp"
 #include "tandem/backend/settle_pipeline.hpp"
 #include "tandem/backend/storage.hpp"
@@ -36,20 +37,38 @@ struct ReferenceWork final : Work {
 /// A stream: work on it runs when it is enqueued, so it needs nothing more.
 struct ReferenceStream : DeviceStream {};
 
-class ReferenceDevice final : public DeviceServer {
+class ReferenceDevice final : public Server {
 public:
     ReferenceDevice(ReferenceEngine& engine, std::uint32_t index, std::uint64_t capacity_bytes,
                     PoolOptions pools);
-
-#include "tandem/backend/detail/server_hooks.inc"
 
     [[nodiscard]] std::uint32_t index() const { return index_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
     [[nodiscard]] const MemoryManager& memory() const { return memory_; }
 
 private:
-    void do_lose_now() override { mark_lost("injected device loss"); }
+    // The backend contract (server.hpp).
+    Result<StreamId> do_create_stream() override;
     DeviceStream* do_find_stream(StreamId id) override { return stream_in(streams_, id); }
+    Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) override;
+    Result<NativeView> do_native(const BufferBinding* binding, StreamId stream) override;
+    Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
+                    StreamId stream) override;
+    Result<std::vector<std::byte>> do_read(const BufferBinding& source) override;
+    Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) override;
+    Result<Event> do_read_async(const BufferBinding& source, std::span<std::byte> into,
+                                StreamId stream, std::shared_ptr<ReadBack> state) override;
+    Status do_copy(const KernelResource& source, const BufferBinding& target,
+                   StreamId stream) override;
+    Status do_launch(LaunchRequest&& request) override;
+    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
+    Result<Event> do_record_event(StreamId stream) override;
+    Status do_wait_event(StreamId stream, const Event& event) override;
+    Result<bool> do_event_done(const Event& event, bool block) override;
+    Status do_settle(const SyncScope& scope) override;
+    /// Work settles when it is enqueued: a window is settled when it ends.
+    Status do_settle_window(StreamId, const CaptureWindow&) override { return {}; }
+    void do_lose_now() override { mark_lost("injected device loss"); }
     /// Work runs when it is enqueued: a delay holds nothing back, but is checked the same way.
     void do_delay(DeviceStream& stream, std::uint64_t) override { stream.delay_steps = 0; }
     /// Enqueues `work` on the pipeline and runs it at once in the pipeline's scope (`run_now`):

@@ -1,6 +1,6 @@
 #include "tandem/backend/device_directory.hpp"
 
-#include "tandem/backend/device_server.hpp"
+#include "tandem/backend/server.hpp"
 
 #include <cassert>
 
@@ -11,8 +11,8 @@ ServiceId LocalDirectory::service_of(std::uint32_t device) const {
     return devices_[device]->service();
 }
 
-DeviceServer& LocalDirectory::owner_of(ServiceId owner) const {
-    DeviceServer* device = find(owner);
+Server& LocalDirectory::owner_of(ServiceId owner) const {
+    Server* device = find(owner);
     assert(device != nullptr && "the pipeline asks only about owners it reaches");
     return *device;
 }

@@ -47,7 +47,6 @@
 // program can do: no user header defines them.
 namespace tandem {
 class Server;
-class DeviceServer;
 class ClaimStore;
 class SettlePipeline;
 class HeldRanges;
@@ -69,7 +68,6 @@ concept complete = requires {
 
 // No user header brings in the backend contract.
 static_assert(!complete<Server>, "a user header defines Server");
-static_assert(!complete<DeviceServer>, "a user header defines DeviceServer");
 static_assert(!complete<ClaimStore>, "a user header defines ClaimStore");
 static_assert(!complete<SettlePipeline>, "a user header defines SettlePipeline");
 static_assert(!complete<HeldRanges>, "a user header defines HeldRanges");

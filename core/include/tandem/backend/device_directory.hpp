@@ -21,7 +21,7 @@
 
 namespace tandem {
 
-class DeviceServer;
+class Server;
 
 /// A claimed byte range found on an owner: the failure claiming it, and its report as a read of
 /// that range would see it now (taken at once: the failure may be dropped later, C4).
@@ -89,7 +89,7 @@ public:
     explicit LocalDirectory(std::uint64_t runtime_id) : runtime_id_(runtime_id) {}
 
     /// Adds the runtime's next device (device numbers follow the order of `add`).
-    void add(DeviceServer& device) { devices_.push_back(&device); }
+    void add(Server& device) { devices_.push_back(&device); }
 
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
     [[nodiscard]] bool reaches(ServiceId service) const override {
@@ -114,16 +114,16 @@ public:
 
 private:
     /// The device `service` names, or null when it is none of this runtime's.
-    [[nodiscard]] DeviceServer* find(ServiceId service) const {
+    [[nodiscard]] Server* find(ServiceId service) const {
         return service.runtime_id == runtime_id_ && service.device_index < devices_.size()
                    ? devices_[service.device_index]
                    : nullptr;
     }
     /// The device `owner` names; the pipeline only asks about owners it reached (`reaches`).
-    [[nodiscard]] DeviceServer& owner_of(ServiceId owner) const;
+    [[nodiscard]] Server& owner_of(ServiceId owner) const;
 
     std::uint64_t runtime_id_;
-    std::vector<DeviceServer*> devices_;
+    std::vector<Server*> devices_;
 };
 
 }  // namespace tandem

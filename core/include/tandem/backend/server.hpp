@@ -1,12 +1,22 @@
 #pragma once
 
 // The Server contract: what every backend does for one device. Clients validate; servers act.
+// One class holds it all: the checked entry points a client calls, the state every backend's
+// device keeps the same way (its service id, claim store, loss, grants and faults), and the
+// private `do_` hooks a backend implements, declared in the backend's own header.
 //
 // Everything that enqueues work returns once the work is queued: its outcome shows in the claims
 // of its write set, and a later read fails if the work failed (rules C8, C13). Calls that wait
 // (`read`, `sync`) return the failures they found. A server is also the owner its shared memory
 // reports peer failures to (P4).
 
+#include "tandem/backend/claim_store.hpp"
+#include "tandem/backend/detail/device_seed.hpp"
+#include "tandem/backend/device_directory.hpp"
+#include "tandem/backend/device_groups.hpp"
+#include "tandem/backend/device_stream.hpp"
+#include "tandem/backend/fault_plan.hpp"
+#include "tandem/backend/launch_request.hpp"
 #include "tandem/backend/memory_manager.hpp"
 #include "tandem/core/capture_graph.hpp"
 #include "tandem/core/copy_descriptor.hpp"
@@ -22,9 +32,14 @@
 #include "tandem/core/peer_memory.hpp"
 #include "tandem/core/result.hpp"
 
+#include <atomic>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,39 +47,13 @@
 
 namespace tandem {
 
-/// A launch as a server receives it: bindings already checked against the device.
-struct LaunchRequest {
-    /// The kernel's name, as reports give it.
-    std::string kernel;
-    /// The kernel: set by a typed launch, or by the backend once it found `kernel` by name. Null
-    /// for a name no one registered (refused, C10), and for external work.
-    const KernelEntry* entry = nullptr;
-    /// Set for work tandem did not write (`Client::enqueue`): what runs instead of a kernel.
-    ExternalRef external;
-    /// Blocks and threads.
-    LaunchConfig config;
-    /// What the kernel binds, in the order its parameters take them.
-    std::vector<KernelResource> resources;
-    /// Its scalar arguments.
-    KernelArgs args;
-    /// The stream it is enqueued on.
-    StreamId stream;
-};
-
-/// What a replay of a capture graph runs: the launches recorded, in enqueue order, and what the
-/// backend built to replay them (a CUDA graph on GPUs; null where it replays the launches one by
-/// one).
-struct CapturedWork {
-    /// The launches recorded, in enqueue order.
-    std::vector<LaunchRequest> launches;
-    /// The backend's own replay of them, or null.
-    std::shared_ptr<void> native;
-};
-
 /// One device, as its client reaches it. The public calls are not virtual: each checks what every
 /// backend must check, once, here (the device is not lost, the stream exists, the memory is this
 /// device's, the launch is within the limits), then calls the backend's `do_` hook, which does
-/// only what differs between backends. A call the caller got wrong changes nothing.
+/// only what differs between backends. A call the caller got wrong changes nothing. What every
+/// device keeps the same way (its service id, claims, loss, grants and faults) is kept here too;
+/// a backend derives from it and implements the `do_` hooks (the reference backend, in
+/// `core/src/reference/`, is the shortest example).
 ///
 /// Error kinds, and when (every call on a lost device returns its `DeviceLost` first):
 /// - `InvalidArgument`: a stream that does not exist, a launch over `max_launch_resources`
@@ -79,7 +68,7 @@ struct CapturedWork {
 /// - `TornDown`: a wait the simulator found can never be satisfied (a deadlock).
 /// Work that fails after it was enqueued does not fail its call: its outputs are claimed, and a
 /// later read says why (C8).
-class Server : public PeerOwner {
+class Server : public PeerOwner, public std::enable_shared_from_this<Server> {
 public:
     /// Streams a device creates in its life, the default one included: a bound on what a
     /// program that leaks streams holds, not a size to plan for. Ids are never reused.
@@ -164,81 +153,269 @@ public:
     /// Waits for all work of this device and for every writer of `keys` on any device, then
     /// fails iff some byte of some key is claimed (C6), as a read of them would.
     Status sync(std::span<const ClaimKey> keys);
-    /// Fails iff some byte of some key is claimed (C6), or the device is lost (D1).
-    [[nodiscard]] virtual Status check(std::span<const ClaimKey> keys) const = 0;
+    /// DeviceLost once lost (D1), otherwise the first claim on `keys` (C9).
+    [[nodiscard]] Status check(std::span<const ClaimKey> keys) const;
 
-    /// Shared memory for the whole allocation `binding` names (P2: pinned while shared).
-    virtual Result<PeerMemory> share(const BufferBinding& binding) = 0;
-    /// Lets kernels on `accessor` bind this device's shared memory (P7).
+    /// The memory of `binding` as peers bind it, pinned while a peer binding holds it (P2).
+    /// Refused when the device is lost or the binding is another device's (P1).
+    Result<PeerMemory> share(const BufferBinding& binding);
+    /// Lets kernels on `accessor` bind this device's shared memory (P7): `PeerUnreachable` for a
+    /// device the runtime does not reach, or one the backend does not admit (`do_admit_peer`:
+    /// GPUs that cannot reach each other). Joins the two devices' groups first.
     Status grant_peer_access(ServiceId accessor);
-    /// Whether kernels on `accessor` may bind this device's shared memory.
-    [[nodiscard]] virtual bool peer_access_granted(ServiceId accessor) const = 0;
+    /// Whether kernels on `accessor` may bind this device's shared memory: always for the device
+    /// itself, otherwise once granted (or when the backend grants every peer).
+    [[nodiscard]] bool peer_access_granted(ServiceId accessor) const;
 
     /// Opens a recording window on `stream` (C14); `InvalidArgument` if one is open.
     Status begin_capture(StreamId stream);
-    /// Ends the window: its graph, or `LaunchRefused` when its work failed or was skipped (what
-    /// it recorded is then claimed); `InvalidArgument` if none is open.
+    /// Ends the window once its work is settled: its graph, or `LaunchRefused` when its work
+    /// failed or was skipped (what it recorded is then claimed); `InvalidArgument` if none is
+    /// open.
     Result<CaptureGraph> end_capture(StreamId stream);
     /// Enqueues a replay of `graph`, which this device recorded (`WrongService` otherwise).
     Status replay(const CaptureGraph& graph, StreamId stream);
 
     /// The device's memory figures now.
     [[nodiscard]] Result<MemoryUsage> memory_usage() const;
-    /// Arms `fault` on this device: `InvalidArgument` for a probability outside [0, 1] (NaN
-    /// included), an allocation counted from 0 or a delay past its bound; a loss with no delay
-    /// loses the device at once (D1).
+    /// Arms `fault` on this device (`FaultPlan::arm`): `InvalidArgument` for a probability
+    /// outside [0, 1] (NaN included), an allocation counted from 0 or a delay past its bound; a
+    /// loss with no delay loses the device at once (D1). The same on every backend.
     Status inject(const Fault& fault);
-    /// The sticky fault that lost this device, if it is lost (D1).
-    [[nodiscard]] virtual std::optional<Error> lost() const = 0;
+    /// The sticky fault that lost this device, if it is lost (D1). Set once and never changed:
+    /// readable without the lock, so a device of another group can ask.
+    [[nodiscard]] std::optional<Error> lost() const;
+
+    // What a backend and its pipeline reach of a device (not a client: a program reaches a
+    // device through its `Client` only).
+    [[nodiscard]] ServiceId service() const final { return service_; }
+    /// `peer_access_granted` for a caller that holds the group's lock.
+    [[nodiscard]] bool granted_locked(ServiceId accessor) const {
+        return accessor == service_ || granted_.contains(accessor) || do_grants_all_peers();
+    }
+    /// The device's claims and failure graph.
+    [[nodiscard]] ClaimStore& claims() { return claims_; }
+    /// The device's claims and failure graph, read only.
+    [[nodiscard]] const ClaimStore& claims() const { return claims_; }
+    /// Adopted allocations (`Client::adopt`) whose memory is still held: live allocations as much
+    /// as the memory manager's, for a runtime's `drained` and a snapshot.
+    [[nodiscard]] std::size_t adopted_live() const {
+        return adopted_live_.load(std::memory_order_acquire);
+    }
+    /// One adopted allocation's memory was released (its release sink calls it).
+    void adopted_released() { adopted_live_.fetch_sub(1, std::memory_order_acq_rel); }
+    /// Whether the device is lost; under the group's lock.
+    [[nodiscard]] bool is_lost() const { return lost_.has_value(); }
+    /// The device's loss (D1), if lost; under the group's lock.
+    [[nodiscard]] const std::optional<Error>& lost_locked() const { return lost_; }
+    /// Takes the lock of the device's group, and holds it for the life of the result.
+    [[nodiscard]] GroupLock lock_group(GroupLock::Mode mode = GroupLock::Mode::Wait) const {
+        return GroupLock(place_, mode);
+    }
 
 protected:
+    /// `directory` reaches the runtime's devices (this one too); `groups` places them in the
+    /// groups whose locks serialise the backend's state, and holds this device already.
+    /// `runtime_seed` seeds the device's injected faults (`FaultPlan`). `memory` is the device's
+    /// memory manager, a member of the backend's device constructed after this base: it is only
+    /// stored here.
+    Server(ServiceId service, DeviceGroups& groups, const DeviceDirectory& directory,
+           std::uint64_t runtime_seed, const MemoryManager& memory)
+        : service_(service),
+          claims_(service),
+          directory_(directory),
+          faults_(detail::device_seed(runtime_seed, service.device_index)),
+          groups_(groups),
+          place_(groups.place_of(service.device_index)),
+          memory_manager_(memory) {}
+
     /// What a backend shows to build handles, events, pending reads, peer memory and capture
     /// graphs (`RuntimeKey`).
     static RuntimeKey key() { return RuntimeKey{}; }
-    /// Whether the device may be lost: a cheap test before `lost()`, which takes the lock.
-    [[nodiscard]] virtual bool maybe_lost() const = 0;
-    /// Whether `stream` is a stream of this device.
-    [[nodiscard]] virtual bool has_stream(StreamId stream) const = 0;
+    /// Whether the device may be lost: a cheap test before `lost()`.
+    [[nodiscard]] bool maybe_lost() const { return lost_flag_.load(std::memory_order_acquire); }
+    /// Stream ids run from 1 and are never reused: an id is valid iff it is at most the count,
+    /// which a backend sets (`set_stream_count`) as it creates them, and was not destroyed. The
+    /// common case, no stream ever destroyed, takes no lock.
+    [[nodiscard]] bool has_stream(StreamId stream) const {
+        if (stream.value == 0 || stream.value > stream_count_.load(std::memory_order_acquire)) {
+            return false;
+        }
+        return destroyed_count_.load(std::memory_order_acquire) == 0 || !destroyed(stream);
+    }
+    /// `InvalidArgument` when the device has created `max_streams` streams; none otherwise.
+    [[nodiscard]] std::optional<Error> no_room_for_stream() const;
+    /// Sets how many streams exist; a backend calls it as it creates them.
+    void set_stream_count(std::uint64_t count) {
+        stream_count_.store(count, std::memory_order_release);
+    }
+    /// The group the device is in now; it stays so while its lock is held.
+    [[nodiscard]] DeviceGroup& current_group() const {
+        return *place_.load(std::memory_order_acquire);
+    }
+    /// The graph of the clean, closed `window`, with what the backend built to replay it
+    /// (`native`, or null): what `do_make_graph` returns.
+    [[nodiscard]] CaptureGraph graph_of(CaptureWindow& window, std::shared_ptr<void> native) const;
+    /// The device's loss, for a call that must not run on a lost device; success otherwise.
+    /// Under the group's lock.
+    [[nodiscard]] Status refuse_if_lost() const;
+    /// Marks the device lost with `reason` (D1); true if this call lost it, false if it already
+    /// was. Under the group's lock.
+    bool mark_lost(const std::string& reason);
+    /// The stream `id` among `streams`, or InvalidArgument naming it and this device.
+    template <typename Stream>
+    Result<Stream*> find_stream(std::deque<Stream>& streams, StreamId id) const {
+        if (Stream* found = stream_in(streams, id)) {
+            return found;
+        }
+        return no_such_stream(id);
+    }
+    /// The stream `id` among `streams` (stream `n` at index `n - 1`: ids are given in order and
+    /// never reused), or null when there is none or it was destroyed.
+    template <typename Stream>
+    static Stream* stream_in(std::deque<Stream>& streams, StreamId id) {
+        if (id.value == 0 || id.value > streams.size()) {
+            return nullptr;
+        }
+        Stream& found = streams[id.value - 1];
+        return found.destroyed ? nullptr : &found;
+    }
+    /// The stream `id` of this device as every backend keeps it, or InvalidArgument naming it.
+    Result<DeviceStream*> device_stream(StreamId id);
+    /// The error for a stream `id` this device does not have.
+    [[nodiscard]] Error no_such_stream(StreamId id) const {
+        return Error::invalid_argument(to_string(id) + " does not exist on " + to_string(service_));
+    }
+    /// The injected allocation failure due for an allocation of `size_bytes`, if one is (drawn
+    /// here, after the checks, so only an allocation that passed them counts). Under the group's
+    /// lock.
+    [[nodiscard]] std::optional<Error> allocation_fault(std::uint64_t size_bytes,
+                                                        const MemoryManager& memory) {
+        return faults_.allocation_fault_due(size_bytes, memory);
+    }
+    /// Whether a wait on `event` may be enqueued: InvalidArgument for an event no device of the
+    /// runtime recorded (`next_event` is the sequence the next recording gets), DeviceLost for
+    /// an event of a lost device. The recorder is asked through the directory.
+    [[nodiscard]] Status check_event(const Event& event, std::uint64_t next_event) const;
+
+    /// The device's id.
+    const ServiceId service_;
+    /// The device's claims and failure graph.
+    ClaimStore claims_;
+    /// The runtime's devices, each reached by its service id.
+    const DeviceDirectory& directory_;
+    /// The devices whose kernels may read this device's shared memory.
+    std::set<ServiceId> granted_;
+    /// Why the device is lost, once it is (D1): set once, under the group's lock, and never
+    /// changed after; readable without the lock once `lost_flag_` is seen set.
+    std::optional<Error> lost_;
+    /// The faults injected into this device, and when each is due.
+    FaultPlan faults_;
+
+    /// What a sync waits for (`do_settle`).
+    struct SyncScope {
+        enum class Kind : std::uint8_t {
+            /// The work enqueued on `stream` so far, and what it needs.
+            Stream,
+            /// All work of the device, and what it needs of other devices.
+            Device,
+            /// All work of the device, and every writer of `keys` on any device.
+            Writers,
+        };
+        Kind kind = Kind::Device;
+        StreamId stream{};
+        std::span<const ClaimKey> keys{};
+    };
 
 private:
+    // The checks every call makes, here once.
     /// The device's loss, or `InvalidArgument` for a stream it does not have; none otherwise.
     [[nodiscard]] std::optional<Error> refusal(StreamId stream) const;
     [[nodiscard]] std::optional<Error> loss() const;
     [[nodiscard]] std::optional<Error> foreign(const BufferBinding& binding) const;
+    /// Joins this device's group with `other`'s, a device of the runtime (`DeviceGroups::join`),
+    /// when a call involves it (the owner of shared memory it binds or copies, the recorder of
+    /// an event it waits on).
+    void reach(ServiceId other);
+    /// Waits for `stream`'s work, then destroys it (checked to exist and not to be the default
+    /// stream): `InvalidArgument` while it has an open capture window.
+    Status destroy_checked(StreamId stream);
+    /// `adopt` once its arguments are checked: a handle of `memory` on the default stream,
+    /// whose release sink forgets its claims and calls `memory.release` when the last reference
+    /// goes; the backend checks the memory first (`do_check_adopted`).
+    Result<Handle> adopt_checked(AdoptedMemory memory);
+    /// `inject` on a device that is not lost.
+    Status arm(const Fault& fault);
+    /// Whether `stream` was destroyed; takes `destroyed_mutex_`.
+    [[nodiscard]] bool destroyed(StreamId stream) const;
 
+    // The contract: what a backend implements, declared in its own header (`override`). Each is
+    // called once the entry point that calls it has made its checks (the device is not lost, the
+    // stream exists, the memory is this device's, the launch is within the limits); the errors
+    // each may return are those of its entry point. Work a hook enqueues is recorded as a `Work`
+    // of its group's `SettlePipeline`, which settles it by the rules.
     virtual Result<StreamId> do_create_stream() = 0;
-    virtual Status do_destroy_stream(StreamId stream) = 0;
+    /// The stream `id` of this device, or null when there is none.
+    virtual DeviceStream* do_find_stream(StreamId id) = 0;
     virtual Result<Handle> do_allocate(std::uint64_t size_bytes, StreamId stream) = 0;
-    virtual Result<Handle> do_adopt(AdoptedMemory memory) = 0;
     virtual Result<NativeView> do_native(const BufferBinding* binding, StreamId stream) = 0;
     virtual Status do_write(const BufferBinding& target, std::span<const std::byte> bytes,
                             StreamId stream) = 0;
     virtual Result<std::vector<std::byte>> do_read(const BufferBinding& source) = 0;
     virtual Result<std::vector<std::byte>> do_read_strided(const CopyDescriptor& source) = 0;
-    /// Enqueues the read described by `state` into `into` on `stream` (checked), then the event
-    /// after it.
+    /// Enqueues the read described by `state` into `into` on `stream`, then the event after it.
     virtual Result<Event> do_read_async(const BufferBinding& source, std::span<std::byte> into,
                                         StreamId stream, std::shared_ptr<ReadBack> state) = 0;
     virtual Status do_copy(const KernelResource& source, const BufferBinding& target,
                            StreamId stream) = 0;
     virtual Status do_launch(LaunchRequest&& request) = 0;
-    /// The call about to be made involves `other` (the owner of shared memory it binds or copies,
-    /// the recorder of an event it waits on), which may be this device or a device of no runtime
-    /// of this one: a backend that locks devices apart puts them together first.
-    virtual void do_reach(ServiceId other) = 0;
+    virtual Status do_replay(const CaptureGraph& graph, StreamId stream) = 0;
     virtual Result<Event> do_record_event(StreamId stream) = 0;
     virtual Status do_wait_event(StreamId stream, const Event& event) = 0;
-    virtual Status do_wait_host(const Event& event) = 0;
-    virtual Result<bool> do_event_complete(const Event& event) = 0;
-    virtual Status do_sync_stream(StreamId stream) = 0;
-    virtual Status do_sync() = 0;
-    virtual Status do_sync(std::span<const ClaimKey> keys) = 0;
-    virtual Status do_begin_capture(StreamId stream) = 0;
-    virtual Result<CaptureGraph> do_end_capture(StreamId stream) = 0;
-    virtual Status do_replay(const CaptureGraph& graph, StreamId stream) = 0;
-    [[nodiscard]] virtual MemoryUsage do_memory_usage() const = 0;
-    virtual Status do_grant_peer_access(ServiceId accessor) = 0;
-    virtual Status do_inject(const Fault& fault) = 0;
+    /// Whether the work before `event` has run; with `block`, once it has (true).
+    virtual Result<bool> do_event_done(const Event& event, bool block) = 0;
+    /// Returns once the work of `scope` has run and is settled; an error only when that cannot
+    /// be (a deadlock the backend found, say). The entry point then checks loss and claims.
+    virtual Status do_settle(const SyncScope& scope) = 0;
+    /// Returns once every work of `window` (enqueued on `stream`) is settled; under the lock.
+    virtual Status do_settle_window(StreamId stream, const CaptureWindow& window) = 0;
+    /// An injected loss with no delay: learn what can be learned of pending work, then lose the
+    /// device; under the lock.
+    virtual void do_lose_now() = 0;
+
+    // Optional hooks, under the group's lock: what a backend may add to what the base does.
+    /// Whether this device can take `memory` (a device pointer of this GPU, say, or no device
+    /// address of a device of the runtime); pointer and size are checked. Memory held anywhere
+    /// in the process (`HeldRanges`) is refused after this check.
+    virtual Status do_check_adopted(const AdoptedMemory& /*memory*/) { return {}; }
+    /// `stream` was just held back `steps` more (within the bound): a backend that holds streams
+    /// back itself enqueues the delay.
+    virtual void do_delay(DeviceStream& /*stream*/, std::uint64_t /*steps*/) {}
+    /// `stream`, whose work has run, is being destroyed: a backend frees what it holds for it.
+    virtual void do_release_stream(DeviceStream& /*stream*/) {}
+    /// A fault was armed (a backend that skips its lock while none is armed looks again).
+    virtual void do_fault_armed() {}
+    /// Whether the kernels of `accessor`, a device of the runtime, can reach this device's memory
+    /// at all; enables the pair. Every device of a host backend can.
+    virtual Status do_admit_peer(ServiceId /*accessor*/) { return {}; }
+    /// The graph a replay of the clean, closed `window` runs; a backend adds what it needs.
+    virtual Result<CaptureGraph> do_make_graph(CaptureWindow& window);
+    /// Whether every device may bind this device's shared memory without a grant.
+    [[nodiscard]] virtual bool do_grants_all_peers() const { return false; }
+
+    DeviceGroups& groups_;
+    /// Where `groups_` keeps this device's group.
+    const std::atomic<DeviceGroup*>& place_;
+    /// The backend's memory manager, for `memory_usage`.
+    const MemoryManager& memory_manager_;
+    /// `lost_` is set, readable without the lock.
+    std::atomic<bool> lost_flag_{false};
+    std::atomic<std::uint64_t> stream_count_{0};
+    std::atomic<std::size_t> adopted_live_{0};
+    /// The destroyed streams' ids. A leaf lock: `has_stream` takes it under no other.
+    mutable std::mutex destroyed_mutex_;
+    std::set<std::uint64_t> destroyed_;
+    std::atomic<std::uint64_t> destroyed_count_{0};
 };
 
 /// Whether a host backend can run `request`: its external work has a host callable, or its

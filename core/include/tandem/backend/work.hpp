@@ -9,7 +9,7 @@
 // word) and hands the pipeline a shared pointer; the pipeline keeps it until it is settled.
 
 #include "tandem/backend/outcome.hpp"
-#include "tandem/backend/server.hpp"
+#include "tandem/backend/launch_request.hpp"
 #include "tandem/core/capture_graph.hpp"
 #include "tandem/core/error.hpp"
 

@@ -23,6 +23,10 @@ struct ServiceId {
 
     /// Ordered by runtime, then device.
     friend constexpr auto operator<=>(const ServiceId&, const ServiceId&) = default;
+    /// Written out: the CUDA compiler's host pass leaves the one implied by `<=>` undefined.
+    friend constexpr bool operator==(const ServiceId& a, const ServiceId& b) {
+        return a.runtime_id == b.runtime_id && a.device_index == b.device_index;
+    }
 };
 
 /// How many streams a device creates in its life, the default one included: a bound on what a

@@ -1,4 +1,7 @@
-#include "tandem/backend/device_server.hpp"
+// What every device keeps the same way, whatever backend runs its work: claims, loss, grants,
+// faults, streams destroyed, adopted memory and capture windows.
+
+#include "tandem/backend/server.hpp"
 
 #include "tandem/backend/held_ranges.hpp"
 
@@ -8,11 +11,11 @@ namespace tandem {
 /// it are forgotten (C5) and the adopter's release is called. It deletes itself.
 class AdoptedRelease final : public ReleaseSink {
 public:
-    AdoptedRelease(std::weak_ptr<DeviceServer> owner, std::function<void()> release)
+    AdoptedRelease(std::weak_ptr<Server> owner, std::function<void()> release)
         : owner_(std::move(owner)), release_(std::move(release)) {}
 
     void released(detail::MemoryControl& control) noexcept override {
-        if (std::shared_ptr<DeviceServer> owner = owner_.lock()) {
+        if (std::shared_ptr<Server> owner = owner_.lock()) {
             owner->claims().forget(control.allocation.id);
             owner->adopted_released();
         }
@@ -30,11 +33,11 @@ public:
     }
 
 private:
-    std::weak_ptr<DeviceServer> owner_;
+    std::weak_ptr<Server> owner_;
     std::function<void()> release_;
 };
 
-Status DeviceServer::check(std::span<const ClaimKey> keys) const {
+Status Server::check(std::span<const ClaimKey> keys) const {
     const GroupLock lock = lock_group();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive;
@@ -42,7 +45,7 @@ Status DeviceServer::check(std::span<const ClaimKey> keys) const {
     return claims_.check(keys);
 }
 
-Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
+Result<PeerMemory> Server::share(const BufferBinding& binding) {
     const GroupLock lock = lock_group();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
@@ -54,7 +57,7 @@ Result<PeerMemory> DeviceServer::share(const BufferBinding& binding) {
                       service_, weak_from_this());
 }
 
-std::optional<Error> DeviceServer::no_room_for_stream() const {
+std::optional<Error> Server::no_room_for_stream() const {
     if (stream_count_.load(std::memory_order_acquire) < max_streams) {
         return std::nullopt;
     }
@@ -63,12 +66,12 @@ std::optional<Error> DeviceServer::no_room_for_stream() const {
                                    " streams, the most a device creates in its life");
 }
 
-bool DeviceServer::destroyed(StreamId stream) const {
+bool Server::destroyed(StreamId stream) const {
     std::lock_guard lock(destroyed_mutex_);
     return destroyed_.contains(stream.value);
 }
 
-Status DeviceServer::do_destroy_stream(StreamId stream) {
+Status Server::destroy_checked(StreamId stream) {
     const GroupLock lock = lock_group();
     Result<DeviceStream*> found = device_stream(stream);
     if (!found) {
@@ -90,14 +93,14 @@ Status DeviceServer::do_destroy_stream(StreamId stream) {
     return {};
 }
 
-Result<DeviceStream*> DeviceServer::device_stream(StreamId id) {
+Result<DeviceStream*> Server::device_stream(StreamId id) {
     if (DeviceStream* found = do_find_stream(id)) {
         return found;
     }
     return no_such_stream(id);
 }
 
-Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
+Result<Handle> Server::adopt_checked(AdoptedMemory memory) {
     const GroupLock lock = lock_group();
     if (Status alive = refuse_if_lost(); !alive) {
         return alive.error();
@@ -122,7 +125,10 @@ Result<Handle> DeviceServer::do_adopt(AdoptedMemory memory) {
                   memory.size_bytes);
 }
 
-Status DeviceServer::do_begin_capture(StreamId stream) {
+Status Server::begin_capture(StreamId stream) {
+    if (std::optional<Error> refused = refusal(stream)) {
+        return *refused;
+    }
     const GroupLock lock = lock_group();
     Result<DeviceStream*> found = device_stream(stream);
     if (!found) {
@@ -135,7 +141,10 @@ Status DeviceServer::do_begin_capture(StreamId stream) {
     return {};
 }
 
-Result<CaptureGraph> DeviceServer::do_end_capture(StreamId stream) {
+Result<CaptureGraph> Server::end_capture(StreamId stream) {
+    if (std::optional<Error> gone = loss()) [[unlikely]] {
+        return *gone;  // Never the graph of a window whose device can run nothing more (D1).
+    }
     const GroupLock lock = lock_group();
     Result<DeviceStream*> found = device_stream(stream);
     if (!found) {
@@ -162,17 +171,17 @@ Result<CaptureGraph> DeviceServer::do_end_capture(StreamId stream) {
     return do_make_graph(*window);
 }
 
-Result<CaptureGraph> DeviceServer::do_make_graph(CaptureWindow& window) {
+Result<CaptureGraph> Server::do_make_graph(CaptureWindow& window) {
     return graph_of(window, nullptr);
 }
 
-CaptureGraph DeviceServer::graph_of(CaptureWindow& window, std::shared_ptr<void> native) const {
+CaptureGraph Server::graph_of(CaptureWindow& window, std::shared_ptr<void> native) const {
     auto work = std::make_shared<CapturedWork>(
         CapturedWork{std::move(window.launches), std::move(native)});
     return CaptureGraph(key(), service_, std::move(window.write_set), std::move(work));
 }
 
-Status DeviceServer::check_event(const Event& event, std::uint64_t next_event) const {
+Status Server::check_event(const Event& event, std::uint64_t next_event) const {
     if (!directory_.reaches(event.device()) || event.sequence() == 0 || event.sequence() >= next_event) {
         return Error::invalid_argument("the event does not belong to this runtime");
     }
@@ -183,7 +192,7 @@ Status DeviceServer::check_event(const Event& event, std::uint64_t next_event) c
     return {};
 }
 
-Status DeviceServer::do_inject(const Fault& fault) {
+Status Server::arm(const Fault& fault) {
     const GroupLock lock = lock_group();
     if (Status armed = faults_.arm(fault); !armed) {
         return armed;
@@ -208,21 +217,24 @@ Status DeviceServer::do_inject(const Fault& fault) {
     return {};
 }
 
-void DeviceServer::do_reach(ServiceId other) {
+void Server::reach(ServiceId other) {
     if (other != service_ && directory_.reaches(other) &&
         !groups_.together(service_.device_index, other.device_index)) [[unlikely]] {
         groups_.join(service_.device_index, other.device_index);
     }
 }
 
-Status DeviceServer::do_grant_peer_access(ServiceId accessor) {
+Status Server::grant_peer_access(ServiceId accessor) {
+    if (std::optional<Error> gone = loss()) [[unlikely]] {
+        return *gone;
+    }
     if (accessor == service_) {
         return {};
     }
     if (!directory_.reaches(accessor)) {
         return Error::peer_unreachable(service_, accessor, "not a device of this runtime");
     }
-    do_reach(accessor);  // Kernels of the accessor will bind this device's memory.
+    reach(accessor);  // Kernels of the accessor will bind this device's memory.
     const GroupLock lock = lock_group();
     if (Status admitted = do_admit_peer(accessor); !admitted) {
         return admitted;
@@ -231,12 +243,12 @@ Status DeviceServer::do_grant_peer_access(ServiceId accessor) {
     return {};
 }
 
-bool DeviceServer::peer_access_granted(ServiceId accessor) const {
+bool Server::peer_access_granted(ServiceId accessor) const {
     const GroupLock lock = lock_group();
     return granted_locked(accessor);
 }
 
-std::optional<Error> DeviceServer::lost() const {
+std::optional<Error> Server::lost() const {
     // Set once, before the flag, and never changed after: no lock needed, so a device of another
     // group can ask (check_event, a pipeline's input check).
     if (!lost_flag_.load(std::memory_order_acquire)) {
@@ -245,14 +257,14 @@ std::optional<Error> DeviceServer::lost() const {
     return lost_;
 }
 
-Status DeviceServer::refuse_if_lost() const {
+Status Server::refuse_if_lost() const {
     if (lost_) {
         return *lost_;
     }
     return {};
 }
 
-bool DeviceServer::mark_lost(const std::string& reason) {
+bool Server::mark_lost(const std::string& reason) {
     if (lost_) {
         return false;
     }

@@ -1,0 +1,46 @@
+#pragma once
+
+// A launch as a device receives it, and what a replay of a capture graph runs.
+
+#include "tandem/core/external_work.hpp"
+#include "tandem/core/ids.hpp"
+#include "tandem/core/kernel.hpp"
+#include "tandem/core/kernel_entry.hpp"
+#include "tandem/core/kernel_resource.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+/// A launch as a server receives it: bindings already checked against the device.
+struct LaunchRequest {
+    /// The kernel's name, as reports give it.
+    std::string kernel;
+    /// The kernel: set by a typed launch, or by the backend once it found `kernel` by name. Null
+    /// for a name no one registered (refused, C10), and for external work.
+    const KernelEntry* entry = nullptr;
+    /// Set for work tandem did not write (`Client::enqueue`): what runs instead of a kernel.
+    ExternalRef external;
+    /// Blocks and threads.
+    LaunchConfig config;
+    /// What the kernel binds, in the order its parameters take them.
+    std::vector<KernelResource> resources;
+    /// Its scalar arguments.
+    KernelArgs args;
+    /// The stream it is enqueued on.
+    StreamId stream;
+};
+
+/// What a replay of a capture graph runs: the launches recorded, in enqueue order, and what the
+/// backend built to replay them (a CUDA graph on GPUs; null where it replays the launches one by
+/// one).
+struct CapturedWork {
+    /// The launches recorded, in enqueue order.
+    std::vector<LaunchRequest> launches;
+    /// The backend's own replay of them, or null.
+    std::shared_ptr<void> native;
+};
+
+}  // namespace tandem
