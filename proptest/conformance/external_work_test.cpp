@@ -23,12 +23,16 @@ std::function<Status(HostKernelContext&)> host_fill(std::uint8_t value, int* cal
     };
 }
 
-/// A fill of argument 0 on every backend; `calls` counts the host calls.
+/// A fill of argument 0 on every backend; `calls` counts the calls of the callable the backend
+/// runs (the host one, or on CUDA the device one).
 ExternalWork fill_work(const Handle& target, std::uint8_t value, int* calls) {
     ExternalWork work{"external_fill", {out(target)}, {}};
     work.run.host = host_fill(value, calls);
 #if TANDEM_HAS_CUDA_KERNELS
-    work.run.cuda = device_fill(value);
+    work.run.cuda = [fill = device_fill(value), calls](const DeviceWorkContext& context) {
+        ++*calls;
+        return fill(context);
+    };
 #endif
     return work;
 }
