@@ -68,12 +68,14 @@ TEST(Error, several_of_one_is_that_one) {
 }
 
 TEST(Error, wrong_service_names_both_services) {
-    Error error = Error::wrong_service(ServiceId{1, 0}, ServiceId{2, 1});
+    Error error = Error::wrong_service(ServiceId{1, 0, 1}, ServiceId{2, 1, 2});
     const auto* details = error.details_as<WrongServiceDetails>();
     ASSERT_NE(details, nullptr);
     EXPECT_EQ(details->expected, (ServiceId{1, 0}));
     EXPECT_EQ(details->actual, (ServiceId{2, 1}));
-    EXPECT_NE(error.message().find("device 1 of runtime"), std::string::npos);
+    // The process's first runtime goes unnamed; another is named by its number, never its id.
+    EXPECT_NE(error.message().find("client of device 0"), std::string::npos) << error.message();
+    EXPECT_NE(error.message().find("device 1 of runtime 2"), std::string::npos) << error.message();
 }
 
 TEST(ErrorKind, every_kind_has_a_name_and_advice) {

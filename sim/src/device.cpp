@@ -34,7 +34,7 @@ std::uint64_t splitmix(std::uint64_t& state) {
 }  // namespace
 
 SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment)
-    : Server(ServiceId{engine.runtime_id, index}, engine.groups, engine.directory,
+    : Server(ServiceId{engine.runtime_id, index, engine.runtime_number}, engine.groups, engine.directory,
              engine.options.seed, memory_),
       engine_(engine),
       index_(index),

@@ -163,6 +163,8 @@ public:
 
     SimOptions options;
     std::uint64_t runtime_id;
+    /// How messages name the runtime (`ServiceId::runtime_number`).
+    std::uint32_t runtime_number = next_runtime_number();
     std::mt19937_64 rng;
     std::vector<std::shared_ptr<SimDevice>> devices;
     RaceDetector races;

@@ -1,13 +1,19 @@
 #include "tandem/core/ids.hpp"
 
-#include <cstdio>
+#include <atomic>
 
 namespace tandem {
 
+std::uint32_t next_runtime_number() {
+    static std::atomic<std::uint32_t> created{0};
+    return created.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 std::string to_string(ServiceId service) {
-    char text[48];
-    std::snprintf(text, sizeof text, "device %u of runtime %016llx", service.device_index,
-                  static_cast<unsigned long long>(service.runtime_id));
+    std::string text = "device " + std::to_string(service.device_index);
+    if (service.runtime_number > 1) {  // The first runtime, the common case, goes unnamed.
+        text += " of runtime " + std::to_string(service.runtime_number);
+    }
     return text;
 }
 

@@ -106,6 +106,8 @@ public:
 
     ReferenceOptions options;
     std::uint64_t runtime_id;
+    /// How messages name the runtime (`ServiceId::runtime_number`).
+    std::uint32_t runtime_number = next_runtime_number();
     std::vector<std::shared_ptr<ReferenceDevice>> devices;
     /// The devices as the pipelines reach them.
     LocalDirectory directory{runtime_id};

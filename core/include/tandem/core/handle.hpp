@@ -97,7 +97,7 @@ public:
     /// This handle with its memory shared as `peer`. The owning client calls it.
     [[nodiscard]] Handle with_peer(PeerMemory peer) const;
 
-    /// The handle in words, for messages: "Handle{memory #3, device 0 of runtime ..., stream 1,
+    /// The handle in words, for messages: "Handle{memory #3, device 0, stream 1,
     /// size 1024, bytes [0, 1024)}".
     [[nodiscard]] std::string describe() const;
 

@@ -20,14 +20,26 @@ struct ServiceId {
     std::uint64_t runtime_id = 0;
     /// The device's number within its runtime, from 0.
     std::uint32_t device_index = 0;
+    /// The runtime's number in its process, from 1 in the order runtimes are created: how
+    /// messages name it, the same from run to run where the id is not. Not part of the identity
+    /// (the id decides it); 0 in an id made by hand.
+    std::uint32_t runtime_number = 0;
 
     /// Ordered by runtime, then device.
-    friend constexpr auto operator<=>(const ServiceId&, const ServiceId&) = default;
-    /// Written out: the CUDA compiler's host pass leaves the one implied by `<=>` undefined.
+    friend constexpr std::strong_ordering operator<=>(const ServiceId& a, const ServiceId& b) {
+        if (a.runtime_id != b.runtime_id) {
+            return a.runtime_id <=> b.runtime_id;
+        }
+        return a.device_index <=> b.device_index;
+    }
     friend constexpr bool operator==(const ServiceId& a, const ServiceId& b) {
         return a.runtime_id == b.runtime_id && a.device_index == b.device_index;
     }
 };
+
+/// The number the next runtime created in this process takes (`ServiceId::runtime_number`): 1
+/// for the first.
+std::uint32_t next_runtime_number();
 
 /// How many streams a device creates in its life, the default one included: a bound on what a
 /// program that leaks streams holds, not a size to plan for. Ids are never reused.
@@ -96,7 +108,8 @@ struct ClaimKey {
 };
 
 ///@{
-/// An id, range or key in words, for messages: "device 0 of runtime 5bb677f9aff44faf",
+/// An id, range or key in words, for messages: "device 0" (of the process's first runtime;
+/// "device 0 of runtime 2" for the second),
 /// "stream 1", "memory #3", "failure #1", "[0, 64)", "memory #3 bytes [0, 64)".
 std::string to_string(ServiceId service);
 std::string to_string(StreamId stream);
