@@ -145,7 +145,9 @@ public:
     /// `options.timeout`; the runtime's own errors.
     static Result<Job> join(const JoinOptions& options = {});
 
+    /// Takes `other`'s membership; `other` is left empty (only destroying it is allowed).
     Job(Job&& other) noexcept;
+    /// Leaves this job, then takes `other`'s membership.
     Job& operator=(Job&& other) noexcept;
     Job(const Job&) = delete;
     Job& operator=(const Job&) = delete;
@@ -192,9 +194,8 @@ public:
     /// The most callbacks `on_rank_lost` keeps.
     static constexpr std::size_t loss_callbacks_max = 64;
 
-    struct State;
-
 private:
+    struct State;
     explicit Job(std::unique_ptr<State> state);
     std::unique_ptr<State> state_;
 };

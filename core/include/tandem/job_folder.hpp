@@ -50,10 +50,13 @@ public:
     /// Creates `path`, which must not exist yet, and takes the lock: what a launcher does.
     static Result<JobFolderLock> create(const std::string& path);
 
+    /// Takes `other`'s lock; `other` holds none after.
     JobFolderLock(JobFolderLock&& other) noexcept;
+    /// Gives this lock up (removing nothing), then takes `other`'s.
     JobFolderLock& operator=(JobFolderLock&& other) noexcept;
     JobFolderLock(const JobFolderLock&) = delete;
     JobFolderLock& operator=(const JobFolderLock&) = delete;
+    /// Gives the lock up, removing nothing.
     ~JobFolderLock();
 
     /// The folder.
