@@ -252,12 +252,15 @@ Result<RankSeat> RankSeat::take(const std::string& folder, std::uint32_t rank,
         return Error::invalid_argument("cannot open " + path + ": " + std::strerror(errno));
     }
     if (::flock(descriptor, LOCK_EX | LOCK_NB) != 0) {
+        // The holder writes its pid just after it locks: a second comer may read nothing yet.
         char holder[32] = {};
         (void)::pread(descriptor, holder, sizeof holder - 1, 0);
         ::close(descriptor);
+        const std::string who = holder[0] != '\0' ? "process " + std::string(holder)
+                                                   : std::string("another process");
         return Error::invalid_argument("rank " + std::to_string(rank) + " of job '" + job_id +
-                                       "' joined twice: process " + std::string(holder) +
-                                       " holds it already (" + path + ")");
+                                       "' joined twice: " + who + " holds it already (" + path +
+                                       ")");
     }
     const std::string pid = std::to_string(::getpid());
     if (::ftruncate(descriptor, 0) != 0 ||

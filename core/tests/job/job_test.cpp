@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -257,6 +258,37 @@ TEST(Job, a_connection_from_another_user_is_refused_naming_its_uid) {
     EXPECT_TRUE(job_detail::check_peer_user(pair[0], ::geteuid()).ok());
     ::close(pair[0]);
     ::close(pair[1]);
+}
+
+TEST(Job, another_user_cannot_reach_a_ranks_socket) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "becoming another user needs root";
+    }
+    const std::string id = new_job_id();
+    auto zero = std::async(std::launch::async, [&id] { return join_as(rank_of(id, 0, 2)); });
+    const fs::path socket = fs::path(job_folder_path(id)) / "rank-0.sock";
+    ASSERT_TRUE(wait_for_file(socket));
+    // The child becomes uid 65534 and tries the socket: the 0700 folder stops it before the
+    // socket's own 0600 or the SO_PEERCRED check would. Only async-signal-safe calls after fork.
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket.c_str());
+    const pid_t child = ::fork();
+    if (child == 0) {
+        if (::setgid(65534) != 0 || ::setuid(65534) != 0) {
+            ::_exit(3);
+        }
+        const int descriptor = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        const int connected =
+            ::connect(descriptor, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+        ::_exit(connected != 0 && errno == EACCES ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    ASSERT_TRUE(join_as(rank_of(id, 1, 2)).ok());
+    ASSERT_TRUE(zero.get().ok());
+    EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 
 TEST(Job, a_rank_past_the_world_size_is_refused_before_anything_is_made) {
