@@ -105,8 +105,7 @@ std::pair<double, std::string> one_kill(std::size_t touch_mib) {
     }
     const Clock::time_point killed_at = Clock::now();
     ::kill(pid, SIGKILL);
-    const std::optional<tandem::RankLoss> loss =
-        job->wait_for_loss_of(1, std::chrono::seconds(60));
+    const std::optional<tandem::RankLoss> loss = job->wait_for_loss_of(1, std::chrono::seconds(60));
     if (!loss) {
         std::fprintf(stderr, "rank 1's death was not noticed within 60 s\n");
         std::exit(1);

@@ -75,8 +75,7 @@ void clean(const CleanFlags& flags, Json& document) {
     document["removed"] = removed.size() + folders.size();
     if (!flags.json) {
         std::printf("%zu stale segment%s and %zu job folder%s removed\n", removed.size(),
-                    removed.size() == 1 ? "" : "s", folders.size(),
-                    folders.size() == 1 ? "" : "s");
+                    removed.size() == 1 ? "" : "s", folders.size(), folders.size() == 1 ? "" : "s");
     }
 }
 

@@ -191,8 +191,8 @@ int launch(const LaunchFlags& flags) {
     ::sigprocmask(SIG_SETMASK, &before, nullptr);
     folder->release_and_remove();
     if (exit_code == 0 && ranks.failed != 0) {
-        std::fprintf(stderr, "tandem: %u of %u ranks failed (job %s)\n", ranks.failed,
-                     flags.ranks, job_id.c_str());
+        std::fprintf(stderr, "tandem: %u of %u ranks failed (job %s)\n", ranks.failed, flags.ranks,
+                     job_id.c_str());
         exit_code = 1;
     }
     return exit_code;

@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (mode == "check" && argc == 3) {
         const char* devices = std::getenv("TANDEM_DEVICES");
-        const std::size_t expected_devices = devices != nullptr ? std::strtoul(devices, nullptr, 10) : 1;
+        const std::size_t expected_devices =
+            devices != nullptr ? std::strtoul(devices, nullptr, 10) : 1;
         if (job->world_size() != std::strtoul(argv[2], nullptr, 10) ||
             runtime->device_count() != expected_devices) {
             return fail("unexpected world size or device count");

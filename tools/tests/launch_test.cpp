@@ -132,8 +132,8 @@ TEST(Launch, two_ranks_start_with_their_rank_the_world_and_a_simulator_runtime) 
 }
 
 TEST(Launch, three_ranks_of_two_devices_each_start_and_pass_their_arguments_through) {
-    const Finished done = run({"launch", "-n", "3", "--backend", "sim", "--devices-per-rank",
-                               "2", "--", JOB_PROBE_PATH, "check", "3"});
+    const Finished done = run({"launch", "-n", "3", "--backend", "sim", "--devices-per-rank", "2",
+                               "--", JOB_PROBE_PATH, "check", "3"});
     EXPECT_EQ(WEXITSTATUS(done.status), 0) << done.output << done.errors;
     for (const char* rank : {"rank 0 of 3", "rank 1 of 3", "rank 2 of 3"}) {
         EXPECT_THAT(done.output, HasSubstr(rank));
@@ -157,8 +157,7 @@ TEST(Launch, a_rank_killed_is_named_by_the_launcher_and_by_every_survivor) {
 }
 
 TEST(Launch, a_rank_that_exits_non_zero_is_named_with_its_code) {
-    const Finished done =
-        run({"launch", "-n", "2", "--", JOB_PROBE_PATH, "exit", "0", "7"});
+    const Finished done = run({"launch", "-n", "2", "--", JOB_PROBE_PATH, "exit", "0", "7"});
     EXPECT_EQ(WEXITSTATUS(done.status), 1) << done.output << done.errors;
     EXPECT_THAT(done.errors, ::testing::ContainsRegex("tandem: rank 0 \\(pid [0-9]+\\) exited "
                                                       "with code 7"));

@@ -49,7 +49,8 @@ Result<RuntimeOptions> rank_runtime_options(RuntimeOptions options,
 std::string RankLoss::describe() const {
     std::string text = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ") ";
     switch (how) {
-        case RankEnd::left: return text + "left the job";
+        case RankEnd::left:
+            return text + "left the job";
         case RankEnd::exited:
             return text + "exited with code " + std::to_string(code) + " without leaving the job";
         case RankEnd::killed: {

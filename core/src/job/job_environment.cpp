@@ -105,9 +105,12 @@ Result<std::string> job_folder(const std::string& id) {
 
 std::string_view to_string(JobLauncher launcher) {
     switch (launcher) {
-        case JobLauncher::tandem: return "tandem";
-        case JobLauncher::open_mpi: return "mpirun";
-        case JobLauncher::slurm: return "srun";
+        case JobLauncher::tandem:
+            return "tandem";
+        case JobLauncher::open_mpi:
+            return "mpirun";
+        case JobLauncher::slurm:
+            return "srun";
     }
     return "unknown";
 }
@@ -123,7 +126,8 @@ Result<JobEnvironment> job_environment() {
     if (found == nullptr) {
         return Error::invalid_argument(
             "this process is not a rank of a job: TANDEM_RANK, OMPI_COMM_WORLD_RANK and "
-            "SLURM_PROCID are unset; start it with 'tandem launch -n N -- PROGRAM', mpirun or srun");
+            "SLURM_PROCID are unset; start it with 'tandem launch -n N -- PROGRAM', mpirun or "
+            "srun");
     }
     JobEnvironment environment;
     environment.launcher = found->launcher;
@@ -136,8 +140,8 @@ Result<JobEnvironment> job_environment() {
     }
     environment.world_size = *world_size;
     const std::string below = "a decimal number below the world size (" +
-                              std::string(found->world_size) + "=" +
-                              std::to_string(*world_size) + ")";
+                              std::string(found->world_size) + "=" + std::to_string(*world_size) +
+                              ")";
     Result<std::uint32_t> rank = number(found->rank, *world_size, "a rank is " + below);
     if (!rank) {
         return rank.error();
@@ -145,7 +149,8 @@ Result<JobEnvironment> job_environment() {
     environment.rank = *rank;
     environment.local_rank = *rank;
     if (variable(found->local_rank) != nullptr) {
-        Result<std::uint32_t> local = number(found->local_rank, *world_size, "a local rank is " + below);
+        Result<std::uint32_t> local =
+            number(found->local_rank, *world_size, "a local rank is " + below);
         if (!local) {
             return local.error();
         }

@@ -48,8 +48,8 @@ void remove_folder(const std::string& folder) {
 
 /// The lock file of `folder`, opened (created when missing), without following a link.
 Result<int> open_lock(const std::string& folder) {
-    const int descriptor = ::open(lock_path(folder).c_str(),
-                                  O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    const int descriptor =
+        ::open(lock_path(folder).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (descriptor < 0) {
         return Error::invalid_argument(system_error("cannot open " + lock_path(folder), errno));
     }

@@ -17,9 +17,7 @@ namespace {
 constexpr std::uint32_t frame_magic = 0x4a444e54;  // "TNDJ" in little-endian bytes
 constexpr std::size_t header_bytes = 12;
 
-Error unreachable(const std::string& message) {
-    return Error(ErrorKind::PeerUnreachable, message);
-}
+Error unreachable(const std::string& message) { return Error(ErrorKind::PeerUnreachable, message); }
 
 void put_u32(std::string& out, std::uint32_t value) {
     for (int shift = 0; shift < 32; shift += 8) {
@@ -74,8 +72,8 @@ Status send_frame(int descriptor, FrameKind kind, std::string_view payload) {
     bytes += payload;
     std::size_t sent = 0;
     while (sent < bytes.size()) {
-        const ssize_t wrote = ::send(descriptor, bytes.data() + sent, bytes.size() - sent,
-                                     MSG_NOSIGNAL);
+        const ssize_t wrote =
+            ::send(descriptor, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
         if (wrote < 0 && errno == EINTR) {
             continue;
         }
@@ -173,8 +171,7 @@ Result<std::optional<int>> connect_to(const std::string& path) {
     if (descriptor < 0) {
         return unreachable(std::string("cannot create a socket: ") + std::strerror(errno));
     }
-    if (::connect(descriptor, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) ==
-        0) {
+    if (::connect(descriptor, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) == 0) {
         return std::optional<int>(descriptor);
     }
     const int error = errno;
@@ -190,8 +187,7 @@ Result<PeerCredentials> peer_credentials(int descriptor) {
     ucred credentials{};
     socklen_t size = sizeof credentials;
     if (::getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) {
-        return unreachable(std::string("cannot read a connection's peer: ") +
-                           std::strerror(errno));
+        return unreachable(std::string("cannot read a connection's peer: ") + std::strerror(errno));
     }
     return PeerCredentials{credentials.pid, credentials.uid};
 }
@@ -199,10 +195,10 @@ Result<PeerCredentials> peer_credentials(int descriptor) {
 Result<PeerCredentials> check_peer_user(int descriptor, uid_t expected_uid) {
     Result<PeerCredentials> peer = peer_credentials(descriptor);
     if (peer && peer->uid != expected_uid) {
-        return Error::invalid_argument(
-            "a connection to the job came from process " + std::to_string(peer->pid) +
-            " of uid " + std::to_string(peer->uid) + ", not of this user (uid " +
-            std::to_string(expected_uid) + "): refused");
+        return Error::invalid_argument("a connection to the job came from process " +
+                                       std::to_string(peer->pid) + " of uid " +
+                                       std::to_string(peer->uid) + ", not of this user (uid " +
+                                       std::to_string(expected_uid) + "): refused");
     }
     return peer;
 }

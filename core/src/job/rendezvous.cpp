@@ -61,8 +61,8 @@ std::string refusal_for(const Meeting& meeting, const Frame& frame) {
     const RankConnection& known = meeting.peers[hello->rank];
     if (known.descriptor >= 0) {
         return "rank " + std::to_string(hello->rank) + " joined twice: rank " +
-               std::to_string(own.rank) + " is connected to rank " +
-               std::to_string(hello->rank) + " (pid " + std::to_string(known.pid) + ") already";
+               std::to_string(own.rank) + " is connected to rank " + std::to_string(hello->rank) +
+               " (pid " + std::to_string(known.pid) + ") already";
     }
     return {};
 }
@@ -198,10 +198,8 @@ Status meet_once(Meeting& meeting) {
         return {};
     }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(meeting.deadline - Clock::now());
-    const int wait_ms = static_cast<int>(
-        std::max<std::int64_t>(0, lower_missing ? std::min<std::int64_t>(left.count(),
-                                                                         connect_retry_ms)
-                                                : left.count()));
+    const int wait_ms = static_cast<int>(std::max<std::int64_t>(
+        0, lower_missing ? std::min<std::int64_t>(left.count(), connect_retry_ms) : left.count()));
     pollfd waiting{meeting.listener, POLLIN, 0};
     if (::poll(&waiting, 1, wait_ms) > 0) {
         accept_one(meeting);
@@ -256,8 +254,8 @@ Result<RankSeat> RankSeat::take(const std::string& folder, std::uint32_t rank,
         char holder[32] = {};
         (void)::pread(descriptor, holder, sizeof holder - 1, 0);
         ::close(descriptor);
-        const std::string who = holder[0] != '\0' ? "process " + std::string(holder)
-                                                   : std::string("another process");
+        const std::string who =
+            holder[0] != '\0' ? "process " + std::string(holder) : std::string("another process");
         return Error::invalid_argument("rank " + std::to_string(rank) + " of job '" + job_id +
                                        "' joined twice: " + who + " holds it already (" + path +
                                        ")");

@@ -50,8 +50,8 @@ struct RankConnection {
 
 /// Connects this rank (`environment.rank`, seated already) with every other rank of the job,
 /// within `timeout`. One entry a rank, this rank's own with no connection. `PeerUnreachable`
-/// naming the ranks that never came in time; `InvalidArgument` when a peer refused this rank's hello
-/// (another job id or world size, this rank connected already), saying why. On an error every
+/// naming the ranks that never came in time; `InvalidArgument` when a peer refused this rank's
+/// hello (another job id or world size, this rank connected already), saying why. On an error every
 /// connection made is closed and this rank's socket removed.
 Result<std::vector<RankConnection>> rendezvous(const JobEnvironment& environment,
                                                std::chrono::milliseconds timeout);

@@ -11,8 +11,8 @@
 namespace tandem {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::EnvironmentGuard;
+using ::testing::HasSubstr;
 
 /// Unsets every variable job_environment reads.
 void clear_job_variables(EnvironmentGuard& env) {

@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <atomic>
 #include <filesystem>
@@ -68,8 +68,8 @@ TEST(Job, a_rank_killed_is_noticed_and_named_by_every_survivor) {
     RankProcess victim = start_rank(rank_of(id, 2, 3), {"wait"});
     std::vector<std::future<Result<Job>>> joining;
     for (std::uint32_t rank = 0; rank < 2; ++rank) {
-        joining.push_back(std::async(std::launch::async,
-                                     [&id, rank] { return join_as(rank_of(id, rank, 3)); }));
+        joining.push_back(
+            std::async(std::launch::async, [&id, rank] { return join_as(rank_of(id, rank, 3)); }));
     }
     ASSERT_EQ(victim.first_line(), "joined");
     std::vector<Result<Job>> survivors;

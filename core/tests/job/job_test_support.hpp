@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,8 +139,7 @@ inline RankProcess start_rank(const JobEnvironment& environment,
     argv.push_back(nullptr);
     envp.push_back(nullptr);
     RankProcess process;
-    EXPECT_EQ(::posix_spawn(&process.pid, argv[0], &actions, nullptr, argv.data(), envp.data()),
-              0);
+    EXPECT_EQ(::posix_spawn(&process.pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
     posix_spawn_file_actions_destroy(&actions);
     ::close(to_rank[0]);
     ::close(from_rank[1]);
