@@ -2,8 +2,10 @@
 // as torchrun does: it makes the job folder, starts the ranks with TANDEM_RANK, TANDEM_WORLD_SIZE,
 // TANDEM_LOCAL_RANK, TANDEM_JOB_ID and TANDEM_JOB_DIR set, forwards SIGINT and SIGTERM to them,
 // and waits for every one. A rank that exits non-zero or dies by a signal is named as it ends,
-// and the launcher then exits 1. The job folder goes at the end, whatever happened; if the
-// launcher itself is killed, `tandem clean` removes it once the ranks are gone too.
+// and the launcher then exits 1. A rank that ended stays unreaped (a zombie: a process id and
+// its exit status, its memory freed) until every rank has ended, so that its peers can read how
+// it ended. The job folder goes at the end, whatever happened; if the launcher itself is killed,
+// `tandem clean` removes it once the ranks are gone too.
 //
 // A rank that ends does not stop the others: they learn of it through their job (Job::rank_alive,
 // Job::wait_for_loss) and decide, which is the point of one process per device.
@@ -99,49 +101,61 @@ pid_t start_rank(const LaunchFlags& flags, const std::string& job_id, const std:
     return error == 0 ? pid : 0;
 }
 
-/// Why a rank's process ended, as the launcher prints it; empty when it exited with 0.
-std::string failure_of(int status) {
-    if (WIFSIGNALED(status)) {
-        const int signal = WTERMSIG(status);
-        const char* name = ::strsignal(signal);
-        return "was killed by signal " + std::to_string(signal) +
+/// Why a rank's process ended, from what waitid reports; empty when it exited with 0.
+std::string failure_of(const siginfo_t& info) {
+    if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
+        const char* name = ::strsignal(info.si_status);
+        return "was killed by signal " + std::to_string(info.si_status) +
                (name != nullptr ? std::string(" (") + name + ")" : std::string());
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-        return "exited with code " + std::to_string(WEXITSTATUS(status));
+    if (info.si_status != 0) {
+        return "exited with code " + std::to_string(info.si_status);
     }
     return {};
 }
 
-/// The ranks running, by pid, and how many failed.
+/// The ranks running and those that ended, by pid, and how many failed.
 struct Ranks {
     std::map<pid_t, std::uint32_t> running;
+    std::vector<pid_t> ended;
     std::uint32_t failed = 0;
 };
 
-/// Reaps every rank that has ended, naming each that failed.
-void reap_ended(Ranks& ranks) {
-    int status = 0;
-    pid_t pid = 0;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-        const auto found = ranks.running.find(pid);
-        if (found == ranks.running.end()) {
+/// Notes every rank that has ended, naming each that failed, and leaves it unreaped: while its
+/// parent has not reaped it the system shows how it ended, so its peers' notices can say
+/// "killed by signal 9" rather than only that it is gone. The ranks are reaped once all ended.
+void note_ended(Ranks& ranks) {
+    for (auto it = ranks.running.begin(); it != ranks.running.end();) {
+        siginfo_t info{};
+        if (::waitid(P_PID, static_cast<id_t>(it->first), &info,
+                     WEXITED | WNOHANG | WNOWAIT) != 0 ||
+            info.si_pid != it->first) {
+            ++it;
             continue;
         }
-        const std::string failure = failure_of(status);
+        const std::string failure = failure_of(info);
         if (!failure.empty()) {
-            std::fprintf(stderr, "tandem: rank %u (pid %d) %s\n", found->second, pid,
+            std::fprintf(stderr, "tandem: rank %u (pid %d) %s\n", it->second, it->first,
                          failure.c_str());
             ++ranks.failed;
         }
-        ranks.running.erase(found);
+        ranks.ended.push_back(it->first);
+        it = ranks.running.erase(it);
     }
+}
+
+/// Reaps every rank that ended.
+void reap_ended(Ranks& ranks) {
+    for (const pid_t pid : ranks.ended) {
+        ::waitpid(pid, nullptr, 0);
+    }
+    ranks.ended.clear();
 }
 
 /// Waits for every rank, forwarding SIGINT and SIGTERM (blocked in this process, so they wait
 /// in `signals` for this loop) to the ranks still running.
 void wait_for_ranks(Ranks& ranks, const sigset_t& signals) {
-    reap_ended(ranks);
+    note_ended(ranks);
     while (!ranks.running.empty()) {
         siginfo_t info{};
         const int signal = ::sigwaitinfo(&signals, &info);
@@ -152,8 +166,9 @@ void wait_for_ranks(Ranks& ranks, const sigset_t& signals) {
                 ::kill(pid, signal);
             }
         }
-        reap_ended(ranks);
+        note_ended(ranks);
     }
+    reap_ended(ranks);
 }
 
 /// Starts every rank and waits for them; the exit code.
