@@ -127,8 +127,8 @@ struct Ranks {
 void note_ended(Ranks& ranks) {
     for (auto it = ranks.running.begin(); it != ranks.running.end();) {
         siginfo_t info{};
-        if (::waitid(P_PID, static_cast<id_t>(it->first), &info,
-                     WEXITED | WNOHANG | WNOWAIT) != 0 ||
+        if (::waitid(P_PID, static_cast<id_t>(it->first), &info, WEXITED | WNOHANG | WNOWAIT) !=
+                0 ||
             info.si_pid != it->first) {
             ++it;
             continue;
