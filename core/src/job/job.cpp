@@ -88,6 +88,10 @@ Result<Job> Job::join(const JoinOptions& options) {
     if (Status id = check_job_id(environment.job_id); !id) {
         return id.error();
     }
+    if (environment.job_folder.empty() || environment.job_folder[0] != '/') {
+        return Error::invalid_argument("job folder '" + environment.job_folder +
+                                       "': the job folder is an absolute path");
+    }
     Result<JobFolderLock> folder = JobFolderLock::hold(environment.job_folder);
     if (!folder) {
         return folder.error();

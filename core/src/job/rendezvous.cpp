@@ -2,9 +2,7 @@
 
 #include "rendezvous.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -118,29 +116,45 @@ Status check_answer(const Meeting& meeting, std::uint32_t peer, const Frame& ans
     return {};
 }
 
+/// Says hello on `descriptor`, a connection to rank `peer`, once its peer is checked to be this
+/// user's: the peer's process id once its answer is checked too.
+Result<std::int64_t> greet(const Meeting& meeting, std::uint32_t peer, int descriptor) {
+    Result<PeerCredentials> credentials = check_peer_user(descriptor, ::geteuid());
+    if (!credentials) {
+        return credentials.error();
+    }
+    if (Status sent = send_frame(descriptor, FrameKind::hello, encode(meeting.introduction()));
+        !sent) {
+        return sent.error();
+    }
+    Result<Frame> answer = receive_frame(descriptor, meeting.hello_deadline());
+    if (!answer) {
+        return answer.error();
+    }
+    if (Status checked = check_answer(meeting, peer, *answer); !checked) {
+        return checked.error();
+    }
+    return static_cast<std::int64_t>(credentials->pid);
+}
+
 /// Connects to rank `peer` (below this one) when it listens; success without a connection when
 /// it does not yet. An error when it refused this rank or is not of this job.
 Status connect_below(Meeting& meeting, std::uint32_t peer) {
     Result<std::optional<int>> connected =
         connect_to(socket_path(meeting.environment.job_folder, peer));
-    if (!connected || !*connected) {
-        return connected ? Status{} : Status{connected.error()};
+    if (!connected) {
+        return connected.error();
+    }
+    if (!*connected) {
+        return {};
     }
     const int descriptor = **connected;
-    Result<PeerCredentials> credentials = check_peer_user(descriptor, ::geteuid());
-    Result<Frame> answer = credentials ? Result<Frame>(Error::invalid_argument("unsent"))
-                                       : Result<Frame>(credentials.error());
-    if (credentials) {
-        Status sent = send_frame(descriptor, FrameKind::hello, encode(meeting.introduction()));
-        answer = sent ? receive_frame(descriptor, meeting.hello_deadline())
-                      : Result<Frame>(sent.error());
-    }
-    Status checked = answer ? check_answer(meeting, peer, *answer) : Status{answer.error()};
-    if (!checked) {
+    Result<std::int64_t> pid = greet(meeting, peer, descriptor);
+    if (!pid) {
         ::close(descriptor);
-        return checked;
+        return pid.error();
     }
-    meeting.peers[peer] = {descriptor, credentials->pid};
+    meeting.peers[peer] = {descriptor, *pid};
     return {};
 }
 
@@ -240,53 +254,6 @@ Result<std::vector<RankConnection>> rendezvous(const JobEnvironment& environment
     ::close(std::exchange(meeting.listener, -1));
     ::unlink(socket_path(environment.job_folder, environment.rank).c_str());
     return std::move(meeting.peers);
-}
-
-Result<RankSeat> RankSeat::take(const std::string& folder, std::uint32_t rank,
-                                const std::string& job_id) {
-    const std::string path = folder + "/rank-" + std::to_string(rank) + ".lock";
-    const int descriptor = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (descriptor < 0) {
-        return Error::invalid_argument("cannot open " + path + ": " + std::strerror(errno));
-    }
-    if (::flock(descriptor, LOCK_EX | LOCK_NB) != 0) {
-        // The holder writes its pid just after it locks: a second comer may read nothing yet.
-        char holder[32] = {};
-        (void)::pread(descriptor, holder, sizeof holder - 1, 0);
-        ::close(descriptor);
-        const std::string who =
-            holder[0] != '\0' ? "process " + std::string(holder) : std::string("another process");
-        return Error::invalid_argument("rank " + std::to_string(rank) + " of job '" + job_id +
-                                       "' joined twice: " + who + " holds it already (" + path +
-                                       ")");
-    }
-    const std::string pid = std::to_string(::getpid());
-    if (::ftruncate(descriptor, 0) != 0 ||
-        ::pwrite(descriptor, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
-        // The pid is for the message a second holder gets; the lock alone keeps the seat.
-    }
-    return RankSeat(path, descriptor);
-}
-
-RankSeat::RankSeat(RankSeat&& other) noexcept
-    : path_(std::move(other.path_)), descriptor_(std::exchange(other.descriptor_, -1)) {}
-
-RankSeat& RankSeat::operator=(RankSeat&& other) noexcept {
-    if (this != &other) {
-        release();
-        path_ = std::move(other.path_);
-        descriptor_ = std::exchange(other.descriptor_, -1);
-    }
-    return *this;
-}
-
-RankSeat::~RankSeat() { release(); }
-
-void RankSeat::release() {
-    if (descriptor_ >= 0) {
-        ::unlink(path_.c_str());
-        ::close(std::exchange(descriptor_, -1));
-    }
 }
 
 }  // namespace tandem::job_detail
