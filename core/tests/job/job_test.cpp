@@ -195,6 +195,58 @@ TEST(Job, a_hello_of_another_world_size_is_refused) {
     EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 
+/// Connects to `socket` as a bare client and says hello as rank `rank` of a job of
+/// `world_size`; the connection and the answer.
+std::pair<int, job_detail::Frame> say_hello(const fs::path& socket, const std::string& id,
+                                            std::uint32_t rank, std::uint32_t world_size) {
+    Result<std::optional<int>> connected = job_detail::connect_to(socket.string());
+    EXPECT_TRUE(connected.ok() && connected->has_value());
+    const int descriptor = connected.ok() && connected->has_value() ? **connected : -1;
+    EXPECT_TRUE(job_detail::send_frame(descriptor, job_detail::FrameKind::hello,
+                                       job_detail::encode({rank, world_size, id}))
+                    .ok());
+    Result<job_detail::Frame> answer =
+        job_detail::receive_frame(descriptor, std::chrono::steady_clock::now() + guard_timeout);
+    EXPECT_TRUE(answer.ok()) << answer.error().report();
+    return {descriptor, answer.ok() ? *answer : job_detail::Frame{}};
+}
+
+TEST(Job, a_second_hello_for_a_rank_already_connected_is_refused_naming_the_first) {
+    const std::string id = new_job_id();
+    auto zero = std::async(std::launch::async, [&id] { return join_as(rank_of(id, 0, 3)); });
+    const fs::path socket = fs::path(job_folder_path(id)) / "rank-0.sock";
+    ASSERT_TRUE(wait_for_file(socket));
+    // Bare clients, without seats: the hello's own check is what refuses the second.
+    const auto [first, welcome] = say_hello(socket, id, 2, 3);
+    EXPECT_EQ(welcome.kind, job_detail::FrameKind::welcome);
+    const auto [second, refusal] = say_hello(socket, id, 2, 3);
+    EXPECT_EQ(refusal.kind, job_detail::FrameKind::refusal);
+    EXPECT_THAT(refusal.payload,
+                HasSubstr("rank 2 joined twice: rank 0 is connected to rank 2 (pid " +
+                          std::to_string(::getpid()) + ") already"));
+    ::close(second);
+    const auto [one, welcome_one] = say_hello(socket, id, 1, 3);
+    EXPECT_EQ(welcome_one.kind, job_detail::FrameKind::welcome);
+    Result<Job> job = zero.get();
+    ASSERT_TRUE(job.ok()) << job.error().report();
+    EXPECT_TRUE(job->rank_alive(1) && job->rank_alive(2));
+    ::close(first);
+    ::close(one);
+    ASSERT_TRUE(job->wait_for_loss_of(1, guard_timeout).has_value());
+    ASSERT_TRUE(job->wait_for_loss_of(2, guard_timeout).has_value());
+    job = Error::invalid_argument("left");
+    EXPECT_FALSE(fs::exists(job_folder_path(id)));
+}
+
+TEST(Job, a_relative_job_folder_is_refused_before_anything_is_made) {
+    JobEnvironment environment = rank_of(new_job_id(), 0, 1);
+    environment.job_folder = "relative/folder";
+    Result<Job> job = join_as(environment);
+    ASSERT_FALSE(job.ok());
+    EXPECT_THAT(job.error().message(), HasSubstr("the job folder is an absolute path"));
+    EXPECT_FALSE(fs::exists("relative"));
+}
+
 /// Makes the folder of job `id` with `mode`, owned by `uid`.
 fs::path make_folder(const std::string& id, mode_t mode, uid_t uid) {
     const fs::path folder = job_folder_path(id);
