@@ -44,6 +44,30 @@ Result<RuntimeOptions> rank_runtime_options(RuntimeOptions options,
     return options;
 }
 
+/// This process's place: the program's, else the environment's; checked either way.
+Result<JobEnvironment> resolve_environment(const JoinOptions& options) {
+    Result<JobEnvironment> environment =
+        options.environment ? Result<JobEnvironment>(*options.environment) : job_environment();
+    if (!environment) {
+        return environment.error();
+    }
+    if (environment->world_size == 0 || environment->world_size > job_ranks_max ||
+        environment->rank >= environment->world_size) {
+        return Error::invalid_argument("rank " + std::to_string(environment->rank) +
+                                       " of a job of " + std::to_string(environment->world_size) +
+                                       " ranks: a job has 1 to " + std::to_string(job_ranks_max) +
+                                       " ranks, numbered from 0");
+    }
+    if (Status id = check_job_id(environment->job_id); !id) {
+        return id.error();
+    }
+    if (environment->job_folder.empty() || environment->job_folder[0] != '/') {
+        return Error::invalid_argument("job folder '" + environment->job_folder +
+                                       "': the job folder is an absolute path");
+    }
+    return environment;
+}
+
 }  // namespace
 
 std::string RankLoss::describe() const {
@@ -67,58 +91,45 @@ std::string RankLoss::describe() const {
 }
 
 Result<Job> Job::join(const JoinOptions& options) {
-    auto state = std::make_unique<State>();
-    if (options.environment) {
-        state->environment = *options.environment;
-    } else {
-        Result<JobEnvironment> environment = job_environment();
-        if (!environment) {
-            return environment.error();
+    Result<JobEnvironment> environment = resolve_environment(options);
+    if (!environment) {
+        return environment.error();
+    }
+    // The runtime's options are checked before any rank is met: a typo in TANDEM_BACKEND fails
+    // every rank at once, not after they have all waited for one another.
+    Result<RuntimeOptions> runtime_options = RuntimeOptions{};
+    if (options.open_runtime) {
+        runtime_options = rank_runtime_options(options.runtime, *environment);
+        if (!runtime_options) {
+            return runtime_options.error();
         }
-        state->environment = *environment;
     }
-    const JobEnvironment& environment = state->environment;
-    if (environment.world_size == 0 || environment.world_size > job_ranks_max ||
-        environment.rank >= environment.world_size) {
-        return Error::invalid_argument("rank " + std::to_string(environment.rank) +
-                                       " of a job of " + std::to_string(environment.world_size) +
-                                       " ranks: a job has 1 to " + std::to_string(job_ranks_max) +
-                                       " ranks, numbered from 0");
-    }
-    if (Status id = check_job_id(environment.job_id); !id) {
-        return id.error();
-    }
-    if (environment.job_folder.empty() || environment.job_folder[0] != '/') {
-        return Error::invalid_argument("job folder '" + environment.job_folder +
-                                       "': the job folder is an absolute path");
-    }
-    Result<JobFolderLock> folder = JobFolderLock::hold(environment.job_folder);
+    auto state = std::make_unique<State>();
+    state->environment = *environment;
+    Result<JobFolderLock> folder = JobFolderLock::hold(environment->job_folder);
     if (!folder) {
         return folder.error();
     }
     state->folder.emplace(std::move(*folder));
     Result<job_detail::RankSeat> seat =
-        job_detail::RankSeat::take(environment.job_folder, environment.rank, environment.job_id);
+        job_detail::RankSeat::take(environment->job_folder, environment->rank, environment->job_id);
     if (!seat) {
         state->folder->release_and_remove_if_last();
         return seat.error();
     }
     state->seat.emplace(std::move(*seat));
     Result<std::vector<job_detail::RankConnection>> peers =
-        job_detail::rendezvous(environment, options.timeout);
+        job_detail::rendezvous(*environment, options.timeout);
     if (!peers) {
         state->seat->release();
         state->folder->release_and_remove_if_last();
         return peers.error();
     }
-    state->watcher = std::make_unique<job_detail::RankWatcher>(environment.rank, std::move(*peers));
+    state->watcher =
+        std::make_unique<job_detail::RankWatcher>(environment->rank, std::move(*peers));
     Job job(std::move(state));
     if (options.open_runtime) {
-        Result<RuntimeOptions> runtime_options =
-            rank_runtime_options(options.runtime, job.state_->environment);
-        Result<std::shared_ptr<Runtime>> runtime =
-            runtime_options ? open_runtime(*runtime_options)
-                            : Result<std::shared_ptr<Runtime>>(runtime_options.error());
+        Result<std::shared_ptr<Runtime>> runtime = open_runtime(*runtime_options);
         if (!runtime) {
             return runtime.error();  // The job leaves as it goes out of scope.
         }

@@ -352,6 +352,18 @@ TEST(Job, a_rank_past_the_world_size_is_refused_before_anything_is_made) {
     EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 
+TEST(Job, a_runtime_that_cannot_be_opened_fails_the_join_before_any_rank_is_met) {
+    const std::string id = new_job_id();
+    JoinOptions options;
+    options.environment = rank_of(id, 0, 2);  // Rank 1 never comes: meeting it would wait.
+    options.runtime.backend = "simm";
+    Result<Job> job = Job::join(options);
+    ASSERT_FALSE(job.ok());
+    EXPECT_EQ(job.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(job.error().message(), HasSubstr("no backend is called that"));
+    EXPECT_FALSE(fs::exists(job_folder_path(id)));
+}
+
 TEST(Job, join_opens_this_ranks_runtime_with_the_devices_asked_for) {
     const std::string id = new_job_id();
     JoinOptions options;
