@@ -17,6 +17,8 @@
 // that exits, crashes or is killed closes its connections as the system ends it, and every peer
 // reads the end (EOF or a reset) within milliseconds, with no heartbeat and no timeout. The job
 // then reports the rank lost, with why when the system still shows it (its exit code or signal).
+// The connections are closed on exec, not on fork: a child a rank forks without exec holds them
+// too, and the rank's end is noticed when that child has ended as well.
 //
 // What a job does not do yet: clients for other ranks' devices (peer memory across processes),
 // claims across processes, and events across processes. `Job::join` opens this rank's own
