@@ -2,11 +2,14 @@
 // and nothing else: segments of live processes and other users' segments stay. This version
 // unlinks a segment as soon as it is mapped (segment.hpp), so what there is to clean was left
 // by older versions, or by a process killed in the moment between creating and unlinking one.
+// It also removes job folders (job_folder.hpp) that no process holds: those of a job whose ranks
+// and launcher all died at once. A folder of a running job is kept, whoever runs it.
 
 #include "commands.hpp"
 #include "help_footer.hpp"
 #include "json.hpp"
 
+#include "tandem/job_folder.hpp"
 #include "tandem/sim/segment.hpp"
 
 #include <cstdio>
@@ -33,9 +36,21 @@ void dry_run(const CleanFlags& flags, Json& document) {
             std::printf("%-6s %s (pid %d)\n", action, segment.name.c_str(), segment.pid);
         }
     }
+    Json& folders = document["job_folders"] = Json::array();
+    for (const JobFolderEntry& folder : list_job_folders()) {
+        const char* action = folder.in_use ? "keep" : "remove";
+        folders.push_back({{"path", folder.path},
+                           {"job_id", folder.job_id},
+                           {"in_use", folder.in_use},
+                           {"action", action}});
+        if (!flags.json) {
+            std::printf("%-6s %s (job folder%s)\n", action, folder.path.c_str(),
+                        folder.in_use ? " in use" : " nobody holds");
+        }
+    }
     document["removed"] = 0;
-    if (!flags.json && segments.empty()) {
-        std::printf("no simulator segments in /dev/shm: nothing to clean\n");
+    if (!flags.json && segments.empty() && folders.empty()) {
+        std::printf("no simulator segments or job folders in /dev/shm: nothing to clean\n");
     }
 }
 
@@ -49,10 +64,18 @@ void clean(const CleanFlags& flags, Json& document) {
             std::printf("removed %s\n", name.c_str());
         }
     }
-    document["removed"] = removed.size();
+    const std::vector<std::string> folders = clean_job_folders();
+    Json& listed_folders = document["job_folders"] = Json::array();
+    for (const std::string& path : folders) {
+        listed_folders.push_back({{"path", path}, {"action", "removed"}});
+        if (!flags.json) {
+            std::printf("removed %s\n", path.c_str());
+        }
+    }
+    document["removed"] = removed.size() + folders.size();
     if (!flags.json) {
-        std::printf("%zu stale segment%s removed\n", removed.size(),
-                    removed.size() == 1 ? "" : "s");
+        std::printf("%zu stale segment%s and %zu job folder%s removed\n", removed.size(),
+                    removed.size() == 1 ? "" : "s", folders.size(), folders.size() == 1 ? "" : "s");
     }
 }
 
@@ -60,15 +83,19 @@ void clean(const CleanFlags& flags, Json& document) {
 
 Run add_clean(CLI::App& app) {
     auto* command =
-        app.add_subcommand("clean", "Remove simulator segments left by processes that are gone");
+        app.add_subcommand("clean",
+                           "Remove simulator segments and job folders left by processes that are "
+                           "gone");
     auto flags = std::make_shared<CleanFlags>();
     command->add_flag("--dry-run", flags->dry_run, "List what would be removed, remove nothing");
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
     set_help_footer(*command,
-                    "{schema, command: \"clean\", dry_run, segments, removed}. With --dry-run, "
-                    "segments lists every simulator segment of this user as {name, pid, "
-                    "owner_alive, action: \"keep\" or \"remove\"} and removed is 0; otherwise it "
-                    "lists those removed as {name, action: \"removed\"} and removed counts them.",
+                    "{schema, command: \"clean\", dry_run, segments, job_folders, removed}. With "
+                    "--dry-run, segments lists every simulator segment of this user as {name, "
+                    "pid, owner_alive, action: \"keep\" or \"remove\"}, job_folders every job "
+                    "folder of this user as {path, job_id, in_use, action} and removed is 0; "
+                    "otherwise they list those removed as {name or path, action: \"removed\"} "
+                    "and removed counts both.",
                     {{0, "listed or removed (also when there was nothing to remove)"},
                      {2, "usage or input error: an unknown option, a value out of range"}});
     return [flags] {

@@ -15,7 +15,8 @@ using Run = std::function<int()>;
 
 /// `tandem selfcheck`: exercises the core rules on one in-process device and prints each check.
 Run add_selfcheck(CLI::App& app);
-/// `tandem clean`: removes segments of simulator runtimes whose process is gone.
+/// `tandem clean`: removes segments of simulator runtimes whose process is gone, and job folders
+/// no process holds.
 Run add_clean(CLI::App& app);
 /// `tandem bench`: runs the benchmarks built next to the tool and prints the ratios.
 Run add_bench(CLI::App& app);
@@ -27,6 +28,8 @@ Run add_replay(CLI::App& app);
 Run add_explore(CLI::App& app);
 /// `tandem doctor`: what this build and machine offer.
 Run add_doctor(CLI::App& app);
+/// `tandem launch -n N -- PROGRAM ARGS...`: starts a job of N ranks, one process each.
+Run add_launch(CLI::App& app);
 /// `tandem inspect FILE`: runs a scenario and prints the simulator's devices at the end.
 Run add_inspect(CLI::App& app);
 

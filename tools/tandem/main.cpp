@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
         {"selfcheck", add_selfcheck(app)},
         {"clean", add_clean(app)},
         {"run", add_run(app)},
+        {"launch", add_launch(app)},
         {"replay", add_replay(app)},
         {"explore", add_explore(app)},
         {"doctor", add_doctor(app)},

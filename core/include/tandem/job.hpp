@@ -1,0 +1,205 @@
+#pragma once
+
+// Jobs: one process per rank, and the ranks of a job know one another.
+//
+// Production multi-GPU programs run one process per GPU, started by a launcher (`tandem launch`,
+// mpirun, srun). A process learns its place in the job from the environment (`job_environment`),
+// and `Job::join` meets the other ranks: in a job folder under /dev/shm (0700, this user's), each
+// rank listens on a Unix-domain socket (0600) and connects to every rank below it, so every pair
+// of ranks shares one connection (a full mesh). The mesh is chosen over a star through rank 0
+// because a death is noticed by what a connection reads: in a mesh every rank hears every other
+// rank's end directly, and no rank's death (rank 0's included) blinds the others. N ranks cost
+// N(N-1)/2 connections, a few hundred for the ranks one host holds. Nothing listens on a network
+// port; each connection's peer is checked to run as this user (SO_PEERCRED) and to say the same
+// job id.
+//
+// Once joined, a watcher thread reads every connection: a rank that leaves says so first; a rank
+// that exits, crashes or is killed closes its connections as the system ends it, and every peer
+// reads the end (EOF or a reset) within milliseconds, with no heartbeat and no timeout. The job
+// then reports the rank lost, with why when the system still shows it (its exit code or signal).
+// The connections are closed on exec, not on fork: a child a rank forks without exec holds them
+// too, and the rank's end is noticed when that child has ended as well.
+//
+// What a job does not do yet: clients for other ranks' devices (peer memory across processes),
+// claims across processes, and events across processes. `Job::join` opens this rank's own
+// runtime only; the devices of other ranks are not reachable through it.
+//
+//   variable             set by                   meaning
+//   TANDEM_RANK          tandem launch, by hand   this process's rank, 0 to world size - 1
+//   TANDEM_WORLD_SIZE    tandem launch, by hand   the number of ranks, 1 to 256
+//   TANDEM_LOCAL_RANK    tandem launch, by hand   the rank among those of this host (default: rank)
+//   TANDEM_JOB_ID        tandem launch, by hand   the job's id: 1 to 64 of [A-Za-z0-9._-]
+//   TANDEM_JOB_DIR       tandem launch, by hand   the job folder (default /dev/shm/tandem-job-ID)
+//
+// When TANDEM_RANK is unset, Open MPI's (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK; the job id
+// from TANDEM_JOB_ID, else PMIX_NAMESPACE) or Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID;
+// the job id "slurm-JOB.STEP" from SLURM_JOB_ID and SLURM_STEP_ID) are read instead.
+
+#include "tandem/core/result.hpp"
+#include "tandem/core/runtime.hpp"
+#include "tandem/open_runtime.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+/// The most ranks a job has: a job is the ranks of one host, and every pair shares a connection.
+constexpr std::uint32_t job_ranks_max = 256;
+
+/// Who set the variables a process learned its place in the job from.
+enum class JobLauncher : std::uint8_t {
+    /// TANDEM_RANK and its fellows: `tandem launch`, or a person or script setting them.
+    tandem,
+    /// Open MPI's mpirun (OMPI_COMM_WORLD_*).
+    open_mpi,
+    /// Slurm's srun (SLURM_PROCID and its fellows).
+    slurm,
+};
+
+/// The launcher's name as messages print it: "tandem", "mpirun", "srun".
+std::string_view to_string(JobLauncher launcher);
+
+/// This process's place in a job, as the environment gives it.
+struct JobEnvironment {
+    /// This process's rank, below `world_size`.
+    std::uint32_t rank = 0;
+    /// The number of ranks, 1 to `job_ranks_max`.
+    std::uint32_t world_size = 1;
+    /// The rank among the ranks of this host, below `world_size`: on CUDA, it places the rank's
+    /// devices on GPUs (rank `l` with `K` devices per rank takes GPUs `l*K` to `l*K + K - 1`).
+    std::uint32_t local_rank = 0;
+    /// The job's id, the same in every rank: 1 to 64 characters of [A-Za-z0-9._-].
+    std::string job_id;
+    /// The absolute path of the job folder.
+    std::string job_folder;
+    /// Who set the variables.
+    JobLauncher launcher = JobLauncher::tandem;
+};
+
+/// This process's place in a job, from the variables above. `InvalidArgument`, naming the
+/// variable and its value, when none of the launchers' variables are set, when a number is not
+/// decimal or out of range (a rank at or past the world size), when the job id has characters
+/// outside [A-Za-z0-9._-] or more than 64, or when TANDEM_JOB_DIR is not an absolute path.
+Result<JobEnvironment> job_environment();
+
+/// How a rank's part in the job ended, as its peers learned it.
+enum class RankEnd : std::uint8_t {
+    /// It left the job (`Job::leave`, or its `Job` was destroyed) and said so.
+    left,
+    /// Its process ended by exiting, without leaving the job; `RankLoss::code` is the exit code.
+    exited,
+    /// Its process was killed by a signal; `RankLoss::code` is the signal.
+    killed,
+    /// Its connections closed without a word, and the system no longer showed why (its process
+    /// was already reaped by its parent): it exited, crashed or was killed.
+    vanished,
+};
+
+/// A rank this process no longer hears from: which, how it ended, and when this process noticed.
+struct RankLoss {
+    /// The rank lost.
+    std::uint32_t rank = 0;
+    /// How it ended.
+    RankEnd how = RankEnd::vanished;
+    /// The exit code (`exited`) or the signal (`killed`); 0 otherwise.
+    int code = 0;
+    /// Its process id, as the system gave it when it joined.
+    std::int64_t pid = 0;
+    /// When this process's watcher read the end of its connection.
+    std::chrono::steady_clock::time_point noticed_at{};
+
+    /// One sentence: "rank 2 (pid 4242) was killed by signal 9 (Killed)".
+    [[nodiscard]] std::string describe() const;
+};
+
+/// How `Job::join` joins, and the runtime it opens.
+struct JoinOptions {
+    /// This process's place in the job; unset: `job_environment()`.
+    std::optional<JobEnvironment> environment{};
+    /// The runtime of this rank, as `open_runtime` takes it (the devices per rank are
+    /// `TANDEM_DEVICES`, as `tandem launch --devices-per-rank` sets it). The seed is made per
+    /// rank: the resolved seed plus the rank. On CUDA, unset GPUs place the rank's devices by
+    /// its local rank.
+    RuntimeOptions runtime{};
+    /// Whether to open the runtime at all: false joins the job only (`Job::runtime()` is null).
+    bool open_runtime = true;
+    /// How long to wait for every other rank before giving up, naming those that never came.
+    std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+};
+
+/// This process's membership in a job: its rank, the other ranks' liveness and this rank's
+/// runtime. Move-only; destroying it leaves the job (`leave`).
+class Job {
+public:
+    /// Joins the job the environment (or `options.environment`) names: opens or creates the job
+    /// folder, takes this rank's place, connects to every other rank and waits until all have
+    /// come (a barrier), then opens this rank's runtime. Errors, each leaving nothing behind
+    /// that this call made: `InvalidArgument` for a bad environment, a job folder that is not a
+    /// directory, is owned by another user or is not mode 0700 (saying which), a rank that
+    /// another live process of this job holds already (joined twice), or a peer of another job
+    /// id or world size; `PeerUnreachable` naming the ranks that never came within
+    /// `options.timeout`; the runtime's own errors.
+    static Result<Job> join(const JoinOptions& options = {});
+
+    /// Takes `other`'s membership; `other` is left empty (only destroying it is allowed).
+    Job(Job&& other) noexcept;
+    /// Leaves this job, then takes `other`'s membership.
+    Job& operator=(Job&& other) noexcept;
+    Job(const Job&) = delete;
+    Job& operator=(const Job&) = delete;
+    /// Leaves the job (`leave`).
+    ~Job();
+
+    /// This process's rank.
+    [[nodiscard]] std::uint32_t rank() const;
+    /// The number of ranks.
+    [[nodiscard]] std::uint32_t world_size() const;
+    /// The rank among those of this host.
+    [[nodiscard]] std::uint32_t local_rank() const;
+    /// The job's id.
+    [[nodiscard]] const std::string& job_id() const;
+    /// The job folder.
+    [[nodiscard]] const std::string& folder() const;
+    /// Who started the job.
+    [[nodiscard]] JobLauncher launcher() const;
+    /// This rank's runtime (its devices); null when joined with `open_runtime = false` or after
+    /// `leave`. Other ranks' devices are not reachable through it yet.
+    [[nodiscard]] const std::shared_ptr<Runtime>& runtime() const;
+
+    /// Whether `rank` is still in the job as this process sees it: this rank while it has not
+    /// left, another rank until its connection ends. False for a rank past the world size.
+    [[nodiscard]] bool rank_alive(std::uint32_t rank) const;
+    /// The ranks lost so far, in the order this process noticed them.
+    [[nodiscard]] std::vector<RankLoss> lost_ranks() const;
+    /// The first rank lost, waiting up to `timeout` for one; nullopt when none was lost by then.
+    [[nodiscard]] std::optional<RankLoss> wait_for_loss(std::chrono::milliseconds timeout) const;
+    /// The loss of `rank`, waiting up to `timeout` for it; nullopt when it is still in the job
+    /// then (or is not a rank of the job).
+    [[nodiscard]] std::optional<RankLoss> wait_for_loss_of(std::uint32_t rank,
+                                                           std::chrono::milliseconds timeout) const;
+    /// Calls `callback` once for every rank lost: at once, on this thread, for those lost
+    /// already, then on the watcher thread as each loss is noticed (keep it short; it must not
+    /// call `leave`). `InvalidArgument` past `loss_callbacks_max` callbacks.
+    Status on_rank_lost(std::function<void(const RankLoss&)> callback);
+
+    /// Leaves the job: closes this rank's runtime, tells every peer it leaves, closes the
+    /// connections and removes this rank's files; the last rank out of a job no launcher holds
+    /// removes the job folder. Idempotent.
+    void leave();
+
+    /// The most callbacks `on_rank_lost` keeps.
+    static constexpr std::size_t loss_callbacks_max = 64;
+
+private:
+    struct State;
+    explicit Job(std::unique_ptr<State> state);
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace tandem

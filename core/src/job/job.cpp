@@ -1,0 +1,206 @@
+// Job::join: the folder, the seat, the rendezvous, the watcher and this rank's runtime, in that
+// order, each undone in reverse when a later one fails.
+
+#include "rank_watcher.hpp"
+#include "rendezvous.hpp"
+
+#include "tandem/job.hpp"
+#include "tandem/job_folder.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <utility>
+
+namespace tandem {
+
+struct Job::State {
+    JobEnvironment environment;
+    std::optional<JobFolderLock> folder;
+    std::optional<job_detail::RankSeat> seat;
+    std::unique_ptr<job_detail::RankWatcher> watcher;
+    std::shared_ptr<Runtime> runtime;
+    bool left = false;
+};
+
+namespace {
+
+/// The runtime options of this rank: the seed made per rank, and on CUDA the rank's devices
+/// placed on GPUs by its local rank when the program and the environment place none.
+Result<RuntimeOptions> rank_runtime_options(RuntimeOptions options,
+                                            const JobEnvironment& environment) {
+    Result<RuntimeSettings> settings = runtime_settings(options);
+    if (!settings) {
+        return settings.error();
+    }
+    options.backend = settings->backend;
+    options.devices = settings->devices;
+    options.seed = settings->seed + environment.rank;
+    if (settings->backend == "cuda" && settings->gpus.empty()) {
+        for (std::uint32_t device = 0; device < settings->devices; ++device) {
+            options.gpus.push_back(
+                static_cast<int>(environment.local_rank * settings->devices + device));
+        }
+    }
+    return options;
+}
+
+/// This process's place: the program's, else the environment's; checked either way.
+Result<JobEnvironment> resolve_environment(const JoinOptions& options) {
+    Result<JobEnvironment> environment =
+        options.environment ? Result<JobEnvironment>(*options.environment) : job_environment();
+    if (!environment) {
+        return environment.error();
+    }
+    if (environment->world_size == 0 || environment->world_size > job_ranks_max ||
+        environment->rank >= environment->world_size) {
+        return Error::invalid_argument("rank " + std::to_string(environment->rank) +
+                                       " of a job of " + std::to_string(environment->world_size) +
+                                       " ranks: a job has 1 to " + std::to_string(job_ranks_max) +
+                                       " ranks, numbered from 0");
+    }
+    if (Status id = check_job_id(environment->job_id); !id) {
+        return id.error();
+    }
+    if (environment->job_folder.empty() || environment->job_folder[0] != '/') {
+        return Error::invalid_argument("job folder '" + environment->job_folder +
+                                       "': the job folder is an absolute path");
+    }
+    return environment;
+}
+
+}  // namespace
+
+std::string RankLoss::describe() const {
+    std::string text = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ") ";
+    switch (how) {
+        case RankEnd::left:
+            return text + "left the job";
+        case RankEnd::exited:
+            return text + "exited with code " + std::to_string(code) + " without leaving the job";
+        case RankEnd::killed: {
+            const char* name = ::strsignal(code);
+            return text + "was killed by signal " + std::to_string(code) +
+                   (name != nullptr ? std::string(" (") + name + ")" : std::string());
+        }
+        case RankEnd::vanished:
+            return text +
+                   "closed its connections without leaving the job (it exited, crashed or was "
+                   "killed; its process was gone before this rank could ask how)";
+    }
+    return text;
+}
+
+Result<Job> Job::join(const JoinOptions& options) {
+    Result<JobEnvironment> environment = resolve_environment(options);
+    if (!environment) {
+        return environment.error();
+    }
+    // The runtime's options are checked before any rank is met: a typo in TANDEM_BACKEND fails
+    // every rank at once, not after they have all waited for one another.
+    Result<RuntimeOptions> runtime_options = RuntimeOptions{};
+    if (options.open_runtime) {
+        runtime_options = rank_runtime_options(options.runtime, *environment);
+        if (!runtime_options) {
+            return runtime_options.error();
+        }
+    }
+    auto state = std::make_unique<State>();
+    state->environment = *environment;
+    Result<JobFolderLock> folder = JobFolderLock::hold(environment->job_folder);
+    if (!folder) {
+        return folder.error();
+    }
+    state->folder.emplace(std::move(*folder));
+    Result<job_detail::RankSeat> seat =
+        job_detail::RankSeat::take(environment->job_folder, environment->rank, environment->job_id);
+    if (!seat) {
+        state->folder->release_and_remove_if_last();
+        return seat.error();
+    }
+    state->seat.emplace(std::move(*seat));
+    Result<std::vector<job_detail::RankConnection>> peers =
+        job_detail::rendezvous(*environment, options.timeout);
+    if (!peers) {
+        state->seat->release();
+        state->folder->release_and_remove_if_last();
+        return peers.error();
+    }
+    state->watcher =
+        std::make_unique<job_detail::RankWatcher>(environment->rank, std::move(*peers));
+    Job job(std::move(state));
+    if (options.open_runtime) {
+        Result<std::shared_ptr<Runtime>> runtime = open_runtime(*runtime_options);
+        if (!runtime) {
+            return runtime.error();  // The job leaves as it goes out of scope.
+        }
+        job.state_->runtime = std::move(*runtime);
+    }
+    return job;
+}
+
+Job::Job(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Job::Job(Job&& other) noexcept = default;
+
+Job& Job::operator=(Job&& other) noexcept {
+    if (this != &other) {
+        leave();
+        state_ = std::move(other.state_);
+    }
+    return *this;
+}
+
+Job::~Job() { leave(); }
+
+void Job::leave() {
+    if (!state_ || state_->left) {
+        return;
+    }
+    state_->left = true;
+    state_->runtime.reset();
+    state_->watcher->say_goodbye();
+    state_->seat->release();
+    state_->folder->release_and_remove_if_last();
+}
+
+std::uint32_t Job::rank() const { return state_->environment.rank; }
+std::uint32_t Job::world_size() const { return state_->environment.world_size; }
+std::uint32_t Job::local_rank() const { return state_->environment.local_rank; }
+const std::string& Job::job_id() const { return state_->environment.job_id; }
+const std::string& Job::folder() const { return state_->environment.job_folder; }
+JobLauncher Job::launcher() const { return state_->environment.launcher; }
+const std::shared_ptr<Runtime>& Job::runtime() const { return state_->runtime; }
+
+bool Job::rank_alive(std::uint32_t rank) const {
+    if (rank == state_->environment.rank) {
+        return !state_->left;
+    }
+    return rank < state_->environment.world_size && state_->watcher->alive(rank);
+}
+
+std::vector<RankLoss> Job::lost_ranks() const { return state_->watcher->losses(); }
+
+std::optional<RankLoss> Job::wait_for_loss(std::chrono::milliseconds timeout) const {
+    return state_->watcher->wait(std::nullopt, timeout);
+}
+
+std::optional<RankLoss> Job::wait_for_loss_of(std::uint32_t rank,
+                                              std::chrono::milliseconds timeout) const {
+    if (rank >= state_->environment.world_size || rank == state_->environment.rank) {
+        return std::nullopt;
+    }
+    return state_->watcher->wait(rank, timeout);
+}
+
+Status Job::on_rank_lost(std::function<void(const RankLoss&)> callback) {
+    if (!callback) {
+        return Error::invalid_argument("on_rank_lost was given an empty callback");
+    }
+    if (!state_->watcher->subscribe(std::move(callback))) {
+        return Error::invalid_argument("on_rank_lost keeps at most " +
+                                       std::to_string(loss_callbacks_max) +
+                                       " callbacks; this would be one more");
+    }
+    return {};
+}
+
+}  // namespace tandem

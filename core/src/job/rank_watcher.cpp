@@ -1,0 +1,212 @@
+// The rank watcher: poll on every connection, a loss reported once, with why where the system
+// still shows it.
+
+#include "rank_watcher.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+namespace tandem::job_detail {
+namespace {
+
+/// The kernel's flag for a task that is exiting (field 9 of /proc/PID/stat).
+constexpr unsigned long task_exiting_flag = 0x4;
+/// The field of /proc/PID/stat that holds the exit status, as waitpid reports it.
+constexpr int exit_code_field = 52;
+
+}  // namespace
+
+std::pair<RankEnd, int> how_process_ended(std::int64_t pid) {
+    std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    // The command name (field 2) may hold spaces and parentheses: fields are counted after the
+    // last closing parenthesis, where field 3 (the state) starts.
+    const std::size_t name_end = text.rfind(')');
+    if (name_end == std::string::npos) {
+        return {RankEnd::vanished, 0};
+    }
+    std::istringstream fields(text.substr(name_end + 1));
+    std::string field;
+    char state = '?';
+    unsigned long flags = 0;
+    int status = 0;
+    for (int index = 3; index <= exit_code_field && (fields >> field); ++index) {
+        if (index == 3) {
+            state = field[0];
+        } else if (index == 9) {
+            flags = std::stoul(field);
+        } else if (index == exit_code_field) {
+            status = std::stoi(field);
+        }
+    }
+    const bool ending = state == 'Z' || state == 'X' || (flags & task_exiting_flag) != 0;
+    if (!ending) {
+        return {RankEnd::vanished, 0};
+    }
+    if (WIFSIGNALED(status)) {
+        return {RankEnd::killed, WTERMSIG(status)};
+    }
+    return {RankEnd::exited, WEXITSTATUS(status)};
+}
+
+RankWatcher::RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers)
+    : own_rank_(own_rank), wake_descriptor_(::eventfd(0, EFD_CLOEXEC)) {
+    for (std::uint32_t rank = 0; rank < peers.size(); ++rank) {
+        peers_.push_back({peers[rank].descriptor, peers[rank].pid, {}, false, true});
+    }
+    thread_ = std::thread([this] { run(); });
+}
+
+RankWatcher::~RankWatcher() {
+    stop();
+    for (Peer& peer : peers_) {
+        if (peer.descriptor >= 0) {
+            ::close(std::exchange(peer.descriptor, -1));
+        }
+    }
+    ::close(wake_descriptor_);
+}
+
+void RankWatcher::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        if (stopped_) {
+            return;
+        }
+        stopped_ = true;
+    }
+    const std::uint64_t one = 1;
+    (void)!::write(wake_descriptor_, &one, sizeof one);
+    thread_.join();
+}
+
+void RankWatcher::say_goodbye() {
+    stop();
+    for (Peer& peer : peers_) {
+        if (peer.descriptor >= 0) {
+            if (peer.alive) {
+                (void)send_frame(peer.descriptor, FrameKind::bye, {});
+            }
+            ::close(std::exchange(peer.descriptor, -1));
+        }
+    }
+}
+
+void RankWatcher::run() {
+    std::vector<pollfd> polled;
+    std::vector<std::uint32_t> ranks;
+    while (true) {
+        polled.assign(1, pollfd{wake_descriptor_, POLLIN, 0});
+        ranks.assign(1, own_rank_);
+        for (std::uint32_t rank = 0; rank < peers_.size(); ++rank) {
+            if (peers_[rank].descriptor >= 0 && peers_[rank].alive) {
+                polled.push_back({peers_[rank].descriptor, POLLIN, 0});
+                ranks.push_back(rank);
+            }
+        }
+        if (::poll(polled.data(), polled.size(), -1) < 0 && errno != EINTR) {
+            return;
+        }
+        if (polled[0].revents != 0) {
+            return;
+        }
+        for (std::size_t index = 1; index < polled.size(); ++index) {
+            if (polled[index].revents != 0 && read_from(ranks[index])) {
+                lose(ranks[index]);
+            }
+        }
+    }
+}
+
+bool RankWatcher::read_from(std::uint32_t rank) {
+    Peer& peer = peers_[rank];
+    char bytes[512];
+    const ssize_t got = ::recv(peer.descriptor, bytes, sizeof bytes, MSG_DONTWAIT);
+    if (got < 0) {
+        return errno != EINTR && errno != EAGAIN;
+    }
+    if (got == 0) {
+        return true;
+    }
+    peer.received.append(bytes, static_cast<std::size_t>(got));
+    while (true) {
+        Result<std::optional<Frame>> frame = take_frame(peer.received);
+        if (!frame) {
+            return true;  // Bytes that are not this protocol: the rank is not one to trust.
+        }
+        if (!*frame) {
+            return false;
+        }
+        peer.said_bye = peer.said_bye || (*frame)->kind == FrameKind::bye;
+    }
+}
+
+void RankWatcher::lose(std::uint32_t rank) {
+    Peer& peer = peers_[rank];
+    RankLoss loss{rank, RankEnd::left, 0, peer.pid, std::chrono::steady_clock::now()};
+    if (!peer.said_bye) {
+        std::tie(loss.how, loss.code) = how_process_ended(peer.pid);
+    }
+    std::vector<std::function<void(const RankLoss&)>> callbacks;
+    {
+        std::lock_guard lock(mutex_);
+        peer.alive = false;
+        losses_.push_back(loss);
+        callbacks = callbacks_;
+    }
+    changed_.notify_all();
+    for (const auto& callback : callbacks) {
+        callback(loss);
+    }
+}
+
+bool RankWatcher::alive(std::uint32_t rank) const {
+    std::lock_guard lock(mutex_);
+    return rank == own_rank_ || (rank < peers_.size() && peers_[rank].alive);
+}
+
+std::vector<RankLoss> RankWatcher::losses() const {
+    std::lock_guard lock(mutex_);
+    return losses_;
+}
+
+std::optional<RankLoss> RankWatcher::wait(std::optional<std::uint32_t> rank,
+                                          std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mutex_);
+    std::optional<RankLoss> found;
+    changed_.wait_for(lock, timeout, [&] {
+        for (const RankLoss& loss : losses_) {
+            if (!rank || loss.rank == *rank) {
+                found = loss;
+                return true;
+            }
+        }
+        return false;
+    });
+    return found;
+}
+
+bool RankWatcher::subscribe(std::function<void(const RankLoss&)> callback) {
+    std::vector<RankLoss> past;
+    {
+        std::lock_guard lock(mutex_);
+        if (callbacks_.size() >= Job::loss_callbacks_max) {
+            return false;
+        }
+        callbacks_.push_back(callback);
+        past = losses_;
+    }
+    for (const RankLoss& loss : past) {
+        callback(loss);
+    }
+    return true;
+}
+
+}  // namespace tandem::job_detail

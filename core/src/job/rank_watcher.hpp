@@ -1,0 +1,81 @@
+#pragma once
+
+// The rank watcher: one thread that reads every connection to the other ranks, so that the end of
+// a rank is noticed by what its connection reads, not by a heartbeat. The system closes a
+// process's sockets as it ends, whatever ends it (SIGKILL included), and a peer's poll wakes at
+// once on the end of the stream: no timeout to tune, no traffic while everyone is alive.
+//
+// A rank that leaves says "bye" first, so its peers can tell a rank that left from one that
+// died. For one that died, the watcher asks the system how its process ended while the system
+// still shows it (`how_process_ended`).
+
+#include "rendezvous.hpp"
+
+#include "tandem/job.hpp"
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace tandem::job_detail {
+
+/// How process `pid` ended, as /proc shows a process that is ending or ended and not yet reaped:
+/// `exited` with its code or `killed` with its signal; `vanished` when the system no longer shows
+/// it (its parent reaped it) or shows it still running.
+std::pair<RankEnd, int> how_process_ended(std::int64_t pid);
+
+/// Watches the connections to every other rank and reports each rank lost, once.
+class RankWatcher {
+public:
+    /// Takes the connections of `peers` (one entry a rank; `own_rank`'s has none) and starts the
+    /// watcher thread.
+    RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers);
+    RankWatcher(const RankWatcher&) = delete;
+    RankWatcher& operator=(const RankWatcher&) = delete;
+    /// Stops the thread and closes every connection, without a word to the peers.
+    ~RankWatcher();
+
+    /// Whether `rank`'s connection is still open (always true for this rank's own entry).
+    [[nodiscard]] bool alive(std::uint32_t rank) const;
+    /// The losses so far, in the order noticed.
+    [[nodiscard]] std::vector<RankLoss> losses() const;
+    /// The first loss (of `rank`, when given), waiting up to `timeout`.
+    [[nodiscard]] std::optional<RankLoss> wait(std::optional<std::uint32_t> rank,
+                                               std::chrono::milliseconds timeout) const;
+    /// Registers `callback` and calls it for the losses so far. False past
+    /// `Job::loss_callbacks_max`.
+    bool subscribe(std::function<void(const RankLoss&)> callback);
+    /// Stops the thread, tells every rank still connected that this rank leaves, and closes
+    /// every connection. Idempotent.
+    void say_goodbye();
+
+private:
+    struct Peer {
+        int descriptor = -1;
+        std::int64_t pid = 0;
+        std::string received;
+        bool said_bye = false;
+        bool alive = true;
+    };
+    void run();
+    void stop();
+    /// Reads what `rank`'s connection holds; true when the connection ended.
+    bool read_from(std::uint32_t rank);
+    void lose(std::uint32_t rank);
+
+    std::uint32_t own_rank_;
+    /// Touched by the watcher thread only while it runs; `alive` is read under `mutex_`.
+    std::vector<Peer> peers_;
+    int wake_descriptor_ = -1;
+    std::thread thread_;
+    mutable std::mutex mutex_;
+    mutable std::condition_variable changed_;
+    std::vector<RankLoss> losses_;
+    std::vector<std::function<void(const RankLoss&)>> callbacks_;
+    bool stopped_ = false;
+};
+
+}  // namespace tandem::job_detail

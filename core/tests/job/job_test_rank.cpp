@@ -1,0 +1,37 @@
+// One rank of a job in a process of its own, for the job tests: it joins the job its environment
+// names, writes "joined" on stdout (the test's gate), then does what its argument says:
+//   wait       block until stdin ends (the test kills it, or closes stdin to let it leave)
+//   exit CODE  end with exit code CODE at once, without leaving the job
+// Anything else, or a failed join, prints the error on stderr and exits with 2.
+
+#include "tandem/job.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+int main(int argc, char** argv) {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    tandem::JoinOptions options;
+    options.open_runtime = false;
+    tandem::Result<tandem::Job> job = tandem::Job::join(options);
+    if (!job) {
+        std::fprintf(stderr, "%s", job.error().report().c_str());
+        return 2;
+    }
+    std::printf("joined\n");
+    std::fflush(stdout);
+    if (mode == "exit" && argc > 2) {
+        std::exit(std::atoi(argv[2]));  // Leaves the job object standing: no goodbye is said.
+    }
+    if (mode != "wait") {
+        std::fprintf(stderr, "job_test_rank: unknown mode '%s'\n", mode.c_str());
+        return 2;
+    }
+    char byte = 0;
+    while (::read(STDIN_FILENO, &byte, 1) > 0) {
+    }
+    return 0;
+}

@@ -1,0 +1,151 @@
+#pragma once
+
+// What the job tests share: a fresh job of N ranks, ranks joined on threads of this process, and
+// a rank in a process of its own (job_test_rank) behind a pipe the test reads as its gate.
+// Nothing here waits on time: a test waits on what a rank writes, or on a file a rank makes, and
+// the generous bounds only stop a broken build from hanging.
+
+#include "tandem/job.hpp"
+#include "tandem/job_folder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace tandem::testing {
+
+/// The bound on every wait of these tests: far past what a join or a notice takes.
+inline constexpr std::chrono::milliseconds guard_timeout{std::chrono::seconds(60)};
+
+/// The environment of rank `rank` of a job of `world_size` ranks and id `job_id`.
+inline JobEnvironment rank_of(const std::string& job_id, std::uint32_t rank,
+                              std::uint32_t world_size) {
+    JobEnvironment environment;
+    environment.rank = rank;
+    environment.local_rank = rank;
+    environment.world_size = world_size;
+    environment.job_id = job_id;
+    environment.job_folder = job_folder_path(job_id);
+    return environment;
+}
+
+/// Joins as `environment` without a runtime.
+inline Result<Job> join_as(const JobEnvironment& environment,
+                           std::chrono::milliseconds timeout = guard_timeout) {
+    JoinOptions options;
+    options.environment = environment;
+    options.open_runtime = false;
+    options.timeout = timeout;
+    return Job::join(options);
+}
+
+/// Joins every rank of `job_id` on threads of this process; their results in rank order.
+inline std::vector<Result<Job>> join_all(const std::string& job_id, std::uint32_t world_size) {
+    std::vector<std::future<Result<Job>>> joining;
+    for (std::uint32_t rank = 0; rank < world_size; ++rank) {
+        joining.push_back(std::async(std::launch::async, [&job_id, rank, world_size] {
+            return join_as(rank_of(job_id, rank, world_size));
+        }));
+    }
+    std::vector<Result<Job>> joined;
+    for (auto& future : joining) {
+        joined.push_back(future.get());
+    }
+    return joined;
+}
+
+/// Waits until `path` exists: the gate on a rank that has reached a point of its join.
+inline bool wait_for_file(const std::filesystem::path& path) {
+    const auto deadline = std::chrono::steady_clock::now() + guard_timeout;
+    while (!std::filesystem::exists(path)) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
+/// A rank in a process of its own: job_test_rank with `arguments`, its stdout a pipe the test
+/// reads and its stdin a pipe the test holds.
+struct RankProcess {
+    pid_t pid = -1;
+    int output = -1;
+    int input = -1;
+
+    /// Reads the rank's first line: "joined" once it has joined.
+    [[nodiscard]] std::string first_line() const {
+        std::string line;
+        char byte = 0;
+        while (::read(output, &byte, 1) == 1 && byte != '\n') {
+            line += byte;
+        }
+        return line;
+    }
+    /// Reaps the process and closes the pipes; its wait status.
+    int reap() {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        ::close(output);
+        ::close(input);
+        return status;
+    }
+};
+
+/// Starts job_test_rank (built next to the tests, TANDEM_JOB_TEST_RANK) as `environment`'s rank.
+inline RankProcess start_rank(const JobEnvironment& environment,
+                              const std::vector<std::string>& arguments) {
+    int to_rank[2];
+    int from_rank[2];
+    EXPECT_EQ(::pipe2(to_rank, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(from_rank, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to_rank[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, from_rank[1], STDOUT_FILENO);
+    std::vector<std::string> variables;
+    for (char** variable = environ; *variable != nullptr; ++variable) {
+        if (std::string(*variable).rfind("TANDEM_", 0) != 0) {
+            variables.emplace_back(*variable);
+        }
+    }
+    variables.push_back("TANDEM_RANK=" + std::to_string(environment.rank));
+    variables.push_back("TANDEM_WORLD_SIZE=" + std::to_string(environment.world_size));
+    variables.push_back("TANDEM_JOB_ID=" + environment.job_id);
+    variables.push_back("TANDEM_JOB_DIR=" + environment.job_folder);
+    std::vector<std::string> words{TANDEM_JOB_TEST_RANK};
+    words.insert(words.end(), arguments.begin(), arguments.end());
+    std::vector<char*> argv;
+    std::vector<char*> envp;
+    for (std::string& word : words) {
+        argv.push_back(word.data());
+    }
+    for (std::string& variable : variables) {
+        envp.push_back(variable.data());
+    }
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    RankProcess process;
+    EXPECT_EQ(::posix_spawn(&process.pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(to_rank[0]);
+    ::close(from_rank[1]);
+    process.output = from_rank[0];
+    process.input = to_rank[1];
+    return process;
+}
+
+}  // namespace tandem::testing

@@ -1,0 +1,148 @@
+// tandem_job_notice: how long a rank takes to notice that a peer was SIGKILLed, over 20 kills
+// (or --kills N). Each kill is a fresh job of two ranks: this process is rank 0, and a copy of it
+// is rank 1, which joins, touches --touch-mib MiB of memory (a process's teardown frees its
+// memory before it closes its sockets, so a large rank is noticed later), says so on a pipe and
+// waits. Rank 0 then takes the time, kills rank 1 and waits for the notice; the figure is from
+// just before kill() to the moment rank 0's watcher read the end of the connection. Rank 1 is
+// reaped only after that, so the notice also says how it ended.
+//
+//   tandem_job_notice [--kills N] [--touch-mib M]
+
+#include "tandem/job.hpp"
+#include "tandem/job_folder.hpp"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Rank 1: joins, touches `touch_mib` MiB, writes one byte on stdout, waits to be killed.
+int be_rank_one(std::size_t touch_mib) {
+    tandem::JoinOptions options;
+    options.open_runtime = false;
+    tandem::Result<tandem::Job> job = tandem::Job::join(options);
+    if (!job) {
+        std::fprintf(stderr, "%s", job.error().report().c_str());
+        return 2;
+    }
+    std::vector<char> memory(touch_mib << 20);
+    for (std::size_t at = 0; at < memory.size(); at += 4096) {
+        memory[at] = 1;
+    }
+    (void)!::write(STDOUT_FILENO, "j", 1);
+    ::pause();
+    return 0;
+}
+
+/// Starts this program as rank 1 of job `id`, its stdout on a pipe; the pid and the pipe.
+std::pair<pid_t, int> start_rank_one(const std::string& id, std::size_t touch_mib) {
+    int gate[2];
+    if (::pipe(gate) != 0) {
+        std::perror("pipe");
+        std::exit(2);
+    }
+    std::vector<std::string> variables;
+    for (char** variable = environ; *variable != nullptr; ++variable) {
+        variables.emplace_back(*variable);
+    }
+    for (const std::string& set :
+         {std::string("TANDEM_RANK=1"), std::string("TANDEM_WORLD_SIZE=2"), "TANDEM_JOB_ID=" + id,
+          "TANDEM_JOB_DIR=" + tandem::job_folder_path(id)}) {
+        variables.push_back(set);
+    }
+    std::vector<std::string> words{"/proc/self/exe", "--as-rank-one", std::to_string(touch_mib)};
+    std::vector<char*> argv;
+    std::vector<char*> envp;
+    for (std::string& word : words) {
+        argv.push_back(word.data());
+    }
+    for (std::string& variable : variables) {
+        envp.push_back(variable.data());
+    }
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, gate[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, gate[0]);
+    pid_t pid = 0;
+    if (::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) {
+        std::perror("posix_spawn");
+        std::exit(2);
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(gate[1]);
+    return {pid, gate[0]};
+}
+
+/// One kill: the microseconds from kill() to the notice, and how the notice says it ended.
+std::pair<double, std::string> one_kill(std::size_t touch_mib) {
+    const std::string id = tandem::new_job_id();
+    const auto [pid, gate] = start_rank_one(id, touch_mib);
+    tandem::JoinOptions options;
+    options.open_runtime = false;
+    options.environment = tandem::JobEnvironment{0, 2, 0, id, tandem::job_folder_path(id)};
+    tandem::Result<tandem::Job> job = tandem::Job::join(options);
+    char byte = 0;
+    if (!job || ::read(gate, &byte, 1) != 1) {
+        std::fprintf(stderr, "rank 1 did not join: %s\n",
+                     job ? "its gate closed" : job.error().report().c_str());
+        std::exit(2);
+    }
+    const Clock::time_point killed_at = Clock::now();
+    ::kill(pid, SIGKILL);
+    const std::optional<tandem::RankLoss> loss = job->wait_for_loss_of(1, std::chrono::seconds(60));
+    if (!loss) {
+        std::fprintf(stderr, "rank 1's death was not noticed within 60 s\n");
+        std::exit(1);
+    }
+    ::waitpid(pid, nullptr, 0);
+    ::close(gate);
+    const double micros =
+        std::chrono::duration<double, std::micro>(loss->noticed_at - killed_at).count();
+    return {micros, loss->describe()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc == 3 && std::strcmp(argv[1], "--as-rank-one") == 0) {
+        return be_rank_one(std::strtoull(argv[2], nullptr, 10));
+    }
+    int kills = 20;
+    std::size_t touch_mib = 0;
+    for (int index = 1; index + 1 < argc; index += 2) {
+        if (std::strcmp(argv[index], "--kills") == 0) {
+            kills = std::max(1, std::atoi(argv[index + 1]));
+        } else if (std::strcmp(argv[index], "--touch-mib") == 0) {
+            touch_mib = std::strtoull(argv[index + 1], nullptr, 10);
+        }
+    }
+    std::vector<double> micros;
+    for (int kill = 0; kill < kills; ++kill) {
+        const auto [figure, how] = one_kill(touch_mib);
+        std::printf("kill %2d: noticed after %9.1f us: %s\n", kill + 1, figure, how.c_str());
+        micros.push_back(figure);
+    }
+    std::sort(micros.begin(), micros.end());
+    const double median = micros.size() % 2 == 1
+                              ? micros[micros.size() / 2]
+                              : (micros[micros.size() / 2 - 1] + micros[micros.size() / 2]) / 2;
+    std::printf("%d kills, rank 1 touching %zu MiB: median %.1f us, worst %.1f us\n", kills,
+                touch_mib, median, micros.back());
+    return 0;
+}
