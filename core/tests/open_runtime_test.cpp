@@ -49,6 +49,23 @@ TEST(OpenRuntime, the_environment_fills_what_the_program_leaves_unset) {
     EXPECT_EQ(runtime_settings()->seed, 255u);
 }
 
+TEST(OpenRuntime, a_rank_names_the_devices_and_a_rank_past_a_jobs_last_is_refused) {
+    EnvironmentGuard env;
+    env.clear_runtime_variables();
+    Result<std::shared_ptr<Runtime>> runtime = open_runtime({.devices = 2, .rank = 7});
+    ASSERT_TRUE(runtime.ok()) << runtime.error().report();
+    EXPECT_EQ((*runtime)->client(1).service().rank, 7u);
+    EXPECT_EQ(to_string((*runtime)->client(1).service()).rfind("device 1", 0), 0u);
+    EXPECT_THAT(to_string((*runtime)->client(1).service()), HasSubstr(" of rank 7"));
+    Error refused = refusal({.rank = job_ranks_max});
+    EXPECT_EQ(refused.kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(refused.message(), HasSubstr("rank 256 is past the last rank of a job (255)"));
+    Result<std::shared_ptr<Runtime>> without = open_runtime();
+    ASSERT_TRUE(without.ok()) << without.error().report();
+    EXPECT_EQ((*without)->client(0).service().rank, ServiceId::no_rank);
+    EXPECT_EQ(to_string((*without)->client(0).service()).find("rank"), std::string::npos);
+}
+
 TEST(OpenRuntime, what_the_program_sets_wins_over_the_environment) {
     EnvironmentGuard env;
     env.clear_runtime_variables().set("TANDEM_DEVICES", "3").set("TANDEM_SEED", "9");

@@ -21,6 +21,7 @@ std::string joined(const std::vector<int>& ordinals) {
 /// with the list that would place them.
 Result<std::shared_ptr<Runtime>> open_cuda(const RuntimeSettings& settings) {
     CudaOptions options{.devices = settings.devices, .gpus = settings.gpus, .seed = settings.seed};
+    options.rank = settings.rank;
     if (!settings.gpus.empty()) {
         options.devices = 0;
     } else if (const GpuReport report = probe_gpus();

@@ -12,8 +12,9 @@ namespace tandem::cuda {
 
 CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
                        std::uint64_t capacity_bytes, bool shares_gpu)
-    : Server(ServiceId{engine.runtime_id, index, engine.runtime_number}, engine.groups, engine.directory,
-             engine.options.seed, memory_),
+    : Server(ServiceId{engine.runtime_id, index, engine.runtime_number,
+                       engine.options.rank.value_or(ServiceId::no_rank)},
+             engine.groups, engine.directory, engine.options.seed, memory_),
       engine_(engine),
       index_(index),
       ordinal_(ordinal),

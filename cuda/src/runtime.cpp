@@ -102,6 +102,9 @@ std::uint64_t device_capacity(const CudaOptions& options, int ordinal, std::uint
 }  // namespace
 
 Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
+    if (Status rank = check_job_rank(options.rank); !rank) {
+        return rank.error();
+    }
     const GpuReport report = probe_gpus();
     if (!report.problem.empty()) {
         return Error(ErrorKind::DeviceLost, "no usable GPU: " + report.problem);

@@ -12,7 +12,8 @@ Result<std::shared_ptr<Runtime>> open_sim(const RuntimeSettings& settings) {
         {.devices = settings.devices,
          .seed = settings.seed,
          .mode = settings.scheduler == "threads" ? SchedulerMode::Threads
-                                                 : SchedulerMode::Deterministic});
+                                                 : SchedulerMode::Deterministic,
+         .rank = settings.rank});
     if (!created) {
         return created.error();
     }

@@ -11,11 +11,17 @@ namespace tandem::sim {
 
 namespace {
 
-/// Each device owns 1 TiB of the simulated address space, so an address names its device.
+/// Each device owns 1 TiB of the simulated address space, so an address names its device; each
+/// rank of a job owns the space of `SimOptions::max_devices` devices, so it names its rank too.
 constexpr std::uint64_t address_space_bits = 40;
+static_assert((std::uint64_t{job_ranks_max} * SimOptions::max_devices + 1) <<
+                  address_space_bits >> address_space_bits ==
+              std::uint64_t{job_ranks_max} * SimOptions::max_devices + 1,
+              "every rank's devices have addresses below 2^64");
 
-std::uint64_t base_address(std::uint32_t index) {
-    return std::uint64_t{index + 1} << address_space_bits;
+std::uint64_t base_address(std::optional<std::uint32_t> rank, std::uint32_t index) {
+    const std::uint64_t place = std::uint64_t{rank.value_or(0)} * SimOptions::max_devices + index;
+    return (place + 1) << address_space_bits;
 }
 
 std::string hex(std::uint64_t value) {
@@ -34,12 +40,13 @@ std::uint64_t splitmix(std::uint64_t& state) {
 }  // namespace
 
 SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segment> segment)
-    : Server(ServiceId{engine.runtime_id, index, engine.runtime_number}, engine.groups, engine.directory,
-             engine.options.seed, memory_),
+    : Server(ServiceId{engine.runtime_id, index, engine.runtime_number,
+                       engine.options.rank.value_or(ServiceId::no_rank)},
+             engine.groups, engine.directory, engine.options.seed, memory_),
       engine_(engine),
       index_(index),
       segment_(std::move(segment)),
-      storage_(*segment_, base_address(index)),
+      storage_(*segment_, base_address(engine.options.rank, index)),
       memory_(storage_, order_, engine.options.pools) {
     memory_.set_freed_listener([this](const AllocationInfo& info) {
         claims_.forget(info.id);  // C5: a new occupant starts clean.

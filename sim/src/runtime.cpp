@@ -5,6 +5,9 @@
 namespace tandem::sim {
 
 Result<std::shared_ptr<SimRuntime>> SimRuntime::create(SimOptions options) {
+    if (Status rank = check_job_rank(options.rank); !rank) {
+        return rank.error();
+    }
     if (options.devices == 0 || options.devices > SimOptions::max_devices) {
         return Error::invalid_argument("a simulator runtime has 1 to " +
                                        std::to_string(SimOptions::max_devices) + " devices, not " +

@@ -49,9 +49,6 @@
 
 namespace tandem {
 
-/// The most ranks a job has: a job is the ranks of one host, and every pair shares a connection.
-constexpr std::uint32_t job_ranks_max = 256;
-
 /// Who set the variables a process learned its place in the job from.
 enum class JobLauncher : std::uint8_t {
     /// TANDEM_RANK and its fellows: `tandem launch`, or a person or script setting them.

@@ -48,6 +48,11 @@ struct RuntimeOptions {
     /// `TANDEM_GPUS`, else device `i` on GPU `i`. When set, it gives the device count. Other
     /// backends ignore it.
     std::vector<int> gpus{};
+    /// The job rank the runtime serves; `Job::join` sets it. Its devices are then named
+    /// "device D of rank R", and the simulator places them in the rank's own part of the
+    /// simulated address space, so no two ranks' devices share an address. Unset: no job (the
+    /// environment is not read for it).
+    std::optional<std::uint32_t> rank{};
     /// Whether unset options are read from the environment at all; false: from the defaults only.
     bool from_environment = true;
 };
@@ -65,6 +70,8 @@ struct RuntimeSettings {
     std::string scheduler;
     /// The GPU of each device (on CUDA; empty means device `i` on GPU `i`).
     std::vector<int> gpus;
+    /// The job rank, if the runtime serves one.
+    std::optional<std::uint32_t> rank;
 };
 
 /// The backends this program can create: "reference" (in tandem::core), then, in name order,

@@ -14,6 +14,9 @@ std::string to_string(ServiceId service) {
     if (service.runtime_number > 1) {  // The first runtime, the common case, goes unnamed.
         text += " of runtime " + std::to_string(service.runtime_number);
     }
+    if (service.rank != ServiceId::no_rank) {
+        text += " of rank " + std::to_string(service.rank);
+    }
     return text;
 }
 

@@ -226,6 +226,10 @@ Result<RuntimeSettings> resolve(const RuntimeOptions& options) {
     }
     settings.devices = settings.gpus.empty() ? devices->value_or(1)
                                              : static_cast<std::uint32_t>(settings.gpus.size());
+    if (Status rank = check_job_rank(options.rank); !rank) {
+        return rank.error();
+    }
+    settings.rank = options.rank;
     return settings;
 }
 

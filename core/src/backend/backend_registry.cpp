@@ -14,7 +14,7 @@ namespace {
 
 Result<std::shared_ptr<Runtime>> open_reference(const RuntimeSettings& settings) {
     Result<std::shared_ptr<reference::ReferenceRuntime>> created =
-        reference::ReferenceRuntime::create({.devices = settings.devices, .seed = settings.seed});
+        reference::ReferenceRuntime::create({.devices = settings.devices, .seed = settings.seed, .rank = settings.rank});
     if (!created) {
         return created.error();
     }

@@ -297,6 +297,15 @@ Status Server::inject(const Fault& fault) {
     return arm(fault);
 }
 
+Status check_job_rank(std::optional<std::uint32_t> rank) {
+    if (rank && *rank >= job_ranks_max) {
+        return Error::invalid_argument("rank " + std::to_string(*rank) +
+                                       " is past the last rank of a job (" +
+                                       std::to_string(job_ranks_max - 1) + ")");
+    }
+    return {};
+}
+
 Status sync_every_device(const Runtime& runtime) {
     Status first;
     for (std::size_t index = 0; index < runtime.device_count(); ++index) {

@@ -35,6 +35,7 @@ Result<RuntimeOptions> rank_runtime_options(RuntimeOptions options,
     options.backend = settings->backend;
     options.devices = settings->devices;
     options.seed = settings->seed + environment.rank;
+    options.rank = environment.rank;
     if (settings->backend == "cuda" && settings->gpus.empty()) {
         for (std::uint32_t device = 0; device < settings->devices; ++device) {
             options.gpus.push_back(

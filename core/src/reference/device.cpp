@@ -45,8 +45,9 @@ std::byte* host(std::uint64_t address) { return reinterpret_cast<std::byte*>(add
 
 ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
                                  std::uint64_t capacity_bytes, PoolOptions pools)
-    : Server(ServiceId{engine.runtime_id, index, engine.runtime_number}, engine.groups, engine.directory,
-             engine.options.seed, memory_),
+    : Server(ServiceId{engine.runtime_id, index, engine.runtime_number,
+                       engine.options.rank.value_or(ServiceId::no_rank)},
+             engine.groups, engine.directory, engine.options.seed, memory_),
       engine_(engine),
       index_(index),
       storage_(capacity_bytes),

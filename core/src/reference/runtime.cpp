@@ -9,6 +9,9 @@ ReferenceEngine::ReferenceEngine(ReferenceOptions reference_options)
       runtime_id(std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32)) {}
 
 Result<std::shared_ptr<ReferenceRuntime>> ReferenceRuntime::create(ReferenceOptions options) {
+    if (Status rank = check_job_rank(options.rank); !rank) {
+        return rank.error();
+    }
     if (options.devices == 0 || options.devices > ReferenceOptions::max_devices) {
         return Error::invalid_argument("a reference runtime has 1 to " +
                                        std::to_string(ReferenceOptions::max_devices) +

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <future>
 
 namespace tandem {
 namespace {
@@ -376,6 +377,46 @@ TEST(Job, join_opens_this_ranks_runtime_with_the_devices_asked_for) {
     EXPECT_EQ(job->runtime()->device_count(), 2u);
     job->leave();
     EXPECT_EQ(job->runtime(), nullptr);
+    EXPECT_FALSE(fs::exists(job_folder_path(id)));
+}
+
+// The runtime each rank joins with names its devices by the rank, and a failure's report says
+// so: the same words in every run.
+TEST(Job, the_runtime_of_a_rank_names_its_devices_by_the_rank) {
+    const std::string id = new_job_id();
+    std::vector<std::future<Result<Job>>> joining;
+    for (std::uint32_t rank = 0; rank < 2; ++rank) {
+        joining.push_back(std::async(std::launch::async, [&id, rank] {
+            JoinOptions options;
+            options.environment = rank_of(id, rank, 2);
+            options.runtime.from_environment = false;
+            options.runtime.backend = "reference";
+            options.timeout = guard_timeout;
+            return Job::join(options);
+        }));
+    }
+    std::vector<Result<Job>> jobs;
+    for (auto& future : joining) {
+        jobs.push_back(future.get());
+    }
+    for (std::uint32_t rank = 0; rank < 2; ++rank) {
+        ASSERT_TRUE(jobs[rank].ok()) << jobs[rank].error().report();
+        Client client = jobs[rank]->runtime()->client(0);
+        EXPECT_EQ(client.service().rank, rank);
+        Result<Handle> handle = client.allocate(64);
+        ASSERT_TRUE(handle.ok());
+        (void)client.launch("fail", LaunchConfig::linear(1),
+                            {LaunchArgument{*handle, AccessMode::Write, std::nullopt}},
+                            KernelArgs().u64(5));
+        Result<std::vector<std::byte>> read = client.read(*handle);
+        ASSERT_FALSE(read.ok());
+        // Both ranks run in this process here, so the second runtime is named by its number
+        // too ("device 0 of runtime 2 of rank 1"); a rank of its own process has one runtime.
+        EXPECT_THAT(read.error().report(), HasSubstr("on device 0 "));
+        EXPECT_THAT(read.error().report(),
+                    HasSubstr(" of rank " + std::to_string(rank) + ", stream 1"));
+    }
+    jobs.clear();
     EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 

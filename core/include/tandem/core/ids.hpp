@@ -24,6 +24,12 @@ struct ServiceId {
     /// messages name it, the same from run to run where the id is not. Not part of the identity
     /// (the id decides it); 0 in an id made by hand.
     std::uint32_t runtime_number = 0;
+    /// The rank of the job whose runtime this is (`Job::join`), or `no_rank` outside a job:
+    /// messages name the device "device 0 of rank 2". Not part of the identity either.
+    std::uint32_t rank = no_rank;
+
+    /// `rank` of a runtime that serves no job.
+    static constexpr std::uint32_t no_rank = 0xffffffffu;
 
     /// Ordered by runtime, then device.
     friend constexpr std::strong_ordering operator<=>(const ServiceId& a, const ServiceId& b) {
@@ -40,6 +46,9 @@ struct ServiceId {
 /// The number the next runtime created in this process takes (`ServiceId::runtime_number`): 1
 /// for the first.
 std::uint32_t next_runtime_number();
+
+/// The most ranks a job has: a job is the ranks of one host, and every pair shares a connection.
+inline constexpr std::uint32_t job_ranks_max = 256;
 
 /// How many streams a device creates in its life, the default one included: a bound on what a
 /// program that leaks streams holds, not a size to plan for. Ids are never reused.

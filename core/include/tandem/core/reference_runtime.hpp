@@ -32,6 +32,9 @@ struct ReferenceOptions {
     std::uint64_t capacity_bytes = std::uint64_t{64} << 20;
     /// How each device's pools carve its memory.
     PoolOptions pools{};
+    /// The job rank the runtime serves (`Job::join`, through `open_runtime`): its devices are
+    /// named "device D of rank R". Unset outside a job.
+    std::optional<std::uint32_t> rank{};
 };
 
 class ReferenceEngine;

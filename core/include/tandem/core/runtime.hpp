@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace tandem {
@@ -36,5 +37,9 @@ public:
 /// `sync` on every device of `runtime`, in order: the first failure other than a lost device, or
 /// success. What a runtime's `sync_all` does when nothing smarter is needed.
 Status sync_every_device(const Runtime& runtime);
+
+/// Whether a runtime may serve job rank `rank` (none, or below `job_ranks_max`):
+/// `InvalidArgument` naming it otherwise. Every backend's `create` checks it.
+Status check_job_rank(std::optional<std::uint32_t> rank);
 
 }  // namespace tandem

@@ -58,6 +58,9 @@ struct CudaOptions {
     std::uint32_t first_launch_id = 1;
     /// The last launch id before the ids start again.
     static constexpr std::uint32_t last_launch_id = 0x7fffffff;
+    /// The job rank the runtime serves (`Job::join`, through `open_runtime`): its devices are
+    /// named "device D of rank R". Unset outside a job.
+    std::optional<std::uint32_t> rank{};
 };
 
 /// What `tandem doctor` prints about the GPUs of this machine.

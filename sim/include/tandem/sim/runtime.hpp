@@ -53,6 +53,10 @@ struct SimOptions {
     /// Where the devices' segments come from and go back to when the runtime ends: none, new
     /// segments unmapped at the end; a pool, segments kept between runtimes (segment.hpp).
     std::shared_ptr<SegmentPool> segments{};
+    /// The job rank the runtime serves (`Job::join`, through `open_runtime`): its devices are
+    /// named "device D of rank R", and their simulated addresses lie in the
+    /// rank's own part of the address space, so no two ranks of a job share one. Unset outside a job.
+    std::optional<std::uint32_t> rank{};
 };
 
 /// One begin or end of an operation, in scheduler steps.
