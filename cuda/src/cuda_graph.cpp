@@ -83,12 +83,12 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
         return refused("cudaMalloc of its ticket", status);
     }
     if (cudaError_t status =
-            cudaMalloc(reinterpret_cast<void**>(&graph->word_), sizeof(unsigned long long));
+            cudaMalloc(reinterpret_cast<void**>(&graph->word_), 2 * sizeof(unsigned long long));
         status != cudaSuccess) {
         (void)cudaGetLastError();
         return refused("cudaMalloc of its status word", status);
     }
-    if (cudaError_t status = clear_device_words(graph->word_, sizeof(unsigned long long));
+    if (cudaError_t status = clear_device_words(graph->word_, 2 * sizeof(unsigned long long));
         status != cudaSuccess) {
         (void)cudaGetLastError();
         return refused("clearing its status word", status);
@@ -98,6 +98,7 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
         return refused("cudaEventCreate", status);
     }
     for (std::size_t index = 0; index < nodes.size(); ++index) {
+        graph->kernels_.push_back(nodes[index].kernel);
         nodes[index].params.graph_node = ticketed_node;
         nodes[index].params.ticket = graph->ticket_;
         nodes[index].params.replay_index = static_cast<std::uint32_t>(index);
@@ -106,8 +107,8 @@ Result<std::shared_ptr<CudaGraph>> CudaGraph::build(int ordinal, std::span<Node>
     for (Node& node : nodes) {
         node.params.graph_node = plain_node;
         node.params.ticket = nullptr;  // Plain: nothing to read before computing.
-        node.params.replay_index = 0;
         node.params.status = graph->word_;
+        node.params.failed_node = reinterpret_cast<std::uint32_t*>(graph->word_ + 1);
         node.params.launch_id = plain_id;
         node.params.injected_code = 0;
     }
@@ -139,10 +140,10 @@ CudaGraph::~CudaGraph() {
 }
 
 cudaError_t CudaGraph::launch_plain(cudaStream_t stream, unsigned long long* status,
-                                    unsigned long long* host_status) {
+                                    unsigned long long* host_status, std::uint32_t* failed_node) {
     cudaError_t result = cudaGraphLaunch(plain_exec_, stream);
     if (result == cudaSuccess) {
-        void* arguments[] = {&word_, &status, &host_status};
+        void* arguments[] = {&word_, &status, &host_status, &failed_node};
         result = cudaLaunchKernel(publish_replay_kernel(), dim3(1), dim3(1), arguments, 0, stream);
     }
     return result;
@@ -150,7 +151,7 @@ cudaError_t CudaGraph::launch_plain(cudaStream_t stream, unsigned long long* sta
 
 cudaError_t CudaGraph::launch(cudaStream_t stream, cudaStream_t previous,
                               unsigned long long* status, unsigned long long* host_status,
-                              std::uint32_t launch_id,
+                              std::uint32_t* failed_node, std::uint32_t launch_id,
                               std::span<const std::uint32_t> injected_codes) {
     cudaError_t result = cudaSuccess;
     if (previous != nullptr) {
@@ -161,9 +162,9 @@ cudaError_t CudaGraph::launch(cudaStream_t stream, cudaStream_t previous,
         }
     }
     if (result == cudaSuccess && plain(injected_codes)) {
-        result = launch_plain(stream, status, host_status);
+        result = launch_plain(stream, status, host_status, failed_node);
     } else if (result == cudaSuccess) {
-        result = launch_ticketed(stream, status, launch_id, injected_codes);
+        result = launch_ticketed(stream, status, failed_node, launch_id, injected_codes);
     }
     if (result != cudaSuccess) {
         (void)cudaGetLastError();
@@ -172,9 +173,10 @@ cudaError_t CudaGraph::launch(cudaStream_t stream, cudaStream_t previous,
 }
 
 cudaError_t CudaGraph::launch_ticketed(cudaStream_t stream, unsigned long long* status,
-                                       std::uint32_t launch_id,
+                                       std::uint32_t* failed_node, std::uint32_t launch_id,
                                        std::span<const std::uint32_t> injected_codes) {
-    const ReplayTicket ticket{status, launch_id, static_cast<std::uint32_t>(node_count_)};
+    const ReplayTicket ticket{status, launch_id, static_cast<std::uint32_t>(node_count_),
+                              failed_node};
     std::memcpy(staging_.data(), &ticket, sizeof ticket);
     for (std::size_t index = 0; index < node_count_; ++index) {
         staging_[ticket_words + index] = index < injected_codes.size() ? injected_codes[index] : 0;

@@ -35,11 +35,13 @@
 
 #include "tandem/core/external_work.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace tandem::cuda {
@@ -58,6 +60,8 @@ public:
         std::array<void*, max_launch_resources> pointers{};
         std::array<std::uint64_t, max_launch_resources> sizes{};
         std::size_t count = 0;
+        /// The name of the node's kernel (or external work), as a failure names it.
+        std::string kernel;
     };
 
     /// Builds and instantiates the graphs of `nodes` on GPU `ordinal`, through stream captures
@@ -77,6 +81,16 @@ public:
     [[nodiscard]] bool has_external() const { return has_external_; }
     /// The id a plain replay reports under: the replay's launch id when `plain(codes)`.
     [[nodiscard]] std::uint32_t plain_id() const { return plain_id_; }
+    /// The kernel of node `index` (its `replay_index`), or an empty name past the last.
+    [[nodiscard]] const std::string& kernel_of(std::uint32_t index) const {
+        static const std::string none;
+        return index < kernels_.size() ? kernels_[index] : none;
+    }
+    /// Whether the nodes run more than one kernel: a failure is then named by its node.
+    [[nodiscard]] bool mixed() const {
+        return std::any_of(kernels_.begin(), kernels_.end(),
+                           [this](const std::string& name) { return name != kernels_.front(); });
+    }
     /// The stream of the graph's previous replay, if any.
     [[nodiscard]] std::optional<StreamId> last_stream() const { return last_stream_; }
     /// Whether a replay with `injected_codes` runs the plain graph: nothing is injected.
@@ -96,10 +110,11 @@ public:
     /// and then the copy of its word into `status` (the replay then reports under `plain_id`).
     /// Returns the CUDA error of the first call that failed, or cudaSuccess.
     /// A plain replay also writes the word into `host_status` (the slot's host copy, as the GPU
-    /// reaches it), unless it is null; the ticket graph does not.
+    /// reaches it), unless it is null; the ticket graph does not. Either way the place of the
+    /// replay's first failing node lands in `failed_node`.
     cudaError_t launch(cudaStream_t stream, cudaStream_t previous, unsigned long long* status,
-                       unsigned long long* host_status, std::uint32_t launch_id,
-                       std::span<const std::uint32_t> injected_codes);
+                       unsigned long long* host_status, std::uint32_t* failed_node,
+                       std::uint32_t launch_id, std::span<const std::uint32_t> injected_codes);
     /// Notes that the graph was just replayed on `stream`.
     void replayed_on(StreamId stream) { last_stream_ = stream; }
 
@@ -109,17 +124,19 @@ private:
     /// Enqueues the plain graph on `stream`, then the kernel that copies its word into `status`
     /// and clears it.
     cudaError_t launch_plain(cudaStream_t stream, unsigned long long* status,
-                             unsigned long long* host_status);
+                             unsigned long long* host_status, std::uint32_t* failed_node);
     /// Writes the ticket and enqueues the ticket graph on `stream`.
     cudaError_t launch_ticketed(cudaStream_t stream, unsigned long long* status,
-                                std::uint32_t launch_id,
+                                std::uint32_t* failed_node, std::uint32_t launch_id,
                                 std::span<const std::uint32_t> injected_codes);
 
     int ordinal_;
     std::size_t node_count_;
     cudaGraphExec_t exec_ = nullptr;
     cudaGraphExec_t plain_exec_ = nullptr;
-    unsigned long long* word_ = nullptr;  // Device memory: the plain graph's status word.
+    /// Device memory: the plain graph's status word, then the place of its first failing node.
+    unsigned long long* word_ = nullptr;
+    std::vector<std::string> kernels_;  // Each node's kernel, in node order.
     std::uint32_t plain_id_ = 0;
     bool has_external_ = false;
     HeldBindings held_;

@@ -40,6 +40,10 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
     // The host copy is pinned, so that fetching the words after a sync is one direct copy.
     cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&status_device_), status_bytes);
     if (status == cudaSuccess) {
+        status = cudaMalloc(reinterpret_cast<void**>(&failed_nodes_device_),
+                            status_slots * sizeof(std::uint32_t));
+    }
+    if (status == cudaSuccess) {
         status = cudaMallocHost(reinterpret_cast<void**>(&status_host_), status_bytes);
     }
     if (status == cudaSuccess) {
@@ -65,6 +69,7 @@ CudaDevice::~CudaDevice() {
     DeviceGuard guard(ordinal_);
     cudaDeviceSynchronize();
     cudaFree(status_device_);
+    cudaFree(failed_nodes_device_);
     cudaFreeHost(status_host_);
     for (cudaEvent_t event : spare_events_) {
         cudaEventDestroy(event);

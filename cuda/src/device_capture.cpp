@@ -34,6 +34,7 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRe
         }
         CudaGraph::Node& node = nodes.emplace_back(
             launch.external ? nullptr : launcher_of(launch.entry), launch.config);
+        node.kernel = launch.kernel;
         if (launch.external) {
             node.external = launch.external;  // Called again on the capture stream.
             node.count = external_arguments(launch, node.pointers, node.sizes);
@@ -129,8 +130,9 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
     const bool plain = CudaGraph::plain(injected_codes);
     unsigned long long* host =
         plain && status_host_mapped_ != nullptr ? status_host_mapped_ + op.slot : nullptr;
-    const cudaError_t status = native.launch(target.handle, previous, status_device_ + op.slot,
-                                             host, op.launch_id, injected_codes);
+    const cudaError_t status =
+        native.launch(target.handle, previous, status_device_ + op.slot, host,
+                      failed_nodes_device_ + op.slot, op.launch_id, injected_codes);
     if (status != cudaSuccess) {
         op.refuse(refusal_of(op.label, status));
     } else {
@@ -138,6 +140,29 @@ void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStre
         op.word_on_host = host != nullptr;
         native.replayed_on(target.id);
     }
+}
+
+std::string CudaDevice::failed_kernel(const PendingOp& op) const {
+    if (!op.replayed_kernel.empty()) {
+        return op.replayed_kernel;  // A replay of one kernel: that kernel, whichever node failed.
+    }
+    const auto* graph = op.kind == PendingOp::Kind::Replay
+                            ? static_cast<const CudaGraph*>(op.keep_alive.get())
+                            : nullptr;
+    if (graph == nullptr) {
+        return op.label;  // A launch: its own kernel.
+    }
+    // The failed node wrote its place before the replay ended, which its report follows. Only
+    // a failed replay asks, so the success path copies nothing.
+    std::uint32_t index = 0;
+    DeviceGuard guard(ordinal_);
+    if (cudaMemcpy(&index, failed_nodes_device_ + op.slot, sizeof index, cudaMemcpyDeviceToHost) !=
+        cudaSuccess) {
+        (void)cudaGetLastError();
+        return op.label;
+    }
+    const std::string& kernel = graph->kernel_of(index);
+    return kernel.empty() ? op.label : kernel;
 }
 
 }  // namespace tandem::cuda

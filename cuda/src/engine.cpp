@@ -464,10 +464,9 @@ void CudaGroup::fill_report(PendingOp& op) {
         device.count_skipped_on_device();
         op.did_not_run();
     } else if (reported) {
-        const std::string& kernel = op.replayed_kernel.empty() ? op.label : op.replayed_kernel;
         const bool injected = op.injected_code == code;
-        op.ran(Error::kernel_failed(
-            KernelFailedDetails{kernel, device.service(), op.stream, code, injected}));
+        op.ran(Error::kernel_failed(KernelFailedDetails{device.failed_kernel(op), device.service(),
+                                                        op.stream, code, injected}));
     } else {
         op.ran(Status{});
     }

@@ -194,6 +194,9 @@ public:
     [[nodiscard]] unsigned long long status_word(std::uint64_t slot) const {
         return status_host_[slot];
     }
+    /// The kernel that failed in `op`, a replay (or a launch) that reported a failure: the
+    /// launch's own, the one kernel of a replay of one kernel, or the graph's failing node.
+    [[nodiscard]] std::string failed_kernel(const PendingOp& op) const;
     void lose(const std::string& reason);
 
     /// Counts a resolved launch whose kernel found a failed producer and did not compute.
@@ -343,6 +346,9 @@ private:
     CompletedStreamOrder order_;  // Work holds its memory until resolved.
     MemoryManager memory_;
     unsigned long long* status_device_ = nullptr;
+    /// One word per status slot: where a replay's first failing node writes its place in the
+    /// graph (`CudaGraph::kernel_of`), read by the host only when the replay failed.
+    std::uint32_t* failed_nodes_device_ = nullptr;
     unsigned long long* status_host_ = nullptr;  // Pinned; `status_slots` words.
     /// `status_host_` as kernels reach it, or null.
     unsigned long long* status_host_mapped_ = nullptr;

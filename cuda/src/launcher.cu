@@ -22,16 +22,20 @@ __global__ void spin(std::uint64_t microseconds) {
 }
 
 /// What a plain replay runs after its graph: the outcome into the replay's status slot (and into
-/// the host's copy of it, when `host` is not null), and the graph's word cleared for the next
-/// replay.
+/// the host's copy of it, when `host` is not null) and the place of its first failing node into
+/// `failed_node`, and the graph's two words cleared for the next replay.
 __global__ void publish_replay_word(unsigned long long* word, unsigned long long* status,
-                                    unsigned long long* host) {
-    const unsigned long long outcome = *word;
+                                    unsigned long long* host, std::uint32_t* failed_node) {
+    const unsigned long long outcome = word[0];
     *status = outcome;
     if (host != nullptr) {
         *host = outcome;
     }
-    *word = 0;
+    if (outcome != 0) {
+        *failed_node = static_cast<std::uint32_t>(word[1]);
+    }
+    word[0] = 0;
+    word[1] = 0;
 }
 
 }  // namespace

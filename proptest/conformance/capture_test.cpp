@@ -124,6 +124,43 @@ TYPED_TEST(Capture, c14_a_replay_whose_kernel_fails_on_its_data_claims_its_write
     EXPECT_EQ(this->read_bytes(client, output), filled(64, 0));
 }
 
+// The kernel a failed replay names is the one that failed, whatever else the window recorded:
+// a window of different kernels (on CUDA, one graph whose launches share a status word) names
+// the failing launch's kernel, not the replay. Injected faults armed or not (on CUDA, the ticket
+// graph or the plain one).
+TYPED_TEST(Capture, c14_a_replay_of_several_kernels_names_the_one_that_failed) {
+    for (const bool armed : {false, true}) {
+        SCOPED_TRACE(armed ? "a fault due for a later launch" : "nothing armed");
+        TANDEM_RUNTIME(runtime, 1);
+        Client client = runtime->client(0);
+        Handle input = this->allocate(client, 64);
+        Handle copied = this->allocate(client, 64);
+        Handle output = this->allocate(client, 64);
+        Handle last = this->allocate(client, 64);
+        const StreamId stream = client.default_stream();
+        ASSERT_TRUE(client.write(input, filled(64, 0)));
+        ASSERT_TRUE(client.begin_capture(stream));
+        ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(input), out(copied)}, {}));
+        ASSERT_TRUE(client.launch<FailOnNonzero>(LaunchConfig::linear(64),
+                                                 {in(copied), out(output)}, KernelArgs().u64(62)));
+        ASSERT_TRUE(client.launch("copy", LaunchConfig::linear(64), {in(input), out(last)}, {}));
+        Result<CaptureGraph> graph = client.end_capture(stream);
+        ASSERT_TRUE(graph) << graph.error().report();
+        if (armed) {  // Due for the last copy, after the kernel that fails first (on CUDA, the
+                      // ticket graph replays).
+            ASSERT_TRUE(client.inject(KernelFault{"copy", 2, 1.0, 77}));
+        }
+        ASSERT_TRUE(client.write(input, filled(64, 3)));
+        ASSERT_TRUE(client.replay(*graph, stream));
+        std::optional<Error> error = this->read_error(client, output);
+        ASSERT_TRUE(error);
+        EXPECT_EQ(root_code(*error), 62u) << error->report();
+        const auto* failed = root_of(*error)->details_as<KernelFailedDetails>();
+        ASSERT_NE(failed, nullptr) << error->report();
+        EXPECT_EQ(failed->kernel, FailOnNonzero::name) << error->report();
+    }
+}
+
 // C14 across streams: replays of one graph alternate between two streams, each after the one
 // before (an event), failing and clean in turn; each reports its own outcome, never the one
 // before it (a replay's status starts clean whatever the last replay left).

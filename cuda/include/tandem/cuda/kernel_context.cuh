@@ -140,6 +140,7 @@ public:
     __device__ CudaKernelContext(const Params& params, GraphNode /*plain_node*/)
         : params_(params),
           status_(params.status),
+          failed_node_(params.failed_node),
           launch_id_(params.launch_id),
           injected_code_(0) {}
 
@@ -149,10 +150,12 @@ public:
     __device__ explicit CudaKernelContext(const Params& params)
         : params_(params),
           status_(params.status),
+          failed_node_(params.failed_node),
           launch_id_(params.launch_id),
           injected_code_(params.injected_code) {
         if (params.ticket != nullptr) {
             status_ = params.ticket->status;
+            failed_node_ = params.ticket->failed_node;
             launch_id_ = params.ticket->launch_id;
             injected_code_ =
                 reinterpret_cast<const std::uint32_t*>(params.ticket + 1)[params.replay_index];
@@ -244,6 +247,9 @@ public:
         while ((seen >> 32) != launch_id_) {
             const unsigned long long before = atomicCAS(status_, seen, mine);
             if (before == seen) {
+                if (failed_node_ != nullptr) {
+                    *failed_node_ = params_.replay_index;  // This launch is the replay's first.
+                }
                 return;
             }
             seen = before;
@@ -272,6 +278,8 @@ public:
 private:
     const Params& params_;
     unsigned long long* status_;
+    /// Where a replay's first failing launch writes its place in the graph; null outside one.
+    std::uint32_t* failed_node_;
     std::uint32_t launch_id_;
     std::uint32_t injected_code_;
 };

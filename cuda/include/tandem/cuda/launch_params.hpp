@@ -73,6 +73,9 @@ struct ReplayTicket {
     std::uint32_t launch_id = 0;
     /// How many launches the graph holds.
     std::uint32_t launch_count = 0;
+    /// Where the replay's first launch to fail writes its place in the graph (`replay_index`),
+    /// so that the host names the kernel that failed.
+    std::uint32_t* failed_node = nullptr;
 };
 
 /// What a launch is to the graph that holds it (`TensorLaunchParams::graph_node`).
@@ -113,7 +116,12 @@ struct BasicLaunchParams {
     /// `injected_code`; the launches of one replay share its word, so after a failed one the
     /// rest do not run.
     const ReplayTicket* ticket = nullptr;
-    /// The launch's position in its graph, which picks its injected code from the ticket.
+    /// Launches of a plain graph (no ticket): where the first of a replay's launches to fail
+    /// writes its `replay_index` (beside the graph's status word). Null for a launch that is no
+    /// node of a graph.
+    std::uint32_t* failed_node = nullptr;
+    /// The launch's position in its graph, which picks its injected code from the ticket and
+    /// names the kernel when it fails.
     std::uint32_t replay_index = 0;
 
     /// Whether `block` fits: no more resources, producers or nonzero words than this holds.
@@ -142,6 +150,7 @@ struct BasicLaunchParams {
         small.injected_code = block.injected_code;
         small.producer_count = block.producer_count;
         small.ticket = block.ticket;
+        small.failed_node = block.failed_node;
         small.replay_index = block.replay_index;
         return small;
     }
@@ -153,7 +162,7 @@ using LaunchParams =
     BasicLaunchParams<max_launch_resources, max_checked_producers, KernelArgs::max_words>;
 
 /// The block of a graph node small enough for it: two buffers, two producers, four scalar words
-/// (144 bytes, under half of `LaunchParams`). A node's parameters are read by every run of the
+/// (152 bytes, under half of `LaunchParams`). A node's parameters are read by every run of the
 /// graph, and most bind a few buffers.
 using CompactLaunchParams = BasicLaunchParams<2, 2, 4>;
 
