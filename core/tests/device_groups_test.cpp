@@ -41,7 +41,7 @@ public:
 std::shared_ptr<Work> pending_write(std::uint32_t device, MemoryId memory, std::uint64_t size) {
     auto work = std::make_shared<Work>();
     work->device = device;
-    work->outputs.push_back(Target{ServiceId{7, device}, ClaimKey{memory, {0, size}}, {}});
+    work->outputs.push_back(Target{ServiceId{7, device}, ClaimKey{memory, {0, size}}});
     return work;
 }
 

@@ -20,10 +20,10 @@ void launch(SettlePipeline& pipeline, std::vector<std::shared_ptr<Work>>& spare,
     work->reset_work();
     work->label.assign("axpy");
     for (const ClaimKey& key : inputs) {
-        work->inputs.push_back(Target{ServiceId{1, 0}, key, std::nullopt});
+        work->inputs.push_back(Target{ServiceId{1, 0}, key});
     }
     for (const ClaimKey& key : outputs) {
-        work->outputs.push_back(Target{ServiceId{1, 0}, key, std::nullopt});
+        work->outputs.push_back(Target{ServiceId{1, 0}, key});
     }
     (void)pipeline.examine(*work, [](const Work&) { return true; });
     pipeline.enqueue(std::move(work));

@@ -28,10 +28,10 @@ inline std::shared_ptr<Work> work_over(std::string label, std::span<const ClaimK
     auto work = std::make_shared<Work>();
     work->label = std::move(label);
     for (const ClaimKey& key : inputs) {
-        work->inputs.push_back(Target{runner, key, std::nullopt});
+        work->inputs.push_back(Target{runner, key});
     }
     for (const ClaimKey& key : outputs) {
-        work->outputs.push_back(Target{runner, key, std::nullopt});
+        work->outputs.push_back(Target{runner, key});
     }
     return work;
 }

@@ -31,14 +31,14 @@ TEST(Outcome, a_skip_applied_after_its_failure_was_dropped_still_names_the_root)
     const ClaimKey failed[] = {source_key};
     (void)devices.zero.fail(failed,
                             Error::kernel_failed({"producer", ServiceId{5, 0}, StreamId{1}, 77}));
-    const Target inputs[] = {Target{device0, source_key, std::nullopt}};
+    const Target inputs[] = {Target{device0, source_key}};
     std::optional<Cause> cause = first_claimed_input(devices, inputs);
     ASSERT_TRUE(cause.has_value());
     // The source is freed before the skip is applied (a later sync): its failure is dropped.
     devices.zero.forget(source);
     ASSERT_TRUE(devices.zero.drained());
-    const Target outputs[] = {Target{device0, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt},
-                              Target{device1, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt}};
+    const Target outputs[] = {Target{device0, ClaimKey{MemoryId::next(), {0, 8}}},
+                              Target{device1, ClaimKey{MemoryId::next(), {0, 8}}}};
     claim_skipped(devices, ServiceId{5, 1}, "consumer", outputs, *cause);
     for (const Target& output : outputs) {
         const ClaimKey key[] = {output.key};
@@ -57,9 +57,9 @@ TEST(Outcome, a_skip_on_the_failures_own_device_reuses_the_failure) {
     const ClaimKey source_key{MemoryId::next(), {0, 16}};
     const ClaimKey failed[] = {source_key};
     const FailureId failure = devices.zero.fail(failed, Error::torn_down("root"));
-    const Target inputs[] = {Target{device0, source_key, std::nullopt}};
+    const Target inputs[] = {Target{device0, source_key}};
     std::optional<Cause> cause = first_claimed_input(devices, inputs);
-    const Target outputs[] = {Target{device0, ClaimKey{MemoryId::next(), {0, 8}}, std::nullopt}};
+    const Target outputs[] = {Target{device0, ClaimKey{MemoryId::next(), {0, 8}}}};
     claim_skipped(devices, ServiceId{5, 1}, "consumer", outputs, *cause);
     EXPECT_EQ(devices.zero.failure_count(), 1u);
     EXPECT_EQ(devices.zero.allocations_carrying(failure), 2u);

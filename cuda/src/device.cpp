@@ -270,7 +270,7 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
     op->label = "host write";
     op->device = index_;
     op->stream = stream_id;
-    op->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
+    op->outputs.push_back(Target{service_, target.claim_key()});
     op->held.add(target);
     DeviceGuard guard(ordinal_);
     // From pageable memory the call returns once the bytes are staged, so `bytes` may go. A
@@ -439,7 +439,7 @@ Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<s
     op->label = "asynchronous read";
     op->device = index_;
     op->stream = stream_id;
-    op->inputs.push_back(Target{service_, source.claim_key(), std::nullopt});
+    op->inputs.push_back(Target{service_, source.claim_key()});
     op->held.add(source);
     op->read_back = std::move(state);
     // A read whose bytes are known to end up claimed copies nothing; one whose producers are

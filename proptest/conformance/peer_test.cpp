@@ -120,6 +120,38 @@ TYPED_TEST(Peers, p4_a_failed_peer_write_claims_the_owner_bytes) {
     EXPECT_FALSE(target.peer()->failure().has_value());
 }
 
+// P4, P5: shared memory's failure says exactly whether some byte of the allocation is claimed on
+// its owner, whoever claimed it: the owner writing through a handle it never shared, and a
+// capture window whose doom claims what it recorded, as much as a peer.
+TYPED_TEST(Peers, p5_the_failure_of_shared_memory_follows_every_claim_of_its_bytes) {
+    TANDEM_RUNTIME(runtime, 2);
+    Client owner = runtime->client(0);
+    Client peer = runtime->client(1);
+    Handle plain = this->allocate(owner, 64);
+    Handle shared = this->share(owner, plain, peer);
+    ASSERT_TRUE(owner.write(plain, filled(64, 0)));
+    ASSERT_TRUE(owner.sync());
+    EXPECT_FALSE(shared.peer()->failure().has_value());
+    this->fail(owner, *plain.slice(8, 8), 21);  // Through the handle it never shared.
+    ASSERT_TRUE(owner.sync());
+    std::optional<Error> failure = shared.peer()->failure();
+    ASSERT_TRUE(failure.has_value());
+    EXPECT_EQ(root_code(*failure), 21u) << failure->report();
+    ASSERT_TRUE(owner.write(*plain.slice(8, 8), filled(8, 1)));  // The claimed bytes only.
+    ASSERT_TRUE(owner.sync());
+    EXPECT_FALSE(shared.peer()->failure().has_value());
+    // A window that fails is doomed, and its end claims everything it recorded (C14).
+    const StreamId stream = owner.default_stream();
+    ASSERT_TRUE(owner.begin_capture(stream));
+    this->fail(owner, *plain.slice(0, 4), 22);
+    ASSERT_FALSE(owner.end_capture(stream));
+    failure = shared.peer()->failure();
+    ASSERT_TRUE(failure.has_value());
+    ASSERT_TRUE(owner.write(plain, filled(64, 2)));
+    ASSERT_TRUE(owner.sync());
+    EXPECT_FALSE(shared.peer()->failure().has_value());
+}
+
 // Break b: on one stream of device 1, a failed write of shared `a`, a rewrite of `a`, then a
 // copy of `a`: the copy reads the rewrite, whenever the failure is learned.
 TYPED_TEST(Peers, p5_a_rewrite_enqueued_before_a_failure_is_known_repairs_the_bytes) {

@@ -203,7 +203,7 @@ Status SimDevice::do_write(const BufferBinding& target, std::span<const std::byt
     std::lock_guard lock(engine_.mutex);
     auto operation = engine_.new_operation(Operation::Kind::Write);
     operation->label = "host write";
-    operation->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
+    operation->outputs.push_back(Target{service_, target.claim_key()});
     operation->bytes.assign(bytes.begin(), bytes.end());
     operation->held.push_back(target);
     return enqueue(stream_id, std::move(operation));
@@ -271,7 +271,7 @@ Result<Event> SimDevice::do_read_async(const BufferBinding& source, std::span<st
     auto operation = engine_.new_operation(Operation::Kind::ReadBack);
     operation->label = "asynchronous read";
     operation->device = index_;
-    operation->inputs.push_back(Target{service_, source.claim_key(), std::nullopt});
+    operation->inputs.push_back(Target{service_, source.claim_key()});
     operation->held.push_back(source);
     operation->read_into = into;
     operation->read_back = std::move(state);

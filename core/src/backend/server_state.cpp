@@ -45,6 +45,19 @@ Status Server::check(std::span<const ClaimKey> keys) const {
     return claims_.check(keys);
 }
 
+std::optional<Error> Server::claim_on(const ClaimKey& key) const {
+    const GroupLock lock = lock_group();
+    if (lost_) {
+        return lost_;
+    }
+    const ClaimKey keys[] = {key};
+    const auto claimed = claims_.first_claimed(keys);
+    if (!claimed) {
+        return std::nullopt;
+    }
+    return claims_.report(claimed->second, claimed->first);
+}
+
 Result<PeerMemory> Server::share(const BufferBinding& binding) {
     const GroupLock lock = lock_group();
     if (Status alive = refuse_if_lost(); !alive) {

@@ -15,8 +15,11 @@ long PeerMemory::use_count() const { return shared_.use_count(); }
 std::uint64_t PeerMemory::size_bytes() const { return shared_->pin.allocation().size_bytes; }
 
 std::optional<Error> PeerMemory::failure() const {
-    std::lock_guard lock(shared_->mutex);
-    return shared_->failure;
+    const std::shared_ptr<PeerOwner> owner = shared_->owner.lock();
+    if (!owner) {
+        return std::nullopt;  // Gone with its runtime: no claim is left to say anything.
+    }
+    return owner->claim_on(ClaimKey{memory_id(), ByteRange{0, size_bytes()}});
 }
 
 std::optional<PeerBinding> PeerBinding::make(BufferBinding binding) {

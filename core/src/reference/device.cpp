@@ -104,7 +104,7 @@ Status ReferenceDevice::do_write(const BufferBinding& target, std::span<const st
     work->label = "host write";
     work->device = index_;
     work->stream = stream;
-    work->outputs.push_back(Target{service_, target.claim_key(), target.peer()});
+    work->outputs.push_back(Target{service_, target.claim_key()});
     work->held.add(target);
     return submit(work, [&] {
         if (!bytes.empty()) {
@@ -145,7 +145,7 @@ Result<Event> ReferenceDevice::do_read_async(const BufferBinding& source,
     work->label = "asynchronous read";
     work->device = index_;
     work->stream = stream;
-    work->inputs.push_back(Target{service_, source.claim_key(), std::nullopt});
+    work->inputs.push_back(Target{service_, source.claim_key()});
     work->held.add(source);
     work->read_back = std::move(state);
     (void)submit(work, [&] {

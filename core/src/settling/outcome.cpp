@@ -1,33 +1,10 @@
 #include "tandem/backend/outcome.hpp"
 
 #include <map>
-#include <mutex>
 #include <vector>
 
 namespace tandem {
-
-/// The settle pipeline's way into a shared memory's failure slot.
-struct PeerSlot {
-    static void set(const PeerMemory& memory, std::optional<Error> failure) {
-        std::lock_guard lock(memory.shared_->mutex);
-        memory.shared_->failure = std::move(failure);
-    }
-};
-
 namespace {
-
-/// Sets `memory`'s failure slot as the owner's claims now say: the report of a failure claiming
-/// some byte of the allocation, or none when no byte is claimed.
-void refresh_slot(const DeviceDirectory& devices, ServiceId owner, const PeerMemory& memory) {
-    const ClaimKey whole[] = {ClaimKey{memory.memory_id(), ByteRange{0, memory.size_bytes()}}};
-    std::optional<Error> failure;
-    if (!devices.nothing_claimed(owner)) {
-        if (std::optional<FoundClaim> found = devices.first_claimed(owner, whole)) {
-            failure = std::move(found->report);
-        }
-    }
-    PeerSlot::set(memory, std::move(failure));
-}
 
 std::map<ServiceId, std::vector<ClaimKey>> by_owner(std::span<const Target> targets) {
     std::map<ServiceId, std::vector<ClaimKey>> grouped;
@@ -78,30 +55,17 @@ void claim_skipped(DeviceDirectory& devices, ServiceId runner, std::string_view 
             cause.owner == owner ? cause.failure : std::optional<FailureId>();
         devices.claim_skipped(owner, keys, join, error, std::move(record));
     }
-    for (const Target& output : outputs) {
-        if (output.peer) {
-            PeerSlot::set(*output.peer, error);
-        }
-    }
 }
 
 void claim_failed(DeviceDirectory& devices, std::span<const Target> outputs, const Error& error) {
     for (auto& [owner, keys] : by_owner(outputs)) {
         devices.claim_failed(owner, keys, error);
     }
-    for (const Target& output : outputs) {
-        if (output.peer) {
-            PeerSlot::set(*output.peer, error);
-        }
-    }
 }
 
 void release_outputs(DeviceDirectory& devices, std::span<const Target> outputs) {
     for (const Target& output : outputs) {
         devices.release(output.owner, output.key);
-        if (output.peer) {
-            refresh_slot(devices, output.owner, *output.peer);
-        }
     }
 }
 

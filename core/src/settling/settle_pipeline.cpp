@@ -99,8 +99,6 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
             target.owner = owner;
             target.key.memory = binding.memory_id();
             target.key.range = binding.range();
-            target.peer =
-                peer != nullptr ? std::optional<PeerMemory>(peer->memory()) : binding.peer();
         };
         if (reads(resource.access())) {
             add(work.inputs);
@@ -124,12 +122,12 @@ Status SettlePipeline::add_copy_targets(const KernelResource& source, const Buff
                                            "the owner is not a device of this runtime");
         }
         work.label = "peer copy from device " + std::to_string(owner.device_index);
-        work.inputs.push_back(Target{owner, from.claim_key(), peer->memory()});
+        work.inputs.push_back(Target{owner, from.claim_key()});
     } else {
         work.label = "copy";
-        work.inputs.push_back(Target{runner, from.claim_key(), from.peer()});
+        work.inputs.push_back(Target{runner, from.claim_key()});
     }
-    work.outputs.push_back(Target{runner, target.claim_key(), target.peer()});
+    work.outputs.push_back(Target{runner, target.claim_key()});
     place_copy(work, window);
     return {};
 }
@@ -140,7 +138,7 @@ void SettlePipeline::add_replay_targets(const CaptureGraph& graph, Work& work,
     work.label = "replay of " + std::to_string(graph.work().launches.size()) + " launches";
     work.checks_inputs = false;
     for (const ClaimKey& written : graph.write_set()) {
-        work.outputs.push_back(Target{runner, written, std::nullopt});
+        work.outputs.push_back(Target{runner, written});
     }
     work.window = window;
     if (!window) {

@@ -23,8 +23,6 @@ struct Target {
     ServiceId owner;
     /// The bytes, as that device's claims name them.
     ClaimKey key;
-    /// The shared memory the bytes were reached through; none on the owner device.
-    std::optional<PeerMemory> peer;
 };
 
 /// Why an operation's outputs are claimed without it running: a failure found on an input.
@@ -42,7 +40,7 @@ struct Cause {
 
 /// The first input whose bytes are claimed on their owner (C9, P3) or whose owner is lost (D1), in
 /// declared order. Byte-precise: shared memory whose other bytes failed does not make a clean
-/// input claimed, and its failure slot decides nothing.
+/// input claimed.
 std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
                                          std::span<const Target> inputs);
 /// The error a device other than the cause's sees: the owner's full report for a claim.
@@ -53,10 +51,10 @@ Error cause_error(const DeviceDirectory& devices, const Cause& cause);
 void claim_skipped(DeviceDirectory& devices, ServiceId runner, std::string_view label,
                    std::span<const Target> outputs, const Cause& cause);
 /// C8: the operation failed with `error`; one new failure per device claims its outputs (P4 for
-/// shared memory: the peer memory is marked too).
+/// shared memory: on its owner).
 void claim_failed(DeviceDirectory& devices, std::span<const Target> outputs, const Error& error);
-/// C3: the operation landed; its outputs' claims are released, and the failure slot of shared
-/// memory it wrote is cleared (P5: in program order, since the pipeline settles in that order).
+/// C3: the operation landed; its outputs' claims are released (P5: in program order, since the
+/// pipeline settles in that order).
 void release_outputs(DeviceDirectory& devices, std::span<const Target> outputs);
 
 }  // namespace tandem

@@ -189,6 +189,9 @@ public:
     // What a backend and its pipeline reach of a device (not a client: a program reaches a
     // device through its `Client` only).
     [[nodiscard]] ServiceId service() const final { return service_; }
+    /// The report a read of `key` would fail with now (the failure claiming some byte of it),
+    /// or the device's loss; none when every byte is unclaimed. Takes the group's lock.
+    [[nodiscard]] std::optional<Error> claim_on(const ClaimKey& key) const final;
     /// `peer_access_granted` for a caller that holds the group's lock.
     [[nodiscard]] bool granted_locked(ServiceId accessor) const {
         return accessor == service_ || granted_.contains(accessor) || do_grants_all_peers();

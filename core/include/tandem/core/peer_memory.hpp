@@ -4,11 +4,11 @@
 //
 // It holds the device address the owner resolved for the allocation's first byte and a binding
 // that pins the allocation there: a pinned allocation is never freed, reused or relocated, so the
-// address stays valid while any clone lives (rule P2). Its failure slot says, exactly, whether
-// some byte of the allocation is claimed on its owner: the settle pipeline sets it when work
-// writing the memory failed or was skipped (P4) and clears it once a landed write leaves no byte
-// claimed (P5), in program order. The owner's claims decide, byte by byte (P3); the slot never
-// decides more than they would. Clones share one slot; copying costs one atomic increment.
+// address stays valid while any clone lives (rule P2). Its `failure` says, exactly, whether some
+// byte of the allocation is claimed on its owner, whoever claimed it (a peer's failed write, P4;
+// the owner's own work through any handle; a doomed capture window) and whatever repaired it
+// (P5): it asks the owner's claims, which decide byte by byte (P3). Copying costs one atomic
+// increment.
 
 #include "tandem/core/error.hpp"
 #include "tandem/core/ids.hpp"
@@ -17,7 +17,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 namespace tandem {
@@ -28,11 +27,14 @@ public:
     virtual ~PeerOwner() = default;
     /// The owning device's service.
     [[nodiscard]] virtual ServiceId service() const = 0;
+    /// The report of a failure claiming some byte of `key` on this device as its claims settled
+    /// so far say, or its loss (D1); none when every byte is unclaimed.
+    [[nodiscard]] virtual std::optional<Error> claim_on(const ClaimKey& key) const = 0;
 };
 
 /// Memory one device shares with the kernels of its peers: the device address of the allocation, a
-/// binding that pins the allocation there while any clone lives (P2), and a failure slot that tells
-/// a peer the memory carries a failure (P4, P5). Copies share one slot.
+/// binding that pins the allocation there while any clone lives (P2), and `failure`, which tells a
+/// program whether the memory carries a failure (P4, P5).
 class PeerMemory {
 public:
     /// Memory at `address` on `owner`, pinned by `pin`. Only the owning client builds one, from
@@ -53,16 +55,15 @@ public:
     [[nodiscard]] std::uint64_t size_bytes() const;
 
     /// A failure that claims some byte of the allocation on its owner, if one does: exact, as
-    /// the owner's claims settled so far say (P3, P4, P5). Set when work writing the memory fails
-    /// or is skipped, cleared once no byte of the allocation is claimed any more; a write of some
-    /// bytes while others stay claimed leaves it set.
+    /// the owner's claims settled so far say (P3, P4, P5), whoever claimed the bytes; none once
+    /// no byte is claimed any more (a write of some bytes while others stay claimed leaves it).
+    /// The owner's loss when it is lost (D1); none when the owner is gone with its runtime.
     [[nodiscard]] std::optional<Error> failure() const;
 
     /// How many clones of this memory live (for tests of pinning).
     [[nodiscard]] long use_count() const;
 
 private:
-    friend struct PeerSlot;  // The settle pipeline keeps the failure slot (outcome.cpp).
     struct Shared {
         Shared(ManagedMemoryBinding pin_binding, std::uint64_t device_address, ServiceId service,
                std::weak_ptr<PeerOwner> owner_device)
@@ -74,8 +75,6 @@ private:
         std::uint64_t address;
         ServiceId owner_service;
         std::weak_ptr<PeerOwner> owner;
-        mutable std::mutex mutex;
-        std::optional<Error> failure;
     };
     std::shared_ptr<Shared> shared_;
 };
