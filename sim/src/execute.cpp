@@ -100,10 +100,11 @@ void record_accesses(Engine& engine, const Operation& operation) {
 
 // ---------------------------------------------------------------- bodies
 
-Result<std::vector<BoundResource>> bind_resources(Engine& engine, SimDevice& device,
-                                                  const LaunchRequest& request) {
-    std::vector<BoundResource> bound;
-    bound.reserve(request.resources.size());
+/// Fills `bound` (kept by the operation from launch to launch, so that a warm one allocates
+/// nothing) with the resources of `request` as its kernel binds them.
+void bind_resources(Engine& engine, SimDevice& device, const LaunchRequest& request,
+                    std::vector<BoundResource>& bound) {
+    bound.clear();
     for (const KernelResource& resource : request.resources) {
         const BufferBinding& binding = resource.buffer_binding();
         BoundResource entry;
@@ -125,7 +126,6 @@ Result<std::vector<BoundResource>> bind_resources(Engine& engine, SimDevice& dev
         }
         bound.push_back(std::move(entry));
     }
-    return bound;
 }
 
 /// Runs one launch's kernel on `context`; records the kernel's failure, fault or throw.
@@ -284,15 +284,11 @@ void run_body(Engine& engine, Operation& op) {
             op.failure_injected = true;
             return;
         }
-        Result<std::vector<BoundResource>> bound = [&] {
+        {
             std::lock_guard lock(engine.mutex);
-            return bind_resources(engine, device, request);
-        }();
-        if (!bound) {
-            op.error = bound.error();
-            return;
+            bind_resources(engine, device, request, op.bound);
         }
-        SimKernelContext context(request.kernel, std::move(*bound), request.args,
+        SimKernelContext context(request.kernel, op.bound, request.args,
                                  request.config.thread_count(), *op.host);
         run_kernel(op, context, request);
         if (op.failure_code || op.fault || op.error) {
@@ -378,7 +374,6 @@ void Engine::finish(SimDevice& device, SimStream& stream,
     if (!op.is_work()) {
         op.held.clear();  // Work keeps its memory reserved until it is settled.
     }
-    op.context.reset();
     if (!stream.queue.empty() && stream.queue.front() == operation) {
         stream.queue.pop_front();
     }

@@ -53,7 +53,7 @@ void Operation::reset() {
     epoch = 0;
     body = nullptr;
     Fiber::recycle(std::move(fiber));  // A finished fiber is kept, with its stack, for reuse.
-    context.reset();
+    bound.clear();  // Its storage is kept for the next launch.
     abandoned = false;
     // `host` is kept: its next launch rebinds it to the device it runs on.
     blocked = nullptr;

@@ -102,7 +102,9 @@ struct Operation final : Work {
     // Running kernels: the body runs on a fiber (deterministic) or a worker (threads).
     std::function<void()> body;
     std::unique_ptr<Fiber> fiber;
-    std::unique_ptr<SimKernelContext> context;
+    /// The resources of the launch running, as its kernel binds them (`bind_resources`); kept
+    /// when the operation is reused.
+    std::vector<BoundResource> bound;
     std::atomic<bool> abandoned{false};
     std::unique_ptr<KernelHost> host;
     std::function<bool()> blocked;

@@ -251,7 +251,8 @@ std::vector<BoundResource> ReferenceDevice::bind(const LaunchRequest& request) c
 
 Status ReferenceDevice::run_kernel(const LaunchRequest& request, const ReferenceWork& work) {
     ReferenceHost kernel_host(memory_);
-    HostKernelContext context(request.kernel, bind(request), request.args,
+    const std::vector<BoundResource> bound = bind(request);
+    HostKernelContext context(request.kernel, bound, request.args,
                               request.config.thread_count(), kernel_host);
     try {
         if (request.external) {

@@ -21,7 +21,9 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tandem {
@@ -164,11 +166,12 @@ private:
 class HostKernelContext {
 public:
     /// The context of a launch of `kernel` over `resources` with `args`, of `thread_count` threads,
-    /// run by `host`.
-    HostKernelContext(std::string kernel, std::vector<BoundResource> resources, KernelArgs args,
-                      std::uint64_t thread_count, KernelHost& host)
-        : kernel_(std::move(kernel)),
-          resources_(std::move(resources)),
+    /// run by `host`. The name and the resources are the caller's (the launch's name, the
+    /// backend's bound resources, which it keeps from launch to launch) and outlive the context.
+    HostKernelContext(std::string_view kernel, std::span<const BoundResource> resources,
+                      KernelArgs args, std::uint64_t thread_count, KernelHost& host)
+        : kernel_(kernel),
+          resources_(resources),
           args_(args),
           thread_count_(thread_count),
           host_(host) {}
@@ -194,7 +197,7 @@ public:
     HostTiledView<T> tensor_map(std::size_t index) const {
         const BoundResource& bound = resource(index);
         if (!bound.tensor_map) {
-            raise("resource " + std::to_string(index) + " of '" + kernel_ +
+            raise("resource " + std::to_string(index) + " of '" + std::string(kernel_) +
                   "' is used as a tensor map but was bound as a buffer");
         }
         return HostTiledView<T>(this, index, bound);
@@ -213,7 +216,9 @@ public:
     /// The failure code the launch reported, if it reported one.
     [[nodiscard]] std::optional<std::uint32_t> failure_code() const { return failure_code_; }
     /// A trap: the sticky fault a GPU raises for `__trap()`, which loses the device (D1).
-    [[noreturn]] void trap() const { raise("'" + kernel_ + "' trapped (a trap instruction)"); }
+    [[noreturn]] void trap() const {
+        raise("'" + std::string(kernel_) + "' trapped (a trap instruction)");
+    }
 
     /// Waits until element `index` of `view` equals `value`, read with acquire order; the host
     /// reports a deadlock instead of hanging when no other work can make it so.
@@ -224,7 +229,8 @@ public:
         }
         host_.block_until(
             [&view, index, value] { return view.atomic_load_acquire(index) == value; },
-            "'" + kernel_ + "' waits for element " + std::to_string(index) + " of resource " +
+            "'" + std::string(kernel_) + "' waits for element " + std::to_string(index) +
+            " of resource " +
                 std::to_string(view.resource_) + " to equal " + std::to_string(value));
     }
 
@@ -256,12 +262,12 @@ private:
     }
     /// Kept out of line so that building the report does not weigh on every view's creation.
     [[noreturn]] [[gnu::noinline]] void missing_resource(std::size_t index) const {
-        raise("'" + kernel_ + "' uses resource " + std::to_string(index) +
+        raise("'" + std::string(kernel_) + "' uses resource " + std::to_string(index) +
               " but the launch binds " + std::to_string(resources_.size()));
     }
 
-    std::string kernel_;
-    std::vector<BoundResource> resources_;
+    std::string_view kernel_;
+    std::span<const BoundResource> resources_;
     KernelArgs args_;
     std::uint64_t thread_index_ = 0;
     std::uint64_t block_threads_ = 0;
@@ -376,7 +382,7 @@ inline void HostKernelContext::fault(std::size_t resource, std::uint64_t byte_of
     } else {
         why = "the access is past the " + std::to_string(bound.size_bytes) + " bytes bound";
     }
-    raise("illegal " + what + " by '" + kernel_ + "' at address 0x" +
+    raise("illegal " + what + " by '" + std::string(kernel_) + "' at address 0x" +
           [address] {
               char text[24];
               std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(address));
