@@ -317,6 +317,7 @@ protected:
 
     /// What a sync waits for (`do_settle`).
     struct SyncScope {
+        /// Which work a sync waits for.
         enum class Kind : std::uint8_t {
             /// The work enqueued on `stream` so far, and what it needs.
             Stream,
@@ -325,8 +326,11 @@ protected:
             /// All work of the device, and every writer of `keys` on any device.
             Writers,
         };
+        /// Which work.
         Kind kind = Kind::Device;
+        /// The stream, for `Kind::Stream`.
         StreamId stream{};
+        /// The bytes whose writers are waited for, for `Kind::Writers`.
         std::span<const ClaimKey> keys{};
     };
 

@@ -38,6 +38,7 @@ struct ServiceId {
         }
         return a.device_index <=> b.device_index;
     }
+    /// The same device of the same runtime (the id decides; the names do not).
     friend constexpr bool operator==(const ServiceId& a, const ServiceId& b) {
         return a.runtime_id == b.runtime_id && a.device_index == b.device_index;
     }
