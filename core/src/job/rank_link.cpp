@@ -45,6 +45,15 @@ Result<sockaddr_un> address_of(const std::string& path) {
     return address;
 }
 
+/// A new Unix-domain stream socket, closed on exec.
+Result<int> new_socket() {
+    const int descriptor = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (descriptor < 0) {
+        return unreachable(std::string("cannot create a socket: ") + std::strerror(errno));
+    }
+    return descriptor;
+}
+
 }  // namespace
 
 std::string encode(const RankIntroduction& introduction) {
@@ -146,10 +155,11 @@ Result<int> listen_at(const std::string& path, int backlog) {
     if (!address) {
         return address.error();
     }
-    const int descriptor = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (descriptor < 0) {
-        return unreachable(std::string("cannot create a socket: ") + std::strerror(errno));
+    Result<int> created = new_socket();
+    if (!created) {
+        return created.error();
     }
+    const int descriptor = *created;
     ::unlink(path.c_str());
     // The folder is 0700, so nobody else reaches the socket between bind and chmod.
     if (::bind(descriptor, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0 ||
@@ -167,10 +177,11 @@ Result<std::optional<int>> connect_to(const std::string& path) {
     if (!address) {
         return address.error();
     }
-    const int descriptor = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (descriptor < 0) {
-        return unreachable(std::string("cannot create a socket: ") + std::strerror(errno));
+    Result<int> created = new_socket();
+    if (!created) {
+        return created.error();
     }
+    const int descriptor = *created;
     if (::connect(descriptor, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) == 0) {
         return std::optional<int>(descriptor);
     }
