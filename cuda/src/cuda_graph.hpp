@@ -35,7 +35,6 @@
 
 #include "tandem/core/external_work.hpp"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -85,11 +84,6 @@ public:
     [[nodiscard]] const std::string& kernel_of(std::uint32_t index) const {
         static const std::string none;
         return index < kernels_.size() ? kernels_[index] : none;
-    }
-    /// Whether the nodes run more than one kernel: a failure is then named by its node.
-    [[nodiscard]] bool mixed() const {
-        return std::any_of(kernels_.begin(), kernels_.end(),
-                           [this](const std::string& name) { return name != kernels_.front(); });
     }
     /// The stream of the graph's previous replay, if any.
     [[nodiscard]] std::optional<StreamId> last_stream() const { return last_stream_; }

@@ -227,7 +227,7 @@ Result<Handle> CudaDevice::do_allocate(std::uint64_t size_bytes, StreamId stream
         const GroupLock lock = lock_group();
         std::optional<Error> injected = lost_;
         if (!injected) {
-            injected = allocation_fault(size_bytes, memory_);
+            injected = allocation_fault(size_bytes);
         }
         update_quick_allocation();  // A failure that came due is no longer armed.
         if (injected) {

@@ -156,7 +156,7 @@ Result<StreamId> SimDevice::do_create_stream() {
 
 Result<Handle> SimDevice::do_allocate(std::uint64_t size_bytes, StreamId stream_id) {
     std::lock_guard lock(engine_.mutex);
-    if (std::optional<Error> injected = allocation_fault(size_bytes, memory_)) {
+    if (std::optional<Error> injected = allocation_fault(size_bytes)) {
         return *injected;
     }
     auto allocated = memory_.allocate(size_bytes, stream_id);

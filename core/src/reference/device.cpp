@@ -70,7 +70,7 @@ Result<StreamId> ReferenceDevice::do_create_stream() {
 
 Result<Handle> ReferenceDevice::do_allocate(std::uint64_t size_bytes, StreamId stream) {
     const GroupLock lock = lock_group();
-    if (std::optional<Error> injected = allocation_fault(size_bytes, memory_)) {
+    if (std::optional<Error> injected = allocation_fault(size_bytes)) {
         return *injected;
     }
     Result<ManagedMemoryHandle> allocated = memory_.allocate(size_bytes, stream);

@@ -292,9 +292,8 @@ protected:
     /// The injected allocation failure due for an allocation of `size_bytes`, if one is (drawn
     /// here, after the checks, so only an allocation that passed them counts). Under the group's
     /// lock.
-    [[nodiscard]] std::optional<Error> allocation_fault(std::uint64_t size_bytes,
-                                                        const MemoryManager& memory) {
-        return faults_.allocation_fault_due(size_bytes, memory);
+    [[nodiscard]] std::optional<Error> allocation_fault(std::uint64_t size_bytes) {
+        return faults_.allocation_fault_due(size_bytes, memory_manager_);
     }
     /// Whether a wait on `event` may be enqueued: InvalidArgument for an event no device of the
     /// runtime recorded (`next_event` is the sequence the next recording gets), DeviceLost for
