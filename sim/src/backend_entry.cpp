@@ -1,6 +1,8 @@
 // The simulator's entry for `open_runtime`. A program that links tandem::sim pulls this unit in
 // by its anchor (sim/CMakeLists.txt), so linking the simulator is what makes it openable.
 
+#include "job_member.hpp"
+
 #include "tandem/backend/backend_registry.hpp"
 #include "tandem/sim/runtime.hpp"
 
@@ -20,7 +22,7 @@ Result<std::shared_ptr<Runtime>> open_sim(const RuntimeSettings& settings) {
     return std::shared_ptr<Runtime>(std::move(*created));
 }
 
-const BackendRegistration registration{BackendEntry{"sim", open_sim, nullptr}};
+const BackendRegistration registration{BackendEntry{"sim", open_sim, nullptr, job_member}};
 
 }  // namespace
 }  // namespace tandem::sim

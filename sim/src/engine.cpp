@@ -33,6 +33,13 @@ SimDevice* Engine::device_of(ServiceId service) const {
     return devices[service.device_index].get();
 }
 
+std::byte* Engine::host_of(ServiceId owner, std::uint64_t address) const {
+    if (const SimDevice* device = device_of(owner)) [[likely]] {
+        return device->storage().host(address);
+    }
+    return imported.host(address);
+}
+
 bool Engine::other_work_waiting(const Operation& operation) const {
     for (const auto& device : devices) {
         for (const SimStream& stream : device->streams()) {

@@ -5,6 +5,7 @@
 
 #include "operation.hpp"
 #include "race_detector.hpp"
+#include "imported_regions.hpp"
 #include "segment_storage.hpp"
 
 #include "tandem/backend/claim_store.hpp"
@@ -77,6 +78,7 @@ public:
     [[nodiscard]] MemoryManager& memory() { return memory_; }
     [[nodiscard]] const MemoryManager& memory() const { return memory_; }
     [[nodiscard]] SegmentStorage& storage() { return storage_; }
+    [[nodiscard]] const SegmentStorage& storage() const { return storage_; }
     [[nodiscard]] const Segment& segment() const { return *segment_; }
     [[nodiscard]] std::string describe_address(std::uint64_t address) const;
     /// Marks the device lost with a sticky fault (D1).
@@ -166,6 +168,8 @@ public:
     /// How messages name the runtime (`ServiceId::runtime_number`).
     std::uint32_t runtime_number = next_runtime_number();
     std::mt19937_64 rng;
+    /// The segments of other processes' devices mapped here (a job's peer ranks); unmapped last.
+    ImportedRegions imported;
     std::vector<std::shared_ptr<SimDevice>> devices;
     RaceDetector races;
     VectorClock host_clock;
@@ -227,6 +231,10 @@ public:
     SettlePipeline& pipeline = groups.shared().pipeline;
 
     [[nodiscard]] SimDevice* device_of(ServiceId service) const;
+    /// Where the byte at device `address` of `owner` is in this process: in the owner's segment
+    /// for a device of this runtime, in a region mapped from another process otherwise (null
+    /// when none holds it: memory a peer rank shared is mapped before a handle of it exists).
+    [[nodiscard]] std::byte* host_of(ServiceId owner, std::uint64_t address) const;
     /// Whether any stream other than `operation`'s has work queued.
     [[nodiscard]] bool other_work_waiting(const Operation& operation) const;
     void mix_trace(std::uint64_t value);

@@ -111,15 +111,14 @@ void bind_resources(Engine& engine, SimDevice& device, const LaunchRequest& requ
         entry.access = resource.access();
         entry.size_bytes = binding.size_in_use();
         if (const PeerBinding* peer = resource.peer_binding()) {
-            SimDevice* owner = engine.device_of(peer->memory().owner_service());
+            entry.owner = peer->memory().owner_service();
             entry.address = peer->address();
-            entry.host = owner->storage().host(entry.address);
-            entry.owner_device = owner->index();
-            entry.granted = owner->peer_access_granted(device.service());
+            entry.host = engine.host_of(entry.owner, entry.address);
+            entry.granted = engine.directory.peer_access_granted(entry.owner, device.service());
         } else {
             entry.address = binding.start_address();
             entry.host = device.storage().host(entry.address);
-            entry.owner_device = device.index();
+            entry.owner = device.service();
         }
         if (const auto* map = std::get_if<TensorMapBinding>(&resource.binding())) {
             entry.tensor_map = map->descriptor();
@@ -159,7 +158,7 @@ void copy_bytes(Engine& engine, SimDevice& device, const Operation& operation) {
     std::byte* to = device.storage().host(target.start_address());
     const std::byte* from = nullptr;
     if (const PeerBinding* peer = operation.copy_source->peer_binding()) {
-        from = engine.device_of(peer->memory().owner_service())->storage().host(peer->address());
+        from = engine.host_of(peer->memory().owner_service(), peer->address());
     } else {
         from = device.storage().host(source.start_address());
     }

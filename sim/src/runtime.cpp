@@ -1,6 +1,7 @@
 #include "tandem/sim/runtime.hpp"
 
 #include "engine.hpp"
+#include "job_member.hpp"
 
 namespace tandem::sim {
 
@@ -35,7 +36,11 @@ Result<std::shared_ptr<SimRuntime>> SimRuntime::create(SimOptions options) {
     if (options.mode == SchedulerMode::Threads) {
         engine->start_workers();
     }
-    return std::shared_ptr<SimRuntime>(new SimRuntime(std::move(engine)));
+    std::shared_ptr<SimRuntime> runtime(new SimRuntime(std::move(engine)));
+    if (options.rank) {
+        remember_rank_engine(runtime->engine_);
+    }
+    return runtime;
 }
 
 SimRuntime::SimRuntime(std::unique_ptr<Engine> engine) : engine_(std::move(engine)) {}

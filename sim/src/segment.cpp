@@ -105,6 +105,8 @@ Segment::~Segment() {
     mapping_.reset();  // Unmaps and closes; the name was removed when the segment was mapped.
 }
 
+int Segment::descriptor() const { return mapping_->object.get_mapping_handle().handle; }
+
 bool Segment::backed(std::uint64_t offset, std::uint64_t size_bytes) const {
     auto range = backed_.upper_bound(offset);
     if (range == backed_.begin()) {

@@ -20,9 +20,16 @@
 // The connections are closed on exec, not on fork: a child a rank forks without exec holds them
 // too, and the rank's end is noticed when that child has ended as well.
 //
-// What a job does not do yet: clients for other ranks' devices (peer memory across processes),
-// claims across processes, and events across processes. `Job::join` opens this rank's own
-// runtime only; the devices of other ranks are not reachable through it.
+// Memory crosses ranks by name: a rank publishes a handle of its own device (`publish`), and the
+// others look it up (`lookup`) and get a handle that binds in their launches and copies as shared
+// memory of a device of their own runtime does (rules P1 to P7). The owner's claims decide: a
+// peer's kernel reading claimed bytes is skipped with the owner's report (P3), a peer's failing
+// write claims the owner's bytes (P4), a landed one releases them (C3), before the peer's work
+// settles. A rank that dies is lost to every other rank: work reading its memory is skipped with
+// `DeviceLost` naming it, and what it held of theirs is let go. Work of two ranks is ordered by
+// `barrier` (each rank's work before it is settled, its claims on the others' memory included),
+// not yet by events. On the simulator a peer maps the owner's segment once (its descriptor
+// crosses the socket); a backend that cannot export memory (CUDA, for now) refuses `publish`.
 //
 //   variable             set by                   meaning
 //   TANDEM_RANK          tandem launch, by hand   this process's rank, 0 to world size - 1
@@ -45,6 +52,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tandem {
@@ -166,8 +174,36 @@ public:
     /// Who started the job.
     [[nodiscard]] JobLauncher launcher() const;
     /// This rank's runtime (its devices); null when joined with `open_runtime = false` or after
-    /// `leave`. Other ranks' devices are not reachable through it yet.
+    /// `leave`. Its work reaches other ranks' devices through memory they published.
     [[nodiscard]] const std::shared_ptr<Runtime>& runtime() const;
+
+    /// The service of device `device` of rank `rank` (this rank's included): what a device
+    /// grants access to its shared memory (`Client::grant_peer_access`, P7) and what reports
+    /// name. `InvalidArgument` for a rank past the world size or a device the rank does not have.
+    [[nodiscard]] Result<ServiceId> service(std::uint32_t rank, std::uint32_t device = 0) const;
+    /// Shares `handle`'s allocation with every other rank under `name` (1 to 255 bytes): pinned
+    /// (P2) until it is withdrawn and no rank holds a handle of it. Errors, changing nothing:
+    /// `InvalidArgument` for a bad or taken name, a handle that is empty or not of this rank's
+    /// devices, memory the backend cannot export (adopted memory; CUDA for now), or more than
+    /// 4096 allocations shared at once; `DeviceLost` for a lost device.
+    Status publish(std::string_view name, const Handle& handle);
+    /// Withdraws `name`: later lookups of it fail, and the pin goes once no rank holds it.
+    /// `InvalidArgument` for a name this rank did not publish.
+    Status withdraw(std::string_view name);
+    /// The memory another rank published under `name`, waiting up to `timeout` for it to be: a
+    /// handle of the owner's device (its service, memory id and size) that this rank's devices
+    /// bind in launches and copies as shared memory; kernels need the owner's grant (P7). The
+    /// owner counts this rank's pin until the last copy of the handle is gone. `InvalidArgument`
+    /// naming it when no rank published it in time, when it was withdrawn, or when it is this
+    /// rank's own; `DeviceLost` when its owner's rank is gone.
+    Result<Handle> lookup(std::string_view name,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(10));
+    /// Waits until every rank reached its barrier of the same count, after settling this rank's
+    /// work (`Runtime::sync_all`): what each rank's work did before it, to its own memory and to
+    /// the others', is on the owners' claims when any rank passes. `DeviceLost` naming the rank
+    /// when one is lost first, `PeerUnreachable` when one does not come within `timeout`; the
+    /// errors of `sync_all` first.
+    Status barrier(std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
     /// Whether `rank` is still in the job as this process sees it: this rank while it has not
     /// left, another rank until its connection ends. False for a rank past the world size.
@@ -196,6 +232,8 @@ public:
 private:
     struct State;
     explicit Job(std::unique_ptr<State> state);
+    /// Opens this rank's runtime (as `options` asks) and meets the other ranks' runtimes.
+    Status open_rank_runtime(const JoinOptions& options, const RuntimeOptions& runtime_options);
     std::unique_ptr<State> state_;
 };
 

@@ -22,7 +22,13 @@ std::string to_string(ServiceId service) {
 
 std::string to_string(StreamId stream) { return "stream " + std::to_string(stream.value); }
 
-std::string to_string(MemoryId memory) { return "memory #" + std::to_string(memory.value); }
+std::string to_string(MemoryId memory) {
+    std::string text = "memory #" + std::to_string(memory.count());
+    if (const std::optional<std::uint32_t> rank = memory.rank_of()) {
+        text += " of rank " + std::to_string(*rank);
+    }
+    return text;
+}
 
 std::string to_string(FailureId failure) { return "failure #" + std::to_string(failure.value); }
 

@@ -37,6 +37,46 @@ private:
     std::function<void()> release_;
 };
 
+/// The release sink of memory another process shared: calls `released` when the last
+/// reference here goes, then deletes itself. The owner's claims are the owner's to forget.
+class ImportedRelease final : public ReleaseSink {
+public:
+    explicit ImportedRelease(std::function<void()> released) : released_(std::move(released)) {}
+
+    void released(detail::MemoryControl& control) noexcept override {
+        if (released_) {
+            try {
+                released_();
+            } catch (...) {
+                // Nothing is left to report it to: the last reference went in a destructor.
+            }
+        }
+        control.drop_weak();
+        delete this;
+    }
+
+private:
+    std::function<void()> released_;
+};
+
+Result<Handle> Server::import_shared(ImportedShare share) {
+    const GroupLock lock = lock_group();
+    if (Status alive = refuse_if_lost(); !alive) {
+        return alive.error();
+    }
+    if (share.owner.runtime_id == service_.runtime_id || !directory_.reaches(share.owner)) {
+        return Error::peer_unreachable(service_, share.owner,
+                                       "not a device of another process of this job");
+    }
+    const AllocationInfo info = share.allocation;
+    auto* sink = new ImportedRelease(std::move(share.released));
+    Handle handle(key(), ManagedMemoryHandle::create(key(), info, sink), share.owner, info.stream,
+                  info.size_bytes);
+    PeerMemory memory(key(), handle.binding().memory(), info.address, share.owner,
+                      std::move(share.owner_view));
+    return handle.with_peer(std::move(memory));
+}
+
 Status Server::check(std::span<const ClaimKey> keys) const {
     const GroupLock lock = lock_group();
     if (Status alive = refuse_if_lost(); !alive) {
@@ -231,7 +271,8 @@ Status Server::arm(const Fault& fault) {
 }
 
 void Server::reach(ServiceId other) {
-    if (other != service_ && directory_.reaches(other) &&
+    // Devices of another process (a job's other ranks) share no group: their state is theirs.
+    if (other.runtime_id == service_.runtime_id && other != service_ && directory_.reaches(other) &&
         !groups_.together(service_.device_index, other.device_index)) [[unlikely]] {
         groups_.join(service_.device_index, other.device_index);
     }
@@ -249,8 +290,14 @@ Status Server::grant_peer_access(ServiceId accessor) {
     }
     reach(accessor);  // Kernels of the accessor will bind this device's memory.
     const GroupLock lock = lock_group();
-    if (Status admitted = do_admit_peer(accessor); !admitted) {
-        return admitted;
+    // A device of another process maps what it binds in its own process; admitting it is not
+    // this backend's question.
+    if (accessor.runtime_id == service_.runtime_id) {
+        if (Status admitted = do_admit_peer(accessor); !admitted) {
+            return admitted;
+        }
+    } else {
+        directory_.granted_remote(service_, accessor);
     }
     granted_.insert(accessor);
     return {};

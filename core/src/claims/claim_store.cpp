@@ -31,7 +31,32 @@ void ClaimStore::recount(MemoryId memory, const TouchedFailures& touched, Failur
     if (found != allocations_.end() && found->second.empty()) {
         allocations_.erase(found);
         claimed_allocations_.store(allocations_.size(), std::memory_order_release);
+        mark_published(memory);
     }
+}
+
+void ClaimStore::mark_published(MemoryId memory) {
+    if (published_.empty()) [[likely]] {
+        return;
+    }
+    if (auto word = published_.find(memory); word != published_.end()) {
+        word->second->store(allocations_.contains(memory) ? 1 : 0, std::memory_order_release);
+    }
+}
+
+bool ClaimStore::publish(MemoryId memory, std::atomic<std::uint64_t>& word) {
+    std::lock_guard lock(mutex_);
+    if (published_.size() >= max_published && !published_.contains(memory)) {
+        return false;
+    }
+    published_[memory] = &word;
+    mark_published(memory);
+    return true;
+}
+
+void ClaimStore::unpublish(MemoryId memory) {
+    std::lock_guard lock(mutex_);
+    published_.erase(memory);
 }
 
 void ClaimStore::claim_locked(const ClaimKey& key, FailureId failure) {
@@ -39,8 +64,12 @@ void ClaimStore::claim_locked(const ClaimKey& key, FailureId failure) {
     if (key.range.empty()) {
         return;
     }
-    AllocationClaims& claims = allocations_[key.memory];
+    const auto [entry, inserted] = allocations_.try_emplace(key.memory);
+    AllocationClaims& claims = entry->second;
     claimed_allocations_.store(allocations_.size(), std::memory_order_release);
+    if (inserted) {
+        mark_published(key.memory);
+    }
     const bool carried_before = claims.carries(failure);
     TouchedFailures touched = claims.claim(key.range, failure);
     if (!carried_before) {
@@ -108,6 +137,7 @@ void ClaimStore::forget(MemoryId memory) {
     }
     allocations_.erase(found);
     claimed_allocations_.store(allocations_.size(), std::memory_order_release);
+    mark_published(memory);
     recount(memory, touched, FailureId{});
 }
 

@@ -403,4 +403,19 @@ std::optional<Error> decode_error(std::string_view bytes) {
     return error;
 }
 
+std::string encode(const SkipRecord& hop) {
+    std::string bytes;
+    append(bytes, hop);
+    return bytes;
+}
+
+std::optional<SkipRecord> decode_skip_record(std::string_view bytes) {
+    Reader in(bytes);
+    SkipRecord hop = read_skip_record(in);
+    if (!in.finished()) {
+        return std::nullopt;
+    }
+    return hop;
+}
+
 }  // namespace tandem::job_detail

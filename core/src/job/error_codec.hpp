@@ -39,5 +39,9 @@ std::string encode(const Error& error);
 /// The error `bytes` encode; nullopt when they are anything but one whole error within the
 /// bounds above.
 std::optional<Error> decode_error(std::string_view bytes);
+/// One hop of skipped work as bytes (what a peer rank's skipped work records on the owner).
+std::string encode(const SkipRecord& hop);
+/// The hop `bytes` encode; nullopt when they are anything but one whole hop.
+std::optional<SkipRecord> decode_skip_record(std::string_view bytes);
 
 }  // namespace tandem::job_detail

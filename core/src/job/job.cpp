@@ -1,8 +1,11 @@
 // Job::join: the folder, the seat, the rendezvous, the watcher and this rank's runtime, in that
 // order, each undone in reverse when a later one fails.
 
+#include "job_peers.hpp"
 #include "rank_watcher.hpp"
 #include "rendezvous.hpp"
+
+#include "tandem/backend/backend_registry.hpp"
 
 #include "tandem/job.hpp"
 #include "tandem/job_folder.hpp"
@@ -17,6 +20,9 @@ struct Job::State {
     JobEnvironment environment;
     std::optional<JobFolderLock> folder;
     std::optional<job_detail::RankSeat> seat;
+    /// The other ranks' devices and the names shared; before the watcher, which hands it frames
+    /// until it is destroyed.
+    std::shared_ptr<job_detail::JobPeers> peers;
     std::unique_ptr<job_detail::RankWatcher> watcher;
     std::shared_ptr<Runtime> runtime;
     bool left = false;
@@ -126,17 +132,49 @@ Result<Job> Job::join(const JoinOptions& options) {
         state->folder->release_and_remove_if_last();
         return peers.error();
     }
-    state->watcher =
-        std::make_unique<job_detail::RankWatcher>(environment->rank, std::move(*peers));
+    state->peers = std::make_shared<job_detail::JobPeers>(
+        environment->rank, environment->world_size, environment->job_folder);
+    state->watcher = std::make_unique<job_detail::RankWatcher>(
+        environment->rank, std::move(*peers),
+        [peers = state->peers.get()](std::uint32_t rank, const job_detail::Frame& frame,
+                                     std::vector<int>& passed) {
+            peers->on_frame(rank, frame, passed);
+        });
+    (void)state->watcher->subscribe(
+        [peers = state->peers.get()](const RankLoss& loss) { peers->on_rank_lost(loss); });
     Job job(std::move(state));
-    if (options.open_runtime) {
-        Result<std::shared_ptr<Runtime>> runtime = open_runtime(*runtime_options);
-        if (!runtime) {
-            return runtime.error();  // The job leaves as it goes out of scope.
-        }
-        job.state_->runtime = std::move(*runtime);
+    if (Status opened = job.open_rank_runtime(options, *runtime_options); !opened) {
+        return opened.error();  // The job leaves as it goes out of scope.
     }
     return job;
+}
+
+Status Job::open_rank_runtime(const JoinOptions& options, const RuntimeOptions& runtime_options) {
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    std::shared_ptr<JobMember> member;
+    std::uint32_t devices = 0;
+    std::string backend = "none";
+    if (options.open_runtime) {
+        // Memory ids carry the rank from now on: another rank names this one's memory by them.
+        MemoryId::draw_for_rank(state_->environment.rank);
+        Result<std::shared_ptr<Runtime>> runtime = open_runtime(runtime_options);
+        if (!runtime) {
+            return runtime.error();
+        }
+        state_->runtime = std::move(*runtime);
+        backend = state_->runtime->backend();
+        devices = static_cast<std::uint32_t>(state_->runtime->device_count());
+        if (const BackendEntry* entry = find_backend(backend); entry && entry->job_member) {
+            member = entry->job_member(state_->runtime);
+        }
+    }
+    const std::uint64_t runtime_id = state_->runtime ? state_->runtime->runtime_id() : 0;
+    if (Status started =
+            state_->peers->start(*state_->watcher, std::move(member), runtime_id, devices, backend);
+        !started) {
+        return started;
+    }
+    return state_->peers->meet(deadline);
 }
 
 Job::Job(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -159,6 +197,7 @@ void Job::leave() {
     state_->left = true;
     state_->runtime.reset();
     state_->watcher->say_goodbye();
+    state_->peers->stop();
     state_->seat->release();
     state_->folder->release_and_remove_if_last();
 }
@@ -202,6 +241,29 @@ Status Job::on_rank_lost(std::function<void(const RankLoss&)> callback) {
                                        " callbacks; this would be one more");
     }
     return {};
+}
+
+Result<ServiceId> Job::service(std::uint32_t rank, std::uint32_t device) const {
+    return state_->peers->service(rank, device);
+}
+
+Status Job::publish(std::string_view name, const Handle& handle) {
+    return state_->peers->publish(name, handle);
+}
+
+Status Job::withdraw(std::string_view name) { return state_->peers->withdraw(name); }
+
+Result<Handle> Job::lookup(std::string_view name, std::chrono::milliseconds timeout) {
+    return state_->peers->lookup(name, timeout);
+}
+
+Status Job::barrier(std::chrono::milliseconds timeout) {
+    if (state_->runtime) {
+        if (Status settled = state_->runtime->sync_all(); !settled) {
+            return settled;
+        }
+    }
+    return state_->peers->barrier(timeout);
 }
 
 }  // namespace tandem

@@ -3,11 +3,13 @@
 #include "rank_link.hpp"
 
 #include <poll.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -73,6 +75,10 @@ std::optional<RankIntroduction> decode_introduction(std::string_view payload) {
 }
 
 Status send_frame(int descriptor, FrameKind kind, std::string_view payload) {
+    return send_frame(descriptor, kind, payload, -1);
+}
+
+Status send_frame(int descriptor, FrameKind kind, std::string_view payload, int passed) {
     std::string bytes;
     put_u32(bytes, frame_magic);
     put_u32(bytes, static_cast<std::uint32_t>(kind) |
@@ -80,9 +86,22 @@ Status send_frame(int descriptor, FrameKind kind, std::string_view payload) {
     put_u32(bytes, static_cast<std::uint32_t>(payload.size()));
     bytes += payload;
     std::size_t sent = 0;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     while (sent < bytes.size()) {
-        const ssize_t wrote =
-            ::send(descriptor, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        iovec piece{bytes.data() + sent, bytes.size() - sent};
+        msghdr message{};
+        message.msg_iov = &piece;
+        message.msg_iovlen = 1;
+        if (sent == 0 && passed >= 0) {  // With the first byte, so it arrives with the frame.
+            message.msg_control = control;
+            message.msg_controllen = sizeof control;
+            cmsghdr* header = CMSG_FIRSTHDR(&message);
+            header->cmsg_level = SOL_SOCKET;
+            header->cmsg_type = SCM_RIGHTS;
+            header->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(header), &passed, sizeof(int));
+        }
+        const ssize_t wrote = ::sendmsg(descriptor, &message, MSG_NOSIGNAL);
         if (wrote < 0 && errno == EINTR) {
             continue;
         }
@@ -92,6 +111,37 @@ Status send_frame(int descriptor, FrameKind kind, std::string_view payload) {
         sent += static_cast<std::size_t>(wrote);
     }
     return {};
+}
+
+bool receive_available(int descriptor, std::string& buffer, std::vector<int>& passed) {
+    char bytes[16384];
+    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+    iovec piece{bytes, sizeof bytes};
+    msghdr message{};
+    message.msg_iov = &piece;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    const ssize_t got = ::recvmsg(descriptor, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (got < 0) {
+        return errno == EINTR || errno == EAGAIN;
+    }
+    for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
+         header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
+            const std::size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (std::size_t index = 0; index < count; ++index) {
+                int received = -1;
+                std::memcpy(&received, CMSG_DATA(header) + index * sizeof(int), sizeof(int));
+                passed.push_back(received);
+            }
+        }
+    }
+    if (got == 0) {
+        return false;
+    }
+    buffer.append(bytes, static_cast<std::size_t>(got));
+    return true;
 }
 
 Result<std::optional<Frame>> take_frame(std::string& buffer) {
@@ -132,8 +182,13 @@ Result<Frame> receive_frame(int descriptor, Clock::time_point deadline) {
         if (left.count() <= 0 || ::poll(&waiting, 1, static_cast<int>(left.count())) == 0) {
             return unreachable("a rank sent no whole frame before the deadline");
         }
-        char bytes[512];
-        const ssize_t got = ::recv(descriptor, bytes, sizeof bytes, 0);
+        // Never past the frame: what follows it (the first frames after the join) is the
+        // watcher's to read.
+        const std::size_t wanted = buffer.size() < header_bytes
+                                       ? header_bytes - buffer.size()
+                                       : header_bytes + get_u32(buffer, 8) - buffer.size();
+        char bytes[4096];
+        const ssize_t got = ::recv(descriptor, bytes, std::min(wanted, sizeof bytes), 0);
         if (got < 0 && errno == EINTR) {
             continue;
         }

@@ -17,15 +17,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tandem::job_detail {
 
 using Clock = std::chrono::steady_clock;
 
-/// The largest payload a frame carries; a longer one ends the connection.
-constexpr std::uint32_t frame_payload_max = 1024;
+/// The largest payload a frame carries; a longer one ends the connection. A failure report
+/// with its chain fits many times over.
+constexpr std::uint32_t frame_payload_max = std::uint32_t{1} << 20;
 /// The protocol version every frame carries; a rank of another version is refused.
-constexpr std::uint16_t protocol_version = 1;
+constexpr std::uint16_t protocol_version = 2;
 
 /// What a frame says.
 enum class FrameKind : std::uint16_t {
@@ -37,6 +39,17 @@ enum class FrameKind : std::uint16_t {
     refusal = 3,
     /// Either way, after the join: this rank leaves the job.
     bye = 4,
+    /// After the join: this rank's runtime (its id, backend and device count), or none.
+    runtime = 5,
+    /// The owner of shared memory to every other rank: a name now names it. Carries the
+    /// descriptor of the memory's region the first time a region goes to a rank.
+    publish = 6,
+    /// A question to the owner of shared memory, or an effect on its claims; numbered.
+    request = 7,
+    /// The owner's answer to a request, by its number.
+    reply = 8,
+    /// A rank reached the barrier of the given generation.
+    barrier = 9,
 };
 
 /// One frame as received.
@@ -59,6 +72,13 @@ std::optional<RankIntroduction> decode_introduction(std::string_view payload);
 
 /// Sends one frame, whole. `PeerUnreachable` when the connection is gone.
 Status send_frame(int descriptor, FrameKind kind, std::string_view payload);
+/// Sends one frame with `passed` (an open descriptor, or -1 for none) attached to its first
+/// byte (SCM_RIGHTS): the receiver gets its own descriptor of the same open file.
+Status send_frame(int descriptor, FrameKind kind, std::string_view payload, int passed);
+/// Reads what `descriptor` holds now, without waiting, appending bytes to `buffer` and the
+/// descriptors passed with them to `passed`, in order. False when the connection ended (or
+/// failed); true otherwise, with nothing read when nothing was there.
+bool receive_available(int descriptor, std::string& buffer, std::vector<int>& passed);
 /// Receives one frame, waiting until `deadline`. `PeerUnreachable` on a timeout, an end of the
 /// connection or a malformed frame, saying which.
 Result<Frame> receive_frame(int descriptor, Clock::time_point deadline);

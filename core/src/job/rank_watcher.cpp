@@ -56,10 +56,16 @@ std::pair<RankEnd, int> how_process_ended(std::int64_t pid) {
     return {RankEnd::exited, WEXITSTATUS(status)};
 }
 
-RankWatcher::RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers)
-    : own_rank_(own_rank), wake_descriptor_(::eventfd(0, EFD_CLOEXEC)) {
+RankWatcher::RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers,
+                         FrameHandler handler)
+    : own_rank_(own_rank),
+      handler_(std::move(handler)),
+      wake_descriptor_(::eventfd(0, EFD_CLOEXEC)) {
     for (std::uint32_t rank = 0; rank < peers.size(); ++rank) {
-        peers_.push_back({peers[rank].descriptor, peers[rank].pid, {}, false, true});
+        Peer peer;
+        peer.descriptor = peers[rank].descriptor;
+        peer.pid = peers[rank].pid;
+        peers_.push_back(std::move(peer));
     }
     thread_ = std::thread([this] { run(); });
 }
@@ -67,8 +73,12 @@ RankWatcher::RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> pee
 RankWatcher::~RankWatcher() {
     stop();
     for (Peer& peer : peers_) {
+        std::lock_guard sending(*peer.sending);
         if (peer.descriptor >= 0) {
             ::close(std::exchange(peer.descriptor, -1));
+        }
+        for (int passed : std::exchange(peer.passed, {})) {
+            ::close(passed);
         }
     }
     ::close(wake_descriptor_);
@@ -90,6 +100,7 @@ void RankWatcher::stop() {
 void RankWatcher::say_goodbye() {
     stop();
     for (Peer& peer : peers_) {
+        std::lock_guard sending(*peer.sending);
         if (peer.descriptor >= 0) {
             if (peer.alive) {
                 (void)send_frame(peer.descriptor, FrameKind::bye, {});
@@ -97,6 +108,21 @@ void RankWatcher::say_goodbye() {
             ::close(std::exchange(peer.descriptor, -1));
         }
     }
+}
+
+Status RankWatcher::send(std::uint32_t rank, FrameKind kind, std::string_view payload,
+                         int passed) {
+    if (rank >= peers_.size() || rank == own_rank_) {
+        return Error(ErrorKind::PeerUnreachable, "rank " + std::to_string(rank) +
+                                                     " is not another rank of this job");
+    }
+    Peer& peer = peers_[rank];
+    std::lock_guard sending(*peer.sending);
+    if (peer.descriptor < 0 || !alive(rank)) {
+        return Error(ErrorKind::PeerUnreachable,
+                     "rank " + std::to_string(rank) + " is no longer in the job");
+    }
+    return send_frame(peer.descriptor, kind, payload, passed);
 }
 
 void RankWatcher::run() {
@@ -127,24 +153,20 @@ void RankWatcher::run() {
 
 bool RankWatcher::read_from(std::uint32_t rank) {
     Peer& peer = peers_[rank];
-    char bytes[512];
-    const ssize_t got = ::recv(peer.descriptor, bytes, sizeof bytes, MSG_DONTWAIT);
-    if (got < 0) {
-        return errno != EINTR && errno != EAGAIN;
-    }
-    if (got == 0) {
-        return true;
-    }
-    peer.received.append(bytes, static_cast<std::size_t>(got));
+    const bool open = receive_available(peer.descriptor, peer.received, peer.passed);
     while (true) {
         Result<std::optional<Frame>> frame = take_frame(peer.received);
         if (!frame) {
             return true;  // Bytes that are not this protocol: the rank is not one to trust.
         }
         if (!*frame) {
-            return false;
+            return !open;
         }
-        peer.said_bye = peer.said_bye || (*frame)->kind == FrameKind::bye;
+        if ((*frame)->kind == FrameKind::bye) {
+            peer.said_bye = true;
+        } else if (handler_) {
+            handler_(rank, **frame, peer.passed);
+        }
     }
 }
 

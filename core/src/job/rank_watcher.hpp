@@ -15,6 +15,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -27,12 +28,20 @@ namespace tandem::job_detail {
 /// it (its parent reaped it) or shows it still running.
 std::pair<RankEnd, int> how_process_ended(std::int64_t pid);
 
-/// Watches the connections to every other rank and reports each rank lost, once.
+/// What the watcher does with a frame other than "bye": called on the watcher thread, in the
+/// order the rank sent them, with the descriptors that rank passed and no frame took yet (a
+/// handler takes those its frame carries, from the front, and owns them). It must not block on
+/// anything a frame still to be read would bring.
+using FrameHandler =
+    std::function<void(std::uint32_t rank, const Frame& frame, std::vector<int>& passed)>;
+
+/// Watches the connections to every other rank and reports each rank lost, once; hands every
+/// other frame to its handler, and sends frames to a rank whole, whatever thread sends them.
 class RankWatcher {
 public:
     /// Takes the connections of `peers` (one entry a rank; `own_rank`'s has none) and starts the
-    /// watcher thread.
-    RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers);
+    /// watcher thread, which hands frames to `handler`.
+    RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers, FrameHandler handler);
     RankWatcher(const RankWatcher&) = delete;
     RankWatcher& operator=(const RankWatcher&) = delete;
     /// Stops the thread and closes every connection, without a word to the peers.
@@ -51,14 +60,25 @@ public:
     /// Stops the thread, tells every rank still connected that this rank leaves, and closes
     /// every connection. Idempotent.
     void say_goodbye();
+    /// Sends one frame to `rank` (with `passed`, a descriptor, or -1), whole even while other
+    /// threads send to it. `PeerUnreachable` for a rank lost or not connected.
+    Status send(std::uint32_t rank, FrameKind kind, std::string_view payload, int passed = -1);
+    /// The ranks of the job, this one included.
+    [[nodiscard]] std::uint32_t world_size() const {
+        return static_cast<std::uint32_t>(peers_.size());
+    }
 
 private:
     struct Peer {
         int descriptor = -1;
         std::int64_t pid = 0;
         std::string received;
+        /// Descriptors the rank passed that no frame took yet.
+        std::vector<int> passed;
         bool said_bye = false;
         bool alive = true;
+        /// Held while a frame goes out, and while the connection is closed.
+        std::unique_ptr<std::mutex> sending = std::make_unique<std::mutex>();
     };
     void run();
     void stop();
@@ -67,6 +87,7 @@ private:
     void lose(std::uint32_t rank);
 
     std::uint32_t own_rank_;
+    FrameHandler handler_;
     /// Touched by the watcher thread only while it runs; `alive` is read under `mutex_`.
     std::vector<Peer> peers_;
     int wake_descriptor_ = -1;

@@ -1,5 +1,6 @@
 #include "tandem/core/memory_reference.hpp"
 
+#include <atomic>
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
@@ -7,6 +8,17 @@
 #include <utility>
 
 namespace tandem {
+
+namespace {
+
+/// The rank tag of ids drawn from now on (`MemoryId::draw_for_rank`); 0 outside a job.
+std::atomic<std::uint64_t> rank_tag{0};
+
+}  // namespace
+
+void MemoryId::draw_for_rank(std::uint32_t rank) {
+    rank_tag.store((std::uint64_t{rank} + 1) << rank_shift, std::memory_order_relaxed);
+}
 
 MemoryId MemoryId::next() {
     // Starts at 1 so that a default-constructed id (0) never names an allocation. Each thread takes
@@ -20,7 +32,7 @@ MemoryId MemoryId::next() {
         next = counter.fetch_add(batch, std::memory_order_relaxed);
         end = next + batch;
     }
-    return MemoryId{next++};
+    return MemoryId{rank_tag.load(std::memory_order_relaxed) | next++};
 }
 
 namespace detail {

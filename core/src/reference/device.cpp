@@ -233,11 +233,11 @@ std::vector<BoundResource> ReferenceDevice::bind(const LaunchRequest& request) c
         entry.access = resource.access();
         entry.size_bytes = binding.size_in_use();
         entry.address = binding.start_address();
-        entry.owner_device = index_;
+        entry.owner = service_;
         if (const PeerBinding* peer = resource.peer_binding()) {
             const ReferenceDevice& owner = *engine_.device_of(peer->memory().owner_service());
             entry.address = peer->address();
-            entry.owner_device = owner.index();
+            entry.owner = owner.service();
             entry.granted = owner.granted_locked(service_);
         }
         entry.host = host(entry.address);

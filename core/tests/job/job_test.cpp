@@ -5,6 +5,7 @@
 #include "job_test_support.hpp"
 
 #include "rank_link.hpp"
+#include "wire.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -212,6 +213,16 @@ std::pair<int, job_detail::Frame> say_hello(const fs::path& socket, const std::s
     return {descriptor, answer.ok() ? *answer : job_detail::Frame{}};
 }
 
+/// What a rank of this protocol says once it is connected: the runtime it opened (none here).
+void say_runtime(int descriptor) {
+    job_detail::WireWriter runtime;
+    runtime.u64(0);
+    runtime.u32(0);
+    runtime.text("none");
+    EXPECT_TRUE(
+        job_detail::send_frame(descriptor, job_detail::FrameKind::runtime, runtime.take()).ok());
+}
+
 TEST(Job, a_second_hello_for_a_rank_already_connected_is_refused_naming_the_first) {
     const std::string id = new_job_id();
     auto zero = std::async(std::launch::async, [&id] { return join_as(rank_of(id, 0, 3)); });
@@ -228,6 +239,8 @@ TEST(Job, a_second_hello_for_a_rank_already_connected_is_refused_naming_the_firs
     ::close(second);
     const auto [one, welcome_one] = say_hello(socket, id, 1, 3);
     EXPECT_EQ(welcome_one.kind, job_detail::FrameKind::welcome);
+    say_runtime(first);
+    say_runtime(one);
     Result<Job> job = zero.get();
     ASSERT_TRUE(job.ok()) << job.error().report();
     EXPECT_TRUE(job->rank_alive(1) && job->rank_alive(2));

@@ -5,6 +5,7 @@
 // pulls in only by linking the backend's target, whose link options name `anchor` (see
 // sim/CMakeLists.txt): so `open_runtime` offers exactly the backends a program links.
 
+#include "tandem/backend/job_member.hpp"
 #include "tandem/core/result.hpp"
 #include "tandem/core/runtime.hpp"
 #include "tandem/open_runtime.hpp"
@@ -23,6 +24,9 @@ struct BackendEntry {
     Result<std::shared_ptr<Runtime>> (*open)(const RuntimeSettings& settings) = nullptr;
     /// Whether `auto` may pick it: it has devices to run on here (a GPU is visible). Null: never.
     bool (*preferred)() = nullptr;
+    /// What a runtime it opened does for a job (`JobMember`); null where the backend shares no
+    /// memory across processes, or for a runtime it did not open.
+    std::shared_ptr<JobMember> (*job_member)(const std::shared_ptr<Runtime>& runtime) = nullptr;
 };
 
 /// Adds `entry`, once per name (a second entry of a name replaces the first); called from a

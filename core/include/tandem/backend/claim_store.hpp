@@ -90,6 +90,17 @@ public:
     /// A description of the first broken invariant (C1 per allocation, C4 counts), or none.
     [[nodiscard]] std::optional<std::string> check_invariants() const;
 
+    /// Keeps `word` saying whether some byte of `memory` is claimed (1) or none is (0), from now
+    /// until `unpublish`: set at once, then whenever the allocation gains its first claim or
+    /// sheds its last. The word may live in memory other processes map (a job's peer ranks read
+    /// it before they bind the allocation, with no message on the success path). At most
+    /// `max_published` allocations; false past it.
+    bool publish(MemoryId memory, std::atomic<std::uint64_t>& word);
+    /// Stops keeping the word of `memory`.
+    void unpublish(MemoryId memory);
+    /// The most allocations whose words a store keeps.
+    static constexpr std::size_t max_published = 4096;
+
 private:
     void claim_locked(const ClaimKey& key, FailureId failure);
     void release_locked(const ClaimKey& key);
@@ -98,8 +109,13 @@ private:
     std::optional<std::pair<ClaimKey, FailureId>> first_claimed_locked(
         std::span<const ClaimKey> inputs) const;
 
+    /// Sets the published word of `memory`, if it has one, to whether it carries claims.
+    void mark_published(MemoryId memory);
+
     mutable std::mutex mutex_;
     ServiceId device_;
+    /// The words `publish` keeps, by allocation: empty but in a job.
+    std::unordered_map<MemoryId, std::atomic<std::uint64_t>*> published_;
     std::unordered_map<MemoryId, AllocationClaims> allocations_;
     /// `allocations_.size()`, readable without the lock.
     std::atomic<std::size_t> claimed_allocations_{0};

@@ -14,7 +14,9 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/ids.hpp"
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -77,12 +79,17 @@ public:
                                SkipRecord skip) = 0;
     /// C3: the claims on exactly `key`'s bytes are released.
     virtual void release(ServiceId owner, const ClaimKey& key) = 0;
+    /// The owner, a device of this process, granted `accessor`, a device of another process
+    /// (P7): a directory reaching other processes publishes it there. None by default.
+    virtual void granted_remote(ServiceId /*owner*/, ServiceId /*accessor*/) {}
 };
 
 /// The devices of one runtime in this process. Each answer comes from the owner's own state: its
 /// claim store, under that store's lock; its grants, changed under the lock of the owner's group,
 /// which every caller of the group's pipeline holds (work names only owners of its own group,
-/// device_groups.hpp); and its loss, set once and readable without a lock.
+/// device_groups.hpp); and its loss, set once and readable without a lock. A runtime that serves
+/// a rank of a job also reaches the devices of the other ranks (`reach_remote`): what it asks of
+/// them goes to the job's directory of those devices.
 class LocalDirectory final : public DeviceDirectory {
 public:
     /// The directory of the runtime `runtime_id`, with no device yet.
@@ -90,10 +97,22 @@ public:
 
     /// Adds the runtime's next device (device numbers follow the order of `add`).
     void add(Server& device) { devices_.push_back(&device); }
+    /// Answers for the devices of other processes through `remote`, kept while this directory
+    /// lives (work naming them may outlive the job); set once, before any work names them.
+    void reach_remote(std::shared_ptr<DeviceDirectory> remote) {
+        remote_kept_ = std::move(remote);
+        remote_.store(remote_kept_.get(), std::memory_order_release);
+    }
+    /// Whether `service` is a device of this runtime (not one reached through `reach_remote`).
+    [[nodiscard]] bool local(ServiceId service) const { return find(service) != nullptr; }
 
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
     [[nodiscard]] bool reaches(ServiceId service) const override {
-        return find(service) != nullptr;
+        if (find(service) != nullptr) {
+            return true;
+        }
+        const DeviceDirectory* remote = remote_.load(std::memory_order_acquire);
+        return remote != nullptr && remote->reaches(service);
     }
     [[nodiscard]] std::optional<Error> lost(ServiceId owner) const override;
     [[nodiscard]] bool peer_access_granted(ServiceId owner, ServiceId accessor) const override;
@@ -109,6 +128,11 @@ public:
                        std::optional<FailureId> join, const Error& error,
                        SkipRecord skip) override;
     void release(ServiceId owner, const ClaimKey& key) override;
+    void granted_remote(ServiceId owner, ServiceId accessor) override {
+        if (DeviceDirectory* remote = remote_.load(std::memory_order_acquire)) {
+            remote->granted_remote(owner, accessor);
+        }
+    }
     [[nodiscard]] std::optional<std::string> check_invariants(ServiceId owner) const override;
     [[nodiscard]] std::size_t claims_size(ServiceId owner) const override;
 
@@ -119,11 +143,18 @@ private:
                    ? devices_[service.device_index]
                    : nullptr;
     }
+    /// The directory of the devices of other processes, when `owner` is one of those (and the
+    /// runtime reaches them); null for a device of this runtime.
+    [[nodiscard]] DeviceDirectory* remote_for(ServiceId owner) const {
+        return find(owner) != nullptr ? nullptr : remote_.load(std::memory_order_acquire);
+    }
     /// The device `owner` names; the pipeline only asks about owners it reached (`reaches`).
     [[nodiscard]] Server& owner_of(ServiceId owner) const;
 
     std::uint64_t runtime_id_;
     std::vector<Server*> devices_;
+    std::shared_ptr<DeviceDirectory> remote_kept_;
+    std::atomic<DeviceDirectory*> remote_{nullptr};
 };
 
 }  // namespace tandem

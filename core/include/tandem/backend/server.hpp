@@ -47,6 +47,18 @@
 
 namespace tandem {
 
+/// Memory another process shares, as `Server::import_shared` takes it.
+struct ImportedShare {
+    /// The owning device, of another process.
+    ServiceId owner;
+    /// The allocation as its owner knows it: id, device address, size and stream.
+    AllocationInfo allocation;
+    /// Answers what the owner's claims say of it (`PeerMemory::failure()`).
+    std::weak_ptr<PeerOwner> owner_view;
+    /// Called once, when the last reference to the memory in this process is gone.
+    std::function<void()> released;
+};
+
 /// One device, as its client reaches it. The public calls are not virtual: each checks what every
 /// backend must check, once, here (the device is not lost, the stream exists, the memory is this
 /// device's, the launch is within the limits), then calls the backend's `do_` hook, which does
@@ -159,6 +171,14 @@ public:
     /// The memory of `binding` as peers bind it, pinned while a peer binding holds it (P2).
     /// Refused when the device is lost or the binding is another device's (P1).
     Result<PeerMemory> share(const BufferBinding& binding);
+    /// Memory a device of another process shares (a peer rank of a job, `Job::lookup`): a handle
+    /// that names it as its owner does (its service, memory id, address and size) and binds in
+    /// launches and copies on this device as shared memory does (P1 to P7), its claims asked of
+    /// the owner through the directory. `share.owner` answers `PeerMemory::failure()`;
+    /// `share.released` is called once the last reference in this process is gone (P2: the owner
+    /// counts this process's pin until then). `PeerUnreachable` when the directory does not reach
+    /// the owner, `DeviceLost` on a lost device.
+    Result<Handle> import_shared(ImportedShare share);
     /// Lets kernels on `accessor` bind this device's shared memory (P7): `PeerUnreachable` for a
     /// device the runtime does not reach, or one the backend does not admit (`do_admit_peer`:
     /// GPUs that cannot reach each other). Joins the two devices' groups first.
@@ -222,7 +242,7 @@ protected:
     /// `runtime_seed` seeds the device's injected faults (`FaultPlan`). `memory` is the device's
     /// memory manager, a member of the backend's device constructed after this base: it is only
     /// stored here.
-    Server(ServiceId service, DeviceGroups& groups, const DeviceDirectory& directory,
+    Server(ServiceId service, DeviceGroups& groups, DeviceDirectory& directory,
            std::uint64_t runtime_seed, const MemoryManager& memory)
         : service_(service),
           claims_(service),
@@ -305,7 +325,7 @@ protected:
     /// The device's claims and failure graph.
     ClaimStore claims_;
     /// The runtime's devices, each reached by its service id.
-    const DeviceDirectory& directory_;
+    DeviceDirectory& directory_;
     /// The devices whose kernels may read this device's shared memory.
     std::set<ServiceId> granted_;
     /// Why the device is lost, once it is (D1): set once, under the group's lock, and never

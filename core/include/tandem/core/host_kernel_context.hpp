@@ -47,8 +47,8 @@ struct BoundResource {
     /// Whether the launching device may access them: false for peer memory whose owner did not
     /// grant it (every access then faults).
     bool granted = true;
-    /// The device that owns the memory.
-    std::uint32_t owner_device = 0;
+    /// The device that owns the memory (of another process, for memory a peer rank shared).
+    ServiceId owner{};
     /// The tiled view, when the resource is bound as a tensor map.
     std::optional<TensorMapDescriptor> tensor_map;
 };
@@ -375,8 +375,7 @@ inline void HostKernelContext::fault(std::size_t resource, std::uint64_t byte_of
     std::string what = write ? "store" : "load";
     std::string why;
     if (!bound.granted) {
-        why = "device " + std::to_string(bound.owner_device) +
-              " never granted this device access to its memory";
+        why = to_string(bound.owner) + " never granted this device access to its memory";
     } else if (write && !writes(bound.access)) {
         why = "the resource was declared read-only";
     } else {

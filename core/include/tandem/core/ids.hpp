@@ -9,6 +9,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace tandem {
@@ -69,8 +70,24 @@ struct MemoryId {
     /// The generation count it was drawn with; 0 names no allocation.
     std::uint64_t value = 0;
 
-    /// A fresh id from the process-wide generation counter. Thread-safe and lock-free.
+    /// A fresh id from the process-wide generation counter. Thread-safe and lock-free. In a
+    /// process that joined a job, the id carries the rank (`rank_of`), so that ids are unique
+    /// across the job: another rank's shared memory is named by its owner's id.
     static MemoryId next();
+    /// Bits below the rank: the generation count. A process draws fewer than 2^48 ids.
+    static constexpr unsigned rank_shift = 48;
+    /// The rank of the process that drew the id, or none for a process outside a job.
+    [[nodiscard]] constexpr std::optional<std::uint32_t> rank_of() const {
+        const std::uint64_t tag = value >> rank_shift;
+        return tag == 0 ? std::nullopt : std::optional<std::uint32_t>(tag - 1);
+    }
+    /// The generation count alone, as messages print it.
+    [[nodiscard]] constexpr std::uint64_t count() const {
+        return value & ((std::uint64_t{1} << rank_shift) - 1);
+    }
+    /// Marks every id this process draws from now on with `rank` (`Job::join` calls it, before
+    /// the rank's runtime allocates anything).
+    static void draw_for_rank(std::uint32_t rank);
 
     /// Ordered by generation: an older allocation sorts first.
     friend constexpr auto operator<=>(const MemoryId&, const MemoryId&) = default;

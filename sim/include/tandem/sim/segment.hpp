@@ -49,6 +49,9 @@ public:
     [[nodiscard]] std::uint64_t capacity_bytes() const { return capacity_bytes_; }
     /// The first byte of the segment's mapping in this process.
     [[nodiscard]] std::byte* data() const { return data_; }
+    /// The open descriptor of the segment's memory (its name is gone): what another process of
+    /// a job maps to reach this device's shared memory. Valid while the segment lives.
+    [[nodiscard]] int descriptor() const;
     /// Backs `[offset, offset + size)` with real pages; `OutOfMemory` when /dev/shm is full.
     /// Pages this segment backed before (for an earlier runtime, if it was kept) are still there
     /// and cost nothing.

@@ -1,0 +1,48 @@
+#pragma once
+
+// What a backend's runtime does for the job it serves a rank of (phase 2 of docs/DESIGN.md): it
+// lets its work reach the devices of the other ranks through the job's directory, exports the
+// memory of its devices so that another process of the host maps it, and maps theirs. A backend
+// offers it through its registry entry (`BackendEntry::job_member`); one that offers none runs a
+// rank of a job whose memory no other rank binds.
+
+#include "tandem/backend/device_directory.hpp"
+#include "tandem/core/handle.hpp"
+#include "tandem/core/result.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tandem {
+
+class Server;
+
+/// Where an allocation's memory is, as another process of the host maps it: a descriptor of the
+/// region holding it, and where that region sits among its device's addresses.
+struct ExportedRegion {
+    /// An open descriptor of the region's memory.
+    int descriptor = -1;
+    /// The device address of the region's first byte.
+    std::uint64_t base_address = 0;
+    /// The region's size.
+    std::uint64_t size_bytes = 0;
+};
+
+/// A runtime as its job reaches it.
+class JobMember {
+public:
+    virtual ~JobMember() = default;
+    /// The directory the runtime's work reaches devices through (`LocalDirectory::reach_remote`).
+    virtual LocalDirectory& directory() = 0;
+    /// The runtime's device `index` (below its device count).
+    virtual Server& server(std::size_t index) = 0;
+    /// The region that holds `handle`'s memory, a device's of this runtime; its descriptor is
+    /// borrowed, open while the runtime lives. `InvalidArgument` for memory the backend cannot
+    /// export (memory adopted from the host, say).
+    virtual Result<ExportedRegion> export_region(const Handle& handle) = 0;
+    /// Maps a region another process exported; `region.descriptor` is taken (closed by this
+    /// call or with the runtime). A region mapped already is kept.
+    virtual Status import_region(const ExportedRegion& region) = 0;
+};
+
+}  // namespace tandem

@@ -1,0 +1,131 @@
+#include "job_board.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tandem::job_detail {
+namespace {
+
+constexpr std::size_t grant_words = std::size_t{JobBoard::devices_max} * job_ranks_max;
+constexpr std::size_t board_bytes = (grant_words + JobBoard::slots) * sizeof(std::uint64_t);
+
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
+              "board words are shared between processes");
+
+std::string board_path(const std::string& folder, std::uint32_t rank) {
+    return folder + "/board-" + std::to_string(rank);
+}
+
+Error board_error(const std::string& what, const std::string& path) {
+    return Error(ErrorKind::PeerUnreachable, "cannot " + what + " " + path + ": " +
+                                                 std::strerror(errno));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<JobBoard>> JobBoard::create(const std::string& folder, std::uint32_t rank) {
+    const std::string path = board_path(folder, rank);
+    ::unlink(path.c_str());  // A board of a process that held this seat and died.
+    const int descriptor = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (descriptor < 0) {
+        return board_error("create the rank's board", path);
+    }
+    if (::ftruncate(descriptor, static_cast<off_t>(board_bytes)) != 0 ||
+        ::posix_fallocate(descriptor, 0, static_cast<off_t>(board_bytes)) != 0) {
+        ::close(descriptor);
+        ::unlink(path.c_str());
+        return Error::out_of_memory("cannot size the rank's board " + path,
+                                    OutOfMemoryDetails{board_bytes, 0, 0, 0});
+    }
+    void* data = ::mmap(nullptr, board_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0);
+    ::close(descriptor);
+    if (data == MAP_FAILED) {
+        ::unlink(path.c_str());
+        return board_error("map", path);
+    }
+    std::unique_ptr<JobBoard> board(new JobBoard(path, true, static_cast<std::byte*>(data)));
+    for (std::size_t slot = slots; slot-- > 0;) {
+        board->free_slots_.push_back(slot);
+    }
+    return board;
+}
+
+Result<std::unique_ptr<JobBoard>> JobBoard::open(const std::string& folder, std::uint32_t rank) {
+    const std::string path = board_path(folder, rank);
+    const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (descriptor < 0) {
+        return board_error("open the board of rank " + std::to_string(rank) + ",", path);
+    }
+    struct stat status {};
+    if (::fstat(descriptor, &status) != 0 || status.st_uid != ::geteuid() ||
+        static_cast<std::size_t>(status.st_size) != board_bytes) {
+        ::close(descriptor);
+        return Error(ErrorKind::PeerUnreachable,
+                     "the board " + path + " is not a board of this user's job");
+    }
+    void* data = ::mmap(nullptr, board_bytes, PROT_READ, MAP_SHARED, descriptor, 0);
+    ::close(descriptor);
+    if (data == MAP_FAILED) {
+        return board_error("map", path);
+    }
+    return std::unique_ptr<JobBoard>(new JobBoard(path, false, static_cast<std::byte*>(data)));
+}
+
+JobBoard::JobBoard(std::string path, bool own, std::byte* data)
+    : path_(std::move(path)), own_(own), data_(data) {}
+
+JobBoard::~JobBoard() {
+    ::munmap(data_, board_bytes);
+    if (own_) {
+        ::unlink(path_.c_str());
+    }
+}
+
+std::atomic<std::uint64_t>& JobBoard::word(std::size_t index) const {
+    // The mapping is page aligned and every word 8-byte aligned in it; atomics of this size are
+    // lock-free and address-free, so two processes mapping the page share them.
+    return *reinterpret_cast<std::atomic<std::uint64_t>*>(data_ + index * sizeof(std::uint64_t));
+}
+
+std::atomic<std::uint64_t>& JobBoard::claim_word(std::size_t slot) const {
+    return word(grant_words + slot);
+}
+
+std::optional<std::size_t> JobBoard::take_slot() {
+    if (free_slots_.empty()) {
+        return std::nullopt;
+    }
+    const std::size_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    claim_word(slot).store(0, std::memory_order_release);
+    return slot;
+}
+
+void JobBoard::give_slot(std::size_t slot) { free_slots_.push_back(slot); }
+
+bool JobBoard::grant(std::uint32_t device, const ServiceId& accessor) {
+    if (device >= devices_max || accessor.device_index >= devices_max ||
+        accessor.rank >= job_ranks_max) {
+        return false;
+    }
+    word(std::size_t{device} * job_ranks_max + accessor.rank)
+        .fetch_or(std::uint64_t{1} << accessor.device_index, std::memory_order_acq_rel);
+    return true;
+}
+
+bool JobBoard::granted(std::uint32_t device, const ServiceId& accessor) const {
+    if (device >= devices_max || accessor.device_index >= devices_max ||
+        accessor.rank >= job_ranks_max) {
+        return false;
+    }
+    const std::uint64_t bits =
+        word(std::size_t{device} * job_ranks_max + accessor.rank).load(std::memory_order_acquire);
+    return (bits >> accessor.device_index & 1) != 0;
+}
+
+}  // namespace tandem::job_detail

@@ -1,0 +1,72 @@
+#pragma once
+
+// A rank's board: the words it publishes for the other ranks of its job to read with no message.
+// For each of its devices, the devices of other ranks it granted access to its shared memory
+// (P7); for each allocation it shared, whether some byte of it is claimed now (the owner's claim
+// store keeps that word exact, `ClaimStore::publish`). A peer reads both before it binds the
+// memory, so a launch binding another rank's clean memory costs no round trip; the report of a
+// claimed byte crosses the socket only when the word says there is one.
+//
+// The board is a file in the job folder (`board-R`, 0600, in a folder that is 0700), created and
+// written by its rank, mapped read-only by the others. Grants only ever grow and a word is one
+// aligned 64-bit value, so a reader needs no lock.
+
+#include "tandem/backend/claim_store.hpp"
+#include "tandem/core/ids.hpp"
+#include "tandem/core/result.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tandem::job_detail {
+
+class JobBoard {
+public:
+    /// The devices of a rank whose grants a board holds, and the devices of a peer rank that one
+    /// grant word names.
+    static constexpr std::uint32_t devices_max = 64;
+    /// The allocations a rank shares at once.
+    static constexpr std::size_t slots = ClaimStore::max_published;
+
+    /// Creates rank `rank`'s board in `folder`, replacing one a dead process of that seat left.
+    static Result<std::unique_ptr<JobBoard>> create(const std::string& folder, std::uint32_t rank);
+    /// Maps rank `rank`'s board, read only.
+    static Result<std::unique_ptr<JobBoard>> open(const std::string& folder, std::uint32_t rank);
+    /// Unmaps the board; its own rank's is removed from the folder too.
+    ~JobBoard();
+    JobBoard(const JobBoard&) = delete;
+    JobBoard& operator=(const JobBoard&) = delete;
+
+    /// The word of slot `slot` (below `slots`), for the owner's claim store to keep.
+    [[nodiscard]] std::atomic<std::uint64_t>& claim_word(std::size_t slot) const;
+    /// Whether the word of `slot` says some byte of its allocation is claimed.
+    [[nodiscard]] bool claimed(std::size_t slot) const {
+        return claim_word(slot).load(std::memory_order_acquire) != 0;
+    }
+    /// A free slot, taken; none when `slots` allocations are shared already. Owner only.
+    [[nodiscard]] std::optional<std::size_t> take_slot();
+    /// Gives `slot` back. Owner only.
+    void give_slot(std::size_t slot);
+
+    /// Records that `device` granted `accessor` (a device of rank `accessor.rank`); false when
+    /// either index is past `devices_max`. Owner only.
+    bool grant(std::uint32_t device, const ServiceId& accessor);
+    /// Whether `device` granted `accessor`.
+    [[nodiscard]] bool granted(std::uint32_t device, const ServiceId& accessor) const;
+
+private:
+    JobBoard(std::string path, bool own, std::byte* data);
+    [[nodiscard]] std::atomic<std::uint64_t>& word(std::size_t index) const;
+
+    std::string path_;
+    bool own_;
+    std::byte* data_;
+    std::vector<std::size_t> free_slots_;
+};
+
+}  // namespace tandem::job_detail

@@ -1,0 +1,201 @@
+#pragma once
+
+// The devices of the other ranks of a job, as this rank's runtime reaches them, and the memory
+// ranks share by name.
+//
+// The owner's claims decide (docs/DESIGN.md, phase 2). A rank's runtime asks its directory about
+// another rank's device as it asks about its own devices; `JobPeers` is the part of the directory
+// that answers for other ranks (`LocalDirectory::reach_remote`):
+// - lost: the rank is gone (the watcher read the end of its connection);
+// - granted (P7) and "is a byte claimed" (C9, P3): words the owner keeps on its board, read
+//   with no message, so the success path makes no round trip;
+// - the report of a claimed byte, and every effect on the owner's claims (P4: a failed write
+//   claims, C3: a landed one releases, C9: a skipped one claims with the hop): a request over
+//   the rank's socket, answered by the owner's watcher thread from its claim store alone (a
+//   leaf lock: no request waits for another), before the work that asked settles. So a peer's
+//   failure is on the owner's claims before the peer's own later work, or anything the peer
+//   orders after it (`Job::barrier`), can look.
+//
+// Memory crosses by name: the owner publishes an allocation (pinned while published and while
+// any rank holds it, P2), and the descriptor of the region that holds it goes to each rank once;
+// a rank that looks the name up maps the region once and gets a handle that binds like shared
+// memory of its own runtime's devices.
+
+#include "job_board.hpp"
+#include "rank_watcher.hpp"
+
+#include "tandem/backend/device_directory.hpp"
+#include "tandem/backend/job_member.hpp"
+#include "tandem/core/handle.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tandem::job_detail {
+
+class JobPeers final : public DeviceDirectory, public std::enable_shared_from_this<JobPeers> {
+public:
+    /// The longest name memory is published under.
+    static constexpr std::size_t name_bytes_max = 255;
+
+    /// The other ranks of the job whose folder is `folder`, as rank `rank` of `world_size` reaches
+    /// them. `start` gives it its watcher and runtime once both are there.
+    JobPeers(std::uint32_t rank, std::uint32_t world_size, std::string folder);
+    ~JobPeers() override;
+
+    /// Sends frames through `watcher`, answers for `member`'s devices (null: a rank with no
+    /// runtime, or one whose backend shares nothing) and creates this rank's board.
+    Status start(RankWatcher& watcher, std::shared_ptr<JobMember> member,
+                 std::uint64_t runtime_id, std::uint32_t device_count, std::string_view backend);
+    /// Tells every rank this rank's runtime, then waits until every rank told its own (or is
+    /// lost), until `deadline`; maps their boards.
+    Status meet(std::chrono::steady_clock::time_point deadline);
+    /// Stops answering: every wait for an answer fails, nothing is sent any more. Before the
+    /// watcher and the runtime go.
+    void stop();
+
+    /// What the watcher hands over: every frame but "bye", on its thread.
+    void on_frame(std::uint32_t rank, const Frame& frame, std::vector<int>& passed);
+    /// A rank was lost: waits for its answers fail, its pins are let go.
+    void on_rank_lost(const RankLoss& loss);
+
+    /// `Job::service`.
+    [[nodiscard]] Result<ServiceId> service(std::uint32_t rank, std::uint32_t device) const;
+    /// `Job::publish`.
+    Status publish(std::string_view name, const Handle& handle);
+    /// `Job::withdraw`.
+    Status withdraw(std::string_view name);
+    /// `Job::lookup`.
+    Result<Handle> lookup(std::string_view name, std::chrono::milliseconds timeout);
+    /// `Job::barrier`, once the runtime's work is settled.
+    Status barrier(std::chrono::milliseconds timeout);
+
+    // The directory of the other ranks' devices.
+    [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
+    [[nodiscard]] bool reaches(ServiceId service) const override;
+    [[nodiscard]] std::optional<Error> lost(ServiceId owner) const override;
+    [[nodiscard]] bool peer_access_granted(ServiceId owner, ServiceId accessor) const override;
+    [[nodiscard]] bool nothing_claimed(ServiceId owner) const override;
+    [[nodiscard]] Status check(ServiceId owner, std::span<const ClaimKey> keys) const override;
+    [[nodiscard]] std::optional<FoundClaim> first_claimed(
+        ServiceId owner, std::span<const ClaimKey> keys) const override;
+    [[nodiscard]] std::optional<Error> report(ServiceId owner, FailureId failure,
+                                              const ClaimKey& needed) const override;
+    void claim_failed(ServiceId owner, std::span<const ClaimKey> keys,
+                      const Error& error) override;
+    void claim_skipped(ServiceId owner, std::span<const ClaimKey> keys,
+                       std::optional<FailureId> join, const Error& error,
+                       SkipRecord skip) override;
+    void release(ServiceId owner, const ClaimKey& key) override;
+    void granted_remote(ServiceId owner, ServiceId accessor) override;
+    [[nodiscard]] std::optional<std::string> check_invariants(ServiceId owner) const override;
+    [[nodiscard]] std::size_t claims_size(ServiceId owner) const override;
+
+    /// What a request asks of an owner's claims, or does to them.
+    enum class Op : std::uint8_t {
+        first_claimed = 1,
+        check = 2,
+        report = 3,
+        claim_failed = 4,
+        claim_skipped = 5,
+        release = 6,
+        pin = 7,
+        unpin = 8,
+    };
+
+private:
+    /// Another rank's runtime, as its "runtime" frame told it.
+    struct RankRuntime {
+        bool known = false;
+        std::uint64_t runtime_id = 0;
+        std::uint32_t device_count = 0;
+        std::string backend;
+        /// Why it is gone, once lost; readable through `gone`.
+        std::string loss;
+    };
+    /// Memory this rank published (the owner's record).
+    struct Publication {
+        PeerMemory pin;
+        ServiceId owner;
+        std::size_t slot = 0;
+        /// Ranks that hold it, with how many handles each looked up.
+        std::map<std::uint32_t, std::uint64_t> holders;
+        bool withdrawn = false;
+    };
+    /// Memory another rank published, as its publish frame said.
+    struct Received {
+        std::uint32_t rank = 0;
+        ServiceId owner;
+        AllocationInfo allocation;
+        std::size_t slot = 0;
+    };
+    class RemoteOwner;
+
+    /// Sends `op` to `owner`'s rank and waits for the answer; `DeviceLost` when the rank is lost
+    /// first.
+    Result<std::string> ask(const ServiceId& owner, Op op, std::string body) const;
+    /// Sends `op` to `owner`'s rank without waiting for an answer (none comes).
+    void tell(const ServiceId& owner, Op op, std::string body) const;
+    /// Sends a frame through the watcher while it is there; `PeerUnreachable` once stopped.
+    Status send(std::uint32_t rank, FrameKind kind, std::string_view payload,
+                int passed = -1) const;
+    /// Answers a request of `rank` (on the watcher thread).
+    void serve(std::uint32_t rank, std::string_view payload);
+    [[nodiscard]] std::string answer(std::uint32_t rank, Op op, std::uint32_t device,
+                                     std::string_view body);
+    void on_publish(std::uint32_t rank, std::string_view payload, std::vector<int>& passed);
+    void on_reply(std::string_view payload);
+    void on_runtime(std::uint32_t rank, std::string_view payload);
+    /// Drops `name`'s pin once it is withdrawn and no rank holds it; under `mutex_`.
+    void drop_if_unheld(const std::string& name);
+    /// Whether every word of `keys` of another rank says "no byte claimed".
+    [[nodiscard]] bool words_clean(std::span<const ClaimKey> keys) const;
+    [[nodiscard]] const JobBoard* board_of(std::uint32_t rank) const;
+    [[nodiscard]] std::optional<Error> gone(std::uint32_t rank, const ServiceId& device) const;
+
+    const std::uint32_t rank_;
+    const std::uint32_t world_size_;
+    const std::string folder_;
+    /// Held shared while a frame goes out through `watcher_`, exclusively to let it go.
+    mutable std::shared_mutex gate_;
+    RankWatcher* watcher_ = nullptr;
+    std::shared_ptr<JobMember> member_;
+    std::uint64_t runtime_id_ = 0;
+    std::uint32_t device_count_ = 0;
+    std::string backend_;
+    std::unique_ptr<JobBoard> board_;
+
+    mutable std::mutex mutex_;
+    mutable std::condition_variable changed_;
+    bool stopped_ = false;
+    std::vector<RankRuntime> runtimes_;
+    std::vector<std::unique_ptr<JobBoard>> boards_;
+    std::map<std::string, Publication, std::less<>> published_;
+    std::map<std::string, Received, std::less<>> received_;
+    /// The board slot of each allocation other ranks published, by memory id.
+    std::unordered_map<MemoryId, std::pair<std::uint32_t, std::size_t>> slots_;
+    /// Regions whose descriptor went to a rank already: (rank, base address).
+    std::map<std::pair<std::uint32_t, std::uint64_t>, bool> regions_sent_;
+    std::map<ServiceId, std::shared_ptr<RemoteOwner>> owners_;
+    /// Answers awaited, by request number: the rank asked, and the answer once it came.
+    struct Awaited {
+        std::uint32_t rank = 0;
+        std::optional<std::string> answer;
+        bool failed = false;
+    };
+    mutable std::uint64_t next_request_ = 1;
+    mutable std::unordered_map<std::uint64_t, Awaited> awaited_;
+    std::uint64_t barrier_generation_ = 0;
+    std::vector<std::uint64_t> barriers_seen_;
+};
+
+}  // namespace tandem::job_detail

@@ -1,0 +1,269 @@
+// Memory ranks share by name: published by its owner, looked up by the others, pinned while any
+// rank holds it (P2); and the job's barrier.
+
+#include "job_peers.hpp"
+
+#include "wire.hpp"
+
+#include "tandem/backend/server.hpp"
+
+#include <unistd.h>
+
+namespace tandem::job_detail {
+
+/// The owner of memory another rank published, as `PeerMemory::failure()` asks it.
+class JobPeers::RemoteOwner final : public PeerOwner {
+public:
+    RemoteOwner(const JobPeers& peers, ServiceId service) : peers_(peers), service_(service) {}
+    [[nodiscard]] ServiceId service() const override { return service_; }
+    [[nodiscard]] std::optional<Error> claim_on(const ClaimKey& key) const override {
+        if (std::optional<Error> gone = peers_.lost(service_)) {
+            return gone;
+        }
+        const ClaimKey keys[] = {key};
+        std::optional<FoundClaim> found = peers_.first_claimed(service_, keys);
+        return found ? std::optional<Error>(std::move(found->report)) : std::nullopt;
+    }
+
+private:
+    const JobPeers& peers_;
+    ServiceId service_;
+};
+
+namespace {
+
+Status check_name(std::string_view name) {
+    if (name.empty() || name.size() > JobPeers::name_bytes_max) {
+        return Error::invalid_argument("a shared name has 1 to " +
+                                       std::to_string(JobPeers::name_bytes_max) + " bytes, not " +
+                                       std::to_string(name.size()));
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<ServiceId> JobPeers::service(std::uint32_t rank, std::uint32_t device) const {
+    std::lock_guard lock(mutex_);
+    if (rank >= world_size_) {
+        return Error::invalid_argument("rank " + std::to_string(rank) + " is not in a job of " +
+                                       std::to_string(world_size_) + " ranks");
+    }
+    const std::uint64_t runtime_id = rank == rank_ ? runtime_id_ : runtimes_[rank].runtime_id;
+    const std::uint32_t devices = rank == rank_ ? device_count_ : runtimes_[rank].device_count;
+    if (device >= devices) {
+        return Error::invalid_argument("rank " + std::to_string(rank) + " has " +
+                                       std::to_string(devices) + " devices; there is no device " +
+                                       std::to_string(device));
+    }
+    return ServiceId{runtime_id, device, 0, rank};
+}
+
+Status JobPeers::publish(std::string_view name, const Handle& handle) {
+    if (Status valid = check_name(name); !valid) {
+        return valid;
+    }
+    if (!member_) {
+        return Error::invalid_argument("this rank's runtime (" + backend_ +
+                                       ") shares no memory with other processes");
+    }
+    if (handle.empty() || handle.service().runtime_id != runtime_id_) {
+        return Error::invalid_argument("only memory of this rank's own devices is published; " +
+                                       handle.describe() + " is not");
+    }
+    Server& owner = member_->server(handle.service().device_index);
+    Result<ExportedRegion> region = member_->export_region(handle);
+    if (!region) {
+        return region.error();
+    }
+    Result<PeerMemory> pin = owner.share(handle.binding());
+    if (!pin) {
+        return pin.error();
+    }
+    std::lock_guard lock(mutex_);
+    if (published_.contains(name)) {
+        return Error::invalid_argument("'" + std::string(name) + "' is published already");
+    }
+    const std::optional<std::size_t> slot = board_->take_slot();
+    if (!slot || !owner.claims().publish(handle.memory_id(), board_->claim_word(*slot))) {
+        if (slot) {
+            board_->give_slot(*slot);
+        }
+        return Error::invalid_argument("this rank shares " + std::to_string(JobBoard::slots) +
+                                       " allocations already, the most it may at once");
+    }
+    const AllocationInfo& allocation = handle.memory().allocation();
+    WireWriter out;
+    out.text(name);
+    out.service(handle.service());
+    out.u64(allocation.id.value);
+    out.u64(allocation.address);
+    out.u64(allocation.size_bytes);
+    out.u64(allocation.stream.value);
+    out.u64(*slot);
+    out.u64(region->base_address);
+    out.u64(region->size_bytes);
+    const std::string payload = out.take();
+    for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
+        if (rank == rank_ || !runtimes_[rank].loss.empty()) {
+            continue;
+        }
+        bool& sent = regions_sent_[{rank, region->base_address}];
+        std::string with_flag = payload;
+        with_flag.push_back(sent ? 0 : 1);
+        if (send(rank, FrameKind::publish, with_flag, sent ? -1 : region->descriptor)) {
+            sent = true;
+        }
+    }
+    published_.emplace(std::string(name),
+                       Publication{std::move(*pin), handle.service(), *slot, {}, false});
+    return {};
+}
+
+void JobPeers::on_publish(std::uint32_t rank, std::string_view payload, std::vector<int>& passed) {
+    WireReader in(payload);
+    Received received;
+    received.rank = rank;
+    const std::string name = in.text();
+    received.owner = in.service();
+    received.allocation.id = MemoryId{in.u64()};
+    received.allocation.address = in.u64();
+    received.allocation.size_bytes = in.u64();
+    received.allocation.stream = StreamId{in.u64()};
+    received.slot = in.u64();
+    ExportedRegion region;
+    region.base_address = in.u64();
+    region.size_bytes = in.u64();
+    const bool carries = in.u8() != 0;
+    if (carries && !passed.empty()) {
+        region.descriptor = passed.front();
+        passed.erase(passed.begin());
+    }
+    if (!in.done() || received.owner.rank != rank || received.slot >= JobBoard::slots) {
+        if (region.descriptor >= 0) {
+            ::close(region.descriptor);
+        }
+        return;  // Not a publication this rank can use; a lookup of it times out.
+    }
+    if (region.descriptor >= 0 && member_) {
+        (void)member_->import_region(region);  // A region this runtime cannot map: unusable.
+    } else if (region.descriptor >= 0) {
+        ::close(region.descriptor);
+    }
+    std::lock_guard lock(mutex_);
+    slots_[received.allocation.id] = {rank, received.slot};
+    received_[name] = received;
+    changed_.notify_all();
+}
+
+Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds timeout) {
+    if (Status valid = check_name(name); !valid) {
+        return valid.error();
+    }
+    if (!member_) {
+        return Error::invalid_argument("this rank's runtime (" + backend_ +
+                                       ") binds no memory of other processes");
+    }
+    std::unique_lock lock(mutex_);
+    const bool found = changed_.wait_for(lock, timeout, [&] {
+        return stopped_ || received_.find(name) != received_.end() ||
+               published_.find(name) != published_.end();
+    });
+    if (published_.find(name) != published_.end()) {
+        return Error::invalid_argument("'" + std::string(name) +
+                                       "' is this rank's own memory: use the handle it published");
+    }
+    if (!found || stopped_) {
+        return Error::invalid_argument(
+            "no rank published '" + std::string(name) + "' within " +
+            std::to_string(timeout.count()) + " ms (a name is published by `Job::publish`)");
+    }
+    const Received received = received_.find(name)->second;
+    std::shared_ptr<RemoteOwner>& owner = owners_[received.owner];
+    if (!owner) {
+        owner = std::make_shared<RemoteOwner>(*this, received.owner);
+    }
+    std::weak_ptr<PeerOwner> owner_view = owner;
+    lock.unlock();
+    WireWriter body;
+    body.text(name);
+    Result<std::string> pinned = ask(received.owner, Op::pin, body.take());
+    if (!pinned) {
+        return pinned.error();
+    }
+    if (*pinned != std::string(1, '\1')) {
+        return Error::invalid_argument("'" + std::string(name) + "' was withdrawn by rank " +
+                                       std::to_string(received.rank));
+    }
+    // The job may be gone when the last handle goes: then there is no one left to tell.
+    ImportedShare share{received.owner, received.allocation, owner_view,
+                        [peers = weak_from_this(), owner = received.owner, key = std::string(name)] {
+                            if (std::shared_ptr<JobPeers> alive = peers.lock()) {
+                                WireWriter unpin;
+                                unpin.text(key);
+                                alive->tell(owner, Op::unpin, unpin.take());
+                            }
+                        }};
+    return member_->server(0).import_shared(std::move(share));
+}
+
+Status JobPeers::withdraw(std::string_view name) {
+    std::lock_guard lock(mutex_);
+    auto found = published_.find(name);
+    if (found == published_.end() || found->second.withdrawn) {
+        return Error::invalid_argument("'" + std::string(name) +
+                                       "' is not published by this rank");
+    }
+    found->second.withdrawn = true;
+    drop_if_unheld(found->first);
+    return {};
+}
+
+void JobPeers::drop_if_unheld(const std::string& name) {
+    auto found = published_.find(name);
+    if (found == published_.end() || !found->second.withdrawn || !found->second.holders.empty()) {
+        return;
+    }
+    member_->server(found->second.owner.device_index)
+        .claims()
+        .unpublish(found->second.pin.memory_id());
+    board_->give_slot(found->second.slot);
+    published_.erase(found);
+}
+
+Status JobPeers::barrier(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    const std::uint64_t generation = ++barrier_generation_;
+    lock.unlock();
+    WireWriter out;
+    out.u64(generation);
+    const std::string payload = out.take();
+    for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
+        if (rank != rank_) {
+            (void)send(rank, FrameKind::barrier, payload);
+        }
+    }
+    lock.lock();
+    std::optional<std::uint32_t> missing;
+    const bool met = changed_.wait_for(lock, timeout, [&] {
+        for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
+            if (rank != rank_ && barriers_seen_[rank] < generation) {
+                missing = rank;
+                return !runtimes_[rank].loss.empty();  // A lost rank ends the wait, failed.
+            }
+        }
+        missing.reset();
+        return true;
+    });
+    if (missing) {
+        const std::string& loss = runtimes_[*missing].loss;
+        return Error(met ? ErrorKind::DeviceLost : ErrorKind::PeerUnreachable,
+                     "the barrier cannot be passed: " +
+                         (met ? loss
+                              : "rank " + std::to_string(*missing) + " did not reach it within " +
+                                    std::to_string(timeout.count()) + " ms"));
+    }
+    return {};
+}
+
+}  // namespace tandem::job_detail
