@@ -162,11 +162,6 @@ Status CudaDevice::check_recorded(const Event& event) const {
     return check_event(event, engine_.next_event.load(std::memory_order_relaxed));
 }
 
-std::optional<std::uint32_t> CudaDevice::kernel_fault_due(const std::string& kernel) {
-    // Decided when a launch is enqueued, in program order, as on the simulator.
-    return faults_.kernel_fault_due(kernel);
-}
-
 void CudaDevice::count_operation() {
     if (faults_.loss_due()) {
         (void)group().resolve_all();

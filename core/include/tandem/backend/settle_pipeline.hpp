@@ -111,6 +111,7 @@ public:
         } else if (window) {
             if (window->room_for(1)) {
                 window->launches.push_back(request);
+                window->launches.back().injected.reset();  // A replay draws its own.
             } else {
                 work.replayed = false;  // Not recorded: it writes nothing a replay writes.
             }
