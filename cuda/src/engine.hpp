@@ -333,7 +333,7 @@ private:
     /// `producer`'s status word as this device's kernels can read it: a word on this GPU, or on
     /// a GPU whose memory this one was granted; null otherwise (the host checks it on resolve).
     [[nodiscard]] const unsigned long long* readable_status_word(const PendingOp& producer) const;
-    /// Counts `op` as an operation (an injected loss may be due) and enqueues it on the pipeline.
+    /// Enqueues `op` on the group's pipeline (which counts it against an injected loss).
     void push(std::shared_ptr<PendingOp> op);
     /// The group the device is in; under its lock.
     [[nodiscard]] CudaGroup& group() const;
@@ -374,8 +374,6 @@ private:
     /// it). Changed under the group's lock, with `lost_` and the fault plan.
     std::atomic<bool> quick_allocation_{true};
 
-    /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
-    void count_operation();
     /// The id of a launch or a replay about to be issued, which no status word holds yet: when the
     /// ids have run out, every device's work is waited for and settled and every word of this
     /// device cleared first, so that no word of an earlier launch matches a new one.

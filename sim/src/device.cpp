@@ -167,9 +167,6 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
     if (!found) {
         return found.error();
     }
-    if (operation->is_work() && faults_.loss_due()) [[unlikely]] {
-        lose_after_queued_work();  // This unit and every later one fail with the loss (D1).
-    }
     SimStream& target = **found;
     operation->device = index_;
     operation->stream = stream_id;

@@ -85,9 +85,6 @@ SettlePipeline& ReferenceDevice::pipeline() const { return current_group().pipel
 
 Status ReferenceDevice::submit(const std::shared_ptr<ReferenceWork>& work,
                                const std::function<Status()>& run) {
-    if (faults_.loss_due()) {
-        mark_lost("injected device loss");
-    }
     pipeline().enqueue(work);
     pipeline().run_now(*work, lost_, run);
     pipeline().settle_ready();

@@ -339,6 +339,8 @@ protected:
     };
 
 private:
+    friend class LocalDirectory;  // Counts the work the device's pipeline enqueues.
+
     // The checks every call makes, here once.
     /// The device's loss, or `InvalidArgument` for a stream it does not have; none otherwise.
     [[nodiscard]] std::optional<Error> refusal(StreamId stream) const;
@@ -365,6 +367,15 @@ private:
     /// The injected kernel fault due for a launch of `kernel`, if one is (`FaultPlan`); under the
     /// group's lock.
     std::optional<std::uint32_t> draw_kernel_fault(std::string_view kernel);
+    /// One unit of work of this device is about to be enqueued on its group's pipeline, which
+    /// holds the lock (`DeviceDirectory::count_work`): an injected loss due at it loses the device
+    /// first (`do_lose_now`), so that it and every later unit fail with the loss (D1). Inline: it
+    /// is asked for every unit of work, and with no loss armed it is one test.
+    void count_work() {
+        if (faults_.loss_armed() && faults_.loss_due()) [[unlikely]] {
+            do_lose_now();
+        }
+    }
     /// Whether `stream` was destroyed; takes `destroyed_mutex_`.
     [[nodiscard]] bool destroyed(StreamId stream) const;
 
