@@ -10,15 +10,19 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <map>
 #include <thread>
 #include <vector>
 
 namespace tandem {
 namespace {
 
-/// The directory the groups' pipelines reach: these tests enqueue work that touches no bytes.
+/// The directory the groups' pipelines reach: these tests enqueue work that touches no bytes. It
+/// counts the units of work each device enqueued, as a device counts them against a loss.
 class OneStore final : public testing::StoreDirectory {
 public:
+    void count_work(std::uint32_t device) override { ++counted[device]; }
+    std::map<std::uint32_t, int> counted;
     ClaimStore& store_of(ServiceId) const override { return store; }
     ServiceId service_of(std::uint32_t device) const override { return ServiceId{7, device}; }
     bool reaches(ServiceId) const override { return true; }
@@ -112,6 +116,9 @@ TEST_F(DeviceGroupsTest, a_join_moves_unsettled_work_behind_the_stayers_in_its_o
     }
     const std::uint64_t leaver_last = works[3]->sequence();  // As a backend would keep one.
     groups->join(0, 1);
+    // Each unit was counted (against an injected loss) once, where it was enqueued: moved, it is
+    // the same unit.
+    EXPECT_EQ(directory_.counted, (std::map<std::uint32_t, int>{{0, 2}, {1, 3}}));
     EXPECT_TRUE(leaver.empty());
     EXPECT_EQ(stayer.size(), 4u);
     std::vector<const Work*> order;

@@ -12,6 +12,7 @@ public:
     /// The store of `owner`, which the test made.
     [[nodiscard]] virtual ClaimStore& store_of(ServiceId owner) const = 0;
 
+    void count_work(std::uint32_t) override {}  // No faults are armed on bare stores.
     std::optional<Error> lost(ServiceId) const override { return std::nullopt; }
     bool peer_access_granted(ServiceId, ServiceId) const override { return true; }
     bool nothing_claimed(ServiceId owner) const override {

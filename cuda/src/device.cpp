@@ -162,18 +162,6 @@ Status CudaDevice::check_recorded(const Event& event) const {
     return check_event(event, engine_.next_event.load(std::memory_order_relaxed));
 }
 
-std::optional<std::uint32_t> CudaDevice::kernel_fault_due(const std::string& kernel) {
-    // Decided when a launch is enqueued, in program order, as on the simulator.
-    return faults_.kernel_fault_due(kernel);
-}
-
-void CudaDevice::count_operation() {
-    if (faults_.loss_due()) {
-        (void)group().resolve_all();
-        lose("injected device loss (simulated)");
-    }
-}
-
 std::uint32_t CudaDevice::take_launch_id() {
     if (next_launch_id_ > CudaOptions::last_launch_id || next_launch_id_ == 0) [[unlikely]] {
         // A kernel on another GPU of the group may still read one of these words as its
@@ -196,10 +184,7 @@ cudaError_t CudaDevice::clear_status_words() {
     return clear_device_words(status_device_, status_slots * sizeof(unsigned long long));
 }
 
-void CudaDevice::push(std::shared_ptr<PendingOp> op) {
-    count_operation();
-    group().pipeline.enqueue(std::move(op));
-}
+void CudaDevice::push(std::shared_ptr<PendingOp> op) { group().pipeline.enqueue(std::move(op)); }
 
 Result<StreamId> CudaDevice::do_create_stream() {
     const GroupLock lock = lock_group();

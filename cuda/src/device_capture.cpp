@@ -28,10 +28,9 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRe
     std::vector<CudaGraph::Node> nodes;
     HeldBindings held;  // What a replay keeps reserved, once for every replay.
     nodes.reserve(launches.size());
+    // A window records no launch of nothing (the Server returns at once for one, C10): every
+    // launch is a node, in order, as a replay's draws are.
     for (const LaunchRequest& launch : launches) {
-        if (launch.config.runs_nothing()) {
-            continue;  // C10: runs nothing; the window's other launches were all accepted.
-        }
         CudaGraph::Node& node = nodes.emplace_back(
             launch.external ? nullptr : launcher_of(launch.entry), launch.config);
         node.kernel = launch.kernel;
@@ -54,7 +53,8 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRe
     return std::static_pointer_cast<void>(std::move(*graph));
 }
 
-Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
+Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id,
+                             std::span<const std::optional<std::uint32_t>> injected) {
     const GroupLock lock = lock_group();
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
@@ -81,13 +81,15 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     // ticket, and a fault due for one is delivered as it is to external work called directly.
     const auto* native = static_cast<const CudaGraph*>(graph.work().native.get());
     if (native != nullptr && graph.device() == service_ &&
-        !(native->has_external() && faults_.kernel_faults_armed())) {
-        replay_graph(graph, *op, **found);
+        !(native->has_external() && !injected.empty())) {
+        replay_graph(graph, *op, **found, injected);
         push(std::move(op));
         return {};
     }
-    for (LaunchRequest launch : graph.work().launches) {
+    for (std::size_t index = 0; index < graph.work().launches.size(); ++index) {
+        LaunchRequest launch = graph.work().launches[index];
         launch.stream = stream_id;
+        launch.injected = index < injected.size() ? injected[index] : std::nullopt;
         if (Status queued = enqueue_launch(launch, **found, false, op.get()); !queued) {
             return queued;
         }
@@ -96,20 +98,16 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     return {};
 }
 
-void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& target) {
+void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& target,
+                              std::span<const std::optional<std::uint32_t>> injected) {
     auto& native = *static_cast<CudaGraph*>(graph.work().native.get());
     std::vector<std::uint32_t>& injected_codes = replay_codes_;
     injected_codes.clear();
-    if (faults_.kernel_faults_armed()) {
-        for (const LaunchRequest& launch : graph.work().launches) {
-            // Drawn for every launch, as when the launches are enqueued one by one.
-            const std::optional<std::uint32_t> injected = kernel_fault_due(launch.kernel);
-            if (!launch.config.runs_nothing()) {
-                injected_codes.push_back(injected.value_or(0));
-                if (injected && !op.injected_code) {
-                    op.injected_code = *injected;  // The first launch a fault hits reports it.
-                }
-            }
+    // One code per node, a node per launch (`build_graph`); none at all when nothing was armed.
+    for (const std::optional<std::uint32_t>& due : injected) {
+        injected_codes.push_back(due.value_or(0));
+        if (due && !op.injected_code) {
+            op.injected_code = *due;  // The first launch a fault hits reports it.
         }
     }
     // The graph keeps its launches' bindings reserved; the replay keeps the graph.

@@ -122,6 +122,11 @@ const unsigned long long* CudaDevice::readable_status_word(const PendingOp& prod
     return owner.status_device_ + producer.slot;
 }
 
+bool CudaDevice::do_can_run(const LaunchRequest& request) const {
+    return request.external ? static_cast<bool>(request.external->cuda)
+                            : launcher_of(request.entry) != nullptr;
+}
+
 Status CudaDevice::do_launch(LaunchRequest&& request) {
     // External work runs under the lock, after every open issue; a launch records itself under
     // it and makes its call to the driver after letting go, so that threads on other streams and
@@ -192,17 +197,12 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
                                   const std::string* as_copy, PreparedIssue* handoff) {
     CudaGroup& mine = group();  // Looked up once: it stays while the lock is held.
     keep_status_words_bounded();
-    // Drawn for every launch enqueued, as on the simulator: "the nth launch from now" counts
-    // launches that then do nothing (zero threads) or are skipped (a claimed input) too.
-    const std::optional<std::uint32_t> injected =
-        faults_.kernel_faults_armed() && as_copy == nullptr ? kernel_fault_due(request.kernel)
-                                                            : std::nullopt;
+    // Drawn by the Server (a copy run as a kernel draws none), which also returned at once for
+    // a launch of nothing (C10).
+    const std::optional<std::uint32_t> injected = request.injected;
     const Launcher launcher = request.external ? nullptr : launcher_of(request);
     const bool runnable = request.external ? static_cast<bool>(request.external->cuda)
                                            : launcher != nullptr;
-    if (runnable && request.config.runs_nothing()) {
-        return {};  // C10: a launch of nothing changes no claim; a window does not record it.
-    }
     // A copy run as a kernel stays a copy: a window records launches only (C14).
     std::shared_ptr<PendingOp> op =
         mine.new_op(as_copy != nullptr ? PendingOp::Kind::Copy : PendingOp::Kind::Launch);

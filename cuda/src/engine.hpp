@@ -229,7 +229,9 @@ private:
     Status do_copy(const KernelResource& source, const BufferBinding& target,
                    StreamId stream) override;
     Status do_launch(LaunchRequest&& request) override;
-    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
+    [[nodiscard]] bool do_can_run(const LaunchRequest& request) const override;
+    Status do_replay(const CaptureGraph& graph, StreamId stream,
+                     std::span<const std::optional<std::uint32_t>> injected) override;
     Result<Event> do_record_event(StreamId stream) override;
     Status do_wait_event(StreamId stream, const Event& event) override;
     Result<bool> do_event_done(const Event& event, bool block) override;
@@ -258,8 +260,8 @@ private:
     /// Enqueues `request` on `stream` (the request's, found by the caller); a replay passes its
     /// own op, whose status word every launch shares. Its resources move into the work that
     /// holds them.
-    /// `as_copy` names the client copy it runs for: such a launch draws no injected kernel fault
-    /// (a copy is not a launch) and is labelled as the copy.
+    /// `as_copy` names the client copy it runs for: such a launch is labelled as the copy, and
+    /// carries no injected kernel fault (a copy is not a launch: the Server drew none for it).
     /// With `handoff`, a launch that goes to the GPU is recorded, encoded and left in it to issue:
     /// the caller lets go of the group's lock, then calls `issue`.
     Status enqueue_launch(LaunchRequest& request, CudaStream& stream, bool check_inputs,
@@ -322,16 +324,17 @@ private:
     /// The resources and arguments of `request` as its kernel receives them.
     /// Every field of `params` a kernel may read; the request is within the launch limits.
     void encode_params(const LaunchRequest& request, TensorLaunchParams& params) const;
-    /// Enqueues one launch of `graph`'s CUDA graph for the replay `op` on `stream`.
-    void replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& stream);
+    /// Enqueues one launch of `graph`'s CUDA graph for the replay `op` on `stream`, with the
+    /// injected kernel fault drawn for each of its launches (none when `injected` is empty).
+    void replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& stream,
+                      std::span<const std::optional<std::uint32_t>> injected);
     /// The CUDA graph of a capture window's launches (C14), or why the driver refused it.
     Result<std::shared_ptr<void>> build_graph(const std::vector<LaunchRequest>& launches);
     /// `producer`'s status word as this device's kernels can read it: a word on this GPU, or on
     /// a GPU whose memory this one was granted; null otherwise (the host checks it on resolve).
     [[nodiscard]] const unsigned long long* readable_status_word(const PendingOp& producer) const;
-    /// Counts `op` as an operation (an injected loss may be due) and enqueues it on the pipeline.
+    /// Enqueues `op` on the group's pipeline (which counts it against an injected loss).
     void push(std::shared_ptr<PendingOp> op);
-    std::optional<std::uint32_t> kernel_fault_due(const std::string& kernel);
     /// The group the device is in; under its lock.
     [[nodiscard]] CudaGroup& group() const;
     /// `check_event` against the events the runtime recorded so far.
@@ -371,8 +374,6 @@ private:
     /// it). Changed under the group's lock, with `lost_` and the fault plan.
     std::atomic<bool> quick_allocation_{true};
 
-    /// Counts one enqueued operation; loses the device when an injected loss is due (D1).
-    void count_operation();
     /// The id of a launch or a replay about to be issued, which no status word holds yet: when the
     /// ids have run out, every device's work is waited for and settled and every word of this
     /// device cleared first, so that no word of an earlier launch matches a new one.

@@ -191,6 +191,88 @@ TYPED_TEST(DeviceLoss, d1_a_loss_after_n_operations_counts_units_of_work_in_prog
     EXPECT_EQ(client.lost()->kind(), ErrorKind::DeviceLost);
 }
 
+// The units of work `DeviceLossFault{n}` counts are every call that enqueues work: a copy, an
+// asynchronous read, a launch refused (C10: it is enqueued to claim what it declares it writes)
+// and a replay count as a write or a launch that runs something does, on every backend.
+TYPED_TEST(DeviceLoss, d1_copies_reads_refused_launches_and_replays_are_units_of_work) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle source = this->allocate(client, 64);
+    Handle target = this->allocate(client, 64);
+    const StreamId stream = client.default_stream();
+    ASSERT_TRUE(client.begin_capture(stream));
+    this->fill(client, source, 1);
+    Result<CaptureGraph> graph = client.end_capture(stream);
+    ASSERT_TRUE(graph) << graph.error().report();
+    ASSERT_TRUE(client.sync());
+    ASSERT_TRUE(client.inject(DeviceLossFault{4}));
+    ASSERT_TRUE(client.copy(source, target));
+    std::vector<std::byte> into(64);
+    ASSERT_TRUE(client.read_async(source, into));
+    EXPECT_EQ(client.launch("no_such_kernel", LaunchConfig::linear(1), {out(target)})
+                  .error()
+                  .kind(),
+              ErrorKind::LaunchRefused);
+    ASSERT_TRUE(client.replay(*graph, stream));
+    EXPECT_FALSE(client.lost()) << "lost before four units of work were enqueued";
+    (void)client.write(target, filled(64, 2));
+    ASSERT_TRUE(client.lost()) << "not lost at the fifth unit of work";
+    EXPECT_EQ(client.lost()->kind(), ErrorKind::DeviceLost);
+}
+
+// Injected kernel faults count in program order every launch the device takes, on every
+// backend: a launch of nothing (C10) and a launch skipped for a claimed input (C9) use up their
+// draw, so the third launch of `copy` is the one a fault armed for the third hits.
+TYPED_TEST(DeviceLoss, a_fault_for_the_nth_launch_counts_launches_of_nothing_and_skipped_ones) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle clean = this->allocate(client, 64);
+    Handle failed = this->allocate(client, 64);
+    Handle skipped = this->allocate(client, 64);
+    Handle hit = this->allocate(client, 64);
+    Handle after = this->allocate(client, 64);
+    this->fill(client, clean, 1);
+    this->fail(client, failed, 4);
+    ASSERT_TRUE(client.inject(KernelFault{"copy", 3, 1.0, 51}));
+    ASSERT_TRUE(client.launch("copy", LaunchConfig{Dim3{0, 1, 1}, Dim3{32, 1, 1}},
+                              {in(clean), out(hit)}));
+    this->copy_kernel(client, failed, skipped);
+    this->copy_kernel(client, clean, hit);
+    this->copy_kernel(client, clean, after);
+    std::optional<Error> skip = this->read_error(client, skipped);
+    ASSERT_TRUE(skip);
+    EXPECT_EQ(root_code(*skip), 4u) << skip->report();
+    std::optional<Error> injected = this->read_error(client, hit);
+    ASSERT_TRUE(injected) << "the fault did not hit the third launch";
+    EXPECT_EQ(root_code(*injected), 51u) << injected->report();
+    EXPECT_EQ(this->read_bytes(client, after), filled(64, 1));
+}
+
+// A launch the call refuses before it is enqueued (shared memory of a device no runtime of its
+// own reaches: `PeerUnreachable`) is no launch of the device: it draws no injected fault, so
+// the fault armed for the first launch hits the first launch the device takes.
+TYPED_TEST(DeviceLoss, a_launch_the_call_refuses_draws_no_injected_fault) {
+    TANDEM_RUNTIME(runtime, 1);
+    std::shared_ptr<Runtime> other = this->make(1);
+    ASSERT_TRUE(other) << this->why_not;
+    Client client = runtime->client(0);
+    Client stranger = other->client(0);
+    Result<Handle> theirs = stranger.share_with_peers(this->allocate(stranger, 64));
+    ASSERT_TRUE(theirs) << theirs.error().report();
+    Handle output = this->allocate(client, 64);
+    ASSERT_TRUE(client.inject(KernelFault{"copy", 1, 1.0, 52}));
+    const Status refused =
+        client.launch("copy", LaunchConfig::linear(64), {in(*theirs), out(output)});
+    ASSERT_FALSE(refused) << "a launch binding another runtime's memory was taken";
+    EXPECT_EQ(refused.error().kind(), ErrorKind::PeerUnreachable) << refused.error().report();
+    Handle source = this->allocate(client, 64);
+    this->fill(client, source, 1);
+    this->copy_kernel(client, source, output);
+    std::optional<Error> injected = this->read_error(client, output);
+    ASSERT_TRUE(injected) << "the refused launch used up the fault's draw";
+    EXPECT_EQ(root_code(*injected), 52u) << injected->report();
+}
+
 /// Which of `launches` fills of one byte each fail under a fault armed with probability 0.5 on
 /// device 1 of a two-device runtime of `made`.
 std::vector<bool> faulted_launches(const Made& made, std::size_t launches) {

@@ -79,13 +79,6 @@ void SimDevice::lose_after_queued_work() {
     lose("injected device loss");
 }
 
-std::optional<std::uint32_t> SimDevice::kernel_fault_due(const std::string& kernel) {
-    if (!faults_.kernel_faults_armed()) {
-        return std::nullopt;  // Asked for every launch: the call alone stalled on its result.
-    }
-    return faults_.kernel_fault_due(kernel);
-}
-
 void SimDevice::sweep() { memory_.sweep(); }
 
 std::string SimDevice::describe_address(std::uint64_t address) const {
@@ -173,9 +166,6 @@ Status SimDevice::enqueue(StreamId stream_id, std::shared_ptr<Operation> operati
     Result<SimStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
-    }
-    if (operation->is_work() && faults_.loss_due()) [[unlikely]] {
-        lose_after_queued_work();  // This unit and every later one fail with the loss (D1).
     }
     SimStream& target = **found;
     operation->device = index_;
@@ -315,17 +305,8 @@ Status SimDevice::do_launch(LaunchRequest&& request) {
     for (const KernelResource& resource : request.resources) {
         operation->held.push_back(resource.buffer_binding());
     }
-    // Drawn for every launch enqueued, in program order, as on GPUs.
-    operation->injected.push_back(kernel_fault_due(request.kernel));
-    const bool registered = host_runnable(request);
-    if (registered && request.config.runs_nothing()) {
-        // C10: a launch of nothing changes no claim; a window does not record it.
-        operation->touches_nothing = true;
-        operation->inputs.clear();
-        operation->outputs.clear();
-    } else {
-        engine_.pipeline.admit_launch(*operation, request, registered, (*found)->capture);
-    }
+    operation->injected.push_back(request.injected);
+    engine_.pipeline.admit_launch(*operation, request, host_runnable(request), (*found)->capture);
     const StreamId stream_id = request.stream;
     // A swap, not a move: the caller's request takes the reused operation's emptied storage.
     if (!operation->launch) {
@@ -463,7 +444,8 @@ Status SimDevice::do_settle_window(StreamId stream_id, const CaptureWindow& wind
         [target, &window] { return target->queue.empty() && window.unsettled == 0; });
 }
 
-Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
+Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id,
+                            std::span<const std::optional<std::uint32_t>> injected) {
     std::lock_guard lock(engine_.mutex);
     Result<SimStream*> found = stream(stream_id);
     if (!found) {
@@ -473,9 +455,7 @@ Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id) {
     operation->device = index_;
     engine_.pipeline.add_replay_targets(graph, *operation, (*found)->capture);
     operation->graph = std::make_shared<const CaptureGraph>(graph);
-    for (const LaunchRequest& launch : graph.work().launches) {
-        operation->injected.push_back(kernel_fault_due(launch.kernel));
-    }
+    operation->injected.assign(injected.begin(), injected.end());
     return enqueue(stream_id, std::move(operation));
 }
 

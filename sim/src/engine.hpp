@@ -86,8 +86,6 @@ public:
     /// An injected loss: the work already queued here runs first (as the other backends learn
     /// what their queued work did before they lose the device), then the device is lost.
     void lose_after_queued_work();
-    /// Whether an injected kernel fault hits this launch of `kernel`; its code if so.
-    std::optional<std::uint32_t> kernel_fault_due(const std::string& kernel);
     void sweep();
 
 private:
@@ -105,7 +103,11 @@ private:
     Status do_copy(const KernelResource& source, const BufferBinding& target,
                    StreamId stream) override;
     Status do_launch(LaunchRequest&& request) override;
-    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
+    [[nodiscard]] bool do_can_run(const LaunchRequest& request) const override {
+        return host_runnable(request);
+    }
+    Status do_replay(const CaptureGraph& graph, StreamId stream,
+                     std::span<const std::optional<std::uint32_t>> injected) override;
     Result<Event> do_record_event(StreamId stream) override;
     Status do_wait_event(StreamId stream, const Event& event) override;
     Result<bool> do_event_done(const Event& event, bool block) override;

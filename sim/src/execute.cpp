@@ -249,8 +249,8 @@ void Engine::start(SimDevice& device, SimStream& stream,
             finish(device, stream, operation);
             return;
         case Operation::Kind::Launch:
-            // Refused (C10) or of no threads: nothing runs.
-            if (op.refusal() || op.touches_nothing || !may_run(*this, op)) {
+            // Refused (C10) or skipped (C9): nothing runs.
+            if (op.refusal() || !may_run(*this, op)) {
                 finish(device, stream, operation);
                 return;
             }
@@ -329,7 +329,7 @@ void Engine::resume(SimDevice& device, SimStream& stream,
 
 /// What `op` reports when it ends, and the trace's outcome line for it.
 std::string Engine::report(SimDevice& device, SimStream& stream, Operation& op) {
-    if (op.touches_nothing || !op.is_work()) {
+    if (!op.is_work()) {
         return op.error ? "failed: " + op.error->message() : "ok";
     }
     if (op.refusal()) {

@@ -64,7 +64,6 @@ void Operation::reset() {
     failure_injected = false;
     error.reset();
     injected.clear();
-    touches_nothing = false;
     held_back = false;
 }
 

@@ -118,18 +118,15 @@ struct Operation final : Work {
     bool failure_injected = false;
     /// An error that ends the operation without a kernel code: a throw, a deadlock, a lost device.
     std::optional<Error> error;
-    /// Injected kernel faults, one entry per launch the operation runs, decided when it was
-    /// enqueued so that "the nth launch from now" means program order, whatever the schedule.
+    /// Injected kernel faults, one entry per launch the operation runs (none when no fault was
+    /// armed), drawn when it was enqueued (`Server::launch`, `Server::replay`) so that "the nth
+    /// launch from now" means program order, whatever the schedule.
     std::vector<std::optional<std::uint32_t>> injected;
-    /// Launches with zero threads change no claim (C10): not work of the pipeline.
-    bool touches_nothing = false;
     /// Held back when it started: an input was known to end up claimed (C9), so it wrote nothing.
     bool held_back = false;
 
     /// Whether the settle pipeline decides this operation's claims.
-    [[nodiscard]] bool is_work() const {
-        return kind != Kind::Record && kind != Kind::Wait && !touches_nothing;
-    }
+    [[nodiscard]] bool is_work() const { return kind != Kind::Record && kind != Kind::Wait; }
     void on_settled() override { held.clear(); }
     /// Empties the operation for its next use (`Engine::new_operation`), keeping the storage of
     /// its vectors, its clocks and its launch request; a write's payload keeps at most

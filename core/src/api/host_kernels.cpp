@@ -103,12 +103,9 @@ Status register_kernel(const KernelEntry& entry) {
     return {};
 }
 
-bool host_runnable(LaunchRequest& request) {
+bool host_runnable(const LaunchRequest& request) {
     if (request.external) {
         return static_cast<bool>(request.external->host);
-    }
-    if (request.entry == nullptr) {
-        request.entry = find_kernel(request.kernel);
     }
     return request.entry != nullptr && request.entry->host != nullptr;
 }

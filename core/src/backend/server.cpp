@@ -189,13 +189,26 @@ Status Server::launch(LaunchRequest&& request) {
     }
     for (const KernelResource& resource : request.resources) {
         if (const PeerBinding* peer = resource.peer_binding()) [[unlikely]] {
-            reach(peer->memory().owner_service());
+            const ServiceId owner = peer->memory().owner_service();
+            if (!directory_.reaches(owner)) {
+                // Refused by the call, before it draws: a launch the device never takes.
+                return Error::peer_unreachable(service_, owner,
+                                               "the owner is not a device of this runtime");
+            }
+            reach(owner);
         }
     }
     if (request.entry == nullptr && !request.external) {
         request.entry = find_kernel(request.kernel);  // Once, here: the backend finds it set.
     }
+    // Drawn for every launch the device takes, in program order, whatever it then does: "the
+    // nth launch from now" counts launches of nothing and launches skipped later too.
+    std::optional<GroupLock> held;
+    request.injected = hold_to_draw(held) ? draw_kernel_fault(request.kernel) : std::nullopt;
     if (request.entry != nullptr || request.external) [[likely]] {
+        if (request.config.runs_nothing() && do_can_run(request)) {
+            return {};  // C10: a launch of nothing changes no claim; a window does not record it.
+        }
         return do_launch(std::move(request));
     }
     // A name no one registered: the backend still enqueues it, so that the refusal claims what
@@ -279,7 +292,16 @@ Status Server::replay(const CaptureGraph& graph, StreamId stream) {
     if (std::optional<Error> refused = refusal(stream)) {
         return *refused;
     }
-    return do_replay(graph, stream);
+    // Each launch replayed draws, in order, as it would enqueued on its own.
+    std::optional<GroupLock> held;
+    std::vector<std::optional<std::uint32_t>> injected;
+    if (hold_to_draw(held)) [[unlikely]] {
+        injected.reserve(graph.work().launches.size());
+        for (const LaunchRequest& launch : graph.work().launches) {
+            injected.push_back(draw_kernel_fault(launch.kernel));
+        }
+    }
+    return do_replay(graph, stream, injected);
 }
 
 Result<MemoryUsage> Server::memory_usage() const {

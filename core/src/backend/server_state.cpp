@@ -250,6 +250,7 @@ Status Server::arm(const Fault& fault) {
     if (Status armed = faults_.arm(fault); !armed) {
         return armed;
     }
+    kernel_faults_armed_.store(faults_.kernel_faults_armed(), std::memory_order_release);
     do_fault_armed();
     if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
         if (loss->after_operations == 0) {
@@ -268,6 +269,23 @@ Status Server::arm(const Fault& fault) {
         do_delay(**stream, delay->steps);
     }
     return {};
+}
+
+bool Server::hold_to_draw(std::optional<GroupLock>& held) const {
+    // A launch that reads the flag just before a fault is armed is ordered before the arming, as
+    // it would be had it taken the lock first.
+    if (!kernel_faults_armed_.load(std::memory_order_acquire)) [[likely]] {
+        return false;
+    }
+    held.emplace(place_);
+    return true;
+}
+
+std::optional<std::uint32_t> Server::draw_kernel_fault(std::string_view kernel) {
+    std::optional<std::uint32_t> due = faults_.kernel_fault_due(kernel);
+    // A fault for the nth launch is retired once that launch has drawn.
+    kernel_faults_armed_.store(faults_.kernel_faults_armed(), std::memory_order_release);
+    return due;
 }
 
 void Server::reach(ServiceId other) {

@@ -85,9 +85,6 @@ SettlePipeline& ReferenceDevice::pipeline() const { return current_group().pipel
 
 Status ReferenceDevice::submit(const std::shared_ptr<ReferenceWork>& work,
                                const std::function<Status()>& run) {
-    if (faults_.loss_due()) {
-        mark_lost("injected device loss");
-    }
     pipeline().enqueue(work);
     pipeline().run_now(*work, lost_, run);
     pipeline().settle_ready();
@@ -198,23 +195,17 @@ Status ReferenceDevice::do_launch(LaunchRequest&& request) {
         return found.error();
     }
     work->held.add(request.resources);
-    // Drawn for every launch enqueued, in program order, as on every backend.
-    const std::optional<std::uint32_t> injected =
-        faults_.kernel_fault_due(request.kernel);
-    const bool registered = host_runnable(request);
-    if (registered && request.config.runs_nothing()) {
-        return {};  // C10: a launch of nothing changes no claim; a window does not record it.
-    }
-    pipeline().admit_launch(*work, request, registered, (*found)->capture);
-    return submit(work, [&] { return run_launches({&request}, {injected}, *work); });
+    pipeline().admit_launch(*work, request, host_runnable(request), (*found)->capture);
+    const std::optional<std::uint32_t> injected[] = {request.injected};
+    return submit(work, [&] { return run_launches({&request}, injected, *work); });
 }
 
 Status ReferenceDevice::run_launches(const std::vector<const LaunchRequest*>& launches,
-                                     const std::vector<std::optional<std::uint32_t>>& injected,
+                                     std::span<const std::optional<std::uint32_t>> injected,
                                      const ReferenceWork& work) {
     for (std::size_t index = 0; index < launches.size(); ++index) {
         const LaunchRequest& request = *launches[index];
-        if (injected[index]) {  // Reported without running, as on a GPU.
+        if (index < injected.size() && injected[index]) {  // Reported without running, as on a GPU.
             return Error::kernel_failed(
                 KernelFailedDetails{request.kernel, service_, work.stream, *injected[index], true});
         }
@@ -323,7 +314,8 @@ Status ReferenceDevice::do_settle(const SyncScope& scope) {
     return {};
 }
 
-Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
+Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream,
+                                  std::span<const std::optional<std::uint32_t>> injected) {
     const GroupLock lock = lock_group();
     Result<ReferenceStream*> found = find_stream(streams_, stream);
     if (!found) {
@@ -334,10 +326,8 @@ Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream) {
     work->stream = stream;
     pipeline().add_replay_targets(graph, *work, (*found)->capture);
     std::vector<const LaunchRequest*> launches;
-    std::vector<std::optional<std::uint32_t>> injected;
     for (const LaunchRequest& launch : graph.work().launches) {
         launches.push_back(&launch);
-        injected.push_back(faults_.kernel_fault_due(launch.kernel));
     }
     return submit(work, [&] { return run_launches(launches, injected, *work); });
 }

@@ -61,7 +61,11 @@ private:
     Status do_copy(const KernelResource& source, const BufferBinding& target,
                    StreamId stream) override;
     Status do_launch(LaunchRequest&& request) override;
-    Status do_replay(const CaptureGraph& graph, StreamId stream) override;
+    [[nodiscard]] bool do_can_run(const LaunchRequest& request) const override {
+        return host_runnable(request);
+    }
+    Status do_replay(const CaptureGraph& graph, StreamId stream,
+                     std::span<const std::optional<std::uint32_t>> injected) override;
     Result<Event> do_record_event(StreamId stream) override;
     Status do_wait_event(StreamId stream, const Event& event) override;
     Result<bool> do_event_done(const Event& event, bool block) override;
@@ -75,9 +79,10 @@ private:
     /// `run` runs it and returns how it ended; then settles.
     Status submit(const std::shared_ptr<ReferenceWork>& work, const std::function<Status()>& run);
     /// Runs the kernels of `launches` one after the other on `work`'s stream; the first that
-    /// fails ends it, and is how it ended. `injected` holds one drawn fault per launch.
+    /// fails ends it, and is how it ended. `injected` holds one drawn fault per launch, or none
+    /// when no fault was armed.
     Status run_launches(const std::vector<const LaunchRequest*>& launches,
-                        const std::vector<std::optional<std::uint32_t>>& injected,
+                        std::span<const std::optional<std::uint32_t>> injected,
                         const ReferenceWork& work);
     /// Runs one kernel on the host; how it ended (a fault, a deadlock or a throw included).
     Status run_kernel(const LaunchRequest& request, const ReferenceWork& work);

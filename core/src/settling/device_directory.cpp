@@ -11,6 +11,11 @@ ServiceId LocalDirectory::service_of(std::uint32_t device) const {
     return devices_[device]->service();
 }
 
+void LocalDirectory::count_work(std::uint32_t device) {
+    assert(device < devices_.size() && "work runs on a device of the runtime");
+    devices_[device]->count_work();
+}
+
 Server& LocalDirectory::owner_of(ServiceId owner) const {
     Server* device = find(owner);
     assert(device != nullptr && "the pipeline asks only about owners it reaches");

@@ -1,8 +1,6 @@
 #include "tandem/backend/device_groups.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 #include <utility>
 
 namespace tandem {
@@ -51,13 +49,17 @@ void DeviceGroups::join(std::uint32_t first, std::uint32_t second) {
     for (;;) {
         low.mutex.lock();
         high.mutex.lock();
-        if (low.released_ == 0 && high.released_ == 0) {
-            break;
+        DeviceGroup& busy = low.released_.load(std::memory_order_relaxed) != 0 ? low : high;
+        const int seen = busy.released_.load(std::memory_order_relaxed);
+        if (seen == 0) {
+            break;  // Neither group has a holder away.
         }
-        // A holder waits for the GPU with its lock let go, and comes back to its group's state.
+        // A holder waits for the GPU with its lock let go, and comes back to its group's state:
+        // sleep until the last such wait of the group ends (it wakes this one), then try again.
+        // A count that changes between the unlock and the wait returns the wait at once.
         high.mutex.unlock();
         low.mutex.unlock();
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        busy.released_.wait(seen, std::memory_order_acquire);
     }
     merge(*one, *other);
     high.mutex.unlock();

@@ -153,6 +153,11 @@ void SettlePipeline::add_replay_targets(const CaptureGraph& graph, Work& work,
 }
 
 void SettlePipeline::enqueue(std::shared_ptr<Work> work) {
+    devices_.count_work(work->device);  // Before it is placed: a loss due now fails it too.
+    place(std::move(work));
+}
+
+void SettlePipeline::place(std::shared_ptr<Work> work) {
     work->sequence_ = next_sequence_++;
     for (const Target& output : work->outputs) {
         Writers& list = writers_.find_or_insert(output.key.memory.value);
@@ -212,7 +217,7 @@ MovedSequences SettlePipeline::absorb(SettlePipeline& other) {
     MovedSequences moved;
     for (std::shared_ptr<Work>& work : other.release_unsettled()) {
         const std::uint64_t before = work->sequence_;
-        enqueue(std::move(work));
+        place(std::move(work));  // Counted where it was first enqueued.
         moved.sequences.emplace_back(before, next_sequence_ - 1);
     }
     moved.next = next_sequence_;

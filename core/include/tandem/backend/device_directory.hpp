@@ -46,6 +46,13 @@ public:
     /// Whether `service` names a device this directory reaches.
     [[nodiscard]] virtual bool reaches(ServiceId service) const = 0;
 
+    // The device that runs the work.
+    /// A unit of work of the runtime's device number `device` is about to be enqueued, in program
+    /// order, under its group's lock: the device counts it against an injected loss
+    /// (`DeviceLossFault{n}`), and is lost first when the loss is due at it (D1), so that this
+    /// unit and every later one fail with the loss.
+    virtual void count_work(std::uint32_t device) = 0;
+
     // Questions to an owner.
     /// The owner's loss (D1), if it is lost.
     [[nodiscard]] virtual std::optional<Error> lost(ServiceId owner) const = 0;
@@ -114,6 +121,7 @@ public:
         const DeviceDirectory* remote = remote_.load(std::memory_order_acquire);
         return remote != nullptr && remote->reaches(service);
     }
+    void count_work(std::uint32_t device) override;
     [[nodiscard]] std::optional<Error> lost(ServiceId owner) const override;
     [[nodiscard]] bool peer_access_granted(ServiceId owner, ServiceId accessor) const override;
     [[nodiscard]] bool nothing_claimed(ServiceId owner) const override;

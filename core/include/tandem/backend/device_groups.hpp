@@ -65,13 +65,15 @@ public:
     public:
         /// Lets go of `group`'s lock, which the caller holds once.
         explicit Released(DeviceGroup& group) : group_(group) {
-            ++group_.released_;
+            group_.released_.fetch_add(1, std::memory_order_relaxed);
             group_.mutex.unlock();
         }
-        /// Takes the lock again.
+        /// Takes the lock again; the last such wait to end wakes a join waiting for it.
         ~Released() {
             group_.mutex.lock();
-            --group_.released_;
+            if (group_.released_.fetch_sub(1, std::memory_order_release) == 1) {
+                group_.released_.notify_all();
+            }
         }
         Released(const Released&) = delete;
         Released& operator=(const Released&) = delete;
@@ -86,8 +88,9 @@ private:
     std::size_t order_ = 0;
     /// The devices in the group.
     std::vector<std::uint32_t> members_;
-    /// Holders in a wait with the lock let go (`Released`); under the lock.
-    int released_ = 0;
+    /// Holders in a wait with the lock let go (`Released`). Changed under the lock; a join that
+    /// found it above zero waits, without the lock, for it to change (`DeviceGroups::join`).
+    std::atomic<int> released_{0};
 };
 
 /// Which group each device of a runtime is in, and the joins that merge them.
@@ -125,8 +128,8 @@ public:
     }
     /// Puts `first` and `second` in one group: the smaller group's devices and unsettled work
     /// move into the larger (`SettlePipeline::absorb`, `DeviceGroup::absorb`). It waits for the
-    /// waits with a lock let go to end (`DeviceGroup::Released`), and for nothing else. The
-    /// calling thread holds no group's lock.
+    /// waits with a lock let go to end (`DeviceGroup::Released`), woken as the last of them
+    /// ends, and for nothing else. The calling thread holds no group's lock.
     void join(std::uint32_t first, std::uint32_t second);
     /// How many groups hold devices now. Takes the join lock: not for a holder of a group's lock.
     [[nodiscard]] std::size_t count() const;

@@ -51,10 +51,13 @@ public:
     /// Whether an allocation failure is armed: until one is, allocations need not ask.
     [[nodiscard]] bool allocation_fault_armed() const { return allocation_countdown_ != 0; }
     /// Counts one unit of work (what the settle pipeline records: a launch that runs something, a
-    /// copy, a write, a replay, external work), called as each is enqueued, in program order;
-    /// true when an armed device loss is due now: `DeviceLossFault{n}` lets n units be
-    /// enqueued and is due at the next. Event records and waits are not counted.
+    /// copy, a write, an asynchronous read, a replay, external work), called as each is enqueued,
+    /// in program order (`SettlePipeline::enqueue`); true when an armed device loss is due now:
+    /// `DeviceLossFault{n}` lets n units be enqueued and is due at the next. Event records and
+    /// waits are not counted.
     bool loss_due();
+    /// Whether a delayed device loss is armed: until one is, units of work need not be counted.
+    [[nodiscard]] bool loss_armed() const { return loss_countdown_.has_value(); }
     /// Whether a stream already held back `held_back` steps may be held back `steps` more:
     /// `InvalidArgument` past `StreamDelay::max_steps` in all, since a sync waits out every step
     /// and an unbounded delay would hang it. Every backend asks before it applies a delay.

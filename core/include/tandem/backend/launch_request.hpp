@@ -8,7 +8,9 @@
 #include "tandem/core/kernel_entry.hpp"
 #include "tandem/core/kernel_resource.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,7 @@ namespace tandem {
 struct LaunchRequest {
     /// The kernel's name, as reports give it.
     std::string kernel;
-    /// The kernel: set by a typed launch, or by the backend once it found `kernel` by name. Null
+    /// The kernel: set by a typed launch, or by the Server once it found `kernel` by name. Null
     /// for a name no one registered (refused, C10), and for external work.
     const KernelEntry* entry = nullptr;
     /// Set for work tandem did not write (`Client::enqueue`): what runs instead of a kernel.
@@ -31,6 +33,12 @@ struct LaunchRequest {
     KernelArgs args;
     /// The stream it is enqueued on.
     StreamId stream;
+    /// The code of the injected kernel fault that hits this launch, or none: drawn by
+    /// `Server::launch` from the device's `FaultPlan`, once for every launch the device takes, in
+    /// program order, before the backend sees it. A backend reports it as the launch's failure
+    /// without running the kernel, as a GPU would. A launch recorded in a capture window carries
+    /// none: a replay draws again for each launch it runs.
+    std::optional<std::uint32_t> injected;
 };
 
 /// What a replay of a capture graph runs: the launches recorded, in enqueue order, and what the

@@ -138,7 +138,11 @@ public:
     /// Enqueues `request`. The server moves out what it keeps; the caller then clears the rest,
     /// and may reuse the request's storage for its next launch. A launch the device refuses
     /// before it runs (an unknown kernel, a configuration past a GPU's limits, shared memory never
-    /// granted) is enqueued and claims its outputs (C10).
+    /// granted) is enqueued and claims its outputs (C10). Every launch the device takes draws its
+    /// injected kernel fault here, in program order (a launch of nothing and one skipped later
+    /// too); a launch of nothing the backend can run then returns at once (C10: it changes no
+    /// claim, and a capture window does not record it). `PeerUnreachable` for shared memory of
+    /// no device of this runtime; that launch is not taken and draws nothing.
     Status launch(LaunchRequest&& request);
 
     /// A point in `stream`'s work that another stream, of any device, can wait for.
@@ -193,7 +197,8 @@ public:
     /// failed or was skipped (what it recorded is then claimed); `InvalidArgument` if none is
     /// open.
     Result<CaptureGraph> end_capture(StreamId stream);
-    /// Enqueues a replay of `graph`, which this device recorded (`WrongService` otherwise).
+    /// Enqueues a replay of `graph`, which this device recorded (`WrongService` otherwise). Each
+    /// launch it replays draws its injected kernel fault, in order, as a launch does.
     Status replay(const CaptureGraph& graph, StreamId stream);
 
     /// The device's memory figures now.
@@ -354,6 +359,8 @@ protected:
     };
 
 private:
+    friend class LocalDirectory;  // Counts the work the device's pipeline enqueues.
+
     // The checks every call makes, here once.
     /// The device's loss, or `InvalidArgument` for a stream it does not have; none otherwise.
     [[nodiscard]] std::optional<Error> refusal(StreamId stream) const;
@@ -372,6 +379,23 @@ private:
     Result<Handle> adopt_checked(AdoptedMemory memory);
     /// `inject` on a device that is not lost.
     Status arm(const Fault& fault);
+    /// Takes the group's lock into `held` when an injected kernel fault is armed, and says whether
+    /// it did: a launch then draws under the lock, and holds it until the backend has enqueued the
+    /// launch (its hook takes the lock again), so launches of several threads are enqueued in the
+    /// order they drew. With none armed, the common case, it takes no lock.
+    bool hold_to_draw(std::optional<GroupLock>& held) const;
+    /// The injected kernel fault due for a launch of `kernel`, if one is (`FaultPlan`); under the
+    /// group's lock.
+    std::optional<std::uint32_t> draw_kernel_fault(std::string_view kernel);
+    /// One unit of work of this device is about to be enqueued on its group's pipeline, which
+    /// holds the lock (`DeviceDirectory::count_work`): an injected loss due at it loses the device
+    /// first (`do_lose_now`), so that it and every later unit fail with the loss (D1). Inline: it
+    /// is asked for every unit of work, and with no loss armed it is one test.
+    void count_work() {
+        if (faults_.loss_armed() && faults_.loss_due()) [[unlikely]] {
+            do_lose_now();
+        }
+    }
     /// Whether `stream` was destroyed; takes `destroyed_mutex_`.
     [[nodiscard]] bool destroyed(StreamId stream) const;
 
@@ -394,8 +418,16 @@ private:
                                         StreamId stream, std::shared_ptr<ReadBack> state) = 0;
     virtual Status do_copy(const KernelResource& source, const BufferBinding& target,
                            StreamId stream) = 0;
+    /// Enqueues `request` as the Server admitted it: its kernel looked up (`request.entry`), its
+    /// injected fault drawn (`request.injected`), and never a launch of nothing it can run.
     virtual Status do_launch(LaunchRequest&& request) = 0;
-    virtual Status do_replay(const CaptureGraph& graph, StreamId stream) = 0;
+    /// Whether this backend can run `request` (its kernel has a build for it, or its external
+    /// work a callable); one it cannot is still enqueued, and refused (C10). Takes no lock.
+    [[nodiscard]] virtual bool do_can_run(const LaunchRequest& request) const = 0;
+    /// Enqueues a replay of `graph`. `injected` holds the injected kernel fault drawn for each of
+    /// its launches, in order, or is empty when none was armed (then none is due).
+    virtual Status do_replay(const CaptureGraph& graph, StreamId stream,
+                             std::span<const std::optional<std::uint32_t>> injected) = 0;
     virtual Result<Event> do_record_event(StreamId stream) = 0;
     virtual Status do_wait_event(StreamId stream, const Event& event) = 0;
     /// Whether the work before `event` has run; with `block`, once it has (true).
@@ -436,6 +468,9 @@ private:
     const MemoryManager& memory_manager_;
     /// `lost_` is set, readable without the lock.
     std::atomic<bool> lost_flag_{false};
+    /// Whether an injected kernel fault may still hit (`FaultPlan::kernel_faults_armed`), readable
+    /// without the lock; set under it, as faults are armed and spent.
+    std::atomic<bool> kernel_faults_armed_{false};
     std::atomic<std::uint64_t> stream_count_{0};
     std::atomic<std::size_t> adopted_live_{0};
     /// The destroyed streams' ids. A leaf lock: `has_stream` takes it under no other.
@@ -445,7 +480,7 @@ private:
 };
 
 /// Whether a host backend can run `request`: its external work has a host callable, or its
-/// kernel (found by name the first time, and kept in `request.entry`) has a host build.
-bool host_runnable(LaunchRequest& request);
+/// kernel (`request.entry`, which the Server found by name) has a host build.
+bool host_runnable(const LaunchRequest& request);
 
 }  // namespace tandem

@@ -111,6 +111,7 @@ public:
         } else if (window) {
             if (window->room_for(1)) {
                 window->launches.push_back(request);
+                window->launches.back().injected.reset();  // A replay draws its own.
             } else {
                 work.replayed = false;  // Not recorded: it writes nothing a replay writes.
             }
@@ -140,7 +141,9 @@ public:
                             const std::shared_ptr<CaptureWindow>& window) const;
 
     /// Appends `work` in enqueue order. It is settled once its report is in (or it was refused)
-    /// and every older work is settled.
+    /// and every older work is settled. Every unit of work a backend enqueues comes through here,
+    /// so this is where it is counted against an injected loss (`DeviceDirectory::count_work`):
+    /// a loss due at it loses the device first, and it fails with the loss (D1).
     void enqueue(std::shared_ptr<Work> work);
 
     /// The scope of work a backend runs at once, on the calling thread, once it is enqueued. On a
@@ -288,6 +291,9 @@ private:
 
     void settle(Work& work);
     void unindex(const Work& work);
+    /// Appends `work` in enqueue order, counting nothing: `enqueue` once counted, or work
+    /// another pipeline hands over (`absorb`).
+    void place(std::shared_ptr<Work> work);
     /// Empties the pipeline without settling anything: its unsettled work, oldest first.
     std::vector<std::shared_ptr<Work>> release_unsettled();
     /// Doubles the ring, keeping the order.
