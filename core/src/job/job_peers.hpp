@@ -81,6 +81,7 @@ public:
 
     // The directory of the other ranks' devices.
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
+    void count_work(std::uint32_t /*device*/) override {}  // Work runs on this rank's devices.
     [[nodiscard]] bool reaches(ServiceId service) const override;
     [[nodiscard]] std::optional<Error> lost(ServiceId owner) const override;
     [[nodiscard]] bool peer_access_granted(ServiceId owner, ServiceId accessor) const override;
