@@ -181,8 +181,11 @@ public:
     /// grants access to its shared memory (`Client::grant_peer_access`, P7) and what reports
     /// name. `InvalidArgument` for a rank past the world size or a device the rank does not have.
     [[nodiscard]] Result<ServiceId> service(std::uint32_t rank, std::uint32_t device = 0) const;
-    /// Shares `handle`'s allocation with every other rank under `name` (1 to 255 bytes): pinned
-    /// (P2) until it is withdrawn and no rank holds a handle of it. Errors, changing nothing:
+    /// Shares `handle`'s allocation with every other rank under `name` (1 to 255 bytes), as work
+    /// enqueued before the call wrote it (it waits for those writers first, failed ones
+    /// included: a peer then reads their failure): pinned (P2) until it is withdrawn and no rank
+    /// holds a handle of it. Later writes reach peers in the order `barrier` gives. Errors,
+    /// changing nothing:
     /// `InvalidArgument` for a bad or taken name, a handle that is empty or not of this rank's
     /// devices, memory the backend cannot export (adopted memory; CUDA for now), or more than
     /// 4096 allocations shared at once; `DeviceLost` for a lost device.

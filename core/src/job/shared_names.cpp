@@ -72,6 +72,14 @@ Status JobPeers::publish(std::string_view name, const Handle& handle) {
                                        handle.describe() + " is not");
     }
     Server& owner = member_->server(handle.service().device_index);
+    // Published as written so far: the writers of its bytes enqueued before run and settle now,
+    // so a peer reads what they wrote or their failure (later writes are ordered by a barrier).
+    const ClaimKey keys[] = {handle.claim_key()};
+    if (Status settled = owner.sync(keys);
+        !settled && settled.error().kind() != ErrorKind::Unwritten &&
+        settled.error().kind() != ErrorKind::Several) {
+        return settled;
+    }
     Result<ExportedRegion> region = member_->export_region(handle);
     if (!region) {
         return region.error();

@@ -109,7 +109,17 @@ struct RankProcess {
     int output = -1;
     int input = -1;
 
-    /// Reads the rank's first line: "joined" once it has joined.
+    /// Writes one line to the rank's stdin (a command, for a rank that reads them).
+    void say(const std::string& line) const {
+        const std::string text = line + "\n";
+        EXPECT_EQ(::write(input, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    }
+    /// Says `line` and returns the rank's answer, its next line.
+    [[nodiscard]] std::string ask(const std::string& line) const {
+        say(line);
+        return first_line();
+    }
+    /// Reads the rank's next line (its first: "joined" once it has joined).
     [[nodiscard]] std::string first_line() const {
         std::string line;
         char byte = 0;
@@ -128,9 +138,11 @@ struct RankProcess {
     }
 };
 
-/// Starts job_test_rank (built next to the tests, TANDEM_JOB_TEST_RANK) as `environment`'s rank.
-inline RankProcess start_rank(const JobEnvironment& environment,
-                              const std::vector<std::string>& arguments) {
+/// Starts `program` as `environment`'s rank, with `arguments` and the variables of the rank in its
+/// environment (and no other TANDEM_ variable of this one but those in `extra`).
+inline RankProcess start_program(const std::string& program, const JobEnvironment& environment,
+                                 const std::vector<std::string>& arguments,
+                                 const std::vector<std::string>& extra = {}) {
     int to_rank[2];
     int from_rank[2];
     EXPECT_EQ(::pipe2(to_rank, O_CLOEXEC), 0);
@@ -149,7 +161,8 @@ inline RankProcess start_rank(const JobEnvironment& environment,
     variables.push_back("TANDEM_WORLD_SIZE=" + std::to_string(environment.world_size));
     variables.push_back("TANDEM_JOB_ID=" + environment.job_id);
     variables.push_back("TANDEM_JOB_DIR=" + environment.job_folder);
-    std::vector<std::string> words{TANDEM_JOB_TEST_RANK};
+    variables.insert(variables.end(), extra.begin(), extra.end());
+    std::vector<std::string> words{program};
     words.insert(words.end(), arguments.begin(), arguments.end());
     std::vector<char*> argv;
     std::vector<char*> envp;
@@ -170,5 +183,13 @@ inline RankProcess start_rank(const JobEnvironment& environment,
     process.input = to_rank[1];
     return process;
 }
+
+#ifdef TANDEM_JOB_TEST_RANK
+/// Starts job_test_rank (built next to the tests, TANDEM_JOB_TEST_RANK) as `environment`'s rank.
+inline RankProcess start_rank(const JobEnvironment& environment,
+                              const std::vector<std::string>& arguments) {
+    return start_program(TANDEM_JOB_TEST_RANK, environment, arguments);
+}
+#endif
 
 }  // namespace tandem::testing

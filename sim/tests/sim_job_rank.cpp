@@ -1,0 +1,123 @@
+// A rank of a job on the simulator in a process of its own, driven by the job tests: it joins,
+// writes "joined", then answers one command a line on stdin with one line on stdout.
+//   lookup NAME          looks NAME up and keeps its handle: "ok", or "error KIND: MESSAGE"
+//   copy NAME            copies the handle into a buffer of its own and reads it (no grant
+//                        needed): "bytes B0 B1 ...", or "error KIND: MESSAGE" of the read
+//   kernel NAME          the same through the catalog's copy kernel (needs the owner's grant)
+//   fail NAME CODE       launches the catalog's fail kernel writing the handle: "ok"
+//   fill NAME VALUE      launches the catalog's fill kernel writing the handle: "ok"
+//   drop NAME            lets the handle go: "ok"
+//   publish NAME VALUE   allocates 64 bytes of its device filled with VALUE, grants rank 0's
+//                        device 0 and publishes them as NAME: "ok"
+//   barrier              Job::barrier: "ok", or "error KIND: MESSAGE"
+// The end of stdin leaves the job; a kill ends it without a word.
+
+#include "tandem/job.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+
+using namespace tandem;
+
+namespace {
+
+std::string first_line_of(const Error& error) {
+    std::string text = std::string(to_string(error.kind())) + ": " + error.message();
+    return text.substr(0, text.find('\n'));
+}
+
+/// Copies `source` into a new buffer of `device` (by the copy kernel when `by_kernel`), then reads
+/// it: the bytes, or the read's error.
+std::string copy_and_read(Client& device, const Handle& source, bool by_kernel) {
+    Result<Handle> target = device.allocate(source.size());
+    if (!target) {
+        return "error " + first_line_of(target.error());
+    }
+    const Status copied =
+        by_kernel ? device.launch("copy", LaunchConfig::linear(64),
+                                  {{source, AccessMode::Read}, {*target, AccessMode::Write}})
+                  : device.copy(source, *target);
+    if (!copied) {
+        return "error " + first_line_of(copied.error());
+    }
+    Result<std::vector<std::byte>> bytes = device.read(*target);
+    if (!bytes) {
+        return "error " + first_line_of(bytes.error());
+    }
+    std::string text = "bytes";
+    for (std::size_t index = 0; index < bytes->size() && index < 8; ++index) {
+        text += " " + std::to_string(static_cast<unsigned>((*bytes)[index]));
+    }
+    return text;
+}
+
+/// `publish NAME VALUE`: "ok", or the first error.
+std::string publish_filled(Job& job, Client& device, const std::string& name,
+                           std::uint64_t value) {
+    Result<Handle> buffer = device.allocate(64);
+    if (!buffer) {
+        return "error " + first_line_of(buffer.error());
+    }
+    Status done = device.launch("fill", LaunchConfig::linear(64),
+                                {{*buffer, AccessMode::Write}}, KernelArgs().u64(value));
+    if (done) {
+        done = device.grant_peer_access(*job.service(0));
+    }
+    if (done) {
+        done = job.publish(name, *buffer);
+    }
+    return done ? "ok" : "error " + first_line_of(done.error());
+}
+
+}  // namespace
+
+int main() {
+    Result<Job> job = Job::join();
+    if (!job) {
+        std::fprintf(stderr, "%s", job.error().report().c_str());
+        return 2;
+    }
+    std::cout << "joined" << std::endl;
+    Client device = job->runtime()->client(0);
+    std::map<std::string, Handle> handles;
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        std::istringstream words(line);
+        std::string command;
+        std::string name;
+        std::uint64_t value = 0;
+        words >> command >> name >> value;
+        std::string answer = "ok";
+        auto held = handles.find(name);
+        if (command == "lookup") {
+            Result<Handle> found = job->lookup(name, std::chrono::seconds(60));
+            answer = found ? "ok" : "error " + first_line_of(found.error());
+            if (found) {
+                handles.insert_or_assign(name, *found);
+            }
+        } else if (command == "publish") {
+            answer = publish_filled(*job, device, name, value);
+        } else if (command == "barrier") {
+            const Status passed = job->barrier();
+            answer = passed ? "ok" : "error " + first_line_of(passed.error());
+        } else if (held == handles.end()) {
+            answer = "error no handle named " + name;
+        } else if (command == "copy" || command == "kernel") {
+            answer = copy_and_read(device, held->second, command == "kernel");
+        } else if (command == "fail" || command == "fill") {
+            const Status launched = device.launch(command, LaunchConfig::linear(1),
+                                                  {{held->second, AccessMode::Write}},
+                                                  KernelArgs().u64(value));
+            answer = launched ? "ok" : "error " + first_line_of(launched.error());
+        } else if (command == "drop") {
+            handles.erase(held);
+        } else {
+            answer = "error unknown command " + command;
+        }
+        std::cout << answer << std::endl;
+    }
+    return 0;
+}

@@ -1,0 +1,195 @@
+// Peer memory across processes on the simulator: this test is rank 0 of a job of two, and rank 1
+// is a process of its own (sim_job_rank) that answers one command a line. Every wait is on what a
+// rank writes, never on time.
+
+#include "job_test_support.hpp"
+
+#include "tandem/job.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <future>
+#include <random>
+
+namespace tandem {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using namespace tandem::testing;
+
+std::string new_job_id() {
+    std::random_device random;
+    return "sim-job-test-" + std::to_string(random()) + std::to_string(random());
+}
+
+/// A job of two ranks: this process is rank 0 (with one simulated device), and `peer` rank 1.
+class TwoRanks : public ::testing::Test {
+protected:
+    void SetUp() override {
+        id_ = new_job_id();
+        peer = start_program(TANDEM_SIM_JOB_RANK, rank_of(id_, 1, 2), {},
+                             {"TANDEM_BACKEND=sim", "TANDEM_DEVICES=1"});
+        JoinOptions options;
+        options.environment = rank_of(id_, 0, 2);
+        options.runtime.backend = "sim";
+        options.runtime.devices = 1;
+        options.timeout = guard_timeout;
+        Result<Job> joined = Job::join(options);
+        ASSERT_TRUE(joined.ok()) << joined.error().report();
+        job.emplace(std::move(*joined));
+        ASSERT_EQ(peer.first_line(), "joined");
+        device.emplace(job->runtime()->client(0));
+    }
+    void TearDown() override {
+        device.reset();
+        job.reset();
+        if (peer.pid > 0) {
+            ::close(peer.input);  // The end of its stdin: the peer leaves.
+            peer.input = -1;
+            (void)peer.reap();
+        }
+        EXPECT_FALSE(std::filesystem::exists(job_folder_path(id_)));
+    }
+
+    /// 64 bytes of this rank's device, filled with `value`.
+    Handle filled(std::uint64_t value) {
+        Handle buffer = *device->allocate(64);
+        EXPECT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{buffer, AccessMode::Write}},
+                                   KernelArgs().u64(value)));
+        return buffer;
+    }
+    /// Both ranks pass a barrier: this one on a thread, the peer by command.
+    void barrier_with_peer() {
+        auto mine = std::async(std::launch::async, [this] { return job->barrier(); });
+        EXPECT_EQ(peer.ask("barrier"), "ok");
+        const Status passed = mine.get();
+        EXPECT_TRUE(passed.ok()) << passed.error().report();
+    }
+
+    std::string id_;
+    RankProcess peer;
+    std::optional<Job> job;
+    std::optional<Client> device;
+};
+
+TEST_F(TwoRanks, a_peer_copies_published_memory_and_its_kernels_bind_it_once_granted) {
+    Handle data = filled(5);
+    ASSERT_TRUE(job->publish("data", data));
+    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    EXPECT_EQ(peer.ask("copy data"), "bytes 5 5 5 5 5 5 5 5");  // A copy needs no grant.
+    // P7: a kernel of a device the owner never granted faults on every access.
+    const std::string refused = peer.ask("kernel data");
+    EXPECT_THAT(refused, StartsWith("error Unwritten"));
+    EXPECT_THAT(refused, HasSubstr("never granted"));
+    ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
+    EXPECT_EQ(peer.ask("kernel data"), "bytes 5 5 5 5 5 5 5 5");
+}
+
+TEST_F(TwoRanks, a_peer_reading_claimed_owner_bytes_gets_the_owners_report) {
+    Handle data = filled(5);
+    ASSERT_TRUE(device->launch("fail", LaunchConfig::linear(1), {{data, AccessMode::Write}},
+                               KernelArgs().u64(9)));
+    ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
+    ASSERT_TRUE(job->publish("data", data));
+    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    for (const char* how : {"copy data", "kernel data"}) {  // P3: skipped, never stale bytes.
+        const std::string answer = peer.ask(how);
+        EXPECT_THAT(answer, StartsWith("error Unwritten")) << how;
+        // The root, named on the rank it came from (this process may number its runtime).
+        EXPECT_THAT(answer, HasSubstr("kernel 'fail' failed with code 9 on device 0 of")) << how;
+        EXPECT_THAT(answer, HasSubstr("rank 0, stream 1")) << how;
+    }
+}
+
+TEST_F(TwoRanks, a_peers_failed_write_claims_the_owners_bytes_until_a_clean_write_lands) {
+    Handle data = filled(5);
+    ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
+    ASSERT_TRUE(job->publish("data", data));
+    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    ASSERT_EQ(peer.ask("fail data 7"), "ok");
+    barrier_with_peer();
+    Result<std::vector<std::byte>> read = device->read(data);  // P4: claimed on the owner.
+    ASSERT_FALSE(read.ok());
+    EXPECT_EQ(read.error().kind(), ErrorKind::Unwritten);
+    EXPECT_THAT(read.error().report(),
+                HasSubstr("kernel 'fail' failed with code 7 on device 0 of rank 1"));
+    ASSERT_EQ(peer.ask("fill data 3"), "ok");  // P5: a later clean write repairs it.
+    barrier_with_peer();
+    read = device->read(data);
+    ASSERT_TRUE(read.ok()) << read.error().report();
+    EXPECT_EQ((*read)[0], std::byte{3});
+    EXPECT_EQ((*read)[63], std::byte{3});
+}
+
+TEST_F(TwoRanks, a_lookup_of_a_name_nobody_published_fails_naming_it) {
+    Result<Handle> found = job->lookup("nothing", std::chrono::milliseconds(20));
+    ASSERT_FALSE(found.ok());
+    EXPECT_EQ(found.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(found.error().message(), HasSubstr("no rank published 'nothing'"));
+}
+
+TEST_F(TwoRanks, bad_publications_are_refused_and_change_nothing) {
+    Handle data = filled(5);
+    ASSERT_TRUE(job->publish("data", data));
+    Status twice = job->publish("data", filled(6));
+    ASSERT_FALSE(twice.ok());
+    EXPECT_THAT(twice.error().message(), HasSubstr("'data' is published already"));
+    Status unnamed = job->publish("", data);
+    ASSERT_FALSE(unnamed.ok());
+    EXPECT_EQ(unnamed.error().kind(), ErrorKind::InvalidArgument);
+    Status unknown = job->withdraw("never");
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_THAT(unknown.error().message(), HasSubstr("'never' is not published by this rank"));
+    ASSERT_EQ(peer.ask("lookup data"), "ok");  // The first publication stands.
+    EXPECT_EQ(peer.ask("copy data"), "bytes 5 5 5 5 5 5 5 5");
+}
+
+TEST_F(TwoRanks, memory_a_killed_rank_published_is_lost_to_its_readers) {
+    ASSERT_EQ(peer.ask("publish theirs 4"), "ok");
+    Result<Handle> theirs = job->lookup("theirs", guard_timeout);
+    ASSERT_TRUE(theirs.ok()) << theirs.error().report();
+    Handle mine = *device->allocate(64);
+    ASSERT_TRUE(device->copy(*theirs, mine));
+    Result<std::vector<std::byte>> read = device->read(mine);
+    ASSERT_TRUE(read.ok()) << read.error().report();
+    EXPECT_EQ((*read)[0], std::byte{4});
+    ASSERT_EQ(::kill(peer.pid, SIGKILL), 0);
+    ASSERT_TRUE(job->wait_for_loss_of(1, guard_timeout).has_value());
+    // D1: work reading the dead rank's memory is skipped with its loss, naming the rank.
+    ASSERT_TRUE(device->copy(*theirs, mine));
+    read = device->read(mine);
+    ASSERT_FALSE(read.ok());
+    EXPECT_THAT(read.error().report(), HasSubstr("DeviceLost"));
+    EXPECT_THAT(read.error().report(), HasSubstr("device 0 of rank 1"));
+    EXPECT_THAT(read.error().report(), HasSubstr("was killed by signal 9"));
+    EXPECT_TRUE(WIFSIGNALED(peer.reap()));
+    peer.pid = -1;
+}
+
+TEST_F(TwoRanks, a_withdrawn_publication_is_unpinned_when_its_last_holder_dies) {
+    const std::uint64_t before = device->memory_usage()->in_use_bytes;
+    {
+        Handle data = filled(5);
+        ASSERT_TRUE(job->publish("data", data));
+        ASSERT_EQ(peer.ask("lookup data"), "ok");
+        ASSERT_TRUE(job->withdraw("data"));
+    }
+    // P2: the peer's handle pins it past the withdrawal and the owner's own handle.
+    ASSERT_TRUE(device->sync());
+    EXPECT_GT(device->memory_usage()->in_use_bytes, before);
+    Result<Handle> again = job->lookup("data", std::chrono::milliseconds(20));
+    ASSERT_FALSE(again.ok());
+    ASSERT_EQ(::kill(peer.pid, SIGKILL), 0);
+    ASSERT_TRUE(job->wait_for_loss_of(1, guard_timeout).has_value());
+    ASSERT_TRUE(device->sync());
+    EXPECT_EQ(device->memory_usage()->in_use_bytes, before);  // Its pin went with it.
+    EXPECT_TRUE(WIFSIGNALED(peer.reap()));
+    peer.pid = -1;
+}
+
+}  // namespace
+}  // namespace tandem
