@@ -139,8 +139,7 @@ Result<Job> Job::join(const JoinOptions& options) {
         [peers = state->peers.get()](std::uint32_t rank, const job_detail::Frame& frame,
                                      std::vector<int>& passed) {
             peers->on_frame(rank, frame, passed);
-        });
-    (void)state->watcher->subscribe(
+        },
         [peers = state->peers.get()](const RankLoss& loss) { peers->on_rank_lost(loss); });
     Job job(std::move(state));
     if (Status opened = job.open_rank_runtime(options, *runtime_options); !opened) {

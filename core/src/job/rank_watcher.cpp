@@ -57,9 +57,10 @@ std::pair<RankEnd, int> how_process_ended(std::int64_t pid) {
 }
 
 RankWatcher::RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers,
-                         FrameHandler handler)
+                         FrameHandler handler, std::function<void(const RankLoss&)> on_loss)
     : own_rank_(own_rank),
       handler_(std::move(handler)),
+      on_loss_(std::move(on_loss)),
       wake_descriptor_(::eventfd(0, EFD_CLOEXEC)) {
     for (std::uint32_t rank = 0; rank < peers.size(); ++rank) {
         Peer peer;
@@ -175,6 +176,9 @@ void RankWatcher::lose(std::uint32_t rank) {
     RankLoss loss{rank, RankEnd::left, 0, peer.pid, std::chrono::steady_clock::now()};
     if (!peer.said_bye) {
         std::tie(loss.how, loss.code) = how_process_ended(peer.pid);
+    }
+    if (on_loss_) {
+        on_loss_(loss);
     }
     std::vector<std::function<void(const RankLoss&)>> callbacks;
     {

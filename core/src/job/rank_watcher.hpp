@@ -40,8 +40,11 @@ using FrameHandler =
 class RankWatcher {
 public:
     /// Takes the connections of `peers` (one entry a rank; `own_rank`'s has none) and starts the
-    /// watcher thread, which hands frames to `handler`.
-    RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers, FrameHandler handler);
+    /// watcher thread, which hands frames to `handler` and each loss to `on_loss` first, before
+    /// anyone waiting for it or subscribed to it hears of it (so that what the job does about a
+    /// loss is done when a program learns of it).
+    RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers, FrameHandler handler,
+                std::function<void(const RankLoss&)> on_loss = {});
     RankWatcher(const RankWatcher&) = delete;
     RankWatcher& operator=(const RankWatcher&) = delete;
     /// Stops the thread and closes every connection, without a word to the peers.
@@ -88,6 +91,7 @@ private:
 
     std::uint32_t own_rank_;
     FrameHandler handler_;
+    std::function<void(const RankLoss&)> on_loss_;
     /// Touched by the watcher thread only while it runs; `alive` is read under `mutex_`.
     std::vector<Peer> peers_;
     int wake_descriptor_ = -1;

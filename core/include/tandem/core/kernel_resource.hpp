@@ -74,7 +74,7 @@ struct LaunchArgument {
     AccessMode access = AccessMode::ReadWrite;
     /// A tiled view of the buffer, when the kernel addresses it through a tensor map (this device's
     /// memory only).
-    std::optional<TensorMapDescriptor> tensor_map;
+    std::optional<TensorMapDescriptor> tensor_map{};
 };
 
 namespace detail {
