@@ -8,11 +8,12 @@
 //
 //   tandem_job_notice [--kills N] [--touch-mib M]
 
+#include "rank_one.hpp"
+
 #include "tandem/job.hpp"
 #include "tandem/job_folder.hpp"
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,7 +25,6 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
 
 namespace {
 
@@ -48,51 +48,11 @@ int be_rank_one(std::size_t touch_mib) {
     return 0;
 }
 
-/// Starts this program as rank 1 of job `id`, its stdout on a pipe; the pid and the pipe.
-std::pair<pid_t, int> start_rank_one(const std::string& id, std::size_t touch_mib) {
-    int gate[2];
-    if (::pipe(gate) != 0) {
-        std::perror("pipe");
-        std::exit(2);
-    }
-    std::vector<std::string> variables;
-    for (char** variable = environ; *variable != nullptr; ++variable) {
-        variables.emplace_back(*variable);
-    }
-    for (const std::string& set :
-         {std::string("TANDEM_RANK=1"), std::string("TANDEM_WORLD_SIZE=2"), "TANDEM_JOB_ID=" + id,
-          "TANDEM_JOB_DIR=" + tandem::job_folder_path(id)}) {
-        variables.push_back(set);
-    }
-    std::vector<std::string> words{"/proc/self/exe", "--as-rank-one", std::to_string(touch_mib)};
-    std::vector<char*> argv;
-    std::vector<char*> envp;
-    for (std::string& word : words) {
-        argv.push_back(word.data());
-    }
-    for (std::string& variable : variables) {
-        envp.push_back(variable.data());
-    }
-    argv.push_back(nullptr);
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, gate[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, gate[0]);
-    pid_t pid = 0;
-    if (::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) {
-        std::perror("posix_spawn");
-        std::exit(2);
-    }
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(gate[1]);
-    return {pid, gate[0]};
-}
-
 /// One kill: the microseconds from kill() to the notice, and how the notice says it ended.
 std::pair<double, std::string> one_kill(std::size_t touch_mib) {
     const std::string id = tandem::new_job_id();
-    const auto [pid, gate] = start_rank_one(id, touch_mib);
+    const auto [pid, gate] =
+        tandem::bench::start_rank_one(id, {"--as-rank-one", std::to_string(touch_mib)});
     tandem::JoinOptions options;
     options.open_runtime = false;
     options.environment = tandem::JobEnvironment{0, 2, 0, id, tandem::job_folder_path(id)};
@@ -138,11 +98,8 @@ int main(int argc, char** argv) {
         std::printf("kill %2d: noticed after %9.1f us: %s\n", kill + 1, figure, how.c_str());
         micros.push_back(figure);
     }
-    std::sort(micros.begin(), micros.end());
-    const double median = micros.size() % 2 == 1
-                              ? micros[micros.size() / 2]
-                              : (micros[micros.size() / 2 - 1] + micros[micros.size() / 2]) / 2;
     std::printf("%d kills, rank 1 touching %zu MiB: median %.1f us, worst %.1f us\n", kills,
-                touch_mib, median, micros.back());
+                touch_mib, tandem::bench::median(micros),
+                *std::max_element(micros.begin(), micros.end()));
     return 0;
 }

@@ -47,6 +47,7 @@ JobPeers::JobPeers(std::uint32_t rank, std::uint32_t world_size, std::string fol
       world_size_(world_size),
       folder_(std::move(folder)),
       runtimes_(world_size),
+      lost_(std::make_unique<std::atomic<bool>[]>(world_size)),
       boards_(world_size),
       barriers_seen_(world_size, 0) {}
 
@@ -96,7 +97,11 @@ Status JobPeers::meet(std::chrono::steady_clock::time_point deadline) {
         return Error(ErrorKind::PeerUnreachable,
                      "the other ranks did not say what runtime they opened in time");
     }
+    met_.assign(world_size_, {0, 0});
     for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
+        if (rank != rank_ && runtimes_[rank].known) {
+            met_[rank] = {runtimes_[rank].runtime_id, runtimes_[rank].device_count};
+        }
         if (rank != rank_ && runtimes_[rank].known && runtimes_[rank].device_count != 0) {
             // A rank makes its board before it says its runtime, so only a rank that has left
             // since has none: its memory is then never published here, and nothing reads it.
@@ -174,6 +179,7 @@ void JobPeers::on_runtime(std::uint32_t rank, std::string_view payload) {
 void JobPeers::on_rank_lost(const RankLoss& loss) {
     std::lock_guard lock(mutex_);
     runtimes_[loss.rank].loss = loss.describe();
+    lost_[loss.rank].store(true, std::memory_order_release);
     for (auto& [number, awaited] : awaited_) {
         if (awaited.rank == loss.rank) {
             awaited.failed = true;
@@ -192,10 +198,10 @@ void JobPeers::on_rank_lost(const RankLoss& loss) {
 }
 
 std::optional<Error> JobPeers::gone(std::uint32_t rank, const ServiceId& device) const {
-    std::lock_guard lock(mutex_);
-    if (rank >= world_size_ || runtimes_[rank].loss.empty()) {
+    if (rank >= world_size_ || !lost_[rank].load(std::memory_order_acquire)) [[likely]] {
         return std::nullopt;
     }
+    std::lock_guard lock(mutex_);
     return Error::device_lost(device, runtimes_[rank].loss);
 }
 
@@ -373,19 +379,17 @@ ServiceId JobPeers::service_of(std::uint32_t device) const {
 }
 
 bool JobPeers::reaches(ServiceId service) const {
-    std::lock_guard lock(mutex_);
-    if (service.rank >= world_size_ || service.rank == rank_) {
-        return false;
+    if (service.rank >= met_.size() || service.rank == rank_) {
+        return false;  // Before `meet`, no rank is reached.
     }
-    const RankRuntime& runtime = runtimes_[service.rank];
-    return runtime.known && runtime.runtime_id == service.runtime_id &&
-           service.device_index < runtime.device_count;
+    const auto [runtime_id, device_count] = met_[service.rank];
+    return device_count != 0 && runtime_id == service.runtime_id &&
+           service.device_index < device_count;
 }
 
 std::optional<Error> JobPeers::lost(ServiceId owner) const { return gone(owner.rank, owner); }
 
 const JobBoard* JobPeers::board_of(std::uint32_t rank) const {
-    std::lock_guard lock(mutex_);
     return rank < world_size_ ? boards_[rank].get() : nullptr;
 }
 
@@ -403,7 +407,7 @@ bool JobPeers::words_clean(std::span<const ClaimKey> keys) const {
         std::uint32_t rank = 0;
         std::size_t slot = 0;
         {
-            std::lock_guard lock(mutex_);
+            std::shared_lock lock(slots_mutex_);
             auto found = slots_.find(key.memory);
             if (found == slots_.end()) {
                 return false;  // Not published to this rank: ask the owner.

@@ -29,6 +29,7 @@
 #include "tandem/core/handle.hpp"
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -179,10 +180,20 @@ private:
     mutable std::condition_variable changed_;
     bool stopped_ = false;
     std::vector<RankRuntime> runtimes_;
+    /// Whether each rank is lost (its `RankRuntime::loss` is set first): what every launch
+    /// binding another rank's memory asks, without the lock.
+    std::unique_ptr<std::atomic<bool>[]> lost_;
+    /// Each rank's runtime as `meet` found it (id, device count), not changed after: what
+    /// `reaches` reads, without the lock, for every work naming another rank's memory.
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> met_;
+    /// The other ranks' boards, mapped by `meet` and not changed after: read without the lock
+    /// (no work names another rank's memory before `meet`, which a lookup follows).
     std::vector<std::unique_ptr<JobBoard>> boards_;
     std::map<std::string, Publication, std::less<>> published_;
     std::map<std::string, Received, std::less<>> received_;
-    /// The board slot of each allocation other ranks published, by memory id.
+    /// The board slot of each allocation other ranks published, by memory id; under
+    /// `slots_mutex_`, read on every launch binding another rank's memory.
+    mutable std::shared_mutex slots_mutex_;
     std::unordered_map<MemoryId, std::pair<std::uint32_t, std::size_t>> slots_;
     /// Regions whose descriptor went to a rank already: (rank, base address).
     std::map<std::pair<std::uint32_t, std::uint64_t>, bool> regions_sent_;

@@ -158,8 +158,11 @@ void JobPeers::on_publish(std::uint32_t rank, std::string_view payload, std::vec
     } else if (region.descriptor >= 0) {
         ::close(region.descriptor);
     }
+    {
+        std::unique_lock slots(slots_mutex_);
+        slots_[received.allocation.id] = {rank, received.slot};
+    }
     std::lock_guard lock(mutex_);
-    slots_[received.allocation.id] = {rank, received.slot};
     received_[name] = received;
     changed_.notify_all();
 }
