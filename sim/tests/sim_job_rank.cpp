@@ -10,6 +10,7 @@
 //   publish NAME VALUE   allocates 64 bytes of its device filled with VALUE, grants rank 0's
 //                        device 0 and publishes them as NAME: "ok"
 //   barrier              Job::barrier: "ok", or "error KIND: MESSAGE"
+//   lose                 loses its device at once (an injected loss, D1): "ok"
 // The end of stdin leaves the job; a kill ends it without a word.
 
 #include "tandem/job.hpp"
@@ -100,6 +101,9 @@ int main() {
             }
         } else if (command == "publish") {
             answer = publish_filled(*job, device, name, value);
+        } else if (command == "lose") {
+            const Status injected = device.inject(DeviceLossFault{0});
+            answer = injected ? "ok" : "error " + first_line_of(injected.error());
         } else if (command == "barrier") {
             const Status passed = job->barrier();
             answer = passed ? "ok" : "error " + first_line_of(passed.error());

@@ -170,6 +170,20 @@ TEST_F(TwoRanks, memory_a_killed_rank_published_is_lost_to_its_readers) {
     peer.pid = -1;
 }
 
+TEST_F(TwoRanks, memory_of_a_device_lost_on_a_living_rank_reads_as_lost) {
+    ASSERT_EQ(peer.ask("publish theirs 4"), "ok");
+    Result<Handle> theirs = job->lookup("theirs", guard_timeout);
+    ASSERT_TRUE(theirs.ok()) << theirs.error().report();
+    ASSERT_EQ(peer.ask("lose"), "ok");  // Answered once the loss is on its board.
+    Handle mine = *device->allocate(64);
+    ASSERT_TRUE(device->copy(*theirs, mine));
+    Result<std::vector<std::byte>> read = device->read(mine);
+    ASSERT_FALSE(read.ok());
+    EXPECT_THAT(read.error().report(), HasSubstr("DeviceLost"));
+    EXPECT_THAT(read.error().report(), HasSubstr("device 0 of rank 1"));
+    EXPECT_TRUE(job->rank_alive(1));  // The rank lives on; only its device is lost.
+}
+
 TEST_F(TwoRanks, a_withdrawn_publication_is_unpinned_when_its_last_holder_dies) {
     const std::uint64_t before = device->memory_usage()->in_use_bytes;
     {

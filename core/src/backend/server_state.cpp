@@ -348,6 +348,7 @@ bool Server::mark_lost(const std::string& reason) {
     }
     lost_ = Error::device_lost(service_, reason);
     lost_flag_.store(true, std::memory_order_release);
+    directory_.lost_here(service_);  // Other processes reading its memory learn of it.
     return true;
 }
 

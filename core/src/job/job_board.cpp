@@ -11,8 +11,12 @@
 namespace tandem::job_detail {
 namespace {
 
+// The layout: grant words (a device by a rank), the claim words of the slots, a loss word a
+// device.
 constexpr std::size_t grant_words = std::size_t{JobBoard::devices_max} * job_ranks_max;
-constexpr std::size_t board_bytes = (grant_words + JobBoard::slots) * sizeof(std::uint64_t);
+constexpr std::size_t loss_words_at = grant_words + JobBoard::slots;
+constexpr std::size_t board_bytes =
+    (loss_words_at + JobBoard::devices_max) * sizeof(std::uint64_t);
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "board words are shared between processes");
@@ -116,6 +120,18 @@ bool JobBoard::grant(std::uint32_t device, const ServiceId& accessor) {
     word(std::size_t{device} * job_ranks_max + accessor.rank)
         .fetch_or(std::uint64_t{1} << accessor.device_index, std::memory_order_acq_rel);
     return true;
+}
+
+bool JobBoard::lose(std::uint32_t device) {
+    if (device >= devices_max) {
+        return false;
+    }
+    word(loss_words_at + device).store(1, std::memory_order_release);
+    return true;
+}
+
+bool JobBoard::lost(std::uint32_t device) const {
+    return device < devices_max && word(loss_words_at + device).load(std::memory_order_acquire) != 0;
 }
 
 bool JobBoard::granted(std::uint32_t device, const ServiceId& accessor) const {

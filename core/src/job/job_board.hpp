@@ -58,6 +58,10 @@ public:
     bool grant(std::uint32_t device, const ServiceId& accessor);
     /// Whether `device` granted `accessor`.
     [[nodiscard]] bool granted(std::uint32_t device, const ServiceId& accessor) const;
+    /// Records that `device` is lost (D1); false past `devices_max`. Owner only.
+    bool lose(std::uint32_t device);
+    /// Whether `device` is lost.
+    [[nodiscard]] bool lost(std::uint32_t device) const;
 
 private:
     JobBoard(std::string path, bool own, std::byte* data);

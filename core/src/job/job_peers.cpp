@@ -198,11 +198,19 @@ void JobPeers::on_rank_lost(const RankLoss& loss) {
 }
 
 std::optional<Error> JobPeers::gone(std::uint32_t rank, const ServiceId& device) const {
-    if (rank >= world_size_ || !lost_[rank].load(std::memory_order_acquire)) [[likely]] {
+    if (rank >= world_size_) {
         return std::nullopt;
     }
-    std::lock_guard lock(mutex_);
-    return Error::device_lost(device, runtimes_[rank].loss);
+    if (lost_[rank].load(std::memory_order_acquire)) [[unlikely]] {
+        std::lock_guard lock(mutex_);
+        return Error::device_lost(device, runtimes_[rank].loss);
+    }
+    if (const JobBoard* board = board_of(rank);
+        board != nullptr && board->lost(device.device_index)) [[unlikely]] {
+        return Error::device_lost(device, "lost on its rank, which lives on (a sticky fault of "
+                                          "the device; its own reads say why)");
+    }
+    return std::nullopt;
 }
 
 Result<std::string> JobPeers::ask(const ServiceId& owner, Op op, std::string body) const {
@@ -505,6 +513,13 @@ void JobPeers::release(ServiceId owner, const ClaimKey& key) {
     WireWriter body;
     body.key(key);
     (void)ask(owner, Op::release, body.take());
+}
+
+void JobPeers::lost_here(ServiceId device) {
+    std::lock_guard lock(mutex_);
+    if (board_) {
+        (void)board_->lose(device.device_index);
+    }
 }
 
 void JobPeers::granted_remote(ServiceId owner, ServiceId accessor) {

@@ -99,6 +99,7 @@ public:
                        SkipRecord skip) override;
     void release(ServiceId owner, const ClaimKey& key) override;
     void granted_remote(ServiceId owner, ServiceId accessor) override;
+    void lost_here(ServiceId device) override;
     [[nodiscard]] std::optional<std::string> check_invariants(ServiceId owner) const override;
     [[nodiscard]] std::size_t claims_size(ServiceId owner) const override;
 

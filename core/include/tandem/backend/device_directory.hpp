@@ -89,6 +89,10 @@ public:
     /// The owner, a device of this process, granted `accessor`, a device of another process
     /// (P7): a directory reaching other processes publishes it there. None by default.
     virtual void granted_remote(ServiceId /*owner*/, ServiceId /*accessor*/) {}
+    /// `device`, of this process, was just lost (D1): a directory reaching other processes
+    /// publishes it there, so their work reading its memory fails with the loss. None by
+    /// default.
+    virtual void lost_here(ServiceId /*device*/) {}
 };
 
 /// The devices of one runtime in this process. Each answer comes from the owner's own state: its
@@ -139,6 +143,11 @@ public:
     void granted_remote(ServiceId owner, ServiceId accessor) override {
         if (DeviceDirectory* remote = remote_.load(std::memory_order_acquire)) {
             remote->granted_remote(owner, accessor);
+        }
+    }
+    void lost_here(ServiceId device) override {
+        if (DeviceDirectory* remote = remote_.load(std::memory_order_acquire)) {
+            remote->lost_here(device);
         }
     }
     [[nodiscard]] std::optional<std::string> check_invariants(ServiceId owner) const override;
