@@ -116,7 +116,7 @@ NcclLoad load_nccl(const std::string& library) {
     resolve_optional(handle, load.entry_points);
     if (!load.missing.empty()) {
         load.problem = library + " lacks " + load.missing.front() +
-                       " (not NCCL, or an NCCL older than tandem needs)";
+                       ": not NCCL, or an NCCL older than tandem needs";
     } else {
         read_version(load);
     }
