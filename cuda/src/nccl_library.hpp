@@ -44,8 +44,8 @@ struct NcclVersion {
 /// below 10000 is of the older form. A negative code decodes to zeros with the code kept.
 NcclVersion decode_nccl_version(int code);
 
-/// The entry points tandem calls. Every required one is non-null in a usable load; the optional
-/// ones are null where the loaded NCCL is too old to have them.
+/// The entry points tandem calls. Every required one is non-null in a usable load, and the
+/// optional ones where the loaded NCCL has them; all are null in a load that is not usable.
 struct NcclEntryPoints {
     nccl::GetVersionFunction get_version = nullptr;                  ///< ncclGetVersion
     nccl::GetUniqueIdFunction get_unique_id = nullptr;               ///< ncclGetUniqueId
@@ -86,7 +86,7 @@ struct NcclLoad {
     /// Why the load is not usable: the loader's message when the library did not open, the
     /// first missing entry point, or a failed `ncclGetVersion`. Empty when usable.
     std::string problem;
-    /// The entry points found; only those of a usable load may be called.
+    /// The entry points found; none when the load is not usable (the library is closed again).
     NcclEntryPoints entry_points;
 
     /// Whether the optional ncclCommInitRankConfig was found.
