@@ -1,10 +1,11 @@
 // `tandem doctor`: what this build and machine offer (the backends built, the GPUs and the peer
-// access their driver allows, a default simulator runtime, the space in /dev/shm), as lines or
-// as one JSON document.
+// access their driver allows, NCCL, a default simulator runtime, the space in /dev/shm), as lines
+// or as one JSON document.
 
 #include "commands.hpp"
 #include "help_footer.hpp"
 #include "json.hpp"
+#include "nccl_library.hpp"
 
 #if TANDEM_TOOL_HAS_CUDA
 #include "tandem/cuda/runtime.hpp"
@@ -133,6 +134,45 @@ Json cuda_part(bool json) {
 #endif
 }
 
+void print_nccl(const cuda::NcclLoad& load) {
+    if (!load.usable) {
+        std::printf("NCCL: %s (%s); collectives on CUDA need it\n",
+                    load.opened ? "unusable" : "not found", load.problem.c_str());
+        return;
+    }
+    std::printf("NCCL: %s at %s (ncclCommShrink: %s, ncclCommRevoke: %s)\n",
+                load.version->text().c_str(), load.path.c_str(),
+                load.has_comm_shrink() ? "yes" : "no", load.has_comm_revoke() ? "yes" : "no");
+}
+
+Json nccl_json(const cuda::NcclLoad& load) {
+    const auto text_or_null = [](const std::string& text) {
+        return text.empty() ? Json() : Json(text);
+    };
+    return Json{{"found", load.opened},
+                {"usable", load.usable},
+                {"library", load.library},
+                {"path", text_or_null(load.path)},
+                {"version", load.version ? Json(load.version->text()) : Json()},
+                {"version_code", load.version ? Json(load.version->code) : Json()},
+                {"problem", text_or_null(load.problem)},
+                {"missing", load.missing},
+                {"optional",
+                 {{"ncclCommInitRankConfig", load.has_comm_init_rank_config()},
+                  {"ncclCommRevoke", load.has_comm_revoke()},
+                  {"ncclCommShrink", load.has_comm_shrink()}}}};
+}
+
+/// NCCL as a CUDA program of this machine would load it (TANDEM_NCCL_LIBRARY, else
+/// libnccl.so.2), printed or as JSON. Its absence fails nothing: only collectives on CUDA need it.
+Json nccl_part(bool json) {
+    const cuda::NcclLoad& load = cuda::nccl_library();
+    if (!json) {
+        print_nccl(load);
+    }
+    return nccl_json(load);
+}
+
 Json simulator_json(sim::SimRuntime& runtime, std::uint64_t capacity_bytes) {
     Json devices = Json::array();
     for (const sim::DeviceSnapshot& device : runtime.inspect()) {
@@ -228,6 +268,7 @@ Json environment_part(bool json) {
 int doctor(const DoctorFlags& flags) {
     Json document = json_document("doctor");
     document["cuda"] = cuda_part(flags.json);
+    document["nccl"] = nccl_part(flags.json);
     document["simulator"] = simulator_part(flags.devices, flags.json);
     // A simulator that cannot start says why; the space of /dev/shm is then beside the point.
     const bool started = document["simulator"]["started"].get<bool>();
@@ -247,8 +288,8 @@ int doctor(const DoctorFlags& flags) {
 Run add_doctor(CLI::App& app) {
     auto flags = std::make_shared<DoctorFlags>();
     auto* command = app.add_subcommand("doctor",
-                                       "Show the backends built, simulator devices, peer "
-                                       "access and free space in /dev/shm");
+                                       "Show the backends built, NCCL, simulator devices, "
+                                       "peer access and free space in /dev/shm");
     command->add_option("--devices", flags->devices, "Devices of the default runtime")
         ->check(whole_number(1, sim::SimOptions::max_devices))
         ->capture_default_str();
@@ -257,15 +298,18 @@ Run add_doctor(CLI::App& app) {
         *command,
         "{schema, command: \"doctor\", cuda: {built, usable, problem, driver_version, "
         "runtime_version, gpus: [{index, name, compute_capability, tensor_memory_accelerator}], "
-        "peer_access}, simulator: {started, problem, capacity_bytes, devices: [{service, "
-        "segment}], peer_access}, shm: {available, free_bytes, size_bytes}, environment: "
-        "{backends, problem, backend, devices, seed, scheduler, gpus}, ok}. environment is what "
-        "open_runtime would create from TANDEM_BACKEND and the other variables. "
+        "peer_access}, nccl: {found, usable, library, path, version, version_code, problem, "
+        "missing, optional: {ncclCommInitRankConfig, ncclCommRevoke, ncclCommShrink}}, "
+        "simulator: {started, problem, capacity_bytes, devices: [{service, segment}], "
+        "peer_access}, shm: {available, free_bytes, size_bytes}, environment: {backends, "
+        "problem, backend, devices, seed, scheduler, gpus}, ok}. environment is what "
+        "open_runtime would create from TANDEM_BACKEND and the other variables; nccl is the "
+        "library TANDEM_NCCL_LIBRARY names, else libnccl.so.2, and its absence fails nothing. "
         "peer_access[owner][accessor] is true where the accessor may use the owner's memory (a "
         "device its own); problem is null when there is none; shm is null when the simulator "
         "could not start.",
         {{0, "the simulator starts, /dev/shm is there and the TANDEM_ variables are valid (a "
-             "machine without a GPU is fine)"},
+             "machine without a GPU or NCCL is fine)"},
          {1, "the simulator cannot start, /dev/shm is missing, or a TANDEM_ variable is invalid"},
          {2, "usage or input error: an unknown option, a value out of range"}});
     return [flags] { return doctor(*flags); };

@@ -260,6 +260,9 @@ def check_json_documents(tool, scenarios):
     cuda = doctor["cuda"]
     if cuda["usable"] != (cuda["problem"] is None) or len(cuda["gpus"]) != len(cuda["peer_access"]):
         fail(f"doctor's cuda part does not hold together: {cuda}")
+    nccl = doctor["nccl"]
+    if nccl["usable"] != (nccl["problem"] is None) or nccl["usable"] != (nccl["version"] is not None):
+        fail(f"doctor's nccl part does not hold together: {nccl}")
 
     explore = json_of(tool, "explore", "--json", "--runs", "30", "--seed", "7")
     expect("explore", explore, seed=7, devices=2, steps=100, runs=30, minutes=None, programs=30,
