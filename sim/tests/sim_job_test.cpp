@@ -184,6 +184,32 @@ TEST_F(TwoRanks, memory_of_a_device_lost_on_a_living_rank_reads_as_lost) {
     EXPECT_TRUE(job->rank_alive(1));  // The rank lives on; only its device is lost.
 }
 
+TEST_F(TwoRanks, memory_looked_up_reads_as_lost_once_this_rank_left_the_job) {
+    ASSERT_EQ(peer.ask("publish theirs 4"), "ok");
+    Result<Handle> theirs = job->lookup("theirs", guard_timeout);
+    ASSERT_TRUE(theirs.ok()) << theirs.error().report();
+    Client kept = *device;
+    std::shared_ptr<Runtime> runtime = job->runtime();  // Kept past the job, as a program may.
+    job->leave();
+    Handle mine = *kept.allocate(64);
+    ASSERT_TRUE(kept.copy(*theirs, mine));
+    Result<std::vector<std::byte>> read = kept.read(mine);
+    ASSERT_FALSE(read.ok());
+    EXPECT_THAT(read.error().report(), HasSubstr("DeviceLost"));
+    EXPECT_THAT(read.error().report(), HasSubstr("this rank left the job"));
+}
+
+TEST_F(TwoRanks, the_job_folder_and_the_boards_are_this_users_alone) {
+    namespace fs = std::filesystem;
+    const fs::path folder = job_folder_path(id_);
+    EXPECT_EQ(fs::status(folder).permissions(), fs::perms::owner_all);
+    for (const char* board : {"board-0", "board-1"}) {
+        EXPECT_EQ(fs::status(folder / board).permissions(),
+                  fs::perms::owner_read | fs::perms::owner_write)
+            << board;
+    }
+}
+
 TEST_F(TwoRanks, a_withdrawn_publication_is_unpinned_when_its_last_holder_dies) {
     const std::uint64_t before = device->memory_usage()->in_use_bytes;
     {

@@ -124,6 +124,15 @@ void JobPeers::stop() {
     for (auto& [number, awaited] : awaited_) {
         awaited.failed = true;
     }
+    // Handles this rank looked up may outlive its membership; no one tells it of their owners
+    // any more, so their memory reads as lost (D1) rather than as whatever is there.
+    for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
+        if (rank != rank_ && runtimes_[rank].loss.empty()) {
+            runtimes_[rank].loss = "this rank left the job, and no longer follows rank " +
+                                   std::to_string(rank) + "'s claims";
+        }
+        lost_[rank].store(rank != rank_, std::memory_order_release);
+    }
     for (auto& [name, publication] : published_) {
         if (member_) {
             member_->server(publication.owner.device_index)
