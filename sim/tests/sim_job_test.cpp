@@ -141,6 +141,15 @@ TEST_F(TwoRanks, bad_publications_are_refused_and_change_nothing) {
     Status unnamed = job->publish("", data);
     ASSERT_FALSE(unnamed.ok());
     EXPECT_EQ(unnamed.error().kind(), ErrorKind::InvalidArgument);
+    // A handle of another runtime of this process is not this rank's to publish.
+    std::shared_ptr<Runtime> other = *open_runtime({.backend = "sim", .devices = 1});
+    Status foreign = job->publish("foreign", *other->client(0).allocate(64));
+    ASSERT_FALSE(foreign.ok());
+    EXPECT_EQ(foreign.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(foreign.error().message(), HasSubstr("only memory of this rank's own devices"));
+    Result<Handle> own = job->lookup("data", std::chrono::milliseconds(20));
+    ASSERT_FALSE(own.ok());
+    EXPECT_THAT(own.error().message(), HasSubstr("is this rank's own memory"));
     Status unknown = job->withdraw("never");
     ASSERT_FALSE(unknown.ok());
     EXPECT_THAT(unknown.error().message(), HasSubstr("'never' is not published by this rank"));

@@ -393,6 +393,31 @@ TEST(Job, join_opens_this_ranks_runtime_with_the_devices_asked_for) {
     EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 
+// A backend that exports no memory (the reference backend here; CUDA for now) refuses to
+// publish, saying so, and a rank without a runtime has nothing to publish or look up.
+TEST(Job, a_backend_that_exports_no_memory_refuses_to_publish_and_a_lookup_says_so) {
+    const std::string id = new_job_id();
+    JoinOptions options;
+    options.environment = rank_of(id, 0, 1);
+    options.runtime.from_environment = false;
+    options.runtime.backend = "reference";
+    Result<Job> job = Job::join(options);
+    ASSERT_TRUE(job.ok()) << job.error().report();
+    Handle buffer = *job->runtime()->client(0).allocate(64);
+    const Status published = job->publish("buffer", buffer);
+    ASSERT_FALSE(published.ok());
+    EXPECT_EQ(published.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(published.error().message(),
+                HasSubstr("(reference) shares no memory with other processes"));
+    Result<Handle> found = job->lookup("buffer", std::chrono::milliseconds(1));
+    ASSERT_FALSE(found.ok());
+    EXPECT_THAT(found.error().message(), HasSubstr("binds no memory of other processes"));
+    Result<ServiceId> service = job->service(0, 1);  // A device this rank does not have.
+    ASSERT_FALSE(service.ok());
+    EXPECT_THAT(service.error().message(), HasSubstr("rank 0 has 1 devices; there is no device 1"));
+    EXPECT_FALSE(job->service(1, 0).ok());  // A rank past the world size.
+}
+
 // The runtime each rank joins with names its devices by the rank, and a failure's report says
 // so: the same words in every run.
 TEST(Job, the_runtime_of_a_rank_names_its_devices_by_the_rank) {
