@@ -7,6 +7,7 @@
 //   fail NAME CODE       launches the catalog's fail kernel writing the handle: "ok"
 //   fill NAME VALUE      launches the catalog's fill kernel writing the handle: "ok"
 //   drop NAME            lets the handle go: "ok"
+//   size NAME            the bytes the handle addresses: "size N"
 //   publish NAME VALUE   allocates 64 bytes of its device filled with VALUE, grants rank 0's
 //                        device 0 and publishes them as NAME: "ok"
 //   barrier              Job::barrier: "ok", or "error KIND: MESSAGE"
@@ -33,7 +34,7 @@ std::string first_line_of(const Error& error) {
 /// Copies `source` into a new buffer of `device` (by the copy kernel when `by_kernel`), then reads
 /// it: the bytes, or the read's error.
 std::string copy_and_read(Client& device, const Handle& source, bool by_kernel) {
-    Result<Handle> target = device.allocate(source.size());
+    Result<Handle> target = device.allocate(source.size_in_use());
     if (!target) {
         return "error " + first_line_of(target.error());
     }
@@ -116,6 +117,8 @@ int main() {
                                                   {{held->second, AccessMode::Write}},
                                                   KernelArgs().u64(value));
             answer = launched ? "ok" : "error " + first_line_of(launched.error());
+        } else if (command == "size") {
+            answer = "size " + std::to_string(held->second.size_in_use());
         } else if (command == "drop") {
             handles.erase(held);
         } else {

@@ -125,6 +125,26 @@ TEST_F(TwoRanks, a_peers_failed_write_claims_the_owners_bytes_until_a_clean_writ
     EXPECT_EQ((*read)[63], std::byte{3});
 }
 
+TEST_F(TwoRanks, a_published_slice_is_the_peers_handle_and_one_allocation_has_one_name) {
+    Handle whole = filled(1);
+    Handle tail = *whole.slice(32, 32);
+    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(32), {{tail, AccessMode::Write}},
+                               KernelArgs().u64(2)));
+    ASSERT_TRUE(job->publish("tail", tail));
+    ASSERT_EQ(peer.ask("lookup tail"), "ok");
+    EXPECT_EQ(peer.ask("size tail"), "size 32");
+    EXPECT_EQ(peer.ask("copy tail"), "bytes 2 2 2 2 2 2 2 2");
+    Status again = job->publish("whole", whole);  // The board keeps one word an allocation.
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(again.error().message(), HasSubstr("is published already, as 'tail'"));
+    ASSERT_EQ(peer.ask("publish theirs 4"), "ok");
+    ASSERT_TRUE(job->lookup("theirs", guard_timeout).ok());
+    Status taken = job->publish("theirs", filled(5));  // Names are the job's, not the rank's.
+    ASSERT_FALSE(taken.ok());
+    EXPECT_THAT(taken.error().message(), HasSubstr("'theirs' is published already, by rank 1"));
+}
+
 TEST_F(TwoRanks, a_lookup_of_a_name_nobody_published_fails_naming_it) {
     Result<Handle> found = job->lookup("nothing", std::chrono::milliseconds(20));
     ASSERT_FALSE(found.ok());

@@ -186,9 +186,11 @@ public:
     /// included: a peer then reads their failure): pinned (P2) until it is withdrawn and no rank
     /// holds a handle of it. Later writes reach peers in the order `barrier` gives. Errors,
     /// changing nothing:
-    /// `InvalidArgument` for a bad or taken name, a handle that is empty or not of this rank's
-    /// devices, memory the backend cannot export (adopted memory; CUDA for now), or more than
-    /// 4096 allocations shared at once; `DeviceLost` for a lost device.
+    /// `InvalidArgument` for a bad name, a name this rank or one it heard from published
+    /// already, an allocation this rank published already (under any name), a handle that is
+    /// empty or not of this rank's devices, memory the backend cannot export (adopted memory;
+    /// CUDA for now), or more than 4096 allocations shared at once; `DeviceLost` for a lost
+    /// device. A peer's handle addresses the published handle's bytes (a slice stays a slice).
     Status publish(std::string_view name, const Handle& handle);
     /// Withdraws `name`: later lookups of it fail, and the pin goes once no rank holds it.
     /// `InvalidArgument` for a name this rank did not publish.

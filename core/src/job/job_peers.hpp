@@ -139,6 +139,9 @@ private:
         std::uint32_t rank = 0;
         ServiceId owner;
         AllocationInfo allocation;
+        /// The offsets of the handle the owner published.
+        std::uint64_t offset_start = 0;
+        std::uint64_t offset_end = 0;
         std::size_t slot = 0;
     };
     class RemoteOwner;
@@ -156,6 +159,13 @@ private:
     [[nodiscard]] std::string answer(std::uint32_t rank, Op op, std::uint32_t device,
                                      std::string_view body);
     void on_publish(std::uint32_t rank, std::string_view payload, std::vector<int>& passed);
+    /// Whether `name` may name `memory`: no rank published the name, and this rank did not
+    /// publish the allocation under another; under `mutex_`.
+    [[nodiscard]] Status name_free(std::string_view name, MemoryId memory) const;
+    /// Tells every rank still in the job that `name` names `handle` (in board slot `slot`),
+    /// passing the region's descriptor to a rank the first time; under `mutex_`.
+    void announce(std::string_view name, const Handle& handle, std::size_t slot,
+                  const ExportedRegion& region);
     void on_reply(std::string_view payload);
     void on_runtime(std::uint32_t rank, std::string_view payload);
     /// Drops `name`'s pin once it is withdrawn and no rank holds it; under `mutex_`.

@@ -89,8 +89,8 @@ Status JobPeers::publish(std::string_view name, const Handle& handle) {
         return pin.error();
     }
     std::lock_guard lock(mutex_);
-    if (published_.contains(name)) {
-        return Error::invalid_argument("'" + std::string(name) + "' is published already");
+    if (Status free = name_free(name, handle.memory_id()); !free) {
+        return free;
     }
     const std::optional<std::size_t> slot = board_->take_slot();
     if (!slot || !owner.claims().publish(handle.memory_id(), board_->claim_word(*slot))) {
@@ -100,6 +100,32 @@ Status JobPeers::publish(std::string_view name, const Handle& handle) {
         return Error::invalid_argument("this rank shares " + std::to_string(JobBoard::slots) +
                                        " allocations already, the most it may at once");
     }
+    announce(name, handle, *slot, *region);
+    published_.emplace(std::string(name),
+                       Publication{std::move(*pin), handle.service(), *slot, {}, false});
+    return {};
+}
+
+Status JobPeers::name_free(std::string_view name, MemoryId memory) const {
+    if (published_.contains(name)) {
+        return Error::invalid_argument("'" + std::string(name) + "' is published already");
+    }
+    if (auto other = received_.find(name); other != received_.end()) {
+        return Error::invalid_argument("'" + std::string(name) + "' is published already, by rank " +
+                                       std::to_string(other->second.rank));
+    }
+    for (const auto& [published_name, publication] : published_) {
+        if (publication.pin.memory_id() == memory) {
+            // One word per allocation on the board: a second name would share it.
+            return Error::invalid_argument(to_string(memory) + " is published already, as '" +
+                                           published_name + "'");
+        }
+    }
+    return {};
+}
+
+void JobPeers::announce(std::string_view name, const Handle& handle, std::size_t slot,
+                        const ExportedRegion& region) {
     const AllocationInfo& allocation = handle.memory().allocation();
     WireWriter out;
     out.text(name);
@@ -108,24 +134,23 @@ Status JobPeers::publish(std::string_view name, const Handle& handle) {
     out.u64(allocation.address);
     out.u64(allocation.size_bytes);
     out.u64(allocation.stream.value);
-    out.u64(*slot);
-    out.u64(region->base_address);
-    out.u64(region->size_bytes);
+    out.u64(handle.offset_start());
+    out.u64(handle.offset_end());
+    out.u64(slot);
+    out.u64(region.base_address);
+    out.u64(region.size_bytes);
     const std::string payload = out.take();
     for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
         if (rank == rank_ || !runtimes_[rank].loss.empty()) {
             continue;
         }
-        bool& sent = regions_sent_[{rank, region->base_address}];
+        bool& sent = regions_sent_[{rank, region.base_address}];
         std::string with_flag = payload;
         with_flag.push_back(sent ? 0 : 1);
-        if (send(rank, FrameKind::publish, with_flag, sent ? -1 : region->descriptor)) {
+        if (send(rank, FrameKind::publish, with_flag, sent ? -1 : region.descriptor)) {
             sent = true;
         }
     }
-    published_.emplace(std::string(name),
-                       Publication{std::move(*pin), handle.service(), *slot, {}, false});
-    return {};
 }
 
 void JobPeers::on_publish(std::uint32_t rank, std::string_view payload, std::vector<int>& passed) {
@@ -138,6 +163,8 @@ void JobPeers::on_publish(std::uint32_t rank, std::string_view payload, std::vec
     received.allocation.address = in.u64();
     received.allocation.size_bytes = in.u64();
     received.allocation.stream = StreamId{in.u64()};
+    received.offset_start = in.u64();
+    received.offset_end = in.u64();
     received.slot = in.u64();
     ExportedRegion region;
     region.base_address = in.u64();
@@ -215,7 +242,13 @@ Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds
                                 alive->tell(owner, Op::unpin, unpin.take());
                             }
                         }};
-    return member_->server(0).import_shared(std::move(share));
+    Result<Handle> imported = member_->server(0).import_shared(std::move(share));
+    if (!imported) {
+        return imported;
+    }
+    // The bytes the owner published: its handle's offsets, checked when it was published.
+    Result<Handle> trimmed = imported->add_offset_start(received.offset_start);
+    return trimmed ? trimmed->add_offset_end(received.offset_end) : trimmed;
 }
 
 Status JobPeers::withdraw(std::string_view name) {
