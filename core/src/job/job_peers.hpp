@@ -162,10 +162,18 @@ private:
     /// Whether `name` may name `memory`: no rank published the name, and this rank did not
     /// publish the allocation under another; under `mutex_`.
     [[nodiscard]] Status name_free(std::string_view name, MemoryId memory) const;
-    /// Tells every rank still in the job that `name` names `handle` (in board slot `slot`),
-    /// passing the region's descriptor to a rank the first time; under `mutex_`.
-    void announce(std::string_view name, const Handle& handle, std::size_t slot,
-                  const ExportedRegion& region);
+    /// A publish frame for one rank, and the descriptor it passes (-1 for none).
+    struct Announcement {
+        std::uint32_t rank = 0;
+        std::string payload;
+        int descriptor = -1;
+    };
+    /// The frames that tell every rank still in the job that `name` names `handle` (in board
+    /// slot `slot`), passing the region's descriptor to a rank the first time; under `mutex_`.
+    /// The caller sends them once it lets the lock go.
+    [[nodiscard]] std::vector<Announcement> announce(std::string_view name, const Handle& handle,
+                                                     std::size_t slot,
+                                                     const ExportedRegion& region);
     void on_reply(std::string_view payload);
     void on_runtime(std::uint32_t rank, std::string_view payload);
     /// Drops `name`'s pin once it is withdrawn and no rank holds it; under `mutex_`.

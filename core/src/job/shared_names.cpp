@@ -88,7 +88,7 @@ Status JobPeers::publish(std::string_view name, const Handle& handle) {
     if (!pin) {
         return pin.error();
     }
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (Status free = name_free(name, handle.memory_id()); !free) {
         return free;
     }
@@ -100,9 +100,14 @@ Status JobPeers::publish(std::string_view name, const Handle& handle) {
         return Error::invalid_argument("this rank shares " + std::to_string(JobBoard::slots) +
                                        " allocations already, the most it may at once");
     }
-    announce(name, handle, *slot, *region);
     published_.emplace(std::string(name),
                        Publication{std::move(*pin), handle.service(), *slot, {}, false});
+    std::vector<Announcement> announcements = announce(name, handle, *slot, *region);
+    lock.unlock();  // A send may wait for a rank to read; the watcher needs the lock meanwhile.
+    for (const Announcement& announcement : announcements) {
+        (void)send(announcement.rank, FrameKind::publish, announcement.payload,
+                   announcement.descriptor);  // A rank lost meanwhile needs it no more.
+    }
     return {};
 }
 
@@ -124,8 +129,9 @@ Status JobPeers::name_free(std::string_view name, MemoryId memory) const {
     return {};
 }
 
-void JobPeers::announce(std::string_view name, const Handle& handle, std::size_t slot,
-                        const ExportedRegion& region) {
+std::vector<JobPeers::Announcement> JobPeers::announce(std::string_view name, const Handle& handle,
+                                                      std::size_t slot,
+                                                      const ExportedRegion& region) {
     const AllocationInfo& allocation = handle.memory().allocation();
     WireWriter out;
     out.text(name);
@@ -140,6 +146,7 @@ void JobPeers::announce(std::string_view name, const Handle& handle, std::size_t
     out.u64(region.base_address);
     out.u64(region.size_bytes);
     const std::string payload = out.take();
+    std::vector<Announcement> announcements;
     for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
         if (rank == rank_ || !runtimes_[rank].loss.empty()) {
             continue;
@@ -147,10 +154,10 @@ void JobPeers::announce(std::string_view name, const Handle& handle, std::size_t
         bool& sent = regions_sent_[{rank, region.base_address}];
         std::string with_flag = payload;
         with_flag.push_back(sent ? 0 : 1);
-        if (send(rank, FrameKind::publish, with_flag, sent ? -1 : region.descriptor)) {
-            sent = true;
-        }
+        announcements.push_back({rank, std::move(with_flag), sent ? -1 : region.descriptor});
+        sent = true;
     }
+    return announcements;
 }
 
 void JobPeers::on_publish(std::uint32_t rank, std::string_view payload, std::vector<int>& passed) {
