@@ -4,13 +4,16 @@
 
 #include "commands.hpp"
 #include "help_footer.hpp"
+#include "scenario_ranks.hpp"
 #include "tandem/core/closest_name.hpp"
 
 #include "tandem/core/version.hpp"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -143,6 +146,10 @@ int print_help(CLI::App& app, const std::string& topic, const std::vector<std::s
 
 int main(int argc, char** argv) {
     using namespace tandem::tool;
+    // A rank of a scenario run as a job, started by `tandem run` itself: not a command of ours.
+    if (argc == 4 && std::string_view(argv[1]) == "--as-scenario-rank") {
+        return run_as_scenario_rank(argv[2], std::strtoull(argv[3], nullptr, 10));
+    }
     CLI::App app{"tandem: multi-device runtime checks, scenarios and maintenance"};
     app.set_version_flag("--version", std::string("tandem ") + tandem::version_string);
     app.require_subcommand(1);

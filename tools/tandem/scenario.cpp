@@ -241,6 +241,9 @@ std::string write_scenario(const Scenario& scenario) {
         out << "description: " << quoted(scenario.description) << "\n";
     }
     out << "devices:\n  count: " << scenario.devices << "\n";
+    if (scenario.ranks != 1) {
+        out << "  ranks: " << scenario.ranks << "\n";
+    }
     if (scenario.seed) {
         out << "  seed: " << *scenario.seed << "\n";
     }

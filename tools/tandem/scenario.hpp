@@ -190,6 +190,9 @@ struct Scenario {
     std::string name;
     std::string description;
     std::uint32_t devices = 2;
+    /// The processes the devices run in, one rank of a job each (`devices / ranks` devices
+    /// each, in order); 1 runs them all in this process.
+    std::uint32_t ranks = 1;
     std::optional<std::uint64_t> seed;
     std::optional<std::uint64_t> capacity_bytes;
     bool grant_all_peers = false;

@@ -171,11 +171,21 @@ void ScenarioParser::define_buffer(const YAML::Node& at, const std::string& name
 
 void ScenarioParser::parse_devices(const YAML::Node& node) {
     YamlFields fields(reader_, node, "the devices section",
-                      {"count", "seed", "capacity", "grant_all", "grants"});
+                      {"count", "ranks", "seed", "capacity", "grant_all", "grants"});
     scenario_.devices = reader_.u32(fields.require("count"), "a device count");
     if (scenario_.devices == 0 || scenario_.devices > max_devices) {
         reader_.fail(fields.get("count"),
                      "expected 1 to " + std::to_string(max_devices) + " devices");
+    }
+    if (fields.has("ranks")) {
+        scenario_.ranks = reader_.u32(fields.get("ranks"), "a rank count");
+        if (scenario_.ranks == 0 || scenario_.ranks > scenario_.devices ||
+            scenario_.devices % scenario_.ranks != 0) {
+            reader_.fail(fields.get("ranks"),
+                         "expected a rank count that divides the " +
+                             std::to_string(scenario_.devices) +
+                             " devices (each rank runs as many of them)");
+        }
     }
     if (fields.has("seed")) {
         scenario_.seed = reader_.u64(fields.get("seed"), "a seed");

@@ -4,6 +4,8 @@
 
 #include "scenario_run.hpp"
 
+#include "scenario_ranks.hpp"
+
 #if TANDEM_TOOL_HAS_CUDA
 #include "tandem/cuda/runtime.hpp"
 #endif
@@ -96,12 +98,20 @@ std::string hex_dump(const std::vector<std::byte>& bytes) {
 
 class ScenarioRunner {
 public:
-    /// Runs steps through `clients` (one per device, of any backend); `sync_all` waits for all.
-    ScenarioRunner(const Scenario& scenario, std::vector<Client> clients,
-                   std::function<Status()> sync_all)
-        : scenario_(scenario), clients_(std::move(clients)), sync_all_(std::move(sync_all)) {
+    /// Runs steps through `clients` (one per device, of any backend; none for a device another
+    /// process runs, whose steps this runner is never given); `sync_all` waits for all. `ranks`
+    /// reaches the buffers of devices of other processes, for a scenario run as a job.
+    ScenarioRunner(const Scenario& scenario, std::vector<std::optional<Client>> clients,
+                   std::function<Status()> sync_all, RankHooks ranks = {})
+        : scenario_(scenario),
+          clients_(std::move(clients)),
+          sync_all_(std::move(sync_all)),
+          ranks_(std::move(ranks)) {
         for (std::size_t index = 0; index < clients_.size(); ++index) {
-            streams_[{static_cast<std::uint32_t>(index), "main"}] = clients_[index].default_stream();
+            if (clients_[index]) {
+                streams_[{static_cast<std::uint32_t>(index), "main"}] =
+                    clients_[index]->default_stream();
+            }
         }
     }
 
@@ -118,17 +128,38 @@ public:
             }
             delay->stream = stream->second;
         }
-        return Outcome::of(clients_[step.device].inject(fault));
+        return Outcome::of(client(step.device).inject(fault));
     }
 
 private:
     const Handle* handle(const std::string& name, std::string& problem) {
-        const auto found = handles_.find(name);
+        auto found = handles_.find(name);
+        if (found == handles_.end() && ranks_.resolve) {
+            // A buffer of another process's device: looked up once, kept after.
+            if (Result<Handle> resolved = ranks_.resolve(name)) {
+                found = handles_.insert_or_assign(name, std::move(*resolved)).first;
+            } else {
+                problem = resolved.error().message();
+                return nullptr;
+            }
+        }
         if (found == handles_.end()) {
             problem = "buffer '" + name + "' does not exist (the step that defined it failed)";
             return nullptr;
         }
         return &found->second;
+    }
+    /// The client of `device`, a device this runner runs.
+    Client& client(std::uint32_t device) { return *clients_[device]; }
+    /// The client of `service`, a device this runner runs (in a job, the file's device numbers
+    /// are not the rank's).
+    Client& client_of(ServiceId service) {
+        for (std::optional<Client>& candidate : clients_) {
+            if (candidate && candidate->service() == service) {
+                return *candidate;
+            }
+        }
+        return client(service.device_index);
     }
     std::optional<StreamId> stream(std::uint32_t device, const std::string& name) {
         const auto found = streams_.find({device, name});
@@ -140,7 +171,7 @@ private:
         if (!on) {
             return Outcome::trouble("stream '" + step.stream + "' was not created");
         }
-        Result<Handle> allocated = clients_[step.device].allocate(step.size_bytes, *on);
+        Result<Handle> allocated = client(step.device).allocate(step.size_bytes, *on);
         if (!allocated) {
             return Outcome{allocated.error(), std::nullopt, {}};
         }
@@ -161,7 +192,7 @@ private:
         return {};
     }
     Outcome run(const StreamStep& step) {
-        Result<StreamId> created = clients_[step.device].create_stream();
+        Result<StreamId> created = client(step.device).create_stream();
         if (!created) {
             return Outcome{created.error(), std::nullopt, {}};
         }
@@ -173,7 +204,7 @@ private:
         if (!on) {
             return Outcome::trouble("stream '" + step.name + "' was not created");
         }
-        return Outcome::of(clients_[step.device].destroy_stream(*on));
+        return Outcome::of(client(step.device).destroy_stream(*on));
     }
     Outcome run(const WriteStep& step) {
         std::string problem;
@@ -181,7 +212,7 @@ private:
         if (target == nullptr) {
             return Outcome::trouble(problem);
         }
-        return Outcome::of(clients_[step.device].write(*target, step.data.materialize(target->size_in_use())));
+        return Outcome::of(client(step.device).write(*target, step.data.materialize(target->size_in_use())));
     }
     Outcome run(const LaunchStep& step) {
         const std::optional<StreamId> on = stream(step.device, step.stream);
@@ -202,7 +233,7 @@ private:
             arg.is_f64 ? args.f64(arg.f64) : args.u64(arg.u64);
         }
         return Outcome::of(
-            clients_[step.device].launch(step.kernel, step.config, std::move(arguments), args, *on));
+            client(step.device).launch(step.kernel, step.config, std::move(arguments), args, *on));
     }
     Outcome run(const ShareStep& step) {
         std::string problem;
@@ -210,15 +241,22 @@ private:
         if (target == nullptr) {
             return Outcome::trouble(problem);
         }
-        Result<Handle> shared = clients_[target->service().device_index].share_with_peers(*target);
+        Result<Handle> shared = client_of(target->service()).share_with_peers(*target);
         if (!shared) {
             return Outcome{shared.error(), std::nullopt, {}};
+        }
+        if (ranks_.publish) {
+            if (Status published = ranks_.publish(step.buffer, *shared); !published) {
+                return Outcome{published.error(), std::nullopt, {}};
+            }
         }
         handles_.insert_or_assign(step.buffer, std::move(*shared));
         return {};
     }
     Outcome run(const GrantStep& step) {
-        return Outcome::of(clients_[step.owner].grant_peer_access(clients_[step.accessor].service()));
+        const ServiceId accessor = clients_[step.accessor] ? clients_[step.accessor]->service()
+                                                           : ranks_.service_of(step.accessor);
+        return Outcome::of(client(step.owner).grant_peer_access(accessor));
     }
     Outcome run(const CopyStep& step) {
         std::string problem;
@@ -228,14 +266,14 @@ private:
         if (from == nullptr || to == nullptr || !on) {
             return Outcome::trouble(problem.empty() ? "stream '" + step.stream + "' was not created" : problem);
         }
-        return Outcome::of(clients_[step.device].copy(*from, *to, *on));
+        return Outcome::of(client(step.device).copy(*from, *to, *on));
     }
     Outcome run(const RecordStep& step) {
         const std::optional<StreamId> on = stream(step.device, step.stream);
         if (!on) {
             return Outcome::trouble("stream '" + step.stream + "' was not created");
         }
-        Result<Event> recorded = clients_[step.device].record_event(*on);
+        Result<Event> recorded = client(step.device).record_event(*on);
         if (!recorded) {
             return Outcome{recorded.error(), std::nullopt, {}};
         }
@@ -248,7 +286,7 @@ private:
         if (!on || event == events_.end()) {
             return Outcome::trouble("event '" + step.event + "' was not recorded");
         }
-        return Outcome::of(clients_[step.device].wait_event(*on, event->second));
+        return Outcome::of(client(step.device).wait_event(*on, event->second));
     }
     Outcome run(const SyncStep& step) {
         if (!step.device) {
@@ -263,8 +301,8 @@ private:
             }
             named.push_back(*found);
         }
-        Client& client = clients_[*step.device];
-        return Outcome::of(named.empty() ? client.sync() : client.sync(named));
+        Client& device = client(*step.device);
+        return Outcome::of(named.empty() ? device.sync() : device.sync(named));
     }
     Outcome run(const ReadStep& step) {
         std::string problem;
@@ -272,11 +310,11 @@ private:
         if (source == nullptr) {
             return Outcome::trouble(problem);
         }
-        Client& client = clients_[step.device];
+        Client& device = client(step.device);
         Result<std::vector<std::byte>> bytes =
-            step.strided ? client.read_strided(*source, step.strided->shape, step.strided->strides,
+            step.strided ? device.read_strided(*source, step.strided->shape, step.strided->strides,
                                                step.strided->elem_size_bytes)
-                         : client.read(*source);
+                         : device.read(*source);
         if (!bytes) {
             return Outcome{bytes.error(), std::nullopt, {}};
         }
@@ -288,7 +326,7 @@ private:
     }
     Outcome run(const BeginCaptureStep& step) {
         const std::optional<StreamId> on = stream(step.device, step.stream);
-        return on ? Outcome::of(clients_[step.device].begin_capture(*on))
+        return on ? Outcome::of(client(step.device).begin_capture(*on))
                   : Outcome::trouble("stream '" + step.stream + "' was not created");
     }
     Outcome run(const EndCaptureStep& step) {
@@ -296,7 +334,7 @@ private:
         if (!on) {
             return Outcome::trouble("stream '" + step.stream + "' was not created");
         }
-        Result<CaptureGraph> graph = clients_[step.device].end_capture(*on);
+        Result<CaptureGraph> graph = client(step.device).end_capture(*on);
         if (!graph) {
             return Outcome{graph.error(), std::nullopt, {}};
         }
@@ -309,13 +347,14 @@ private:
         if (!on || graph == graphs_.end()) {
             return Outcome::trouble("graph '" + step.graph + "' was not captured");
         }
-        return Outcome::of(clients_[step.device].replay(graph->second, *on));
+        return Outcome::of(client(step.device).replay(graph->second, *on));
     }
     Outcome run(const InjectStep& step) { return inject(step); }
 
     const Scenario& scenario_;
-    std::vector<Client> clients_;
+    std::vector<std::optional<Client>> clients_;
     std::function<Status()> sync_all_;
+    RankHooks ranks_;
     std::map<std::string, Handle> handles_;
     std::map<std::pair<std::uint32_t, std::string>, StreamId> streams_;
     std::map<std::string, Event> events_;
@@ -394,6 +433,77 @@ void run_steps(const Scenario& scenario, ScenarioRunner& runner, ScenarioResult&
     }
 }
 
+/// The device whose rank runs `action` in a scenario run as a job, or none for a step every rank
+/// takes for itself (freeing a name, syncing everything). `owners` maps each buffer to its
+/// device, as the steps so far defined them; it learns the buffers `action` defines.
+std::optional<std::uint32_t> executing_device(const Action& action,
+                                              std::map<std::string, std::uint32_t>& owners) {
+    if (const auto* allocate = std::get_if<AllocateStep>(&action)) {
+        owners[allocate->name] = allocate->device;
+        return allocate->device;
+    }
+    if (const auto* slice = std::get_if<SliceStep>(&action)) {
+        const std::uint32_t owner = owners[slice->of];
+        owners[slice->name] = owner;
+        return owner;  // The owner slices; another rank slices what it looks up.
+    }
+    if (const auto* share = std::get_if<ShareStep>(&action)) {
+        return owners[share->buffer];
+    }
+    if (const auto* grant = std::get_if<GrantStep>(&action)) {
+        return grant->owner;
+    }
+    if (const auto* sync = std::get_if<SyncStep>(&action)) {
+        return sync->device;
+    }
+    if (std::holds_alternative<FreeStep>(action)) {
+        return std::nullopt;
+    }
+    return std::visit(
+        [](const auto& step) -> std::optional<std::uint32_t> {
+            if constexpr (requires { step.device; }) {
+                return step.device;
+            } else {
+                return std::nullopt;
+            }
+        },
+        action);
+}
+
+/// `run_steps` for one rank of a job: the steps of its devices, a barrier where the file's
+/// order passes from one rank to another. `failed_step` is where it stopped.
+void run_rank_steps(const Scenario& scenario, ScenarioRunner& runner, const RankRun& run,
+                    ScenarioResult& result, std::size_t& failed_step) {
+    std::map<std::string, std::uint32_t> owners;
+    std::optional<std::uint32_t> last_rank;
+    for (failed_step = 0; failed_step < scenario.steps.size(); ++failed_step) {
+        const Step& step = scenario.steps[failed_step];
+        const std::optional<std::uint32_t> device = executing_device(step.action, owners);
+        const std::optional<std::uint32_t> rank =
+            device ? std::optional(run.rank_of(*device)) : std::nullopt;
+        if (rank && last_rank && *rank != *last_rank) {
+            if (Status passed = run.barrier(); !passed) {
+                result.failure = step.mark.describe() + ": the job, before this step: " +
+                                 passed.error().message();
+                return;
+            }
+        }
+        last_rank = rank ? rank : last_rank;
+        if (rank && *rank != run.rank) {
+            continue;  // Another rank's step.
+        }
+        const Outcome outcome = runner.execute(step.action);
+        ++result.steps_run;
+        result.outcomes.push_back(step.mark.describe() + " " + std::string(step_kind(step.action)) +
+                                  ": " + describe_outcome(outcome));
+        if (const std::string problem = judge(step, outcome); !problem.empty()) {
+            result.failure = step.mark.describe() + ": " + std::string(step_kind(step.action)) +
+                             " step: " + problem;
+            return;
+        }
+    }
+}
+
 /// Grants, faults and steps through `runner`; fills `result.failure` at the first difference.
 void run_program(const Scenario& scenario, ScenarioRunner& runner, ScenarioResult& result) {
     for (const GrantStep& grant : scenario.grants) {
@@ -417,9 +527,9 @@ void run_on_simulator(const Scenario& scenario, const RunOptions& options, Scena
     }
     std::shared_ptr<sim::SimRuntime> runtime = *created;
     {
-        std::vector<Client> clients;
+        std::vector<std::optional<Client>> clients;
         for (std::size_t index = 0; index < runtime->device_count(); ++index) {
-            clients.push_back(runtime->client(index));
+            clients.emplace_back(runtime->client(index));
         }
         ScenarioRunner runner(scenario, std::move(clients), [&runtime] { return runtime->sync_all(); });
         run_program(scenario, runner, result);
@@ -465,14 +575,14 @@ void run_on_gpus(const Scenario& scenario, const RunOptions& options, ScenarioRe
         return;
     }
     std::shared_ptr<cuda::CudaRuntime> runtime = *created;
-    std::vector<Client> clients;
+    std::vector<std::optional<Client>> clients;
     for (std::size_t index = 0; index < runtime->device_count(); ++index) {
-        clients.push_back(runtime->client(index));
+        clients.emplace_back(runtime->client(index));
     }
     if (scenario.grant_all_peers) {
-        for (Client& owner : clients) {
-            for (const Client& accessor : clients) {
-                if (Status granted = owner.grant_peer_access(accessor.service()); !granted) {
+        for (std::optional<Client>& owner : clients) {
+            for (const std::optional<Client>& accessor : clients) {
+                if (Status granted = owner->grant_peer_access(accessor->service()); !granted) {
                     result.failure = scenario.path + ": " + granted.error().message();
                     return;
                 }
@@ -490,6 +600,38 @@ void run_on_gpus(const Scenario& scenario, const RunOptions& options, ScenarioRe
 
 }  // namespace
 
+ScenarioResult run_scenario_rank(const Scenario& scenario, RankRun run, std::size_t& failed_step) {
+    ScenarioResult result;
+    result.path = scenario.path;
+    result.name = scenario.name;
+    failed_step = scenario.steps.size();
+    {
+        ScenarioRunner runner(scenario, run.clients, run.sync_all, run.hooks);
+        // The file's grants and faults, each by the rank of its device, before any step.
+        for (const GrantStep& grant : scenario.grants) {
+            if (run.rank_of(grant.owner) == run.rank) {
+                (void)runner.execute(grant);
+            }
+        }
+        for (const InjectStep& fault : scenario.faults) {
+            if (run.rank_of(fault.device) != run.rank) {
+                continue;
+            }
+            if (Outcome injected = runner.inject(fault); injected.error || !injected.problem.empty()) {
+                result.failure = scenario.path + ": a fault could not be injected: " +
+                                 describe_outcome(injected);
+                failed_step = 0;
+            }
+        }
+        if (result.failure.empty()) {
+            run_rank_steps(scenario, runner, run, result, failed_step);
+        }
+        (void)run.sync_all();
+    }
+    result.passed = result.failure.empty();
+    return result;
+}
+
 ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options) {
     const auto started = std::chrono::steady_clock::now();
     ScenarioResult result;
@@ -503,7 +645,16 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
         result.passed = true;
         return result;
     }
-    if (options.backend == "cuda") {
+    if (scenario.ranks > 1) {
+        if (std::string why = why_not_as_job(scenario, options); !why.empty()) {
+            result.skipped = true;
+            result.skip_reason = "runs as a job of " + std::to_string(scenario.ranks) +
+                                 " ranks, and " + why;
+            result.passed = true;
+            return result;
+        }
+        run_as_job(scenario, result);
+    } else if (options.backend == "cuda") {
         run_on_gpus(scenario, options, result);
     } else {
         run_on_simulator(scenario, options, result);

@@ -8,6 +8,7 @@
 #include "tandem/sim/runtime.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,36 @@ struct ScenarioResult {
     /// Each step's outcome as one line ("ok", or the error kind and message), for inspect.
     std::vector<std::string> outcomes;
 };
+
+/// What a scenario run as a job (`devices: {ranks: N}`) needs of the job: the buffers of other
+/// ranks' devices, by name.
+struct RankHooks {
+    /// The handle of a buffer of another rank's device, which that rank shared (looked up).
+    std::function<Result<Handle>(const std::string& name)> resolve;
+    /// Shares `handle`, which a share step just shared with peers, with the other ranks.
+    std::function<Status(const std::string& name, const Handle& handle)> publish;
+    /// The service of `device`, a device of another rank.
+    std::function<ServiceId(std::uint32_t device)> service_of;
+};
+
+/// One rank's part of a scenario run as a job: it runs the steps of its own devices, in the
+/// file's order, and waits for every rank where that order passes from one rank to another.
+struct RankRun {
+    std::uint32_t rank = 0;
+    /// Clients by the scenario's device number: this rank's devices only.
+    std::vector<std::optional<Client>> clients;
+    RankHooks hooks;
+    /// The rank that runs `device`.
+    std::function<std::uint32_t(std::uint32_t device)> rank_of;
+    /// Waits for every rank, each with its work settled.
+    std::function<Status()> barrier;
+    /// Waits for this rank's work.
+    std::function<Status()> sync_all;
+};
+
+/// Runs `run.rank`'s part of `scenario`. `failed_step` is the index of the step that differed
+/// (or at whose barrier the job failed), or the step count when none did.
+ScenarioResult run_scenario_rank(const Scenario& scenario, RankRun run, std::size_t& failed_step);
 
 /// The seed a run uses: the override, else the file's, else 1.
 std::uint64_t effective_seed(const Scenario& scenario, const RunOptions& options);

@@ -37,6 +37,8 @@ MALFORMED = {
                        "  - slice: {name: s, of: a, offset: 32, length: 64}\n", 5, "fit in 'a'"),
     "bad_device.yaml": ("name: x\ndevices: {count: 2}\nsteps:\n"
                         "  - allocate: {name: a, device: 2, size: 64}\n", 4, "device index below 2"),
+    "bad_ranks.yaml": ("name: x\ndevices: {count: 3, ranks: 2}\nsteps:\n"
+                       "  - allocate: {name: a, device: 0, size: 64}\n", 2, "divides the 3 devices"),
     "syntax.yaml": ("name: x\ndevices: {count: 1\nsteps: []\n", None, ""),
 }
 
