@@ -78,10 +78,9 @@ TEST_F(SimPeers, a_peer_read_of_failed_owner_bytes_is_skipped_and_names_the_owne
     ASSERT_EQ(details->chain.size(), 1u);
     // The cross-device hop names the device whose work was skipped.
     EXPECT_EQ(details->chain[0].device, peer.service());
-    const UnwrittenDetails* owner_report = unwritten(*details->root);
-    ASSERT_NE(owner_report, nullptr);
-    const auto* root = owner_report->root->details_as<KernelFailedDetails>();
-    ASSERT_NE(root, nullptr);
+    // The root is the owner's failure itself, carried across the hop (not the owner's report).
+    const auto* root = details->root->details_as<KernelFailedDetails>();
+    ASSERT_NE(root, nullptr) << read.error().report();
     EXPECT_EQ(root->code, 31u);
     EXPECT_EQ(root->device, owner.service());
 }

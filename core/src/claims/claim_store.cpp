@@ -204,6 +204,17 @@ void ClaimStore::claim_skipped(std::span<const ClaimKey> keys, std::optional<Fai
         for (const ClaimKey& key : keys) {
             claim_locked(key, failure);
         }
+    } else if (const auto* carried = error.details_as<UnwrittenDetails>();
+               carried != nullptr && carried->root != nullptr) {
+        // A hop from another device, whose report is what the skipped work needed: the new
+        // failure carries that report's root and hops, oldest first, so a read here reports
+        // one chain back to the root (not a report inside a report).
+        failure = fail_locked(keys, *carried->root);
+        for (auto hop = carried->chain.rbegin(); hop != carried->chain.rend(); ++hop) {
+            if (graph_.contains(failure)) {
+                graph_.add_skip(failure, *hop);
+            }
+        }
     } else {
         failure = fail_locked(keys, error);
     }

@@ -50,7 +50,7 @@ void claim_skipped(DeviceDirectory& devices, ServiceId runner, std::string_view 
     for (auto& [owner, keys] : by_owner(outputs)) {
         SkipRecord record{std::string(label), runner, cause.needed, keys};
         // On the cause's own device the outputs join its failure (one chain); elsewhere the hop
-        // is a new failure carrying the owner's report.
+        // is a new failure carrying the owner's root and hops.
         const std::optional<FailureId> join =
             cause.owner == owner ? cause.failure : std::optional<FailureId>();
         devices.claim_skipped(owner, keys, join, error, std::move(record));

@@ -47,7 +47,7 @@ std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
 Error cause_error(const DeviceDirectory& devices, const Cause& cause);
 /// C9: the operation `label`, which `runner` ran (or would have), did not run because of
 /// `cause`; its outputs take that failure, with a skip record naming `runner` (a cross-device hop
-/// becomes a new failure carrying the owner's report).
+/// becomes a new failure carrying the owner's root and hops, `ClaimStore::claim_skipped`).
 void claim_skipped(DeviceDirectory& devices, ServiceId runner, std::string_view label,
                    std::span<const Target> outputs, const Cause& cause);
 /// C8: the operation failed with `error`; one new failure per device claims its outputs (P4 for

@@ -107,6 +107,42 @@ struct ReduceSum {
     }
 };
 
+/// Buffer 0 (read-write) = buffer 0 `op` buffer 1 (read), element-wise, over the element type
+/// u64 argument 1 names (0 float32, 1 float64, 2 int32, 3 int64) with the operation u64
+/// argument 0 names (0 sum, 1 max, 2 min): a step of an all-reduce (`tandem/core/collectives.hpp`,
+/// whose enumerations give these numbers). An unknown number leaves buffer 0 as it is.
+struct Combine {
+    /// The name a launch gives to run it.
+    static constexpr const char* name = "combine";
+    /// Runs one thread of the launch on `ctx`, the backend's kernel context.
+    template <typename Context>
+    TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
+        switch (ctx.u64(1)) {
+            case 0: combine<float>(ctx); break;
+            case 1: combine<double>(ctx); break;
+            case 2: combine<std::int32_t>(ctx); break;
+            case 3: combine<std::int64_t>(ctx); break;
+            default: break;
+        }
+    }
+
+private:
+    template <typename Element, typename Context>
+    TANDEM_HOST_DEVICE static void combine(Context& ctx) {
+        auto into = ctx.template buffer<Element>(0);
+        auto from = ctx.template buffer<Element>(1);
+        const std::uint64_t op = ctx.u64(0);
+        for (std::uint64_t i = ctx.thread_index(); i < into.size(); i += ctx.thread_count()) {
+            const Element mine = into.load(i);
+            const Element theirs = from.load(i);
+            into.store(i, op == 0   ? static_cast<Element>(mine + theirs)
+                          : op == 1 ? (theirs > mine ? theirs : mine)
+                          : op == 2 ? (theirs < mine ? theirs : mine)
+                                    : mine);
+        }
+    }
+};
+
 /// Element 0 of buffer 1 (write, u64) = the FNV-1a hash of the bytes of buffer 0 (read).
 struct Checksum {
     /// The name a launch gives to run it.
@@ -228,7 +264,7 @@ struct KernelList {
 
 /// The whole catalog. Every backend registers it from this one list, so a kernel added here
 /// reaches them all.
-using Catalog = KernelList<Empty, Fill, Copy, Add, Axpy, ReduceSum, Checksum, FailWithCode, Trap,
-                           HandoffProduce, HandoffConsume, TiledCopy>;
+using Catalog = KernelList<Empty, Fill, Copy, Add, Axpy, ReduceSum, Combine, Checksum,
+                           FailWithCode, Trap, HandoffProduce, HandoffConsume, TiledCopy>;
 
 }  // namespace tandem::kernels
