@@ -12,11 +12,17 @@
 //                        device 0 and publishes them as NAME: "ok"
 //   barrier              Job::barrier: "ok", or "error KIND: MESSAGE"
 //   lose                 loses its device at once (an injected loss, D1): "ok"
+//   allreduce VALUE      four floats of VALUE, summed over the job (Job::all_reduce), then
+//                        read: "floats A B C D", or "error KIND: MESSAGE"
+//   allreduce-claimed C  the same with its four floats claimed by the fail kernel (code C)
+//   die                  ends the process at once, without leaving the job
 // The end of stdin leaves the job; a kill ends it without a word.
 
 #include "tandem/job.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -52,6 +58,32 @@ std::string copy_and_read(Client& device, const Handle& source, bool by_kernel) 
     std::string text = "bytes";
     for (std::size_t index = 0; index < bytes->size() && index < 8; ++index) {
         text += " " + std::to_string(static_cast<unsigned>((*bytes)[index]));
+    }
+    return text;
+}
+
+/// `allreduce VALUE` and `allreduce-claimed CODE`: the buffer read after the sum, or why not.
+std::string all_reduce_filled(Job& job, Client& device, std::uint64_t value, bool claimed) {
+    Handle buffer = *device.allocate(16);
+    std::vector<float> floats(4, static_cast<float>(value));
+    std::vector<std::byte> bytes(16);
+    std::memcpy(bytes.data(), floats.data(), bytes.size());
+    (void)device.write(buffer, bytes);
+    if (claimed) {
+        (void)device.launch("fail", LaunchConfig::linear(1), {{buffer, AccessMode::Write}},
+                            KernelArgs().u64(value));
+    }
+    if (Status reduced = job.all_reduce(buffer, ElementType::f32, ReduceOp::sum); !reduced) {
+        return "error " + first_line_of(reduced.error());
+    }
+    Result<std::vector<std::byte>> read = device.read(buffer);
+    if (!read) {
+        return "error " + first_line_of(read.error());
+    }
+    std::memcpy(floats.data(), read->data(), read->size());
+    std::string text = "floats";
+    for (float each : floats) {
+        text += " " + std::to_string(static_cast<long long>(each));
     }
     return text;
 }
@@ -105,6 +137,11 @@ int main() {
         } else if (command == "lose") {
             const Status injected = device.inject(DeviceLossFault{0});
             answer = injected ? "ok" : "error " + first_line_of(injected.error());
+        } else if (command == "allreduce" || command == "allreduce-claimed") {
+            value = std::strtoull(name.c_str(), nullptr, 10);
+            answer = all_reduce_filled(*job, device, value, command == "allreduce-claimed");
+        } else if (command == "die") {
+            std::_Exit(3);
         } else if (command == "barrier") {
             const Status passed = job->barrier();
             answer = passed ? "ok" : "error " + first_line_of(passed.error());

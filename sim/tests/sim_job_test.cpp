@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <random>
@@ -143,6 +144,59 @@ TEST_F(TwoRanks, a_published_slice_is_the_peers_handle_and_one_allocation_has_on
     Status taken = job->publish("theirs", filled(5));  // Names are the job's, not the rank's.
     ASSERT_FALSE(taken.ok());
     EXPECT_THAT(taken.error().message(), HasSubstr("'theirs' is published already, by rank 1"));
+}
+
+/// Four floats on this rank's device.
+Handle floats(Client& device, std::vector<float> values) {
+    Handle buffer = *device.allocate(values.size() * sizeof(float));
+    std::vector<std::byte> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    EXPECT_TRUE(device.write(buffer, bytes));
+    return buffer;
+}
+
+TEST_F(TwoRanks, an_all_reduce_across_processes_gives_every_rank_the_sum) {
+    Handle mine = floats(*device, {1, 2, 3, 4});
+    auto reduced = std::async(std::launch::async, [&] {
+        return job->all_reduce(mine, ElementType::f32, ReduceOp::sum);
+    });
+    EXPECT_EQ(peer.ask("allreduce 10"), "floats 11 12 13 14");
+    const Status done = reduced.get();
+    ASSERT_TRUE(done.ok()) << done.error().report();
+    Result<std::vector<std::byte>> read = device->read(mine);
+    ASSERT_TRUE(read.ok()) << read.error().report();
+    std::vector<float> values(4);
+    std::memcpy(values.data(), read->data(), 16);
+    EXPECT_EQ(values, (std::vector<float>{11, 12, 13, 14}));
+}
+
+TEST_F(TwoRanks, a_claimed_source_on_one_rank_claims_every_ranks_buffer) {
+    Handle mine = floats(*device, {1, 2, 3, 4});
+    auto reduced = std::async(std::launch::async, [&] {
+        return job->all_reduce(mine, ElementType::f32, ReduceOp::sum);
+    });
+    const std::string theirs = peer.ask("allreduce-claimed 44");
+    ASSERT_TRUE(reduced.get().ok());  // Enqueued and agreed: the outcome is in the claims.
+    EXPECT_THAT(theirs, StartsWith("error Unwritten"));
+    EXPECT_THAT(theirs, HasSubstr("code 44 on device 0 of rank 1"));
+    Result<std::vector<std::byte>> read = device->read(mine);
+    ASSERT_FALSE(read.ok()) << "rank 0 reduced a claimed source";
+    EXPECT_EQ(read.error().kind(), ErrorKind::Unwritten);
+    EXPECT_THAT(read.error().report(), HasSubstr("code 44 on device 0 of rank 1"));
+}
+
+TEST_F(TwoRanks, a_rank_lost_before_its_part_fails_the_all_reduce_naming_it) {
+    Handle mine = floats(*device, {1, 2, 3, 4});
+    auto reduced = std::async(std::launch::async, [&] {
+        return job->all_reduce(mine, ElementType::f32, ReduceOp::sum);
+    });
+    peer.say("die");
+    const Status done = reduced.get();  // Never a hang: the loss ends the wait.
+    ASSERT_FALSE(done.ok());
+    EXPECT_EQ(done.error().kind(), ErrorKind::DeviceLost);
+    EXPECT_THAT(done.error().message(), HasSubstr("rank 1"));
+    EXPECT_EQ(WEXITSTATUS(peer.reap()), 3);
+    peer.pid = -1;
 }
 
 TEST_F(TwoRanks, a_lookup_of_a_name_nobody_published_fails_naming_it) {

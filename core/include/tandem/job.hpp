@@ -42,6 +42,7 @@
 // from TANDEM_JOB_ID, else PMIX_NAMESPACE) or Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID;
 // the job id "slurm-JOB.STEP" from SLURM_JOB_ID and SLURM_STEP_ID) are read instead.
 
+#include "tandem/core/collectives.hpp"
 #include "tandem/core/result.hpp"
 #include "tandem/core/runtime.hpp"
 #include "tandem/open_runtime.hpp"
@@ -209,6 +210,17 @@ public:
     /// when one is lost first, `PeerUnreachable` when one does not come within `timeout`; the
     /// errors of `sync_all` first.
     Status barrier(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+    /// A collective call of every rank: each rank's `buffer` (of one of its devices, the same
+    /// size on every rank) becomes `op` of all of them, element by element, in rank order. Built
+    /// of the job's own steps (publish, barrier, copies of another rank's memory, the catalog's
+    /// `combine` on rank 0), so a claimed byte of any rank's buffer is never reduced: every
+    /// rank's buffer is claimed with the root and its hops, named on the rank it came from.
+    /// Returns once every rank's part is settled. Errors: those of `all_reduce` for a buffer it
+    /// cannot take (this rank's; a size another rank does not share fails there, not here);
+    /// `DeviceLost` naming the rank when a rank is lost in the middle (never a hang: the other
+    /// ranks' calls fail too); `PeerUnreachable` when a rank does not come within `timeout`.
+    Status all_reduce(const Handle& buffer, ElementType type, ReduceOp op,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
     /// Whether `rank` is still in the job as this process sees it: this rank while it has not
     /// left, another rank until its connection ends. False for a rank past the world size.
@@ -237,6 +249,19 @@ public:
 private:
     struct State;
     explicit Job(std::unique_ptr<State> state);
+    /// The name rank `rank`'s buffer of collective call `call` is published under.
+    [[nodiscard]] std::string collective_name(std::uint64_t call, std::uint32_t rank) const;
+    /// Rank 0's part of an all-reduce: folds every other rank's published buffer into `buffer`.
+    Status fold_ranks(Client& device, const Handle& buffer, std::uint64_t call, ElementType type,
+                      ReduceOp op, std::chrono::milliseconds timeout);
+    /// Settles this rank's work, then meets every rank, voting `step`'s failure (or the
+    /// settling's): the first failure any rank voted, the same on every rank.
+    Status agree(const Status& step, std::chrono::milliseconds timeout);
+    /// A rank other than 0: rank 0's buffer of call `call`, into `folded`, once its size is
+    /// checked against `buffer`'s.
+    Status check_against_rank_zero(const Handle& buffer, std::uint64_t call,
+                                   std::chrono::milliseconds timeout,
+                                   std::optional<Handle>& folded);
     /// Opens this rank's runtime (as `options` asks) and meets the other ranks' runtimes.
     Status open_rank_runtime(const JoinOptions& options, const RuntimeOptions& runtime_options);
     std::unique_ptr<State> state_;

@@ -162,7 +162,17 @@ void JobPeers::on_frame(std::uint32_t rank, const Frame& frame, std::vector<int>
         case FrameKind::barrier: {
             WireReader in(frame.payload);
             const std::uint64_t generation = in.u64();
+            const bool failed = in.u8() != 0;
+            std::optional<Error> failure;
+            if (failed) {
+                failure = decode_error(in.rest());
+            }
             std::lock_guard lock(mutex_);
+            if (failed) {
+                failed_votes_.insert_or_assign(
+                    {rank, generation},
+                    failure.value_or(Error(ErrorKind::PeerUnreachable, "a malformed vote")));
+            }
             barriers_seen_[rank] = std::max(barriers_seen_[rank], generation);
             changed_.notify_all();
             return;

@@ -77,8 +77,11 @@ public:
     Status withdraw(std::string_view name);
     /// `Job::lookup`.
     Result<Handle> lookup(std::string_view name, std::chrono::milliseconds timeout);
-    /// `Job::barrier`, once the runtime's work is settled.
-    Status barrier(std::chrono::milliseconds timeout);
+    /// `Job::barrier`, once the runtime's work is settled. With `failure`, this rank votes that
+    /// the step before failed: every rank's barrier then returns the first failure voted, in
+    /// rank order (an agreement: the same outcome on every rank).
+    Status barrier(std::chrono::milliseconds timeout,
+                   const std::optional<Error>& failure = std::nullopt);
 
     // The directory of the other ranks' devices.
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
@@ -227,6 +230,11 @@ private:
     mutable std::unordered_map<std::uint64_t, Awaited> awaited_;
     std::uint64_t barrier_generation_ = 0;
     std::vector<std::uint64_t> barriers_seen_;
+    /// Failures voted at a barrier, by (rank, generation), until that barrier is passed.
+    std::map<std::pair<std::uint32_t, std::uint64_t>, Error> failed_votes_;
+    /// The outcome of barrier `generation`: this rank's `failure`, else the first failure
+    /// another rank voted, in rank order; under `mutex_`.
+    Status vote_of(std::uint64_t generation, const std::optional<Error>& failure);
 };
 
 }  // namespace tandem::job_detail

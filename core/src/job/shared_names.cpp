@@ -3,6 +3,7 @@
 
 #include "job_peers.hpp"
 
+#include "error_codec.hpp"
 #include "wire.hpp"
 
 #include "tandem/backend/server.hpp"
@@ -282,12 +283,16 @@ void JobPeers::drop_if_unheld(const std::string& name) {
     published_.erase(found);
 }
 
-Status JobPeers::barrier(std::chrono::milliseconds timeout) {
+Status JobPeers::barrier(std::chrono::milliseconds timeout, const std::optional<Error>& failure) {
     std::unique_lock lock(mutex_);
     const std::uint64_t generation = ++barrier_generation_;
     lock.unlock();
     WireWriter out;
     out.u64(generation);
+    out.u8(failure ? 1 : 0);
+    if (failure) {
+        out.rest(encode(*failure));
+    }
     const std::string payload = out.take();
     for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
         if (rank != rank_) {
@@ -314,7 +319,22 @@ Status JobPeers::barrier(std::chrono::milliseconds timeout) {
                               : "rank " + std::to_string(*missing) + " did not reach it within " +
                                     std::to_string(timeout.count()) + " ms"));
     }
-    return {};
+    return vote_of(generation, failure);
+}
+
+Status JobPeers::vote_of(std::uint64_t generation, const std::optional<Error>& failure) {
+    Status outcome = failure ? Status(*failure) : Status{};
+    // The map is in rank order: the first failure found is the first rank's.
+    for (const auto& [voter, error] : failed_votes_) {
+        if (outcome && voter.second == generation) {
+            outcome = Error(error.kind(), "rank " + std::to_string(voter.first) + ": " +
+                                              error.message(),
+                            error.details());
+        }
+    }
+    std::erase_if(failed_votes_,
+                  [generation](const auto& vote) { return vote.first.second <= generation; });
+    return outcome;
 }
 
 }  // namespace tandem::job_detail
