@@ -4,6 +4,9 @@
 #include "tandem/backend/server.hpp"
 
 #include "tandem/backend/held_ranges.hpp"
+#include "tandem/core/labels.hpp"
+
+#include "api/label_table.hpp"
 
 namespace tandem {
 
@@ -58,6 +61,12 @@ public:
 private:
     std::function<void()> released_;
 };
+
+Server::~Server() {
+    // Labels of streams never destroyed one by one go with their device: no later device has its
+    // id (the runtime's is drawn at random).
+    detail::LabelTable::forget_streams(service_);
+}
 
 Result<Handle> Server::import_shared(ImportedShare share) {
     const GroupLock lock = lock_group();
@@ -140,9 +149,12 @@ Status Server::destroy_checked(StreamId stream) {
     }
     do_release_stream(**found);
     (*found)->destroyed = true;
-    std::lock_guard destroyed_lock(destroyed_mutex_);
-    destroyed_.insert(stream.value);
-    destroyed_count_.fetch_add(1, std::memory_order_release);
+    {
+        std::lock_guard destroyed_lock(destroyed_mutex_);
+        destroyed_.insert(stream.value);
+        destroyed_count_.fetch_add(1, std::memory_order_release);
+    }
+    detail::LabelTable::forget(service_, stream);  // Its id is never reused: nothing names it.
     return {};
 }
 

@@ -1,5 +1,9 @@
 #include "tandem/core/handle.hpp"
 
+#include "tandem/core/labels.hpp"
+
+#include "api/label_table.hpp"
+
 namespace tandem {
 
 std::string_view to_string(Overlap overlap) {
@@ -68,6 +72,13 @@ Handle Handle::with_peer(PeerMemory peer) const {
     Handle shared = *this;
     shared.peer_ = std::move(peer);
     return shared;
+}
+
+std::string Handle::label() const {
+    if (empty()) {
+        return {};
+    }
+    return detail::LabelTable::of(memory_id()).value_or(std::string());
 }
 
 std::string Handle::describe() const {
