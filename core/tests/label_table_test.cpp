@@ -92,5 +92,17 @@ TEST(LabelTable, a_streams_label_goes_when_it_is_destroyed_or_its_device_goes) {
     EXPECT_EQ(LabelTable::live(), before);
 }
 
+TEST(LabelTable, a_handle_describes_itself_with_its_labels) {
+    std::shared_ptr<Runtime> runtime = runtime_of(1);
+    Client client = runtime->client(0);
+    Result<StreamId> side = client.create_stream("side");
+    ASSERT_TRUE(side) << side.error().report();
+    Result<Handle> weights = client.allocate(16, {.label = "weights", .stream = *side});
+    ASSERT_TRUE(weights) << weights.error().report();
+    EXPECT_EQ(weights->describe(),
+              "Handle{memory #" + std::to_string(weights->memory_id().count()) + " 'weights', " +
+                  to_string(client.service()) + ", stream 2 'side', size 16, bytes [0, 16)}");
+}
+
 }  // namespace
 }  // namespace tandem

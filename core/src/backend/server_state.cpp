@@ -140,7 +140,7 @@ Status Server::destroy_checked(StreamId stream) {
         return found.error();
     }
     if ((*found)->capture) {
-        return Error::invalid_argument(to_string(stream) +
+        return Error::invalid_argument(stream_name(service_, stream) +
                                        " is capturing: end the capture before destroying it");
     }
     // Its work must run and settle first: what it holds is held until then.
@@ -200,7 +200,7 @@ Status Server::begin_capture(StreamId stream) {
         return found.error();
     }
     if ((*found)->capture) {
-        return Error::invalid_argument(to_string(stream) + " is already capturing");
+        return Error::invalid_argument(stream_name(service_, stream) + " is already capturing");
     }
     (*found)->capture = std::make_shared<CaptureWindow>();
     return {};
@@ -216,7 +216,7 @@ Result<CaptureGraph> Server::end_capture(StreamId stream) {
         return found.error();
     }
     if (!(*found)->capture) {
-        return Error::invalid_argument(to_string(stream) + " is not capturing");
+        return Error::invalid_argument(stream_name(service_, stream) + " is not capturing");
     }
     std::shared_ptr<CaptureWindow> window = std::move((*found)->capture);
     // Settled, the window's clean launches have filled its write set, and a failed or skipped

@@ -86,7 +86,7 @@ std::string Handle::describe() const {
         return "Handle{moved from}";
     }
     return "Handle{" + to_string(memory_id()) + ", " + to_string(service_) + ", " +
-           to_string(stream_) + ", size " + std::to_string(size()) + ", bytes " +
+           stream_name(service_, stream_) + ", size " + std::to_string(size()) + ", bytes " +
            to_string(range()) + (peer_ ? ", shared" : "") + "}";
 }
 

@@ -101,7 +101,8 @@ public:
     /// same through every handle of it; empty when it has none, or the handle was moved from.
     [[nodiscard]] std::string label() const;
     /// The handle in words, for messages: "Handle{memory #3, device 0, stream 1,
-    /// size 1024, bytes [0, 1024)}".
+    /// size 1024, bytes [0, 1024)}", with labels where the program gave them
+    /// ("memory #3 'weights'").
     [[nodiscard]] std::string describe() const;
 
 private:
