@@ -2,6 +2,8 @@
 
 #include "engine.hpp"
 
+#include "tandem/core/labels.hpp"
+
 #include <chrono>
 
 namespace tandem::sim {
@@ -192,8 +194,8 @@ Status Engine::resolve_deadlock() {
             }
             const Operation& head = *stream.queue.front();
             waiters += (waiters.empty() ? "" : "; ") + head.label + " on device " +
-                       std::to_string(device->index()) + " stream " +
-                       std::to_string(stream.id.value) +
+                       std::to_string(device->index()) + " " +
+                       stream_name(device->service(), stream.id) +
                        (head.blocked_on.empty() ? std::string(" waits for an event")
                                                 : " " + head.blocked_on);
             blocked.emplace_back(device.get(), &stream);

@@ -2,6 +2,8 @@
 
 #include "tandem/backend/server.hpp"
 
+#include "label_table.hpp"
+
 #include <cassert>
 
 namespace tandem {
@@ -44,6 +46,44 @@ Status Client::check_local(const Handle& handle) const {
 
 Result<StreamId> Client::create_stream() { return server_->create_stream(); }
 
+namespace {
+
+/// A slot in the label table for a label that passed its check, or why there is none.
+Result<detail::LabelTable::Slot> label_slot(std::string_view label) {
+    if (Status valid = check_label(label); !valid) {
+        return valid.error();
+    }
+    std::optional<detail::LabelTable::Slot> slot = detail::LabelTable::reserve();
+    if (!slot) {
+        return Error::invalid_argument(std::to_string(labels_live_max) +
+                                       " labels are live, the most a process holds: release "
+                                       "labelled memory or streams, or label fewer");
+    }
+    return std::move(*slot);
+}
+
+}  // namespace
+
+Result<StreamId> Client::create_stream(std::string label) {
+    if (label.empty()) {
+        return create_stream();
+    }
+    // The slot first: a stream is never created that its label cannot follow.
+    Result<detail::LabelTable::Slot> slot = label_slot(label);
+    if (!slot) {
+        return slot.error();
+    }
+    Result<StreamId> stream = server_->create_stream();
+    if (stream) {
+        detail::LabelTable::name(std::move(*slot), service(), *stream, std::move(label));
+    }
+    return stream;
+}
+
+std::string Client::label(StreamId stream) const {
+    return detail::LabelTable::of(service(), stream).value_or(std::string());
+}
+
 Status Client::destroy_stream(StreamId stream) { return server_->destroy_stream(stream); }
 
 Result<Handle> Client::allocate(std::uint64_t size_bytes) {
@@ -52,6 +92,23 @@ Result<Handle> Client::allocate(std::uint64_t size_bytes) {
 
 Result<Handle> Client::allocate(std::uint64_t size_bytes, StreamId stream) {
     return server_->allocate(size_bytes, stream);
+}
+
+Result<Handle> Client::allocate(std::uint64_t size_bytes, AllocateOptions options) {
+    const StreamId stream = options.stream.value_or(default_stream());
+    if (options.label.empty()) {
+        return allocate(size_bytes, stream);
+    }
+    Result<detail::LabelTable::Slot> slot = label_slot(options.label);
+    if (!slot) {
+        return slot.error();
+    }
+    Result<Handle> handle = server_->allocate(size_bytes, stream);
+    if (handle) {
+        // Before the handle is handed out: only its last holder forgets the label.
+        detail::LabelTable::name(std::move(*slot), handle->memory(), std::move(options.label));
+    }
+    return handle;
 }
 
 Status Client::write(const Handle& target, std::span<const std::byte> bytes) {

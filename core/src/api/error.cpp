@@ -1,4 +1,5 @@
 #include "tandem/core/error.hpp"
+#include "tandem/core/labels.hpp"
 #include "tandem/core/result.hpp"
 
 #include <cassert>
@@ -78,7 +79,8 @@ Error Error::kernel_failed(KernelFailedDetails details) {
     std::string message = "kernel '" + details.kernel + "' failed with code " +
                           std::to_string(details.code) +
                           (details.injected ? " (an injected fault)" : "") + " on " +
-                          to_string(details.device) + ", " + to_string(details.stream);
+                          to_string(details.device) + ", " +
+                          stream_name(details.device, details.stream);
     return Error(ErrorKind::KernelFailed, std::move(message), std::move(details));
 }
 

@@ -1,5 +1,7 @@
 #include "tandem/core/ids.hpp"
 
+#include "label_table.hpp"
+
 #include <atomic>
 
 namespace tandem {
@@ -26,6 +28,10 @@ std::string to_string(MemoryId memory) {
     std::string text = "memory #" + std::to_string(memory.count());
     if (const std::optional<std::uint32_t> rank = memory.rank_of()) {
         text += " of rank " + std::to_string(*rank);
+    }
+    // Beside the id, not instead of it: reports of two runs still compare by id.
+    if (std::optional<std::string> label = detail::LabelTable::of(memory)) {
+        text += " '" + *label + "'";
     }
     return text;
 }

@@ -4,6 +4,9 @@
 #include "tandem/backend/server.hpp"
 
 #include "tandem/backend/held_ranges.hpp"
+#include "tandem/core/labels.hpp"
+
+#include "api/label_table.hpp"
 
 namespace tandem {
 
@@ -58,6 +61,12 @@ public:
 private:
     std::function<void()> released_;
 };
+
+Server::~Server() {
+    // Labels of streams never destroyed one by one go with their device: no later device has its
+    // id (the runtime's is drawn at random).
+    detail::LabelTable::forget_streams(service_);
+}
 
 Result<Handle> Server::import_shared(ImportedShare share) {
     const GroupLock lock = lock_group();
@@ -131,7 +140,7 @@ Status Server::destroy_checked(StreamId stream) {
         return found.error();
     }
     if ((*found)->capture) {
-        return Error::invalid_argument(to_string(stream) +
+        return Error::invalid_argument(stream_name(service_, stream) +
                                        " is capturing: end the capture before destroying it");
     }
     // Its work must run and settle first: what it holds is held until then.
@@ -140,9 +149,12 @@ Status Server::destroy_checked(StreamId stream) {
     }
     do_release_stream(**found);
     (*found)->destroyed = true;
-    std::lock_guard destroyed_lock(destroyed_mutex_);
-    destroyed_.insert(stream.value);
-    destroyed_count_.fetch_add(1, std::memory_order_release);
+    {
+        std::lock_guard destroyed_lock(destroyed_mutex_);
+        destroyed_.insert(stream.value);
+        destroyed_count_.fetch_add(1, std::memory_order_release);
+    }
+    detail::LabelTable::forget(service_, stream);  // Its id is never reused: nothing names it.
     return {};
 }
 
@@ -188,7 +200,7 @@ Status Server::begin_capture(StreamId stream) {
         return found.error();
     }
     if ((*found)->capture) {
-        return Error::invalid_argument(to_string(stream) + " is already capturing");
+        return Error::invalid_argument(stream_name(service_, stream) + " is already capturing");
     }
     (*found)->capture = std::make_shared<CaptureWindow>();
     return {};
@@ -204,7 +216,7 @@ Result<CaptureGraph> Server::end_capture(StreamId stream) {
         return found.error();
     }
     if (!(*found)->capture) {
-        return Error::invalid_argument(to_string(stream) + " is not capturing");
+        return Error::invalid_argument(stream_name(service_, stream) + " is not capturing");
     }
     std::shared_ptr<CaptureWindow> window = std::move((*found)->capture);
     // Settled, the window's clean launches have filled its write set, and a failed or skipped

@@ -1,5 +1,9 @@
 #include "tandem/core/handle.hpp"
 
+#include "tandem/core/labels.hpp"
+
+#include "api/label_table.hpp"
+
 namespace tandem {
 
 std::string_view to_string(Overlap overlap) {
@@ -70,12 +74,19 @@ Handle Handle::with_peer(PeerMemory peer) const {
     return shared;
 }
 
+std::string Handle::label() const {
+    if (empty()) {
+        return {};
+    }
+    return detail::LabelTable::of(memory_id()).value_or(std::string());
+}
+
 std::string Handle::describe() const {
     if (empty()) {
         return "Handle{moved from}";
     }
     return "Handle{" + to_string(memory_id()) + ", " + to_string(service_) + ", " +
-           to_string(stream_) + ", size " + std::to_string(size()) + ", bytes " +
+           stream_name(service_, stream_) + ", size " + std::to_string(size()) + ", bytes " +
            to_string(range()) + (peer_ ? ", shared" : "") + "}";
 }
 

@@ -86,6 +86,9 @@ public:
     /// program that leaks streams holds, not a size to plan for. Ids are never reused.
     static constexpr std::uint64_t max_streams = device_streams_max;
 
+    /// Forgets the labels of the device's streams (labels.hpp): they name nothing once it goes.
+    ~Server() override;
+
     /// The stream every device has from the start, numbered 1.
     [[nodiscard]] StreamId default_stream() const { return StreamId{1}; }
     /// The stream a call that names none uses for memory allocated on `stream`: that stream, or

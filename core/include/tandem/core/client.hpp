@@ -13,11 +13,14 @@
 #include "tandem/core/handle.hpp"
 #include "tandem/core/host_kernels.hpp"
 #include "tandem/core/kernel_resource.hpp"
+#include "tandem/core/labels.hpp"
 #include "tandem/core/memory_usage.hpp"
 #include "tandem/core/result.hpp"
 
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +37,15 @@ struct ExternalWork {
     std::vector<LaunchArgument> arguments;
     /// How each backend runs it.
     ExternalCallables run;
+};
+
+/// How `Client::allocate` places and names an allocation: `allocate(bytes, {.label = "weights"})`.
+struct AllocateOptions {
+    /// What reports call the allocation, beside its id: "memory #3 'weights'". Checked as
+    /// `check_label` says; empty for none.
+    std::string label{};
+    /// The stream whose work must pass before its bytes are reused; the default stream when none.
+    std::optional<StreamId> stream{};
 };
 
 /// One device's front door, the same on every backend. It checks what a caller can get wrong before
@@ -60,6 +72,12 @@ public:
     /// A new stream of this device; `DeviceLost` when it is lost, `InvalidArgument` past
     /// `device_streams_max` created in the device's life.
     Result<StreamId> create_stream();
+    /// `create_stream()` of a stream that reports name with `label` beside its number: "stream 2
+    /// 'copy-in'", until it is destroyed. `InvalidArgument` for a label `check_label` refuses, or
+    /// when `labels_live_max` labels are live; no stream is created then. An empty label is none.
+    Result<StreamId> create_stream(std::string label);
+    /// The label `stream` was created with; empty for none, or no such stream.
+    [[nodiscard]] std::string label(StreamId stream) const;
     /// Waits for the work enqueued on `stream` and settles it (as `sync_stream`), then destroys
     /// the stream: later calls naming it are `InvalidArgument`, and its id is not reused.
     /// `InvalidArgument` for the default stream, a stream with an open capture window, or no such
@@ -71,6 +89,12 @@ public:
     /// An allocation of `size_bytes` on `stream`, whose work must pass before its bytes are reused;
     /// the errors of `allocate(size_bytes)`, and `InvalidArgument` for no such stream.
     Result<Handle> allocate(std::uint64_t size_bytes, StreamId stream);
+    /// An allocation of `size_bytes` on `options.stream` (the default stream when none), which
+    /// reports name with `options.label` beside its id ("memory #3 'weights'") for as long as any
+    /// handle or binding holds it (`Handle::label`). The errors of `allocate(size_bytes, stream)`,
+    /// and `InvalidArgument` for a label `check_label` refuses or when `labels_live_max` labels
+    /// are live; nothing is allocated then.
+    Result<Handle> allocate(std::uint64_t size_bytes, AllocateOptions options);
     /// Memory another allocator owns as a handle of this device, with claims like any other
     /// (`Server::adopt`); `memory.release` is called when the last handle and binding are gone.
     Result<Handle> adopt(AdoptedMemory memory);

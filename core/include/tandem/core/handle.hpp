@@ -97,8 +97,12 @@ public:
     /// This handle with its memory shared as `peer`. The owning client calls it.
     [[nodiscard]] Handle with_peer(PeerMemory peer) const;
 
+    /// The label the program gave the allocation (`Client::allocate(size, {.label = ...})`), the
+    /// same through every handle of it; empty when it has none, or the handle was moved from.
+    [[nodiscard]] std::string label() const;
     /// The handle in words, for messages: "Handle{memory #3, device 0, stream 1,
-    /// size 1024, bytes [0, 1024)}".
+    /// size 1024, bytes [0, 1024)}", with labels where the program gave them
+    /// ("memory #3 'weights'").
     [[nodiscard]] std::string describe() const;
 
 private:

@@ -137,7 +137,9 @@ struct ClaimKey {
 ///@{
 /// An id, range or key in words, for messages: "device 0" (of the process's first runtime;
 /// "device 0 of runtime 2" for the second),
-/// "stream 1", "memory #3", "failure #1", "[0, 64)", "memory #3 bytes [0, 64)".
+/// "stream 1", "memory #3", "failure #1", "[0, 64)", "memory #3 bytes [0, 64)". Memory the
+/// program labelled (`Client::allocate(size, {.label = ...})`) is named with its label while it is
+/// held: "memory #3 'weights'". A stream's label needs its device: `stream_name` (labels.hpp).
 std::string to_string(ServiceId service);
 std::string to_string(StreamId stream);
 std::string to_string(MemoryId memory);

@@ -73,6 +73,10 @@ struct MemoryControl {
     ReleaseSink* sink = nullptr;
     std::atomic<std::uint64_t> counts{0};
     std::atomic<std::uint32_t> weak{0};
+    /// Whether the program labelled the allocation (labels.hpp): its last holder then forgets the
+    /// label. A flag in the block, so that releasing an unlabelled allocation looks at nothing
+    /// else; it fits in the padding after `weak`.
+    std::atomic<bool> labelled{false};
     /// The release sink's: links a released block into its queue.
     MemoryControl* queued_next = nullptr;
 
@@ -85,6 +89,7 @@ struct MemoryControl {
     void start(ReleaseSink* release_sink) {
         sink = release_sink;
         queued_next = nullptr;
+        labelled.store(false, std::memory_order_relaxed);
         // No other thread can see a block that is being started: the counts are set, not added.
         counts.store(handle_unit, std::memory_order_relaxed);
         weak.store(1, std::memory_order_relaxed);
@@ -100,6 +105,11 @@ struct MemoryControl {
     /// Drops a reference counted as `unit`; the last holder hands the block to the sink.
     void release(std::uint64_t unit) {
         if (holders_in(counts.fetch_sub(unit, std::memory_order_acq_rel)) == 1) {
+            // Labelled before its first handle was handed out: the count's acquire above orders
+            // the flag's store before this load.
+            if (labelled.load(std::memory_order_relaxed)) [[unlikely]] {
+                forget_label();
+            }
             if (sink != nullptr) {
                 sink->released(*this);
             } else {
@@ -108,6 +118,8 @@ struct MemoryControl {
         }
     }
     void acquire_weak();
+    /// Removes the allocation's label from the process's table, as its last holder goes.
+    void forget_label() noexcept;
     [[noreturn]] static void too_many_references();
     /// Drops one weak reference; deletes the block with the last.
     void drop_weak() {
@@ -192,6 +204,9 @@ extern template class CountedReference<WeakCount>;
 
 class ManagedMemoryBinding;
 class WeakMemoryBinding;
+namespace detail {
+class LabelTable;
+}  // namespace detail
 
 /// A strong reference, owned by user-facing handles. `can_mut()` is true iff exactly one strong
 /// reference exists: the memory may then be written in place without affecting other work.
@@ -222,6 +237,7 @@ public:
     [[nodiscard]] WeakMemoryBinding downgrade() const;
 
 private:
+    friend class detail::LabelTable;  // Marks the block of an allocation it labels.
     explicit ManagedMemoryHandle(detail::MemoryControl* counted) : control_(counted) {}
     detail::CountedReference<detail::HandleCount> control_;
 };
