@@ -10,6 +10,7 @@
 // A rank that ends does not stop the others: they learn of it through their job (Job::rank_alive,
 // Job::wait_for_loss) and decide, which is the point of one process per device.
 
+#include "c_strings.hpp"
 #include "commands.hpp"
 #include "help_footer.hpp"
 
@@ -69,16 +70,6 @@ std::vector<std::string> rank_environment(const LaunchFlags& flags, const std::s
         variables.push_back("TANDEM_DEVICES=" + std::to_string(flags.devices_per_rank));
     }
     return variables;
-}
-
-/// Pointers to `words`, ended by a null, as exec takes them.
-std::vector<char*> c_strings(std::vector<std::string>& words) {
-    std::vector<char*> pointers;
-    for (std::string& word : words) {
-        pointers.push_back(word.data());
-    }
-    pointers.push_back(nullptr);
-    return pointers;
 }
 
 /// Starts rank `rank` with the signals the launcher blocks unblocked; its pid, or 0 with the

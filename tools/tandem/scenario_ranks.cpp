@@ -1,5 +1,7 @@
 #include "scenario_ranks.hpp"
 
+#include "c_strings.hpp"
+
 #include "tandem/job.hpp"
 #include "tandem/job_folder.hpp"
 #include "tandem/sim/runtime.hpp"
@@ -44,16 +46,8 @@ pid_t start_rank(const Scenario& scenario, std::uint64_t seed, const std::string
     }
     std::vector<std::string> words{"/proc/self/exe", "--as-scenario-rank", scenario.path,
                                    std::to_string(seed)};
-    std::vector<char*> argv;
-    std::vector<char*> envp;
-    for (std::string& word : words) {
-        argv.push_back(word.data());
-    }
-    for (std::string& variable : variables) {
-        envp.push_back(variable.data());
-    }
-    argv.push_back(nullptr);
-    envp.push_back(nullptr);
+    std::vector<char*> argv = c_strings(words);
+    std::vector<char*> envp = c_strings(variables);
     const std::string output = folder + "/scenario-output-" + std::to_string(rank);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
