@@ -10,56 +10,27 @@
 
 namespace tandem {
 
-/// The release sink of one adopted allocation: when its last holder goes, the owner's claims on
-/// it are forgotten (C5) and the adopter's release is called. It deletes itself.
-class AdoptedRelease final : public ReleaseSink {
+/// The release sink of one allocation a Server made outside its memory manager (adopted memory,
+/// memory another process shared): when the last holder goes it calls `released` once with the
+/// allocation (a throw has nowhere to go then: the last reference went in a destructor), then
+/// deletes itself.
+class CallbackRelease final : public ReleaseSink {
 public:
-    AdoptedRelease(std::weak_ptr<Server> owner, std::function<void()> release)
-        : owner_(std::move(owner)), release_(std::move(release)) {}
+    explicit CallbackRelease(std::function<void(const AllocationInfo&)> released)
+        : released_(std::move(released)) {}
 
     void released(detail::MemoryControl& control) noexcept override {
-        if (std::shared_ptr<Server> owner = owner_.lock()) {
-            owner->claims().forget(control.allocation.id);
-            owner->adopted_released();
-        }
-        // Before the adopter frees it: memory it then allocates again may be adopted again.
-        HeldRanges::process().release(control.allocation.address);
-        if (release_) {
-            try {
-                release_();
-            } catch (...) {
-                // Nothing is left to report it to: the last reference went in a destructor.
-            }
+        try {
+            released_(control.allocation);
+        } catch (...) {
+            // Nothing is left to report it to.
         }
         control.drop_weak();
         delete this;
     }
 
 private:
-    std::weak_ptr<Server> owner_;
-    std::function<void()> release_;
-};
-
-/// The release sink of memory another process shared: calls `released` when the last
-/// reference here goes, then deletes itself. The owner's claims are the owner's to forget.
-class ImportedRelease final : public ReleaseSink {
-public:
-    explicit ImportedRelease(std::function<void()> released) : released_(std::move(released)) {}
-
-    void released(detail::MemoryControl& control) noexcept override {
-        if (released_) {
-            try {
-                released_();
-            } catch (...) {
-                // Nothing is left to report it to: the last reference went in a destructor.
-            }
-        }
-        control.drop_weak();
-        delete this;
-    }
-
-private:
-    std::function<void()> released_;
+    std::function<void(const AllocationInfo&)> released_;
 };
 
 Server::~Server() {
@@ -78,7 +49,13 @@ Result<Handle> Server::import_shared(ImportedShare share) {
                                        "not a device of another process of this job");
     }
     const AllocationInfo info = share.allocation;
-    auto* sink = new ImportedRelease(std::move(share.released));
+    // The owner's claims are the owner's to forget: this process only says it holds no more.
+    auto* sink = new CallbackRelease(
+        [released = std::move(share.released)](const AllocationInfo&) {
+            if (released) {
+                released();
+            }
+        });
     Handle handle(key(), ManagedMemoryHandle::create(key(), info, sink), share.owner, info.stream,
                   info.size_bytes);
     PeerMemory memory(key(), handle.binding().memory(), info.address, share.owner,
@@ -184,7 +161,19 @@ Result<Handle> Server::adopt_checked(AdoptedMemory memory) {
             " adopts none of it");
     }
     const AllocationInfo info{MemoryId::next(), address, memory.size_bytes, default_stream()};
-    auto* sink = new AdoptedRelease(weak_from_this(), std::move(memory.release));
+    // The owner's claims on it are forgotten (C5), then the adopter's release is called.
+    auto* sink = new CallbackRelease([owner = weak_from_this(), release = std::move(memory.release)](
+                                         const AllocationInfo& allocation) {
+        if (std::shared_ptr<Server> server = owner.lock()) {
+            server->claims().forget(allocation.id);
+            server->adopted_released();
+        }
+        // Before the adopter frees it: memory it then allocates again may be adopted again.
+        HeldRanges::process().release(allocation.address);
+        if (release) {
+            release();
+        }
+    });
     adopted_live_.fetch_add(1, std::memory_order_acq_rel);
     return Handle(key(), ManagedMemoryHandle::create(key(), info, sink), service_, default_stream(),
                   memory.size_bytes);

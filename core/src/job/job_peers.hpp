@@ -36,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -218,7 +219,7 @@ private:
     mutable std::shared_mutex slots_mutex_;
     std::unordered_map<MemoryId, std::pair<std::uint32_t, std::size_t>> slots_;
     /// Regions whose descriptor went to a rank already: (rank, base address).
-    std::map<std::pair<std::uint32_t, std::uint64_t>, bool> regions_sent_;
+    std::set<std::pair<std::uint32_t, std::uint64_t>> regions_sent_;
     std::map<ServiceId, std::shared_ptr<RemoteOwner>> owners_;
     /// Answers awaited, by request number: the rank asked, and the answer once it came.
     struct Awaited {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace tandem::job_detail {
 namespace {
@@ -205,7 +206,10 @@ std::string socket_path(const std::string& folder, std::uint32_t rank) {
     return folder + "/rank-" + std::to_string(rank) + ".sock";
 }
 
-Result<int> listen_at(const std::string& path, int backlog) {
+namespace {
+
+/// The address of `path` and a new socket to bind or connect there.
+Result<std::pair<sockaddr_un, int>> socket_for(const std::string& path) {
     Result<sockaddr_un> address = address_of(path);
     if (!address) {
         return address.error();
@@ -214,10 +218,20 @@ Result<int> listen_at(const std::string& path, int backlog) {
     if (!created) {
         return created.error();
     }
-    const int descriptor = *created;
+    return std::pair<sockaddr_un, int>{*address, *created};
+}
+
+}  // namespace
+
+Result<int> listen_at(const std::string& path, int backlog) {
+    Result<std::pair<sockaddr_un, int>> socket = socket_for(path);
+    if (!socket) {
+        return socket.error();
+    }
+    const auto [address, descriptor] = *socket;
     ::unlink(path.c_str());
     // The folder is 0700, so nobody else reaches the socket between bind and chmod.
-    if (::bind(descriptor, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0 ||
+    if (::bind(descriptor, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
         ::chmod(path.c_str(), 0600) != 0 || ::listen(descriptor, backlog) != 0) {
         const int error = errno;
         ::close(descriptor);
@@ -228,16 +242,12 @@ Result<int> listen_at(const std::string& path, int backlog) {
 }
 
 Result<std::optional<int>> connect_to(const std::string& path) {
-    Result<sockaddr_un> address = address_of(path);
-    if (!address) {
-        return address.error();
+    Result<std::pair<sockaddr_un, int>> socket = socket_for(path);
+    if (!socket) {
+        return socket.error();
     }
-    Result<int> created = new_socket();
-    if (!created) {
-        return created.error();
-    }
-    const int descriptor = *created;
-    if (::connect(descriptor, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) == 0) {
+    const auto [address, descriptor] = *socket;
+    if (::connect(descriptor, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
         return std::optional<int>(descriptor);
     }
     const int error = errno;

@@ -152,11 +152,10 @@ std::vector<JobPeers::Announcement> JobPeers::announce(std::string_view name, co
         if (rank == rank_ || !runtimes_[rank].loss.empty()) {
             continue;
         }
-        bool& sent = regions_sent_[{rank, region.base_address}];
+        const bool first = regions_sent_.insert({rank, region.base_address}).second;
         std::string with_flag = payload;
-        with_flag.push_back(sent ? 0 : 1);
-        announcements.push_back({rank, std::move(with_flag), sent ? -1 : region.descriptor});
-        sent = true;
+        with_flag.push_back(first ? 1 : 0);
+        announcements.push_back({rank, std::move(with_flag), first ? region.descriptor : -1});
     }
     return announcements;
 }
