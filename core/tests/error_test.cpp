@@ -40,7 +40,25 @@ TEST(Error, the_report_names_kind_details_advice_and_causes) {
         << report;
     EXPECT_NE(report.find("caused by:"), std::string::npos) << report;
     EXPECT_NE(report.find("InvalidArgument: storage said no"), std::string::npos) << report;
-    EXPECT_NE(report.find("what to do: free memory"), std::string::npos) << report;
+    EXPECT_NE(report.find("what to do: drop handles you no longer need"), std::string::npos)
+        << report;
+}
+
+// "What to do" names a call that does it: a lost device asks for a new runtime, and a device of
+// another rank of a job says what a job does about a rank that is gone.
+TEST(Error, what_to_do_names_a_call_and_a_lost_rank_is_advised_as_a_rank) {
+    const std::string local = Error::device_lost(ServiceId{7, 1}, "trapped").report();
+    EXPECT_NE(local.find("what to do: nothing more runs on this device: drop its runtime and open "
+                         "a new one (`tandem::open_runtime`)"),
+              std::string::npos)
+        << local;
+    const std::string ranked =
+        Error::device_lost(ServiceId{7, 0, 1, 2}, "its process was killed").report();
+    EXPECT_NE(ranked.find("what to do: rank 2 is gone or its device is lost"), std::string::npos)
+        << ranked;
+    EXPECT_NE(ranked.find("(`tandem launch`)"), std::string::npos) << ranked;
+    const std::string unwritten = Error::invalid_argument("x").report();
+    EXPECT_NE(unwritten.find("what to do: fix the call"), std::string::npos) << unwritten;
 }
 
 TEST(Error, thrown_by_names_the_work_and_what_it_threw_whatever_its_type) {

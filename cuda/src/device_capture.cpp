@@ -54,7 +54,7 @@ Result<std::shared_ptr<void>> CudaDevice::build_graph(const std::vector<LaunchRe
 }
 
 Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id,
-                             std::span<const std::optional<std::uint32_t>> injected) {
+                             std::span<const std::optional<InjectedFault>> injected) {
     const GroupLock lock = lock_group();
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
@@ -99,15 +99,15 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id,
 }
 
 void CudaDevice::replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& target,
-                              std::span<const std::optional<std::uint32_t>> injected) {
+                              std::span<const std::optional<InjectedFault>> injected) {
     auto& native = *static_cast<CudaGraph*>(graph.work().native.get());
     std::vector<std::uint32_t>& injected_codes = replay_codes_;
     injected_codes.clear();
     // One code per node, a node per launch (`build_graph`); none at all when nothing was armed.
-    for (const std::optional<std::uint32_t>& due : injected) {
-        injected_codes.push_back(due.value_or(0));
-        if (due && !op.injected_code) {
-            op.injected_code = *due;  // The first launch a fault hits reports it.
+    for (const std::optional<InjectedFault>& due : injected) {
+        injected_codes.push_back(due ? due->code : 0);
+        if (due && !op.injected) {
+            op.injected = due;  // The first launch a fault hits reports it.
         }
     }
     // The graph keeps its launches' bindings reserved; the replay keeps the graph.

@@ -60,11 +60,10 @@ bool CudaDevice::admit_external(PendingOp& op, CudaStream& /*stream*/) {
 }
 
 void CudaDevice::run_external(const LaunchRequest& request, CudaStream& stream, PendingOp& op,
-                              std::optional<std::uint32_t> injected) {
+                              std::optional<InjectedFault> injected) {
     if (injected) {
         // As an injected kernel fault: it never ran.
-        op.ran(Error::kernel_failed(
-            KernelFailedDetails{request.kernel, service_, request.stream, *injected, true}));
+        op.ran(injected->failure(request.kernel, service_, request.stream));
         return;
     }
     std::array<void*, max_launch_resources> pointers{};  // On the stack.

@@ -199,7 +199,7 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
     keep_status_words_bounded();
     // Drawn by the Server (a copy run as a kernel draws none), which also returned at once for
     // a launch of nothing (C10).
-    const std::optional<std::uint32_t> injected = request.injected;
+    const std::optional<InjectedFault> injected = request.injected;
     const Launcher launcher = request.external ? nullptr : launcher_of(request);
     const bool runnable = request.external ? static_cast<bool>(request.external->cuda)
                                            : launcher != nullptr;
@@ -269,15 +269,15 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
 
 void CudaDevice::run_on_gpu(const LaunchRequest& request, Launcher launcher,
                             CudaStream& target_stream, PendingOp& op, PendingOp* replay,
-                            std::optional<std::uint32_t> injected, PreparedIssue* handoff) {
+                            std::optional<InjectedFault> injected, PreparedIssue* handoff) {
     TensorLaunchParams& params = launch_block();
     encode_params(request, params);
     params.status = status_device_ + op.slot;
     params.launch_id = op.launch_id;
-    params.injected_code = injected.value_or(0);
+    params.injected_code = injected ? injected->code : 0;
     PendingOp& reporter = replay != nullptr ? *replay : op;  // Whose word reports the failure.
-    if (injected && !reporter.injected_code) {
-        reporter.injected_code = *injected;
+    if (injected && !reporter.injected) {
+        reporter.injected = injected;
     }
     if (replay != nullptr) {
         // Launches of one replay share its word: after a failed one, the rest do not run.

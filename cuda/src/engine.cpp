@@ -105,7 +105,7 @@ void PendingOp::reset() {
     held.clear();
     keep_alive.reset();
     replayed_kernel.clear();
-    injected_code.reset();
+    injected.reset();
     has_status_word = false;
     word_on_host = false;
     lands = false;
@@ -464,9 +464,12 @@ void CudaGroup::fill_report(PendingOp& op) {
         device.count_skipped_on_device();
         op.did_not_run();
     } else if (reported) {
-        const bool injected = op.injected_code == code;
-        op.ran(Error::kernel_failed(KernelFailedDetails{device.failed_kernel(op), device.service(),
-                                                        op.stream, code, injected}));
+        if (op.injected && op.injected->code == code) {
+            op.ran(op.injected->failure(device.failed_kernel(op), device.service(), op.stream));
+        } else {
+            op.ran(Error::kernel_failed(
+                KernelFailedDetails{device.failed_kernel(op), device.service(), op.stream, code}));
+        }
     } else {
         op.ran(Status{});
     }

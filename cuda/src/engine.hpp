@@ -77,9 +77,9 @@ struct PendingOp final : Work {
     /// one kernel. Its launches share one status word, which does not say which of them failed,
     /// so a graph of several kernels names the replay.
     std::string replayed_kernel;
-    /// The code injected into it (`KernelFault`), if one was: a reported code equal to it is the
-    /// injected fault (the kernel, or the replay's launch, did not run).
-    std::optional<std::uint32_t> injected_code;
+    /// The fault injected into it (`KernelFault`), if one was: a reported code equal to its code
+    /// is the injected fault (the kernel, or the replay's launch, did not run).
+    std::optional<InjectedFault> injected;
     /// Launches and replays that reached the GPU: the status word and the id that owns it.
     bool has_status_word = false;
     std::uint64_t slot = 0;
@@ -231,7 +231,7 @@ private:
     Status do_launch(LaunchRequest&& request) override;
     [[nodiscard]] bool do_can_run(const LaunchRequest& request) const override;
     Status do_replay(const CaptureGraph& graph, StreamId stream,
-                     std::span<const std::optional<std::uint32_t>> injected) override;
+                     std::span<const std::optional<InjectedFault>> injected) override;
     Result<Event> do_record_event(StreamId stream) override;
     Status do_wait_event(StreamId stream, const Event& event) override;
     Result<bool> do_event_done(const Event& event, bool block) override;
@@ -291,7 +291,7 @@ private:
     /// becomes `op`'s.
     /// With `handoff`, leaves the call in it instead (not for a replay).
     void run_on_gpu(const LaunchRequest& request, Launcher launcher, CudaStream& stream,
-                    PendingOp& op, PendingOp* replay, std::optional<std::uint32_t> injected,
+                    PendingOp& op, PendingOp* replay, std::optional<InjectedFault> injected,
                     PreparedIssue* handoff);
     /// Whether external work recorded as `op` on `stream` may be called now: its inputs are
     /// known clean (the host first learns what its inputs' producers did).
@@ -304,7 +304,7 @@ private:
     /// Calls `request`'s external work on `stream`, or reports the fault injected for it; the
     /// outcome is known when it returns (a later sticky error loses the device, D1).
     void run_external(const LaunchRequest& request, CudaStream& stream, PendingOp& op,
-                      std::optional<std::uint32_t> injected);
+                      std::optional<InjectedFault> injected);
     /// Calls `run.cuda`, external work `name`, on `stream` over `pointers` and `sizes`: its
     /// failure, or the CUDA error it left; none when it enqueued its work cleanly.
     std::optional<Error> call_external(std::string_view name, const ExternalCallables& run,
@@ -327,7 +327,7 @@ private:
     /// Enqueues one launch of `graph`'s CUDA graph for the replay `op` on `stream`, with the
     /// injected kernel fault drawn for each of its launches (none when `injected` is empty).
     void replay_graph(const CaptureGraph& graph, PendingOp& op, CudaStream& stream,
-                      std::span<const std::optional<std::uint32_t>> injected);
+                      std::span<const std::optional<InjectedFault>> injected);
     /// The CUDA graph of a capture window's launches (C14), or why the driver refused it.
     Result<std::shared_ptr<void>> build_graph(const std::vector<LaunchRequest>& launches);
     /// `producer`'s status word as this device's kernels can read it: a word on this GPU, or on

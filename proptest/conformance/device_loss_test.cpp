@@ -273,6 +273,42 @@ TYPED_TEST(DeviceLoss, a_launch_the_call_refuses_draws_no_injected_fault) {
     EXPECT_EQ(root_code(*injected), 52u) << injected->report();
 }
 
+// An injected failure names the fault that made it: the faults injected into a device are
+// numbered from 1 in the order `inject` took them, every kind counted, and a refused one takes no
+// number. So the report of a kernel fault says which entry of the plan hit, and a kernel's own
+// failure says nothing of the kind.
+TYPED_TEST(DeviceLoss, an_injected_failure_names_the_fault_that_made_it) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client client = runtime->client(0);
+    Handle source = this->allocate(client, 64);
+    Handle hit = this->allocate(client, 64);
+    Handle own = this->allocate(client, 64);
+    this->fill(client, source, 1);
+    ASSERT_TRUE(client.inject(AllocationFault{1000}));
+    ASSERT_FALSE(client.inject(KernelFault{"copy", 1, 2.0, 53})) << "a probability of 2 was armed";
+    ASSERT_TRUE(client.inject(KernelFault{"fill", 7, 1.0, 54}));
+    ASSERT_TRUE(client.inject(KernelFault{"copy", 1, 1.0, 55}));
+    this->copy_kernel(client, source, hit);
+    this->fail(client, own, 56);
+    std::optional<Error> injected = this->read_error(client, hit);
+    ASSERT_TRUE(injected) << "the fault did not hit the copy";
+    const auto* details = root_of(*injected)->template details_as<KernelFailedDetails>();
+    ASSERT_NE(details, nullptr) << injected->report();
+    EXPECT_TRUE(details->injected);
+    EXPECT_EQ(details->code, 55u);
+    EXPECT_EQ(details->fault_entry, 3u) << injected->report();
+    EXPECT_NE(injected->report().find("(an injected fault: fault #3 injected into the device)"),
+              std::string::npos)
+        << injected->report();
+    std::optional<Error> failed = this->read_error(client, own);
+    ASSERT_TRUE(failed);
+    const auto* reported = root_of(*failed)->template details_as<KernelFailedDetails>();
+    ASSERT_NE(reported, nullptr) << failed->report();
+    EXPECT_FALSE(reported->injected);
+    EXPECT_EQ(reported->fault_entry, 0u);
+    EXPECT_EQ(failed->report().find("injected"), std::string::npos) << failed->report();
+}
+
 /// Which of `launches` fills of one byte each fail under a fault armed with probability 0.5 on
 /// device 1 of a two-device runtime of `made`.
 std::vector<bool> faulted_launches(const Made& made, std::size_t launches) {

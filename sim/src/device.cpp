@@ -445,7 +445,7 @@ Status SimDevice::do_settle_window(StreamId stream_id, const CaptureWindow& wind
 }
 
 Status SimDevice::do_replay(const CaptureGraph& graph, StreamId stream_id,
-                            std::span<const std::optional<std::uint32_t>> injected) {
+                            std::span<const std::optional<InjectedFault>> injected) {
     std::lock_guard lock(engine_.mutex);
     Result<SimStream*> found = stream(stream_id);
     if (!found) {

@@ -107,7 +107,7 @@ private:
         return host_runnable(request);
     }
     Status do_replay(const CaptureGraph& graph, StreamId stream,
-                     std::span<const std::optional<std::uint32_t>> injected) override;
+                     std::span<const std::optional<InjectedFault>> injected) override;
     Result<Event> do_record_event(StreamId stream) override;
     Status do_wait_event(StreamId stream, const Event& event) override;
     Result<bool> do_event_done(const Event& event, bool block) override;

@@ -278,9 +278,9 @@ void run_body(Engine& engine, Operation& op) {
     for (std::size_t index = 0; index < launch_count(op); ++index) {
         const LaunchRequest& request = launch_at(op, index);
         if (index < op.injected.size() && op.injected[index]) {
-            op.failure_code = op.injected[index];  // Reported without running.
+            op.failure_code = op.injected[index]->code;  // Reported without running.
             op.failed_kernel = request.kernel;
-            op.failure_injected = true;
+            op.failure_injected = op.injected[index];
             return;
         }
         {
@@ -345,10 +345,11 @@ std::string Engine::report(SimDevice& device, SimStream& stream, Operation& op) 
         return "lost: " + *op.fault;
     }
     if (op.failure_code) {
-        op.ran(Error::kernel_failed(
-            KernelFailedDetails{op.failed_kernel.empty() ? op.label : op.failed_kernel,
-                                device.service(), stream.id, *op.failure_code,
-                                op.failure_injected}));
+        std::string kernel = op.failed_kernel.empty() ? op.label : op.failed_kernel;
+        op.ran(op.failure_injected
+                   ? op.failure_injected->failure(std::move(kernel), device.service(), stream.id)
+                   : Error::kernel_failed(KernelFailedDetails{std::move(kernel), device.service(),
+                                                              stream.id, *op.failure_code}));
         return "failed: " + op.failure()->message();
     }
     if (op.error) {

@@ -61,7 +61,7 @@ void Operation::reset() {
     fault.reset();
     failure_code.reset();
     failed_kernel.clear();
-    failure_injected = false;
+    failure_injected.reset();
     error.reset();
     injected.clear();
     held_back = false;

@@ -114,14 +114,15 @@ struct Operation final : Work {
     /// The kernel that reported `failure_code`: a replay's failure names the kernel of its graph
     /// that failed, as a launch's does.
     std::string failed_kernel;
-    /// Whether `failure_code` was injected (the kernel did not run) rather than reported by it.
-    bool failure_injected = false;
+    /// The injected fault `failure_code` came from (the kernel did not run), or none when the
+    /// kernel reported it.
+    std::optional<InjectedFault> failure_injected;
     /// An error that ends the operation without a kernel code: a throw, a deadlock, a lost device.
     std::optional<Error> error;
     /// Injected kernel faults, one entry per launch the operation runs (none when no fault was
     /// armed), drawn when it was enqueued (`Server::launch`, `Server::replay`) so that "the nth
     /// launch from now" means program order, whatever the schedule.
-    std::vector<std::optional<std::uint32_t>> injected;
+    std::vector<std::optional<InjectedFault>> injected;
     /// Held back when it started: an input was known to end up claimed (C9), so it wrote nothing.
     bool held_back = false;
 

@@ -24,8 +24,16 @@ struct ModelRegion {
     std::uint64_t length = 0;
 };
 
+/// An injected fault that hits a launch: its code, and its number on its device.
+struct DueFault {
+    std::uint32_t code = 0;
+    std::uint32_t entry = 0;
+};
+
 struct PendingFault {
     KernelFault fault;
+    /// Its number among the faults injected into its device, as reports give it.
+    std::uint32_t entry = 0;
     std::uint64_t launches = 0;
 };
 
@@ -68,22 +76,25 @@ private:
     }
     /// Whether an injected fault hits this launch, as every backend counts: each armed fault on
     /// the kernel counts every launch, and the first due, in the order they were armed, wins.
-    std::optional<std::uint32_t> fault_due(std::uint32_t device, const std::string& kernel) {
-        std::optional<std::uint32_t> due;
+    std::optional<DueFault> fault_due(std::uint32_t device, const std::string& kernel) {
+        std::optional<DueFault> due;
         for (PendingFault& pending : faults_[device]) {
             if (pending.fault.kernel != kernel) {
                 continue;
             }
             ++pending.launches;
             if (!due && (pending.fault.nth == 0 || pending.launches == pending.fault.nth)) {
-                due = pending.fault.code;
+                due = DueFault{pending.fault.code, pending.entry};
             }
         }
         return due;
     }
-    /// How a report gives a kernel's code: an injected one says so (the kernel did not run).
-    std::string code_text(std::uint64_t code, bool injected = false) {
-        return "code " + std::to_string(code) + (injected ? " (an injected fault)" : "") + " on";
+    /// How a report gives a kernel's code: an injected one says so, and which fault it was (the
+    /// kernel did not run).
+    std::string code_text(std::uint64_t code) { return "code " + std::to_string(code) + " on"; }
+    std::string code_text(const DueFault& injected) {
+        return "code " + std::to_string(injected.code) + " (an injected fault: fault #" +
+               std::to_string(injected.entry) + " injected into the device) on";
     }
 
     void on(AllocateStep& step, Step&) {
@@ -106,7 +117,7 @@ private:
     void on(LaunchStep& step, Step& whole) {
         // The simulator draws injected faults when a launch is enqueued, so a launch that then
         // does not run (zero threads, skipped) still uses up its draw.
-        const std::optional<std::uint32_t> injected = fault_due(step.device, step.kernel);
+        const std::optional<DueFault> injected = fault_due(step.device, step.kernel);
         if (step.kernel.starts_with("missing_")) {
             // The call itself is refused (C10), however many threads it asks for.
             whole.fails = FailureExpectation{};
@@ -139,7 +150,7 @@ private:
             return;
         }
         if (injected) {
-            finish_failed(step, outputs, token(code_text(*injected, true)));
+            finish_failed(step, outputs, token(code_text(*injected)));
             return;
         }
         run_kernel(step, inputs, outputs);
@@ -172,8 +183,9 @@ private:
         }
     }
     void on(InjectStep& step, Step&) {
+        const std::uint32_t entry = ++injected_[step.device];  // Every fault takes a number.
         if (const auto* kernel = std::get_if<KernelFault>(&step.fault)) {
-            faults_[step.device].push_back(PendingFault{*kernel, 0});
+            faults_[step.device].push_back(PendingFault{*kernel, entry, 0});
         }
     }
     void on(ReadStep& read, Step& step) {
@@ -204,6 +216,7 @@ private:
     std::map<std::string, std::vector<Cell>> bytes_;
     std::map<std::string, ModelRegion> regions_;
     std::map<std::uint32_t, std::vector<PendingFault>> faults_;
+    std::map<std::uint32_t, std::uint32_t> injected_;
     std::vector<std::string> tokens_;
 };
 

@@ -33,21 +33,49 @@ std::string_view to_string(ErrorKind kind) {
 
 std::string_view advice(ErrorKind kind) {
     switch (kind) {
-        case ErrorKind::OutOfMemory: return "free memory or ask for less, then retry";
+        case ErrorKind::OutOfMemory:
+            return "drop handles you no longer need or ask for less, then call `allocate` again";
         case ErrorKind::InvalidArgument: return "fix the call; retrying it fails the same way";
-        case ErrorKind::WrongService: return "give the handle to the client of its own device";
-        case ErrorKind::LaunchRefused: return "fix the kernel or its launch configuration";
-        case ErrorKind::KernelFailed: return "handle the kernel's code, then rerun the work";
-        case ErrorKind::Unwritten: return "fix or rerun the root failure, then write the bytes again";
+        case ErrorKind::WrongService:
+            return "give the handle to the client of its own device "
+                   "(`runtime->client(handle.service().device_index)`)";
+        case ErrorKind::LaunchRefused:
+            return "fix the kernel's name (`kernel_names()` lists them) or its launch "
+                   "configuration";
+        case ErrorKind::KernelFailed:
+            return "handle the kernel's code, then launch the work again to write its outputs";
+        case ErrorKind::Unwritten:
+            return "fix or rerun the root failure, then write the bytes again (`Client::write`, "
+                   "or a launch that writes them)";
         case ErrorKind::Several: return "handle each failure listed";
         case ErrorKind::DeviceLost:
-            return "nothing more runs on this device: drop its runtime and create a new one (on a "
-                   "GPU, one process per device keeps the others working)";
-        case ErrorKind::PeerUnreachable: return "check which devices can access each other";
-        case ErrorKind::TornDown: return "the work did not finish; rerun it";
+            return "nothing more runs on this device: drop its runtime and open a new one "
+                   "(`tandem::open_runtime`); on a GPU, one process per device (`tandem launch`) "
+                   "keeps the others working";
+        case ErrorKind::PeerUnreachable:
+            return "grant the access (`Client::grant_peer_access`), or use devices that reach "
+                   "each other";
+        case ErrorKind::TornDown: return "the work did not finish; enqueue it again";
     }
     return "";
 }
+
+namespace {
+
+/// The advice for `error` itself: its kind's, but a device lost with its rank says what a job
+/// does about a rank that is gone.
+std::string advice_for(const Error& error) {
+    if (const auto* lost = error.details_as<DeviceLostDetails>();
+        lost != nullptr && lost->device.rank != ServiceId::no_rank) {
+        return "rank " + std::to_string(lost->device.rank) +
+               " is gone or its device is lost: its memory and its work are lost with it; go on "
+               "without it (`Job::rank_alive`, `Job::on_rank_lost`) or start the job again "
+               "(`tandem launch`)";
+    }
+    return std::string(advice(error.kind()));
+}
+
+}  // namespace
 
 Error::Error(ErrorKind kind, std::string message, ErrorDetails details)
     : payload_(std::make_shared<const Payload>(
@@ -75,10 +103,26 @@ Error Error::launch_refused(std::string kernel, std::string reason) {
                  LaunchRefusedDetails{std::move(kernel)});
 }
 
+namespace {
+
+/// How a report says a failure was injected: " (an injected fault: fault #2 injected into the
+/// device)", or nothing for a kernel's own failure.
+std::string injected_note(const KernelFailedDetails& details) {
+    if (!details.injected) {
+        return {};
+    }
+    if (details.fault_entry == 0) {
+        return " (an injected fault)";
+    }
+    return " (an injected fault: fault #" + std::to_string(details.fault_entry) +
+           " injected into the device)";
+}
+
+}  // namespace
+
 Error Error::kernel_failed(KernelFailedDetails details) {
     std::string message = "kernel '" + details.kernel + "' failed with code " +
-                          std::to_string(details.code) +
-                          (details.injected ? " (an injected fault)" : "") + " on " +
+                          std::to_string(details.code) + injected_note(details) + " on " +
                           to_string(details.device) + ", " +
                           stream_name(details.device, details.stream);
     return Error(ErrorKind::KernelFailed, std::move(message), std::move(details));
@@ -181,7 +225,7 @@ void write_report(std::ostringstream& out, const Error& error, const std::string
 std::string Error::report() const {
     std::ostringstream out;
     write_report(out, *this, "");
-    out << "what to do: " << advice(kind()) << "\n";
+    out << "what to do: " << advice_for(*this) << "\n";
     return out.str();
 }
 

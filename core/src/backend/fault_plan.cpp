@@ -1,8 +1,19 @@
 #include "tandem/backend/fault_plan.hpp"
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 namespace tandem {
+
+Error InjectedFault::failure(std::string kernel, ServiceId device, StreamId stream) const {
+    return Error::kernel_failed(KernelFailedDetails{.kernel = std::move(kernel),
+                                                    .device = device,
+                                                    .stream = stream,
+                                                    .code = code,
+                                                    .injected = true,
+                                                    .fault_entry = entry});
+}
 
 Status FaultPlan::arm(const Fault& fault) {
     if (const auto* kernel = std::get_if<KernelFault>(&fault)) {
@@ -16,16 +27,20 @@ Status FaultPlan::arm(const Fault& fault) {
                 " kernel faults are armed at once on a device; one for every launch stays until "
                 "the device goes, one for the nth launch until that launch");
         }
-        kernel_faults_.push_back(KernelFaultState{*kernel, 0});
+        kernel_faults_.push_back(KernelFaultState{*kernel, armed_ + 1, 0});
     } else if (const auto* allocation = std::get_if<AllocationFault>(&fault)) {
         if (allocation->nth == 0) {
             return Error::invalid_argument("allocation faults count from 1");
         }
         allocation_countdown_ = allocation->nth;
+        allocation_entry_ = armed_ + 1;
     } else if (const auto* loss = std::get_if<DeviceLossFault>(&fault)) {
         if (loss->after_operations > 0) {
             loss_countdown_ = loss->after_operations;
         }
+    }
+    if (armed_ != UINT32_MAX) {  // Numbers stop at the last one rather than wrap.
+        ++armed_;
     }
     return {};
 }
@@ -41,11 +56,11 @@ Status FaultPlan::check_delay(std::uint64_t held_back, std::uint64_t steps) {
     return {};
 }
 
-std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel) {
+std::optional<InjectedFault> FaultPlan::kernel_fault_due(std::string_view kernel) {
     // Every armed fault on the kernel counts this launch, even after an earlier one hit it: two
     // faults armed for the first and second launch hit the first and the second. The first due
     // fault, in the order they were armed, gives the code.
-    std::optional<std::uint32_t> due;
+    std::optional<InjectedFault> due;
     for (KernelFaultState& state : kernel_faults_) {
         if (state.fault.kernel != kernel) {
             continue;
@@ -58,7 +73,7 @@ std::optional<std::uint32_t> FaultPlan::kernel_fault_due(std::string_view kernel
             state.fault.probability >= 1.0 ||
             std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < state.fault.probability;
         if (hits && !due) {
-            due = state.fault.code;
+            due = InjectedFault{state.fault.code, state.entry};
         }
     }
     // A fault for the nth launch can hit no later one.
@@ -80,7 +95,8 @@ std::optional<Error> FaultPlan::allocation_fault_due(std::uint64_t size_bytes,
     }
     const MemoryUsage usage = memory.usage();
     return Error::out_of_memory(
-        "injected allocation failure of " + std::to_string(size_bytes) + " bytes",
+        "injected allocation failure of " + std::to_string(size_bytes) + " bytes (fault #" +
+            std::to_string(allocation_entry_) + " injected into the device)",
         OutOfMemoryDetails{size_bytes, usage.free_bytes, usage.reserved_bytes,
                            usage.largest_free_block_bytes});
 }

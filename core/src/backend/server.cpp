@@ -294,7 +294,7 @@ Status Server::replay(const CaptureGraph& graph, StreamId stream) {
     }
     // Each launch replayed draws, in order, as it would enqueued on its own.
     std::optional<GroupLock> held;
-    std::vector<std::optional<std::uint32_t>> injected;
+    std::vector<std::optional<InjectedFault>> injected;
     if (hold_to_draw(held)) [[unlikely]] {
         injected.reserve(graph.work().launches.size());
         for (const LaunchRequest& launch : graph.work().launches) {

@@ -248,6 +248,19 @@ Status Server::check_event(const Event& event, std::uint64_t next_event) const {
 
 Status Server::arm(const Fault& fault) {
     const GroupLock lock = lock_group();
+    // A delay is checked before the plan counts it: a refused fault takes no number.
+    DeviceStream* delayed = nullptr;
+    if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
+        Result<DeviceStream*> stream = device_stream(delay->stream);
+        if (!stream) {
+            return stream.error();
+        }
+        if (Status bounded = FaultPlan::check_delay((*stream)->delay_steps, delay->steps);
+            !bounded) {
+            return bounded;
+        }
+        delayed = *stream;
+    }
     if (Status armed = faults_.arm(fault); !armed) {
         return armed;
     }
@@ -257,17 +270,10 @@ Status Server::arm(const Fault& fault) {
         if (loss->after_operations == 0) {
             do_lose_now();
         }
-    } else if (const auto* delay = std::get_if<StreamDelay>(&fault)) {
-        Result<DeviceStream*> stream = device_stream(delay->stream);
-        if (!stream) {
-            return stream.error();
-        }
-        if (Status bounded = FaultPlan::check_delay((*stream)->delay_steps, delay->steps);
-            !bounded) {
-            return bounded;
-        }
-        (*stream)->delay_steps += delay->steps;
-        do_delay(**stream, delay->steps);
+    } else if (delayed != nullptr) {
+        const std::uint64_t steps = std::get<StreamDelay>(fault).steps;
+        delayed->delay_steps += steps;
+        do_delay(*delayed, steps);
     }
     return {};
 }
@@ -282,8 +288,8 @@ bool Server::hold_to_draw(std::optional<GroupLock>& held) const {
     return true;
 }
 
-std::optional<std::uint32_t> Server::draw_kernel_fault(std::string_view kernel) {
-    std::optional<std::uint32_t> due = faults_.kernel_fault_due(kernel);
+std::optional<InjectedFault> Server::draw_kernel_fault(std::string_view kernel) {
+    std::optional<InjectedFault> due = faults_.kernel_fault_due(kernel);
     // A fault for the nth launch is retired once that launch has drawn.
     kernel_faults_armed_.store(faults_.kernel_faults_armed(), std::memory_order_release);
     return due;

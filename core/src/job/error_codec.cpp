@@ -92,6 +92,7 @@ void append_details(std::string& out, const KernelFailedDetails& details) {
     append_integer(out, details.stream.value);
     append_integer(out, details.code);
     append_integer(out, static_cast<std::uint8_t>(details.injected ? 1 : 0));
+    append_integer(out, details.fault_entry);
 }
 
 void append_details(std::string& out, const UnwrittenDetails& details) {
@@ -256,6 +257,7 @@ KernelFailedDetails read_details(Reader& in, As<KernelFailedDetails>, std::size_
         in.refuse();
     }
     details.injected = injected == 1;
+    details.fault_entry = in.u32();
     return details;
 }
 

@@ -196,18 +196,17 @@ Status ReferenceDevice::do_launch(LaunchRequest&& request) {
     }
     work->held.add(request.resources);
     pipeline().admit_launch(*work, request, host_runnable(request), (*found)->capture);
-    const std::optional<std::uint32_t> injected[] = {request.injected};
+    const std::optional<InjectedFault> injected[] = {request.injected};
     return submit(work, [&] { return run_launches({&request}, injected, *work); });
 }
 
 Status ReferenceDevice::run_launches(const std::vector<const LaunchRequest*>& launches,
-                                     std::span<const std::optional<std::uint32_t>> injected,
+                                     std::span<const std::optional<InjectedFault>> injected,
                                      const ReferenceWork& work) {
     for (std::size_t index = 0; index < launches.size(); ++index) {
         const LaunchRequest& request = *launches[index];
         if (index < injected.size() && injected[index]) {  // Reported without running, as on a GPU.
-            return Error::kernel_failed(
-                KernelFailedDetails{request.kernel, service_, work.stream, *injected[index], true});
+            return injected[index]->failure(request.kernel, service_, work.stream);
         }
         if (Status ran = run_kernel(request, work); !ran) {
             return ran;
@@ -315,7 +314,7 @@ Status ReferenceDevice::do_settle(const SyncScope& scope) {
 }
 
 Status ReferenceDevice::do_replay(const CaptureGraph& graph, StreamId stream,
-                                  std::span<const std::optional<std::uint32_t>> injected) {
+                                  std::span<const std::optional<InjectedFault>> injected) {
     const GroupLock lock = lock_group();
     Result<ReferenceStream*> found = find_stream(streams_, stream);
     if (!found) {

@@ -65,7 +65,7 @@ private:
         return host_runnable(request);
     }
     Status do_replay(const CaptureGraph& graph, StreamId stream,
-                     std::span<const std::optional<std::uint32_t>> injected) override;
+                     std::span<const std::optional<InjectedFault>> injected) override;
     Result<Event> do_record_event(StreamId stream) override;
     Status do_wait_event(StreamId stream, const Event& event) override;
     Result<bool> do_event_done(const Event& event, bool block) override;
@@ -82,7 +82,7 @@ private:
     /// fails ends it, and is how it ended. `injected` holds one drawn fault per launch, or none
     /// when no fault was armed.
     Status run_launches(const std::vector<const LaunchRequest*>& launches,
-                        std::span<const std::optional<std::uint32_t>> injected,
+                        std::span<const std::optional<InjectedFault>> injected,
                         const ReferenceWork& work);
     /// Runs one kernel on the host; how it ended (a fault, a deadlock or a throw included).
     Status run_kernel(const LaunchRequest& request, const ReferenceWork& work);

@@ -34,7 +34,8 @@ Error kernel_failure() {
                                  .device = service(1, 2),
                                  .stream = StreamId{7},
                                  .code = 42,
-                                 .injected = true});
+                                 .injected = true,
+                                 .fault_entry = 3});
 }
 
 /// An Unwritten with two hops, dropped records and a root that has a cause of its own.
@@ -112,6 +113,7 @@ void expect_same(const KernelFailedDetails& sent, const KernelFailedDetails& got
     EXPECT_EQ(sent.stream, got.stream);
     EXPECT_EQ(sent.code, got.code);
     EXPECT_EQ(sent.injected, got.injected);
+    EXPECT_EQ(sent.fault_entry, got.fault_entry);
 }
 
 void expect_same(const UnwrittenDetails& sent, const UnwrittenDetails& got) {
@@ -250,9 +252,10 @@ TEST(ErrorCodec, an_unknown_kind_details_type_or_flag_byte_is_refused) {
     unknown_details[details_offset(invalid)] = static_cast<char>(std::variant_size_v<ErrorDetails>);
     EXPECT_FALSE(decode_error(unknown_details).has_value());
 
-    // `injected` is the last byte of a KernelFailed without a cause: only 0 and 1 encode a bool.
+    // `injected` comes just before the fault's number, the last four bytes of a KernelFailed
+    // without a cause: only 0 and 1 encode a bool.
     std::string odd_flag = encode(kernel_failure());
-    odd_flag.back() = 2;
+    odd_flag[odd_flag.size() - 5] = 2;
     EXPECT_FALSE(decode_error(odd_flag).has_value());
 }
 

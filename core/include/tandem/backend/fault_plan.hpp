@@ -4,6 +4,7 @@
 // (which launch fails, which allocation, after how many operations the device is lost) are taken
 // here, in program order, so a plan means the same on the simulator and on GPUs.
 
+#include "tandem/backend/launch_request.hpp"
 #include "tandem/backend/memory_manager.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/fault.hpp"
@@ -37,9 +38,10 @@ public:
     /// apply at once.
     Status arm(const Fault& fault);
 
-    /// Whether a fault hits this launch of `kernel`, and its code. Called for every launch
-    /// enqueued, in program order (one that then runs nothing or is skipped counts too).
-    std::optional<std::uint32_t> kernel_fault_due(std::string_view kernel);
+    /// Whether a fault hits this launch of `kernel`: its code and its number among the faults
+    /// armed. Called for every launch enqueued, in program order (one that then runs nothing or
+    /// is skipped counts too).
+    std::optional<InjectedFault> kernel_fault_due(std::string_view kernel);
     /// Whether a kernel fault is armed that may still hit: without one, no launch needs
     /// `kernel_fault_due`.
     [[nodiscard]] bool kernel_faults_armed() const { return !kernel_faults_.empty(); }
@@ -66,11 +68,15 @@ public:
 private:
     struct KernelFaultState {
         KernelFault fault;
+        std::uint32_t entry = 0;
         std::uint64_t launches = 0;
     };
     std::mt19937_64 rng_;
+    /// Faults armed so far, of every kind: the last one's number, as reports give it.
+    std::uint32_t armed_ = 0;
     std::vector<KernelFaultState> kernel_faults_;
     std::uint64_t allocation_countdown_ = 0;
+    std::uint32_t allocation_entry_ = 0;
     std::optional<std::uint64_t> loss_countdown_;
 };
 

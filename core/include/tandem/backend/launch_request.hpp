@@ -2,6 +2,7 @@
 
 // A launch as a device receives it, and what a replay of a capture graph runs.
 
+#include "tandem/core/error.hpp"
 #include "tandem/core/external_work.hpp"
 #include "tandem/core/ids.hpp"
 #include "tandem/core/kernel.hpp"
@@ -15,6 +16,20 @@
 #include <vector>
 
 namespace tandem {
+
+/// An injected kernel fault drawn for one launch (`FaultPlan::kernel_fault_due`): the code the
+/// launch reports, and which of the device's injected faults it is, so that its report names it.
+struct InjectedFault {
+    /// The failure code the launch reports.
+    std::uint32_t code = 0;
+    /// The fault's number among those injected into the device, from 1 in the order
+    /// `Client::inject` took them.
+    std::uint32_t entry = 0;
+
+    /// The failure a launch of `kernel` on `device`'s `stream` reports for it, without running
+    /// (as a GPU would): `KernelFailed`, marked injected and naming the fault.
+    [[nodiscard]] Error failure(std::string kernel, ServiceId device, StreamId stream) const;
+};
 
 /// A launch as a server receives it: bindings already checked against the device.
 struct LaunchRequest {
@@ -33,12 +48,12 @@ struct LaunchRequest {
     KernelArgs args;
     /// The stream it is enqueued on.
     StreamId stream;
-    /// The code of the injected kernel fault that hits this launch, or none: drawn by
+    /// The injected kernel fault that hits this launch, or none: drawn by
     /// `Server::launch` from the device's `FaultPlan`, once for every launch the device takes, in
     /// program order, before the backend sees it. A backend reports it as the launch's failure
     /// without running the kernel, as a GPU would. A launch recorded in a capture window carries
     /// none: a replay draws again for each launch it runs.
-    std::optional<std::uint32_t> injected;
+    std::optional<InjectedFault> injected;
 };
 
 /// What a replay of a capture graph runs: the launches recorded, in enqueue order, and what the

@@ -389,7 +389,7 @@ private:
     bool hold_to_draw(std::optional<GroupLock>& held) const;
     /// The injected kernel fault due for a launch of `kernel`, if one is (`FaultPlan`); under the
     /// group's lock.
-    std::optional<std::uint32_t> draw_kernel_fault(std::string_view kernel);
+    std::optional<InjectedFault> draw_kernel_fault(std::string_view kernel);
     /// One unit of work of this device is about to be enqueued on its group's pipeline, which
     /// holds the lock (`DeviceDirectory::count_work`): an injected loss due at it loses the device
     /// first (`do_lose_now`), so that it and every later unit fail with the loss (D1). Inline: it
@@ -430,7 +430,7 @@ private:
     /// Enqueues a replay of `graph`. `injected` holds the injected kernel fault drawn for each of
     /// its launches, in order, or is empty when none was armed (then none is due).
     virtual Status do_replay(const CaptureGraph& graph, StreamId stream,
-                             std::span<const std::optional<std::uint32_t>> injected) = 0;
+                             std::span<const std::optional<InjectedFault>> injected) = 0;
     virtual Result<Event> do_record_event(StreamId stream) = 0;
     virtual Status do_wait_event(StreamId stream, const Event& event) = 0;
     /// Whether the work before `event` has run; with `block`, once it has (true).

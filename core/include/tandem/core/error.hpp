@@ -108,6 +108,10 @@ struct KernelFailedDetails {
     /// Whether the failure was injected (`KernelFault`, a scenario's `inject`) rather than
     /// reported by the kernel itself: the kernel did not run.
     bool injected = false;
+    /// Which injected fault it was: its number among the faults injected into the device, from 1
+    /// in the order `Client::inject` took them (allocation and loss faults count too); 0 when
+    /// the failure was not injected.
+    std::uint32_t fault_entry = 0;
 };
 
 /// What an `Unwritten` read found: the failure claiming its bytes, the chain of skipped work back
