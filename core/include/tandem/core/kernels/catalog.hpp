@@ -2,7 +2,8 @@
 
 // The kernel catalog: the kernels every backend registers by name, so scenarios and the tool can
 // launch them. Resources are listed in the order a launch binds them, with the access each needs.
-// Each kernel loops with a grid stride, so any launch size covers the data.
+// Each kernel shares its elements among its threads (`ThreadShare`: a grid stride on a GPU, a
+// contiguous run a thread on a host backend), so any launch size covers the data.
 
 #include "tandem/core/kernel.hpp"
 
@@ -13,6 +14,42 @@
 #include <utility>
 
 namespace tandem::kernels {
+
+/// The elements of `count` one thread of a launch takes. On a GPU, a grid stride: thread t takes
+/// t, t + T, t + 2T, ... so that neighbouring threads touch neighbouring elements (coalesced). On
+/// a host backend, which runs the threads of a launch one after another, a contiguous share:
+/// thread t takes the t-th of T nearly equal runs, so that each thread walks memory in order.
+/// Either way every element is taken by exactly one thread.
+struct ThreadShare {
+    /// The first element the thread takes.
+    std::uint64_t begin = 0;
+    /// One past the last element it may take.
+    std::uint64_t end = 0;
+    /// The distance between the elements it takes.
+    std::uint64_t step = 1;
+
+    /// The share of `ctx`'s running thread of `count` elements.
+    template <typename Context>
+    TANDEM_HOST_DEVICE ThreadShare(const Context& ctx, std::uint64_t count) {
+        const std::uint64_t thread = ctx.thread_index();
+        const std::uint64_t threads = ctx.thread_count();
+#if defined(__CUDA_ARCH__)
+        begin = thread;
+        end = count;
+        step = threads;
+#else
+        if (threads == 0) {
+            return;  // No thread runs; nothing to share.
+        }
+        // Runs of count / threads, the first count % threads of them one longer; no product
+        // of two counts is formed, so nothing wraps.
+        const std::uint64_t run = count / threads;
+        const std::uint64_t longer = count % threads;
+        begin = thread * run + (thread < longer ? thread : longer);
+        end = begin + run + (thread < longer ? 1 : 0);
+#endif
+    }
+};
 
 /// Does nothing. Resources: none. For measuring launch overhead.
 struct Empty {
@@ -32,7 +69,8 @@ struct Fill {
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         auto out = ctx.template buffer<std::uint8_t>(0);
         const auto value = static_cast<std::uint8_t>(ctx.u64(0));
-        for (std::uint64_t i = ctx.thread_index(); i < out.size(); i += ctx.thread_count()) {
+        const ThreadShare share(ctx, out.size());
+        for (std::uint64_t i = share.begin; i < share.end; i += share.step) {
             out.store(i, value);
         }
     }
@@ -48,7 +86,8 @@ struct Copy {
         auto in = ctx.template buffer<std::uint8_t>(0);
         auto out = ctx.template buffer<std::uint8_t>(1);
         const std::uint64_t count = in.size() < out.size() ? in.size() : out.size();
-        for (std::uint64_t i = ctx.thread_index(); i < count; i += ctx.thread_count()) {
+        const ThreadShare share(ctx, count);
+        for (std::uint64_t i = share.begin; i < share.end; i += share.step) {
             out.store(i, in.load(i));
         }
     }
@@ -64,7 +103,8 @@ struct Add {
         auto a = ctx.template buffer<float>(0);
         auto b = ctx.template buffer<float>(1);
         auto out = ctx.template buffer<float>(2);
-        for (std::uint64_t i = ctx.thread_index(); i < out.size(); i += ctx.thread_count()) {
+        const ThreadShare share(ctx, out.size());
+        for (std::uint64_t i = share.begin; i < share.end; i += share.step) {
             out.store(i, a.load(i) + b.load(i));
         }
     }
@@ -80,7 +120,8 @@ struct Axpy {
         auto x = ctx.template buffer<float>(0);
         auto y = ctx.template buffer<float>(1);
         const auto alpha = static_cast<float>(ctx.f64(0));
-        for (std::uint64_t i = ctx.thread_index(); i < y.size(); i += ctx.thread_count()) {
+        const ThreadShare share(ctx, y.size());
+        for (std::uint64_t i = share.begin; i < share.end; i += share.step) {
             y.store(i, alpha * x.load(i) + y.load(i));
         }
     }
@@ -127,18 +168,42 @@ struct Combine {
     }
 
 private:
+    template <typename Element>
+    struct Sum {
+        TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
+            return static_cast<Element>(mine + theirs);
+        }
+    };
+    template <typename Element>
+    struct Max {
+        TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
+            return theirs > mine ? theirs : mine;
+        }
+    };
+    template <typename Element>
+    struct Min {
+        TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
+            return theirs < mine ? theirs : mine;
+        }
+    };
+
     template <typename Element, typename Context>
     TANDEM_HOST_DEVICE static void combine(Context& ctx) {
+        switch (ctx.u64(0)) {
+            case 0: combine_with<Element>(ctx, Sum<Element>{}); break;
+            case 1: combine_with<Element>(ctx, Max<Element>{}); break;
+            case 2: combine_with<Element>(ctx, Min<Element>{}); break;
+            default: break;
+        }
+    }
+
+    template <typename Element, typename Context, typename Op>
+    TANDEM_HOST_DEVICE static void combine_with(Context& ctx, Op op) {
         auto into = ctx.template buffer<Element>(0);
         auto from = ctx.template buffer<Element>(1);
-        const std::uint64_t op = ctx.u64(0);
-        for (std::uint64_t i = ctx.thread_index(); i < into.size(); i += ctx.thread_count()) {
-            const Element mine = into.load(i);
-            const Element theirs = from.load(i);
-            into.store(i, op == 0   ? static_cast<Element>(mine + theirs)
-                          : op == 1 ? (theirs > mine ? theirs : mine)
-                          : op == 2 ? (theirs < mine ? theirs : mine)
-                                    : mine);
+        const ThreadShare share(ctx, into.size());
+        for (std::uint64_t i = share.begin; i < share.end; i += share.step) {
+            into.store(i, op(into.load(i), from.load(i)));
         }
     }
 };
@@ -224,7 +289,8 @@ struct HandoffConsume {
         auto out = ctx.template buffer<std::uint8_t>(2);
         ctx.wait_until_equal(flag, 0, 1u);
         const std::uint64_t count = in.size() < out.size() ? in.size() : out.size();
-        for (std::uint64_t i = ctx.thread_index(); i < count; i += ctx.thread_count()) {
+        const ThreadShare share(ctx, count);
+        for (std::uint64_t i = share.begin; i < share.end; i += share.step) {
             out.store(i, in.load(i));
         }
     }
