@@ -55,6 +55,39 @@ TEST_F(ClaimStoreTest, a_read_names_every_distinct_failure_once_in_order_of_disc
         1u);
 }
 
+// Work that fails with an Unwritten error (it could not write because bytes it needed, on
+// another device or in another process, were claimed) is a hop of that failure: the new failure
+// carries the error's root and hops, oldest first, and a read reports one chain, not a report
+// inside a report.
+TEST_F(ClaimStoreTest, a_failure_with_an_unwritten_error_carries_its_root_and_hops) {
+    const ServiceId elsewhere{9, 0, 1, 1};
+    UnwrittenDetails carried;
+    carried.failure = FailureId{4};
+    carried.allocations = 1;
+    // The newest hop is the work itself: it needed `c` (the bytes it found claimed) and would
+    // have written `a`; `c` was left claimed by an older hop that needed `d`.
+    const ClaimKey older_wrote[] = {{c, {0, 8}}};
+    const ClaimKey newer_wrote[] = {{a, {0, 16}}};
+    carried.chain = {SkipRecord{"newer", elsewhere, {c, {0, 8}}, {std::begin(newer_wrote),
+                                                                 std::end(newer_wrote)}},
+                     SkipRecord{"older", elsewhere, {d, {0, 8}}, {std::begin(older_wrote),
+                                                                 std::end(older_wrote)}}};
+    carried.root = std::make_shared<const Error>(boom(31));
+    ClaimKey whole[] = {{a, {0, 16}}};
+    (void)store.fail(whole, Error::unwritten(carried));
+    Status read = store.check(whole);
+    ASSERT_FALSE(read);
+    const auto* details = read.error().details_as<UnwrittenDetails>();
+    ASSERT_NE(details, nullptr) << read.error().report();
+    ASSERT_NE(details->root, nullptr);
+    EXPECT_EQ(details->root->kind(), ErrorKind::KernelFailed) << read.error().report();
+    EXPECT_EQ(details->root->details_as<KernelFailedDetails>()->code, 31u);
+    ASSERT_EQ(details->chain.size(), 2u) << read.error().report();
+    EXPECT_EQ(details->chain[0].kernel, "newer");
+    EXPECT_EQ(details->chain[1].kernel, "older");
+    expect_consistent();
+}
+
 TEST_F(ClaimStoreTest, an_empty_read_never_fails) {
     ClaimKey whole[] = {{a, {0, 100}}};
     (void)store.fail(whole, boom());

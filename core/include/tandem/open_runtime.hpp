@@ -48,10 +48,11 @@ struct RuntimeOptions {
     /// `TANDEM_GPUS`, else device `i` on GPU `i`. When set, it gives the device count. Other
     /// backends ignore it.
     std::vector<int> gpus{};
-    /// The job rank the runtime serves; `Job::join` sets it. Its devices are then named
-    /// "device D of rank R", and the simulator places them in the rank's own part of the
-    /// simulated address space, so no two ranks' devices share an address. Unset: no job (the
-    /// environment is not read for it).
+    /// The job rank the runtime serves; `Job::join` sets it (and a program under mpirun may set
+    /// it to its MPI rank). Its devices are then named "device D of rank R", memory the process
+    /// allocates from then on "memory #3 of rank R", and the simulator places the devices in the
+    /// rank's own part of the simulated address space, so no two ranks' devices share an
+    /// address. Unset: no job (the environment is not read for it).
     std::optional<std::uint32_t> rank{};
     /// Whether unset options are read from the environment at all; false: from the defaults only.
     bool from_environment = true;

@@ -88,9 +88,23 @@ void ClaimStore::release_locked(const ClaimKey& key) {
 }
 
 FailureId ClaimStore::fail_locked(std::span<const ClaimKey> writes, Error error) {
+    // An Unwritten error is not a root: it carries one (work that could not write because bytes
+    // it needed were claimed, on another device or in another process). The new failure carries
+    // that root and its hops, oldest first, so a read reports one chain back to the root (not a
+    // report inside a report).
+    std::vector<SkipRecord> hops;
+    if (const auto* carried = error.details_as<UnwrittenDetails>();
+        carried != nullptr && carried->root != nullptr) {
+        hops = carried->chain;
+        Error root = *carried->root;
+        error = std::move(root);
+    }
     FailureId failure = graph_.create(std::move(error));
     for (const ClaimKey& key : writes) {
         claim_locked(key, failure);
+    }
+    for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
+        graph_.add_skip(failure, std::move(*hop));
     }
     graph_.discard_if_uncarried(failure);
     return failure;
@@ -204,18 +218,9 @@ void ClaimStore::claim_skipped(std::span<const ClaimKey> keys, std::optional<Fai
         for (const ClaimKey& key : keys) {
             claim_locked(key, failure);
         }
-    } else if (const auto* carried = error.details_as<UnwrittenDetails>();
-               carried != nullptr && carried->root != nullptr) {
-        // A hop from another device, whose report is what the skipped work needed: the new
-        // failure carries that report's root and hops, oldest first, so a read here reports
-        // one chain back to the root (not a report inside a report).
-        failure = fail_locked(keys, *carried->root);
-        for (auto hop = carried->chain.rbegin(); hop != carried->chain.rend(); ++hop) {
-            if (graph_.contains(failure)) {
-                graph_.add_skip(failure, *hop);
-            }
-        }
     } else {
+        // A hop from another device: `error` is the report of what the skipped work needed, and
+        // the new failure carries its root and hops (`fail_locked`).
         failure = fail_locked(keys, error);
     }
     if (graph_.contains(failure)) {

@@ -48,8 +48,10 @@ public:
     [[nodiscard]] bool nothing_claimed() const {
         return claimed_allocations_.load(std::memory_order_acquire) == 0;
     }
-    /// One new failure carrying `error` claims every key. A failure that claims no byte is
-    /// dropped at once (C4); its id is returned either way.
+    /// One new failure carrying `error` claims every key; an `Unwritten` error gives it its root
+    /// and hops instead (work that could not write because bytes it needed were claimed
+    /// elsewhere is a hop of that failure, not a root of its own). A failure that claims no byte
+    /// is dropped at once (C4); its id is returned either way.
     FailureId fail(std::span<const ClaimKey> writes, Error error);
     /// The allocation was freed, rebound or reused: it sheds its claims (C5).
     void forget(MemoryId memory);

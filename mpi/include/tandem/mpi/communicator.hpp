@@ -1,0 +1,95 @@
+#pragma once
+
+// Collectives between processes through MPI, under tandem's claim rules (phase 3 of
+// docs/DESIGN.md): the path a job takes when its ranks span hosts, started by mpirun.
+//
+// MPI moves the bytes; tandem decides whether they may move. Before any rank reduces, the ranks
+// agree, in one small all-reduce of their own, whether every rank's source is readable: a
+// claimed byte on any rank (or a lost device) means no rank reduces, and every rank's buffer is
+// claimed with that failure, named on the rank it came from, with the collective as the hop. So
+// the outcome is the same on every rank, never a sum over bytes failed work should have written,
+// and never some ranks with a result and others with an error. A call another rank cannot take
+// (a buffer of another size, say) is refused on every rank alike, and nothing changes.
+//
+// Each rank gives a buffer of its own device. Its bytes cross through host memory: a rank reads
+// its buffer (waiting for its writers, as `Client::read` does), MPI reduces the host copies, and
+// the result is written back (`Client::write`, which releases the claims it covers, C3). Peer
+// memory stays within a host (`Job::publish`); across hosts data moves by collectives only.
+//
+// Reports name ranks when each rank's runtime knows its rank: open it with
+// `RuntimeOptions::rank` set to the MPI rank (`Job::join` does this for jobs tandem starts).
+// Open MPI ends every rank of a job when one of them dies (its default error handler), so a rank
+// lost in the middle of a collective ends the job rather than hanging it; a job started by
+// `tandem launch` notices a lost rank itself (`Job`).
+
+#include "tandem/core/client.hpp"
+#include "tandem/core/collectives.hpp"
+#include "tandem/core/handle.hpp"
+#include "tandem/core/result.hpp"
+
+#include <mpi.h>
+
+namespace tandem::mpi {
+
+/// Collectives between the ranks of an MPI communicator, each rank giving buffers of one device.
+/// Every call is collective: every rank of the communicator makes it, in the same order.
+class Communicator {
+public:
+    /// The ranks of `comm`, each giving buffers of its `device`. The program initialised MPI and
+    /// keeps `comm` alive while the communicator is used; tandem duplicates it, so its own
+    /// messages never meet the program's. Collective over `comm`. `InvalidArgument` when MPI is
+    /// not initialised (or already finalised) or `comm` is null.
+    static Result<Communicator> create(MPI_Comm comm, Client device);
+
+    /// Frees tandem's duplicate of the communicator (collective, as `MPI_Comm_free` is).
+    ~Communicator();
+    /// Takes `other`'s duplicate; `other` is left empty (only destroying it is allowed).
+    Communicator(Communicator&& other) noexcept;
+    /// Frees this communicator's duplicate, then takes `other`'s.
+    Communicator& operator=(Communicator&& other) noexcept;
+    Communicator(const Communicator&) = delete;
+    Communicator& operator=(const Communicator&) = delete;
+
+    /// This process's rank in the communicator.
+    [[nodiscard]] int rank() const { return rank_; }
+    /// The number of ranks.
+    [[nodiscard]] int size() const { return size_; }
+    /// The device whose buffers this rank gives.
+    [[nodiscard]] const Client& device() const { return device_; }
+
+    /// Every rank's `buffer` becomes `op` of all of them, element by element. Returns once this
+    /// rank's buffer holds the result, or is claimed: when any rank's buffer has a claimed byte
+    /// (or its device is lost), no rank reduces, and every rank's buffer is claimed with that
+    /// rank's failure (the lowest such rank's), the root named on its rank and this collective
+    /// as the hop; the call itself succeeds, as a launch whose input was claimed does. Errors,
+    /// the same on every rank and changing nothing: `InvalidArgument` for a buffer that is
+    /// empty, not of this rank's device, no whole number of elements, of more than 2^31 - 1
+    /// elements, or of another size than another rank's (naming the ranks).
+    Status all_reduce(const Handle& buffer, ElementType type, ReduceOp op);
+
+    /// Every rank's `buffer` becomes a copy of rank `root`'s. When the root's buffer has a
+    /// claimed byte (or its device is lost), every other rank's buffer is claimed with the
+    /// root's failure instead, and the call succeeds. Errors, the same on every rank and changing
+    /// nothing: `InvalidArgument` for a root outside the communicator, or a buffer as
+    /// `all_reduce` refuses it (sizes must match the root's).
+    Status broadcast(const Handle& buffer, int root);
+
+private:
+    Communicator(MPI_Comm comm, Client device, int rank, int size);
+    /// Agrees on whether every rank's call is valid (`local`) with a buffer of `bytes` bytes:
+    /// the error every rank returns when not.
+    Status agree_on_call(const Status& local, std::uint64_t bytes);
+    /// Agrees on the lowest rank whose source could not be read; `size()` when every one could.
+    [[nodiscard]] int first_unreadable(bool unreadable) const;
+    /// Claims this rank's `buffer` with the failure rank `from` met reading its source (`read`
+    /// there), which rank `from` sends to every rank with the key of its buffer.
+    Status spread_failure(const Handle& buffer, int from, const Result<std::vector<std::byte>>& read,
+                          const char* collective);
+
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    Client device_;
+    int rank_ = 0;
+    int size_ = 0;
+};
+
+}  // namespace tandem::mpi
