@@ -243,6 +243,9 @@ Status Server::wait(const Event& event) {
         return *gone;
     }
     if (of_other_process(event)) [[unlikely]] {
+        if (Status known = check_event(event, 0); !known) {
+            return known;
+        }
         return wait_for_other_process(directory_, service_, event);  // No backend is asked.
     }
     reach(event.device());
@@ -257,6 +260,9 @@ Result<bool> Server::event_complete(const Event& event) {
         return *gone;
     }
     if (of_other_process(event)) [[unlikely]] {
+        if (Status known = check_event(event, 0); !known) {
+            return known.error();
+        }
         Result<bool> reached = directory_.event_reached(event);
         return reached ? reached : Result<bool>(event_refused(event, reached.error()));
     }

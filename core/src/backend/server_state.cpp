@@ -255,9 +255,16 @@ Result<Event> Server::import_event(ServiceId owner, StreamId stream, std::uint64
 
 Status Server::check_event(const Event& event, std::uint64_t next_event) const {
     if (of_other_process(event)) [[unlikely]] {
-        // Its owner's board says whether it was published here and whether the owner lives.
+        // Its owner's board says whether it was published here. A wait once the owner is lost
+        // is refused, as for an event of this runtime, even when the event was reached before.
         Result<bool> reached = directory_.event_reached(event);
-        return reached ? Status{} : Status(event_refused(event, reached.error()));
+        if (!reached) {
+            return event_refused(event, reached.error());
+        }
+        if (std::optional<Error> gone = directory_.lost(event.device())) {
+            return event_refused(event, *gone);
+        }
+        return {};
     }
     if (!directory_.reaches(event.device()) || event.sequence() == 0 || event.sequence() >= next_event) {
         return Error::invalid_argument("the event does not belong to this runtime");
