@@ -321,14 +321,12 @@ Result<Event> SimDevice::do_record_event(StreamId stream_id) {
     auto operation = engine_.new_operation(Operation::Kind::Record);
     operation->label = "record event";
     operation->event = engine_.next_event++;
-    engine_.events[operation->event] = Engine::EventState{false, {}, index_, 0, std::nullopt};
+    engine_.events[operation->event] = Engine::EventState{false, {}, index_, std::nullopt};
     const std::uint64_t event = operation->event;
-    Operation& record = *operation;
     if (Status queued = enqueue(stream_id, std::move(operation)); !queued) {
         engine_.events.erase(event);
         return queued.error();
     }
-    engine_.events[event].stream_sequence = record.stream_sequence;  // Set by `enqueue`.
     return Event(key(), service_, stream_id, event);
 }
 

@@ -195,8 +195,6 @@ public:
         bool completed = false;
         VectorClock clock;
         std::uint32_t device = 0;
-        /// The record's place on its stream (`Operation::stream_sequence`).
-        std::uint64_t stream_sequence = 0;
         /// Recorded on a stream after a wait that failed: a wait on it fails the same way.
         std::optional<Error> after_failed_wait;
     };
@@ -222,7 +220,8 @@ public:
 
     // Events that cross processes (exported_events.cpp).
     /// Advances `counter` to the sequence of `event`, recorded on a device of this runtime, once
-    /// the work before it on its stream has run and is settled (`JobMember::export_event`).
+    /// the work its record happened after (on any stream) has run and is settled
+    /// (`JobMember::export_event`).
     Status export_event(const Event& event, std::atomic<std::uint64_t>& counter);
     /// Advances the counters of exported events that are reached now; after work settles.
     void reach_exported();
@@ -304,13 +303,10 @@ private:
 
     /// An event another process waits on, not reached yet.
     struct ExportedEvent {
-        std::uint32_t device = 0;
-        StreamId stream;
         std::uint64_t sequence = 0;
-        std::uint64_t stream_sequence = 0;
         std::atomic<std::uint64_t>* counter = nullptr;
     };
-    /// Whether the work before `exported` on its stream has run and is settled.
+    /// Whether the work `exported`'s record happened after has run and is settled.
     bool exported_reached(const ExportedEvent& exported);
     /// The exported events not reached yet, oldest first: at most as many as a job lets a rank
     /// publish.

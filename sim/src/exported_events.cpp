@@ -22,13 +22,7 @@ Status Engine::export_event(const Event& event, std::atomic<std::uint64_t>& coun
     if (found != events.end() && found->second.device != device->index()) {
         return Error::invalid_argument("the event does not belong to this runtime");
     }
-    // A record forgotten (completed, and more than the remembered events ago) is taken as
-    // after all the work of its stream enqueued so far: later than it, never earlier.
-    const std::uint64_t stream_sequence =
-        found != events.end() ? found->second.stream_sequence
-                              : device->streams()[event.stream().value - 1].next_sequence;
-    exported_.push_back(ExportedEvent{device->index(), event.stream(), event.sequence(),
-                                      stream_sequence, &counter});
+    exported_.push_back(ExportedEvent{event.sequence(), &counter});
     reach_exported();
     return {};
 }
@@ -37,10 +31,19 @@ bool Engine::exported_reached(const ExportedEvent& exported) {
     if (!event_completed(exported.sequence)) {
         return false;
     }
-    return pipeline.settled_where([&](const Work& work) {
+    // The work the record happened after, on any stream (its clock): a failing write another
+    // stream ordered before it by an event is on the claims too. A record forgotten (completed
+    // more than the remembered events ago) is taken as after all the work that has started.
+    auto found = events.find(exported.sequence);
+    const VectorClock* clock = found != events.end() ? &found->second.clock : nullptr;
+    return pipeline.settled_where([clock](const Work& work) {
         // Every work of the simulator's pipeline is one of its operations.
-        return work.device == exported.device && work.stream == exported.stream &&
-               static_cast<const Operation&>(work).stream_sequence < exported.stream_sequence;
+        const auto& op = static_cast<const Operation&>(work);
+        if (op.epoch == 0) {
+            return false;  // Not started: the completed record waited for none of it.
+        }
+        return clock == nullptr ||
+               (op.stream_global < clock->size() && op.epoch <= (*clock)[op.stream_global]);
     });
 }
 
