@@ -92,13 +92,13 @@ struct Operation final : Work {
     std::vector<std::byte> bytes;               // Write.
     std::optional<LaunchRequest> launch;        // Launch.
     std::uint64_t event = 0;                    // Record, Wait.
-    /// A wait on an event of another process (a job's peer rank): `event` is not this
-    /// runtime's, and the owner's counter says when it is reached.
-    std::optional<Event> remote_event;          // Wait.
-    /// When a wait on `remote_event` gives up: set the first time it is found not reached.
-    std::optional<std::chrono::steady_clock::time_point> remote_deadline;
     std::shared_ptr<const CaptureGraph> graph;  // Replay.
     std::optional<KernelResource> copy_source;  // Copy.
+    /// A wait on an event of another process (a job's peer rank): `event` is not this
+    /// runtime's, and the owner's counter says when it is reached.
+    std::optional<Event> remote_event;
+    /// When a wait on `remote_event` gives up: set the first time it is found not reached.
+    std::optional<std::chrono::steady_clock::time_point> remote_deadline;
 
     // Ordering, for the race detector.
     VectorClock host_clock;

@@ -443,8 +443,8 @@ TEST_F(TwoRanks, bad_event_publications_and_lookups_are_refused_and_change_nothi
     Result<Event> not_an_event = job->lookup_event("data", std::chrono::milliseconds(20));
     ASSERT_FALSE(not_an_event.ok());
     EXPECT_THAT(not_an_event.error().message(), HasSubstr("names memory, not an event"));
-    EXPECT_EQ(peer.ask("lookup-event data"), "error InvalidArgument: 'data' names memory, not "
-                                             "an event: look it up with `lookup`");
+    EXPECT_EQ(peer.ask("lookup-event data"),
+              "error InvalidArgument: 'data' names memory, not an event: look it up with `lookup`");
     // The first publication stands: the peer waits on it, done once this rank ran its work.
     ASSERT_EQ(peer.ask("lookup-event done"), "ok");
     ASSERT_TRUE(device->sync());

@@ -134,9 +134,9 @@ Result<Job> Job::join(const JoinOptions& options) {
         state->folder->release_and_remove_if_last();
         return peers.error();
     }
-    state->peers = std::make_shared<job_detail::JobPeers>(
-        environment->rank, environment->world_size, environment->job_folder,
-        options.event_wait_timeout);
+    state->peers =
+        std::make_shared<job_detail::JobPeers>(environment->rank, environment->world_size,
+                                               environment->job_folder, options.event_wait_timeout);
     state->watcher = std::make_unique<job_detail::RankWatcher>(
         environment->rank, std::move(*peers),
         [peers = state->peers.get()](std::uint32_t rank, const job_detail::Frame& frame,

@@ -57,8 +57,7 @@ Status JobPeers::publish(std::string_view name, const Event& event) {
     }
     // Without the lock: the runtime's work asks this directory questions under its own lock.
     lock.unlock();
-    if (Status exported = member_->export_event(event, board_->stream_counter(*slot));
-        !exported) {
+    if (Status exported = member_->export_event(event, board_->stream_counter(*slot)); !exported) {
         return exported;  // The slot stays its stream's; its counter only grows.
     }
     lock.lock();

@@ -33,9 +33,8 @@ private:
 
 Status JobPeers::check_name(std::string_view name) {
     if (name.empty() || name.size() > name_bytes_max) {
-        return Error::invalid_argument("a shared name has 1 to " +
-                                       std::to_string(name_bytes_max) + " bytes, not " +
-                                       std::to_string(name.size()));
+        return Error::invalid_argument("a shared name has 1 to " + std::to_string(name_bytes_max) +
+                                       " bytes, not " + std::to_string(name.size()));
     }
     return {};
 }
