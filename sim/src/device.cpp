@@ -321,7 +321,7 @@ Result<Event> SimDevice::do_record_event(StreamId stream_id) {
     auto operation = engine_.new_operation(Operation::Kind::Record);
     operation->label = "record event";
     operation->event = engine_.next_event++;
-    engine_.events[operation->event] = Engine::EventState{false, {}, index_};
+    engine_.events[operation->event] = Engine::EventState{false, {}, index_, std::nullopt};
     const std::uint64_t event = operation->event;
     if (Status queued = enqueue(stream_id, std::move(operation)); !queued) {
         engine_.events.erase(event);
@@ -359,8 +359,14 @@ Status SimDevice::do_wait_event(StreamId stream_id, const Event& event) {
         return known;
     }
     auto operation = engine_.new_operation(Operation::Kind::Wait);
-    operation->label = "wait for event of device " + std::to_string(event.device().device_index);
     operation->event = event.sequence();
+    if (of_other_process(event)) [[unlikely]] {
+        operation->label = "wait for event of " + to_string(event.device());
+        operation->remote_event = event;
+    } else {
+        operation->label =
+            "wait for event of device " + std::to_string(event.device().device_index);
+    }
     return enqueue(stream_id, std::move(operation));
 }
 

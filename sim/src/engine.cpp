@@ -108,8 +108,11 @@ bool runnable(const Engine& engine, const SimStream& stream) {
     if (stream.queue.empty() || stream.delay_steps > 0) {
         return false;
     }
-    const Operation& head = *stream.queue.front();
+    Operation& head = *stream.queue.front();
     if (head.state == Operation::State::Queued) {
+        if (head.remote_event) [[unlikely]] {
+            return engine.remote_wait_over(head);
+        }
         return head.kind != Operation::Kind::Wait || engine.event_completed(head.event);
     }
     // A running kernel: runnable unless it waits on something still false. In threads mode a
@@ -160,6 +163,10 @@ bool Engine::step_deterministic(Status& deadlock) {
         if (delayed) {
             return true;
         }
+        if (pending && waits_on_other_process()) {
+            remote_pause_();  // Another process's device moves its counter, not this one.
+            return true;
+        }
         if (pending) {
             Status resolved = resolve_deadlock();
             if (deadlock.ok()) {
@@ -169,6 +176,7 @@ bool Engine::step_deterministic(Status& deadlock) {
         }
         return false;
     }
+    remote_pause_ = CounterPause{};
     mix_trace(stream->global_index);
     std::shared_ptr<Operation> head = stream->queue.front();
     if (head->state == Operation::State::Queued) {
@@ -189,8 +197,8 @@ Status Engine::resolve_deadlock() {
     std::vector<std::pair<SimDevice*, SimStream*>> blocked;
     for (const auto& device : devices) {
         for (SimStream& stream : device->streams()) {
-            if (stream.queue.empty()) {
-                continue;
+            if (stream.queue.empty() || stream.queue.front()->remote_event) {
+                continue;  // A wait on another process ends by its owner, its loss or its limit.
             }
             const Operation& head = *stream.queue.front();
             waiters += (waiters.empty() ? "" : "; ") + head.label + " on device " +
@@ -271,6 +279,9 @@ Status Engine::run_until(const std::function<bool()>& done) {
         Status deadlock;
         while (!done() && step_deterministic(deadlock)) {
         }
+        if (!exported_.empty()) [[unlikely]] {
+            reach_exported();  // What settled while `done` was asked.
+        }
         return deadlock;
     }
     // Threads mode: the caller holds the engine lock; waiting lets go of all of it.
@@ -295,6 +306,10 @@ Status Engine::run_until(const std::function<bool()>& done) {
         }
         if (!pending) {
             break;
+        }
+        if (waits_on_other_process()) {
+            last_progress = std::chrono::steady_clock::now();  // Waiting on another process.
+            continue;
         }
         if (std::chrono::steady_clock::now() - last_progress > stall_limit) {
             Status resolved = resolve_deadlock();

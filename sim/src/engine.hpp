@@ -9,6 +9,7 @@
 #include "segment_storage.hpp"
 
 #include "tandem/backend/claim_store.hpp"
+#include "tandem/backend/cross_process_events.hpp"
 #include "tandem/backend/detail/spare_works.hpp"
 #include "tandem/backend/device_groups.hpp"
 #include "tandem/backend/server.hpp"
@@ -51,6 +52,9 @@ struct SimStream : DeviceStream {
     std::deque<std::shared_ptr<Operation>> queue;
     std::uint64_t next_sequence = 1;
     VectorClock clock;
+    /// Why a wait of the stream failed (the event of another process it waited on will never
+    /// come): every later work of the stream is skipped with it (`Work::follow_failed_wait`).
+    std::optional<Error> after_failed_wait;
 };
 
 /// A freed allocation, kept so a fault at its old address can say what happened there.
@@ -191,6 +195,8 @@ public:
         bool completed = false;
         VectorClock clock;
         std::uint32_t device = 0;
+        /// Recorded on a stream after a wait that failed: a wait on it fails the same way.
+        std::optional<Error> after_failed_wait;
     };
     /// Recorded events remembered. Past it, completed events are forgotten, oldest first, and
     /// their clocks merged into `forgotten_events_clock`, which a wait on a forgotten event (one
@@ -211,6 +217,24 @@ public:
     }
     /// Forgets completed events, oldest first, while more than the bound are remembered.
     void forget_events();
+
+    // Events that cross processes (exported_events.cpp).
+    /// Advances `counter` to the sequence of `event`, recorded on a device of this runtime, once
+    /// the work its record happened after (on any stream) has run and is settled
+    /// (`JobMember::export_event`).
+    Status export_event(const Event& event, std::atomic<std::uint64_t>& counter);
+    /// Advances the counters of exported events that are reached now; after work settles.
+    void reach_exported();
+    /// Whether the wait `op`, on another process's event, may start: the event is reached, or
+    /// will never be (the owner is lost), or the wait is past its limit. Starts the limit's
+    /// clock the first time it finds the event not reached.
+    [[nodiscard]] bool remote_wait_over(Operation& op) const;
+    /// How the wait `op` on another process's event ended, once `remote_wait_over`.
+    [[nodiscard]] Status remote_wait_outcome(const Operation& op) const;
+    /// Whether the head of some stream is a wait on another process's event that is not over:
+    /// the scheduler then pauses (`remote_pause`) for the other process instead of calling
+    /// the waiters deadlocked.
+    [[nodiscard]] bool waits_on_other_process();
 
     /// Work enqueued and not settled, at most; an enqueue past it runs the oldest work first.
     static constexpr std::size_t max_unsettled_work = 1 << 15;
@@ -253,6 +277,9 @@ public:
 
     // Execution (execute.cpp).
     void start(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation);
+    /// The wait `op` on `stream` ends: ordered after its event's work, or failed (another
+    /// process's event that will never come), which the stream's later work follows.
+    void wait_for_event(SimStream& stream, Operation& op);
     void resume(SimDevice& device, SimStream& stream, const std::shared_ptr<Operation>& operation);
 
     void start_workers();
@@ -273,6 +300,19 @@ private:
     /// has no steps to count. The caller holds the lock through `lock`; the wait lets go of it.
     void hold_back(SimDevice& device, std::uint32_t stream_local,
                    std::unique_lock<detail::EngineMutex>& lock);
+
+    /// An event another process waits on, not reached yet.
+    struct ExportedEvent {
+        std::uint64_t sequence = 0;
+        std::atomic<std::uint64_t>* counter = nullptr;
+    };
+    /// Whether the work `exported`'s record happened after has run and is settled.
+    bool exported_reached(const ExportedEvent& exported);
+    /// The exported events not reached yet, oldest first: at most as many as a job lets a rank
+    /// publish.
+    std::vector<ExportedEvent> exported_;
+    /// The pauses of the scheduler while it waits for other processes.
+    CounterPause remote_pause_;
 
     /// Finished operations no one else holds, kept for `new_operation`: as many as may be
     /// unsettled at once, so a program that keeps that much work pending reuses all of it.

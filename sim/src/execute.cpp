@@ -214,12 +214,21 @@ void Engine::start(SimDevice& device, SimStream& stream,
     if (op.kind == Operation::Kind::Record) {
         // Ends on a lost device too: the work before it ended (failed), and a peer's stream
         // waiting on it goes on, as on a GPU (D1: other devices keep working).
-        events[op.event].completed = true;
-        events[op.event].clock = op.clock;
+        EventState& event = events[op.event];
+        event.completed = true;
+        event.clock = op.clock;
+        event.after_failed_wait = stream.after_failed_wait;
         forget_events();
     }
     if (std::optional<Error> lost = device.lost()) {
         op.error = *lost;  // D1: every later operation fails with DeviceLost.
+        finish(device, stream, operation);
+        return;
+    }
+    if (stream.after_failed_wait && op.is_work()) [[unlikely]] {
+        // Ordered after what will never happen: skipped with why, writing nothing.
+        op.follow_failed_wait(*stream.after_failed_wait);
+        op.held_back = true;
         finish(device, stream, operation);
         return;
     }
@@ -228,7 +237,7 @@ void Engine::start(SimDevice& device, SimStream& stream,
             finish(device, stream, operation);
             return;
         case Operation::Kind::Wait:
-            merge_into(op.clock, event_clock(op.event));
+            wait_for_event(stream, op);
             finish(device, stream, operation);
             return;
         case Operation::Kind::Write:
@@ -361,6 +370,22 @@ std::string Engine::report(SimDevice& device, SimStream& stream, Operation& op) 
     return "ok";
 }
 
+void Engine::wait_for_event(SimStream& stream, Operation& op) {
+    if (op.remote_event) [[unlikely]] {
+        // Another process's event: nothing of its clock is here (races are found per process).
+        if (Status outcome = remote_wait_outcome(op); !outcome) {
+            op.error = outcome.error();
+            stream.after_failed_wait = outcome.error();
+        }
+        return;
+    }
+    merge_into(op.clock, event_clock(op.event));
+    if (auto found = events.find(op.event);
+        found != events.end() && found->second.after_failed_wait && !stream.after_failed_wait) {
+        stream.after_failed_wait = found->second.after_failed_wait;  // Ordered after it too.
+    }
+}
+
 void Engine::finish(SimDevice& device, SimStream& stream,
                     const std::shared_ptr<Operation>& operation) {
     Operation& op = *operation;
@@ -369,6 +394,9 @@ void Engine::finish(SimDevice& device, SimStream& stream,
     merge_into(stream.clock, op.clock);
     op.state = Operation::State::Done;
     settle_ready();  // The deterministic mode checks the books after every settle (engine.cpp).
+    if (!exported_.empty()) [[unlikely]] {
+        reach_exported();  // Another process may wait for what just settled.
+    }
     mix_trace(failed ? 0xfa11 : 0x900d);
     record(op, TraceRecord::Phase::End, std::move(outcome));
     if (!op.is_work()) {

@@ -42,6 +42,10 @@ public:
         return engine_->imported.add(region.descriptor, region.base_address, region.size_bytes);
     }
 
+    Status export_event(const Event& event, std::atomic<std::uint64_t>& counter) override {
+        return engine_->export_event(event, counter);
+    }
+
 private:
     std::shared_ptr<Engine> engine_;
 };

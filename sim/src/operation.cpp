@@ -48,6 +48,8 @@ void Operation::reset() {
         launch->entry = nullptr;
     }
     event = 0;
+    remote_event.reset();
+    remote_deadline.reset();
     graph.reset();
     copy_source.reset();
     epoch = 0;

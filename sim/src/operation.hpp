@@ -11,6 +11,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -93,6 +94,11 @@ struct Operation final : Work {
     std::uint64_t event = 0;                    // Record, Wait.
     std::shared_ptr<const CaptureGraph> graph;  // Replay.
     std::optional<KernelResource> copy_source;  // Copy.
+    /// A wait on an event of another process (a job's peer rank): `event` is not this
+    /// runtime's, and the owner's counter says when it is reached.
+    std::optional<Event> remote_event;
+    /// When a wait on `remote_event` gives up: set the first time it is found not reached.
+    std::optional<std::chrono::steady_clock::time_point> remote_deadline;
 
     // Ordering, for the race detector.
     VectorClock host_clock;

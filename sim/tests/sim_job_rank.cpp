@@ -15,6 +15,16 @@
 //   allreduce VALUE      four floats of VALUE, summed over the job (Job::all_reduce), then
 //                        read: "floats A B C D", or "error KIND: MESSAGE"
 //   allreduce-claimed C  the same with its four floats claimed by the fail kernel (code C)
+//   event NAME VALUE     allocates 64 bytes, fills them with VALUE, records an event after the
+//                        fill and publishes it as NAME: "ok". The rank runs its work only when
+//                        it syncs or waits (the gate a test opens with `sync`)
+//   lookup-event NAME    Job::lookup_event, keeping the event: "ok", or "error KIND: MESSAGE"
+//   wait-event NAME      orders its default stream's later work after the event: "ok", or the
+//                        error
+//   host-wait NAME       waits for the event on the host (Client::wait): "ok", or the error
+//   complete NAME        whether the event is complete, without waiting (Client::event_complete):
+//                        "true", "false", or the error
+//   sync                 runs and settles its device's work (Client::sync): "ok", or the error
 //   die                  ends the process at once, without leaving the job
 // The end of stdin leaves the job; a kill ends it without a word.
 
@@ -88,6 +98,31 @@ std::string all_reduce_filled(Job& job, Client& device, std::uint64_t value, boo
     return text;
 }
 
+/// `event NAME VALUE`: "ok", or the first error.
+std::string publish_event_after_fill(Job& job, Client& device, const std::string& name,
+                                     std::uint64_t value) {
+    Result<Handle> buffer = device.allocate(64);
+    if (!buffer) {
+        return "error " + first_line_of(buffer.error());
+    }
+    if (Status filled = device.launch("fill", LaunchConfig::linear(64),
+                                      {{*buffer, AccessMode::Write}}, KernelArgs().u64(value));
+        !filled) {
+        return "error " + first_line_of(filled.error());
+    }
+    Result<Event> event = device.record_event(device.default_stream());
+    if (!event) {
+        return "error " + first_line_of(event.error());
+    }
+    const Status published = job.publish(name, *event);
+    return published ? "ok" : "error " + first_line_of(published.error());
+}
+
+/// The answer of a command that returns a status.
+std::string answer_of(const Status& status) {
+    return status ? "ok" : "error " + first_line_of(status.error());
+}
+
 /// `publish NAME VALUE`: "ok", or the first error.
 std::string publish_filled(Job& job, Client& device, const std::string& name,
                            std::uint64_t value) {
@@ -117,6 +152,7 @@ int main() {
     std::cout << "joined" << std::endl;
     Client device = job->runtime()->client(0);
     std::map<std::string, Handle> handles;
+    std::map<std::string, Event> events;
     std::string line;
     while (std::getline(std::cin, line)) {
         std::istringstream words(line);
@@ -140,6 +176,30 @@ int main() {
         } else if (command == "allreduce" || command == "allreduce-claimed") {
             value = std::strtoull(name.c_str(), nullptr, 10);
             answer = all_reduce_filled(*job, device, value, command == "allreduce-claimed");
+        } else if (command == "event") {
+            answer = publish_event_after_fill(*job, device, name, value);
+        } else if (command == "lookup-event") {
+            Result<Event> found = job->lookup_event(name, std::chrono::seconds(60));
+            answer = found ? "ok" : "error " + first_line_of(found.error());
+            if (found) {
+                events.insert_or_assign(name, *found);
+            }
+        } else if (command == "wait-event" || command == "host-wait") {
+            auto event = events.find(name);
+            answer = event == events.end()
+                         ? "error no event named " + name
+                         : answer_of(command == "wait-event"
+                                         ? device.wait_event(device.default_stream(), event->second)
+                                         : device.wait(event->second));
+        } else if (command == "complete") {
+            auto event = events.find(name);
+            Result<bool> complete = event == events.end()
+                                        ? Result<bool>(Error::invalid_argument("no such event"))
+                                        : device.event_complete(event->second);
+            answer = !complete ? "error " + first_line_of(complete.error())
+                               : (*complete ? "true" : "false");
+        } else if (command == "sync") {
+            answer = answer_of(device.sync());
         } else if (command == "die") {
             std::_Exit(3);
         } else if (command == "barrier") {

@@ -39,6 +39,7 @@ protected:
         options.runtime.backend = "sim";
         options.runtime.devices = 1;
         options.timeout = guard_timeout;
+        options.event_wait_timeout = event_wait_timeout;
         Result<Job> joined = Job::join(options);
         ASSERT_TRUE(joined.ok()) << joined.error().report();
         job.emplace(std::move(*joined));
@@ -71,6 +72,8 @@ protected:
         EXPECT_TRUE(passed.ok()) << passed.error().report();
     }
 
+    /// How long this rank's waits for the peer's events hold.
+    std::chrono::milliseconds event_wait_timeout{std::chrono::seconds(60)};
     std::string id_;
     RankProcess peer;
     std::optional<Job> job;
@@ -312,6 +315,173 @@ TEST_F(TwoRanks, a_withdrawn_publication_is_unpinned_when_its_last_holder_dies) 
     EXPECT_EQ(device->memory_usage()->in_use_bytes, before);  // Its pin went with it.
     EXPECT_TRUE(WIFSIGNALED(peer.reap()));
     peer.pid = -1;
+}
+
+// ---------------------------------------------------------------- events across ranks
+
+TEST_F(TwoRanks, a_peers_launch_waiting_on_the_owners_event_sees_the_owners_write) {
+    Handle data = filled(5);
+    ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
+    ASSERT_TRUE(job->publish("data", data));  // Published as written so far: fives.
+    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{data, AccessMode::Write}},
+                               KernelArgs().u64(7)));
+    Result<Event> written = device->record_event(device->default_stream());
+    ASSERT_TRUE(written.ok());
+    ASSERT_TRUE(job->publish("written", *written));
+    ASSERT_EQ(peer.ask("lookup-event written"), "ok");
+    ASSERT_EQ(peer.ask("wait-event written"), "ok");
+    // This rank runs its work when it syncs: until then the event is not reached.
+    EXPECT_EQ(peer.ask("complete written"), "false");
+    // The peer's copy kernel is ordered after the fill: its read holds until this rank has run
+    // the fill, and never sees the fives.
+    auto copied = std::async(std::launch::async, [this] { return peer.ask("kernel data"); });
+    ASSERT_TRUE(device->sync());
+    EXPECT_EQ(copied.get(), "bytes 7 7 7 7 7 7 7 7");
+    EXPECT_EQ(peer.ask("complete written"), "true");
+}
+
+TEST_F(TwoRanks, a_peers_write_ordered_after_the_owners_failed_write_by_its_event_repairs_it) {
+    Handle data = filled(5);
+    ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
+    ASSERT_TRUE(job->publish("data", data));
+    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    ASSERT_TRUE(device->launch("fail", LaunchConfig::linear(1), {{data, AccessMode::Write}},
+                               KernelArgs().u64(9)));
+    Result<Event> failed = device->record_event(device->default_stream());
+    ASSERT_TRUE(failed.ok());
+    ASSERT_TRUE(job->publish("failed", *failed));
+    ASSERT_EQ(peer.ask("lookup-event failed"), "ok");
+    ASSERT_EQ(peer.ask("wait-event failed"), "ok");
+    ASSERT_EQ(peer.ask("fill data 3"), "ok");  // Enqueued after the wait; runs after the failure.
+    auto synced = std::async(std::launch::async, [this] { return peer.ask("sync"); });
+    (void)device->sync();  // Runs the failing write: its claim is on the bytes first.
+    EXPECT_EQ(synced.get(), "ok");
+    // P5 across processes: the peer's write, later in program order by the event, landed after
+    // the failure was claimed and released it.
+    Result<std::vector<std::byte>> read = device->read(data);
+    ASSERT_TRUE(read.ok()) << read.error().report();
+    EXPECT_EQ((*read)[0], std::byte{3});
+    EXPECT_EQ((*read)[63], std::byte{3});
+}
+
+TEST_F(TwoRanks, a_wait_on_an_event_of_a_killed_rank_fails_naming_the_rank) {
+    ASSERT_EQ(peer.ask("event gate 4"), "ok");  // Its work waits for a sync that never comes.
+    Result<Event> gate = job->lookup_event("gate", guard_timeout);
+    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    Result<bool> complete = device->event_complete(*gate);
+    ASSERT_TRUE(complete.ok()) << complete.error().report();
+    EXPECT_FALSE(*complete);
+    Handle mine = *device->allocate(64);
+    ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
+    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{mine, AccessMode::Write}},
+                               KernelArgs().u64(1)));
+    auto waited = std::async(std::launch::async, [this, &gate] { return device->wait(*gate); });
+    ASSERT_EQ(::kill(peer.pid, SIGKILL), 0);
+    ASSERT_TRUE(job->wait_for_loss_of(1, guard_timeout).has_value());
+    const Status host = waited.get();  // Never a hang: the loss ends the wait.
+    ASSERT_FALSE(host.ok());
+    EXPECT_EQ(host.error().kind(), ErrorKind::DeviceLost);
+    EXPECT_THAT(host.error().message(), HasSubstr("device 0 of rank 1"));
+    EXPECT_THAT(host.error().report(), HasSubstr("was killed by signal 9"));
+    // D1: the fill was ordered after work that will never run; it is skipped with the loss.
+    Result<std::vector<std::byte>> read = device->read(mine);
+    ASSERT_FALSE(read.ok());
+    EXPECT_EQ(read.error().kind(), ErrorKind::Unwritten);
+    EXPECT_THAT(read.error().report(), HasSubstr("ordered after a wait that failed"));
+    EXPECT_THAT(read.error().report(), HasSubstr("DeviceLost"));
+    EXPECT_THAT(read.error().report(), HasSubstr("was killed by signal 9"));
+    // A wait on an event of the lost rank is refused, and enqueues nothing: the stream's later
+    // work runs.
+    const StreamId fresh = *device->create_stream();
+    const Status again = device->wait_event(fresh, *gate);
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().kind(), ErrorKind::DeviceLost);
+    EXPECT_THAT(again.error().message(), HasSubstr("device 0 of rank 1"));
+    Handle other = *device->allocate(64, fresh);
+    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{other, AccessMode::Write}},
+                               KernelArgs().u64(2), fresh));
+    Result<std::vector<std::byte>> clean = device->read(other);
+    ASSERT_TRUE(clean.ok()) << clean.error().report();
+    EXPECT_EQ((*clean)[0], std::byte{2});
+    EXPECT_TRUE(WIFSIGNALED(peer.reap()));
+    peer.pid = -1;
+}
+
+TEST_F(TwoRanks, bad_event_publications_and_lookups_are_refused_and_change_nothing) {
+    Result<Event> missing = job->lookup_event("nothing", std::chrono::milliseconds(20));
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(missing.error().message(), HasSubstr("no rank published an event 'nothing'"));
+    Handle data = filled(5);
+    Result<Event> done = device->record_event(device->default_stream());
+    ASSERT_TRUE(done.ok());
+    ASSERT_TRUE(job->publish("done", *done));
+    Status twice = job->publish("done", *done);
+    ASSERT_FALSE(twice.ok());
+    EXPECT_EQ(twice.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(twice.error().message(), HasSubstr("'done' is published already, as an event"));
+    ASSERT_TRUE(job->publish("data", data));
+    Status memory_name = job->publish("data", *done);  // One namespace: memory's name is taken.
+    ASSERT_FALSE(memory_name.ok());
+    EXPECT_THAT(memory_name.error().message(), HasSubstr("'data' is published already"));
+    Status unnamed = job->publish("", *done);
+    ASSERT_FALSE(unnamed.ok());
+    EXPECT_EQ(unnamed.error().kind(), ErrorKind::InvalidArgument);
+    Status empty = job->publish("empty", Event{});
+    ASSERT_FALSE(empty.ok());
+    EXPECT_EQ(empty.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(empty.error().message(), HasSubstr("only events this rank's own devices"));
+    std::shared_ptr<Runtime> other = *open_runtime({.backend = "sim", .devices = 1});
+    Client elsewhere = other->client(0);
+    Status foreign = job->publish("foreign", *elsewhere.record_event(elsewhere.default_stream()));
+    ASSERT_FALSE(foreign.ok());
+    EXPECT_EQ(foreign.error().kind(), ErrorKind::InvalidArgument);
+    Result<Event> own = job->lookup_event("done", std::chrono::milliseconds(20));
+    ASSERT_FALSE(own.ok());
+    EXPECT_THAT(own.error().message(), HasSubstr("is this rank's own event"));
+    Result<Event> not_an_event = job->lookup_event("data", std::chrono::milliseconds(20));
+    ASSERT_FALSE(not_an_event.ok());
+    EXPECT_THAT(not_an_event.error().message(), HasSubstr("names memory, not an event"));
+    EXPECT_EQ(peer.ask("lookup-event data"),
+              "error InvalidArgument: 'data' names memory, not an event: look it up with `lookup`");
+    // The first publication stands: the peer waits on it, done once this rank ran its work.
+    ASSERT_EQ(peer.ask("lookup-event done"), "ok");
+    ASSERT_TRUE(device->sync());
+    EXPECT_EQ(peer.ask("host-wait done"), "ok");
+    // An event of a device that is lost is published nowhere, and no peer waits on it any more.
+    ASSERT_TRUE(device->inject(DeviceLossFault{0}));
+    Status lost = job->publish("lost", *done);
+    ASSERT_FALSE(lost.ok());
+    EXPECT_EQ(lost.error().kind(), ErrorKind::DeviceLost);
+    EXPECT_THAT(peer.ask("wait-event done"), StartsWith("error DeviceLost"));
+    EXPECT_THAT(peer.ask("host-wait done"), StartsWith("error DeviceLost"));
+}
+
+/// Two ranks, this one waiting for the peer's events 50 ms at most.
+class TwoRanksWaitingBriefly : public TwoRanks {
+protected:
+    TwoRanksWaitingBriefly() { event_wait_timeout = std::chrono::milliseconds(50); }
+};
+
+TEST_F(TwoRanksWaitingBriefly, a_wait_on_an_event_its_owner_never_reaches_ends_at_its_limit) {
+    ASSERT_EQ(peer.ask("event gate 4"), "ok");  // The gate is never opened.
+    Result<Event> gate = job->lookup_event("gate", guard_timeout);
+    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    const Status host = device->wait(*gate);
+    ASSERT_FALSE(host.ok());
+    EXPECT_EQ(host.error().kind(), ErrorKind::PeerUnreachable);
+    EXPECT_THAT(host.error().message(), HasSubstr("was not done within 50 ms"));
+    Handle mine = *device->allocate(64);
+    ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
+    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{mine, AccessMode::Write}},
+                               KernelArgs().u64(1)));
+    Result<std::vector<std::byte>> read = device->read(mine);  // Skipped, never stale.
+    ASSERT_FALSE(read.ok());
+    EXPECT_EQ(read.error().kind(), ErrorKind::Unwritten);
+    EXPECT_THAT(read.error().report(), HasSubstr("ordered after a wait that failed"));
+    EXPECT_THAT(read.error().report(), HasSubstr("PeerUnreachable"));
+    EXPECT_TRUE(job->rank_alive(1));
 }
 
 }  // namespace

@@ -28,8 +28,11 @@
 // settles. A rank that dies is lost to every other rank: work reading its memory is skipped with
 // `DeviceLost` naming it, and what it held of theirs is let go. Work of two ranks is ordered by
 // `barrier` (each rank's work before it is settled, its claims on the others' memory included),
-// not yet by events. On the simulator a peer maps the owner's segment once (its descriptor
-// crosses the socket); a backend that cannot export memory (CUDA, for now) refuses `publish`.
+// or by events, which cross ranks by name too: a rank publishes an event it recorded and the
+// others wait on it as on their own (`lookup_event`). On the simulator a peer maps the owner's
+// segment once (its descriptor crosses the socket), and an event is reached when a counter the
+// owner keeps on its board says so; a backend that cannot export memory or events (CUDA, for
+// now) refuses `publish`.
 //
 //   variable             set by                   meaning
 //   TANDEM_RANK          tandem launch, by hand   this process's rank, 0 to world size - 1
@@ -137,6 +140,10 @@ struct JoinOptions {
     bool open_runtime = true;
     /// How long to wait for every other rank before giving up, naming those that never came.
     std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+    /// How long a wait for another rank's event holds (a host wait, `Client::wait`, or a
+    /// stream's, `Client::wait_event`) before it fails with `PeerUnreachable`: the owner may
+    /// never run the work before it.
+    std::chrono::milliseconds event_wait_timeout{std::chrono::seconds(60)};
 };
 
 /// This process's membership in a job: its rank, the other ranks' liveness and this rank's
@@ -204,6 +211,31 @@ public:
     /// rank's own; `DeviceLost` when its owner's rank is gone.
     Result<Handle> lookup(std::string_view name,
                           std::chrono::milliseconds timeout = std::chrono::seconds(10));
+    /// Shares `event`, recorded by one of this rank's devices (`Client::record_event`), with
+    /// every other rank under `name` (1 to 255 bytes; names are the job's, one namespace with
+    /// memory). A rank that looks it up (`lookup_event`) orders its streams' later work after
+    /// the work enqueued before `event` on its stream (`Client::wait_event`), or waits for that
+    /// work on the host (`Client::wait`, `Client::event_complete`), as with an event of its own
+    /// runtime. The event is reached for them once that work has run on this rank and is
+    /// settled: its failures are on this rank's claims first, so a peer's write ordered after
+    /// it repairs what it failed to write (P5), and a peer's read sees what it wrote or its
+    /// failure. Errors, changing nothing: `InvalidArgument` for a bad name, a name this rank or
+    /// one it heard from published already (memory or event), an empty event or one of another
+    /// runtime, a backend that shares no events (CUDA, for now), more than 4096 events or events
+    /// of more than 256 streams in this rank's life; `DeviceLost` for an event of a lost device.
+    Status publish(std::string_view name, const Event& event);
+    /// The event another rank published under `name`, waiting up to `timeout` for it to be.
+    /// `InvalidArgument` naming it when no rank published an event of that name in time, when it
+    /// is this rank's own, or when it names memory; `DeviceLost` when its owner's rank is gone.
+    /// On the simulator a rank runs its work when it syncs or waits (in its deterministic
+    /// mode), so a wait on its event completes once the owner has driven its device past it;
+    /// no such wait hangs: the owner's loss ends it with `DeviceLost` naming the rank, and
+    /// `JoinOptions::event_wait_timeout` with `PeerUnreachable`. A stream whose wait failed so
+    /// never runs the work it was ordered before: that work, and all later work of the stream,
+    /// is skipped with the wait's error (its outputs claimed with it, as for a lost device's
+    /// memory, D1).
+    Result<Event> lookup_event(std::string_view name,
+                               std::chrono::milliseconds timeout = std::chrono::seconds(10));
     /// Waits until every rank reached its barrier of the same count, after settling this rank's
     /// work (`Runtime::sync_all`): what each rank's work did before it, to its own memory and to
     /// the others', is on the owners' claims when any rank passes. `DeviceLost` naming the rank

@@ -195,8 +195,11 @@ void write_details(std::ostringstream& out, const Error& error, const std::strin
             << ", largest free block " << oom->largest_free_block_bytes << "\n";
     } else if (const auto* unwritten = error.details_as<UnwrittenDetails>()) {
         for (const SkipRecord& hop : unwritten->chain) {
+            // No memory is id 0: a hop that needed none was ordered after a wait that failed.
             out << indent << "  skipped '" << hop.kernel << "' on " << to_string(hop.device)
-                << ": needed " << to_string(hop.needed) << "\n";
+                << (hop.needed.memory.value == 0 ? std::string(": ordered after a wait that failed")
+                                                 : ": needed " + to_string(hop.needed))
+                << "\n";
         }
         if (unwritten->dropped_records > 0) {
             out << indent << "  (" << unwritten->dropped_records

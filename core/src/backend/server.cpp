@@ -3,6 +3,8 @@
 
 #include "tandem/backend/server.hpp"
 
+#include "tandem/backend/cross_process_events.hpp"
+
 #include "tandem/core/host_kernels.hpp"
 
 #include "tandem/core/runtime.hpp"
@@ -240,6 +242,12 @@ Status Server::wait(const Event& event) {
     if (std::optional<Error> gone = loss()) {
         return *gone;
     }
+    if (of_other_process(event)) [[unlikely]] {
+        if (Status known = check_event(event, 0); !known) {
+            return known;
+        }
+        return wait_for_other_process(directory_, service_, event);  // No backend is asked.
+    }
     reach(event.device());
     if (Result<bool> done = do_event_done(event, true); !done) {
         return done.error();
@@ -250,6 +258,13 @@ Status Server::wait(const Event& event) {
 Result<bool> Server::event_complete(const Event& event) {
     if (std::optional<Error> gone = loss()) {
         return *gone;
+    }
+    if (of_other_process(event)) [[unlikely]] {
+        if (Status known = check_event(event, 0); !known) {
+            return known.error();
+        }
+        Result<bool> reached = directory_.event_reached(event);
+        return reached ? reached : Result<bool>(event_refused(event, reached.error()));
     }
     reach(event.device());
     return do_event_done(event, false);

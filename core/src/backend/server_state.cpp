@@ -3,6 +3,8 @@
 
 #include "tandem/backend/server.hpp"
 
+#include "tandem/backend/cross_process_events.hpp"
+
 #include "tandem/backend/held_ranges.hpp"
 #include "tandem/core/labels.hpp"
 
@@ -235,7 +237,35 @@ CaptureGraph Server::graph_of(CaptureWindow& window, std::shared_ptr<void> nativ
     return CaptureGraph(key(), service_, std::move(window.write_set), std::move(work));
 }
 
+bool Server::of_other_process(const Event& event) const {
+    return event.device().runtime_id != service_.runtime_id && !event.empty() &&
+           directory_.reaches(event.device());
+}
+
+Result<Event> Server::import_event(ServiceId owner, StreamId stream, std::uint64_t sequence) {
+    if (owner.runtime_id == service_.runtime_id || !directory_.reaches(owner)) {
+        return Error::peer_unreachable(service_, owner,
+                                       "not a device of another process of this job");
+    }
+    if (sequence == 0 || stream.value == 0) {
+        return Error::invalid_argument("an event of " + to_string(owner) + " names no work");
+    }
+    return Event(key(), owner, stream, sequence);
+}
+
 Status Server::check_event(const Event& event, std::uint64_t next_event) const {
+    if (of_other_process(event)) [[unlikely]] {
+        // Its owner's board says whether it was published here. A wait once the owner is lost
+        // is refused, as for an event of this runtime, even when the event was reached before.
+        Result<bool> reached = directory_.event_reached(event);
+        if (!reached) {
+            return event_refused(event, reached.error());
+        }
+        if (std::optional<Error> gone = directory_.lost(event.device())) {
+            return event_refused(event, *gone);
+        }
+        return {};
+    }
     if (!directory_.reaches(event.device()) || event.sequence() == 0 || event.sequence() >= next_event) {
         return Error::invalid_argument("the event does not belong to this runtime");
     }

@@ -134,8 +134,9 @@ Result<Job> Job::join(const JoinOptions& options) {
         state->folder->release_and_remove_if_last();
         return peers.error();
     }
-    state->peers = std::make_shared<job_detail::JobPeers>(
-        environment->rank, environment->world_size, environment->job_folder);
+    state->peers =
+        std::make_shared<job_detail::JobPeers>(environment->rank, environment->world_size,
+                                               environment->job_folder, options.event_wait_timeout);
     state->watcher = std::make_unique<job_detail::RankWatcher>(
         environment->rank, std::move(*peers),
         [peers = state->peers.get()](std::uint32_t rank, const job_detail::Frame& frame,
@@ -253,6 +254,14 @@ Status Job::publish(std::string_view name, const Handle& handle) {
 }
 
 Status Job::withdraw(std::string_view name) { return state_->peers->withdraw(name); }
+
+Status Job::publish(std::string_view name, const Event& event) {
+    return state_->peers->publish(name, event);
+}
+
+Result<Event> Job::lookup_event(std::string_view name, std::chrono::milliseconds timeout) {
+    return state_->peers->lookup_event(name, timeout);
+}
 
 Result<Handle> Job::lookup(std::string_view name, std::chrono::milliseconds timeout) {
     return state_->peers->lookup(name, timeout);

@@ -7,9 +7,13 @@
 // memory, so a launch binding another rank's clean memory costs no round trip; the report of a
 // claimed byte crosses the socket only when the word says there is one.
 //
+// For each stream whose events it published, a counter its device advances as the work before each
+// of them is settled (`JobMember::export_event`): a peer's wait on such an event holds until the
+// counter reaches the event's sequence.
+//
 // The board is a file in the job folder (`board-R`, 0600, in a folder that is 0700), created and
-// written by its rank, mapped read-only by the others. Grants only ever grow and a word is one
-// aligned 64-bit value, so a reader needs no lock.
+// written by its rank, mapped read-only by the others. Grants and counters only ever grow and a
+// word is one aligned 64-bit value, so a reader needs no lock.
 
 #include "tandem/backend/claim_store.hpp"
 #include "tandem/core/ids.hpp"
@@ -32,6 +36,8 @@ public:
     static constexpr std::uint32_t devices_max = 64;
     /// The allocations a rank shares at once.
     static constexpr std::size_t slots = ClaimStore::max_published;
+    /// The streams whose events a rank publishes, over its life: one counter each.
+    static constexpr std::size_t stream_slots = 256;
 
     /// Creates rank `rank`'s board in `folder`, replacing one a dead process of that seat left.
     static Result<std::unique_ptr<JobBoard>> create(const std::string& folder, std::uint32_t rank);
@@ -58,6 +64,14 @@ public:
     bool grant(std::uint32_t device, const ServiceId& accessor);
     /// Whether `device` granted `accessor`.
     [[nodiscard]] bool granted(std::uint32_t device, const ServiceId& accessor) const;
+    /// The counter of stream slot `slot` (below `stream_slots`), for the owner's device to
+    /// advance.
+    [[nodiscard]] std::atomic<std::uint64_t>& stream_counter(std::size_t slot) const;
+    /// The event sequence the counter of stream slot `slot` reached.
+    [[nodiscard]] std::uint64_t stream_reached(std::size_t slot) const {
+        return stream_counter(slot).load(std::memory_order_acquire);
+    }
+
     /// Records that `device` is lost (D1); false past `devices_max`. Owner only.
     bool lose(std::uint32_t device);
     /// Whether `device` is lost.

@@ -42,13 +42,15 @@ Error malformed(std::uint32_t rank) {
 
 }  // namespace
 
-JobPeers::JobPeers(std::uint32_t rank, std::uint32_t world_size, std::string folder)
+JobPeers::JobPeers(std::uint32_t rank, std::uint32_t world_size, std::string folder,
+                   std::chrono::milliseconds event_wait_limit)
     : rank_(rank),
       world_size_(world_size),
       folder_(std::move(folder)),
       runtimes_(world_size),
       lost_(std::make_unique<std::atomic<bool>[]>(world_size)),
       boards_(world_size),
+      event_wait_limit_(event_wait_limit),
       barriers_seen_(world_size, 0) {}
 
 JobPeers::~JobPeers() { stop(); }
@@ -152,6 +154,9 @@ void JobPeers::on_frame(std::uint32_t rank, const Frame& frame, std::vector<int>
             return;
         case FrameKind::publish:
             on_publish(rank, frame.payload, passed);
+            return;
+        case FrameKind::publish_event:
+            on_publish_event(rank, frame.payload);
             return;
         case FrameKind::request:
             serve(rank, frame.payload);

@@ -20,6 +20,13 @@
 // any rank holds it, P2), and the descriptor of the region that holds it goes to each rank once;
 // a rank that looks the name up maps the region once and gets a handle that binds like shared
 // memory of its own runtime's devices.
+//
+// Events cross by name too (names are the job's, one namespace with memory): the owner publishes
+// an event of one of its streams, and that stream gets a counter on its board (once, for every
+// event of it) that its device advances as the work before each published event is settled
+// (`JobMember::export_event`). A rank that looks the name up gets an event its streams and host
+// wait on as on one of their own; the wait holds until the counter reaches the event's sequence
+// (`event_reached`), and fails with the owner's loss, or past `event_wait_limit`.
 
 #include "job_board.hpp"
 #include "rank_watcher.hpp"
@@ -46,12 +53,16 @@ namespace tandem::job_detail {
 
 class JobPeers final : public DeviceDirectory, public std::enable_shared_from_this<JobPeers> {
 public:
-    /// The longest name memory is published under.
+    /// The longest name memory or an event is published under.
     static constexpr std::size_t name_bytes_max = 255;
+    /// The events a rank publishes, over its life.
+    static constexpr std::size_t events_max = 4096;
 
     /// The other ranks of the job whose folder is `folder`, as rank `rank` of `world_size` reaches
-    /// them. `start` gives it its watcher and runtime once both are there.
-    JobPeers(std::uint32_t rank, std::uint32_t world_size, std::string folder);
+    /// them; a wait for another rank's event gives up after `event_wait_limit`. `start` gives it
+    /// its watcher and runtime once both are there.
+    JobPeers(std::uint32_t rank, std::uint32_t world_size, std::string folder,
+             std::chrono::milliseconds event_wait_limit);
     ~JobPeers() override;
 
     /// Sends frames through `watcher`, answers for `member`'s devices (null: a rank with no
@@ -76,6 +87,10 @@ public:
     Status publish(std::string_view name, const Handle& handle);
     /// `Job::withdraw`.
     Status withdraw(std::string_view name);
+    /// `Job::publish` of an event.
+    Status publish(std::string_view name, const Event& event);
+    /// `Job::lookup_event`.
+    Result<Event> lookup_event(std::string_view name, std::chrono::milliseconds timeout);
     /// `Job::lookup`.
     Result<Handle> lookup(std::string_view name, std::chrono::milliseconds timeout);
     /// `Job::barrier`, once the runtime's work is settled. With `failure`, this rank votes that
@@ -106,6 +121,10 @@ public:
     void lost_here(ServiceId device) override;
     [[nodiscard]] std::optional<std::string> check_invariants(ServiceId owner) const override;
     [[nodiscard]] std::size_t claims_size(ServiceId owner) const override;
+    [[nodiscard]] Result<bool> event_reached(const Event& event) const override;
+    [[nodiscard]] std::chrono::milliseconds event_wait_limit() const override {
+        return event_wait_limit_;
+    }
 
     /// What a request asks of an owner's claims, or does to them.
     enum class Op : std::uint8_t {
@@ -149,6 +168,23 @@ private:
         std::size_t slot = 0;
     };
     class RemoteOwner;
+    /// An event another rank published, as its frame said.
+    struct ReceivedEvent {
+        std::uint32_t rank = 0;
+        ServiceId owner;
+        StreamId stream;
+        std::uint64_t sequence = 0;
+        /// The counter of its stream on the owner's board.
+        std::size_t slot = 0;
+    };
+    /// Where the counter of `event`'s stream is on this rank's board, taking a slot for a stream
+    /// that has none yet; none when every slot is taken. Under `mutex_`.
+    [[nodiscard]] std::optional<std::size_t> counter_slot(const Event& event);
+    /// Tells every rank still in the job that `name` names `event`, whose stream's counter is
+    /// board slot `slot`: the frames go once `lock` (of `mutex_`) is let go.
+    Status announce_event(std::string_view name, const Event& event, std::size_t slot,
+                          std::unique_lock<std::mutex>& lock);
+    void on_publish_event(std::uint32_t rank, std::string_view payload);
 
     /// Sends `op` to `owner`'s rank and waits for the answer; `DeviceLost` when the rank is lost
     /// first.
@@ -163,6 +199,8 @@ private:
     [[nodiscard]] std::string answer(std::uint32_t rank, Op op, std::uint32_t device,
                                      std::string_view body);
     void on_publish(std::uint32_t rank, std::string_view payload, std::vector<int>& passed);
+    /// `InvalidArgument` for a name of no bytes or more than `name_bytes_max`.
+    static Status check_name(std::string_view name);
     /// Whether `name` may name `memory`: no rank published the name, and this rank did not
     /// publish the allocation under another; under `mutex_`.
     [[nodiscard]] Status name_free(std::string_view name, MemoryId memory) const;
@@ -218,6 +256,17 @@ private:
     /// `slots_mutex_`, read on every launch binding another rank's memory.
     mutable std::shared_mutex slots_mutex_;
     std::unordered_map<MemoryId, std::pair<std::uint32_t, std::size_t>> slots_;
+    /// Events this rank published, by name, and the board slot of each stream they are on, by
+    /// (device, stream).
+    std::map<std::string, Event, std::less<>> published_events_;
+    std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> stream_slots_;
+    /// Events other ranks published, by name.
+    std::map<std::string, ReceivedEvent, std::less<>> received_events_;
+    /// The board slot of each stream of another rank whose events it published, by (owner,
+    /// stream); under `slots_mutex_`, read by every wait on another rank's event.
+    std::map<std::pair<ServiceId, std::uint64_t>, std::pair<std::uint32_t, std::size_t>>
+        event_slots_;
+    const std::chrono::milliseconds event_wait_limit_;
     /// Regions whose descriptor went to a rank already: (rank, base address).
     std::set<std::pair<std::uint32_t, std::uint64_t>> regions_sent_;
     std::map<ServiceId, std::shared_ptr<RemoteOwner>> owners_;

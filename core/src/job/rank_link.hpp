@@ -50,6 +50,9 @@ enum class FrameKind : std::uint16_t {
     reply = 8,
     /// A rank reached the barrier of the given generation.
     barrier = 9,
+    /// The recorder of an event to every other rank: a name now names it, and the board's
+    /// counter of its stream says when it is reached.
+    publish_event = 10,
 };
 
 /// One frame as received.

@@ -31,18 +31,13 @@ private:
     ServiceId service_;
 };
 
-namespace {
-
-Status check_name(std::string_view name) {
-    if (name.empty() || name.size() > JobPeers::name_bytes_max) {
-        return Error::invalid_argument("a shared name has 1 to " +
-                                       std::to_string(JobPeers::name_bytes_max) + " bytes, not " +
-                                       std::to_string(name.size()));
+Status JobPeers::check_name(std::string_view name) {
+    if (name.empty() || name.size() > name_bytes_max) {
+        return Error::invalid_argument("a shared name has 1 to " + std::to_string(name_bytes_max) +
+                                       " bytes, not " + std::to_string(name.size()));
     }
     return {};
 }
-
-}  // namespace
 
 Result<ServiceId> JobPeers::service(std::uint32_t rank, std::uint32_t device) const {
     std::lock_guard lock(mutex_);
@@ -118,6 +113,15 @@ Status JobPeers::name_free(std::string_view name, MemoryId memory) const {
     }
     if (auto other = received_.find(name); other != received_.end()) {
         return Error::invalid_argument("'" + std::string(name) + "' is published already, by rank " +
+                                       std::to_string(other->second.rank));
+    }
+    if (published_events_.contains(name)) {
+        return Error::invalid_argument("'" + std::string(name) +
+                                       "' is published already, as an event");
+    }
+    if (auto other = received_events_.find(name); other != received_events_.end()) {
+        return Error::invalid_argument("'" + std::string(name) +
+                                       "' is published already, as an event, by rank " +
                                        std::to_string(other->second.rank));
     }
     for (const auto& [published_name, publication] : published_) {

@@ -34,6 +34,7 @@ void Work::reset_work() {
     refused_.reset();
     report_ = Report::Pending;
     failure_.reset();
+    after_failed_wait_.reset();
     provisional_ = false;
     window.reset();
     replayed = true;
@@ -271,7 +272,10 @@ void SettlePipeline::settle(Work& work) {
     std::optional<Cause> cause;
     const bool lost = work.report_ == Work::Report::Failed && work.failure_ &&
                       work.failure_->kind() == ErrorKind::DeviceLost;
-    if (!work.refused_ && !lost && work.checks_inputs) {
+    if (!work.refused_ && !lost && work.after_failed_wait_) [[unlikely]] {
+        // What it was ordered after never happened: skipped with why, whatever its inputs say.
+        cause = Cause{runner, std::nullopt, *work.after_failed_wait_, ClaimKey{}};
+    } else if (!work.refused_ && !lost && work.checks_inputs) {
         // In enqueue order, the claims on the inputs now are the claims the work met in program
         // order: a claimed input means it was skipped (C9), or consumed bytes of failed work
         // before anyone knew (C13), whatever it reported itself.
@@ -298,6 +302,8 @@ void SettlePipeline::settle(Work& work) {
         // In enqueue order, the claims on its bytes now are those a read met in program order.
         if (std::optional<Error> gone = devices_.lost(read->owner)) {
             read->outcome = Status(*gone);  // D1.
+        } else if (work.after_failed_wait_) {
+            read->outcome = Status(*work.after_failed_wait_);  // It copied nothing.
         } else if (work.report_ == Work::Report::Failed && work.failure_) {
             read->outcome = Status(*work.failure_);  // The copy itself failed.
         } else {

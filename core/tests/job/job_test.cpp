@@ -418,6 +418,30 @@ TEST(Job, a_backend_that_exports_no_memory_refuses_to_publish_and_a_lookup_says_
     EXPECT_FALSE(job->service(1, 0).ok());  // A rank past the world size.
 }
 
+// Nor does it share events: publishing one is refused, saying so, and changes nothing.
+TEST(Job, a_backend_that_shares_no_events_refuses_to_publish_one_and_a_lookup_says_so) {
+    const std::string id = new_job_id();
+    JoinOptions options;
+    options.environment = rank_of(id, 0, 1);
+    options.runtime.from_environment = false;
+    options.runtime.backend = "reference";
+    Result<Job> job = Job::join(options);
+    ASSERT_TRUE(job.ok()) << job.error().report();
+    Client device = job->runtime()->client(0);
+    Result<Event> event = device.record_event(device.default_stream());
+    ASSERT_TRUE(event.ok()) << event.error().report();
+    const Status published = job->publish("event", *event);
+    ASSERT_FALSE(published.ok());
+    EXPECT_EQ(published.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(published.error().message(),
+                HasSubstr("(reference) shares no events with other processes"));
+    Result<Event> found = job->lookup_event("event", std::chrono::milliseconds(1));
+    ASSERT_FALSE(found.ok());
+    EXPECT_EQ(found.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(found.error().message(), HasSubstr("waits on no events of other processes"));
+    EXPECT_TRUE(device.wait(*event).ok());  // The event is this rank's as before.
+}
+
 // The runtime each rank joins with names its devices by the rank, and a failure's report says
 // so: the same words in every run.
 TEST(Job, the_runtime_of_a_rank_names_its_devices_by_the_rank) {

@@ -12,9 +12,12 @@
 
 #include "tandem/backend/claim_store.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/event.hpp"
 #include "tandem/core/ids.hpp"
+#include "tandem/core/result.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -93,6 +96,21 @@ public:
     /// publishes it there, so their work reading its memory fails with the loss. None by
     /// default.
     virtual void lost_here(ServiceId /*device*/) {}
+
+    // Events of devices of other processes (a job's other ranks).
+    /// Whether `event`, recorded on a device of another process, is reached there: the work
+    /// enqueued before it on its stream has run and is settled, so the owner's claims say what
+    /// it did (P5 across processes). `InvalidArgument` for an event that was not published to
+    /// this process, `DeviceLost` (naming the owner's rank and why) once the owner is lost. None
+    /// but a directory of other processes knows such events.
+    [[nodiscard]] virtual Result<bool> event_reached(const Event& /*event*/) const {
+        return Error::invalid_argument("the event does not belong to this runtime");
+    }
+    /// How long a wait for an event of another process holds before it gives up with
+    /// `PeerUnreachable`: the host's (`Server::wait`) and a stream's alike.
+    [[nodiscard]] virtual std::chrono::milliseconds event_wait_limit() const {
+        return std::chrono::seconds(60);
+    }
 };
 
 /// The devices of one runtime in this process. Each answer comes from the owner's own state: its
@@ -149,6 +167,16 @@ public:
         if (DeviceDirectory* remote = remote_.load(std::memory_order_acquire)) {
             remote->lost_here(device);
         }
+    }
+    [[nodiscard]] Result<bool> event_reached(const Event& event) const override {
+        if (const DeviceDirectory* remote = remote_for(event.device())) {
+            return remote->event_reached(event);
+        }
+        return DeviceDirectory::event_reached(event);
+    }
+    [[nodiscard]] std::chrono::milliseconds event_wait_limit() const override {
+        const DeviceDirectory* remote = remote_.load(std::memory_order_acquire);
+        return remote != nullptr ? remote->event_wait_limit() : DeviceDirectory::event_wait_limit();
     }
     [[nodiscard]] std::optional<std::string> check_invariants(ServiceId owner) const override;
     [[nodiscard]] std::size_t claims_size(ServiceId owner) const override;

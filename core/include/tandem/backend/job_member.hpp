@@ -7,9 +7,11 @@
 // rank of a job whose memory no other rank binds.
 
 #include "tandem/backend/device_directory.hpp"
+#include "tandem/core/event.hpp"
 #include "tandem/core/handle.hpp"
 #include "tandem/core/result.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -43,6 +45,13 @@ public:
     /// Maps a region another process exported; `region.descriptor` is taken (closed by this
     /// call or with the runtime). A region mapped already is kept.
     virtual Status import_region(const ExportedRegion& region) = 0;
+    /// Advances `counter`, a word other processes read, to `event.sequence()` once the work
+    /// enqueued before `event` (an event of one of the runtime's devices) on its stream has run
+    /// and is settled, at once when it is: a wait of another process on the event then finds
+    /// the owner's claims saying what that work did (P5 across processes). Every event of one
+    /// stream advances the same counter, which only grows; it must outlive the runtime's work.
+    /// `InvalidArgument` for an event no device of the runtime recorded.
+    virtual Status export_event(const Event& event, std::atomic<std::uint64_t>& counter) = 0;
 };
 
 }  // namespace tandem

@@ -186,6 +186,12 @@ public:
     /// counts this process's pin until then). `PeerUnreachable` when the directory does not reach
     /// the owner, `DeviceLost` on a lost device.
     Result<Handle> import_shared(ImportedShare share);
+    /// An event a device of another process recorded (a peer rank of a job,
+    /// `Job::lookup_event`): the point `sequence` of `owner`'s stream `stream`, which this
+    /// device's streams and the host wait for as for an event of this runtime, through the
+    /// directory (`DeviceDirectory::event_reached`). `PeerUnreachable` when the directory does
+    /// not reach the owner, `InvalidArgument` for an event that names no work.
+    Result<Event> import_event(ServiceId owner, StreamId stream, std::uint64_t sequence);
     /// Lets kernels on `accessor` bind this device's shared memory (P7): `PeerUnreachable` for a
     /// device the runtime does not reach, or one the backend does not admit (`do_admit_peer`:
     /// GPUs that cannot reach each other). Joins the two devices' groups first.
@@ -327,6 +333,9 @@ protected:
     /// runtime recorded (`next_event` is the sequence the next recording gets), DeviceLost for
     /// an event of a lost device. The recorder is asked through the directory.
     [[nodiscard]] Status check_event(const Event& event, std::uint64_t next_event) const;
+    /// Whether `event` was recorded by a device of another process that the directory reaches
+    /// (a job's other rank): a wait on it asks the directory, not this runtime's events.
+    [[nodiscard]] bool of_other_process(const Event& event) const;
 
     /// The device's id.
     const ServiceId service_;

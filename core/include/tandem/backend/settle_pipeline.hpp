@@ -380,6 +380,9 @@ SettlePipeline::Inputs SettlePipeline::examine(const Work& consumer, Visit&& vis
                                                std::size_t writers_max) const {
     const std::uint64_t before =
         consumer.sequence_ != 0 ? consumer.sequence_ : std::numeric_limits<std::uint64_t>::max();
+    if (consumer.after_failed_wait_) [[unlikely]] {
+        return Inputs::Claimed;  // Ordered after what never happened: it must not run.
+    }
     bool pending = false;
     for (const Target& input : consumer.inputs) {
         if (devices_.lost(input.owner)) {

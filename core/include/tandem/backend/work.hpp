@@ -138,6 +138,15 @@ public:
     /// Whether it runs (or ran) before every producer of its inputs is known to have landed: a
     /// consumer cannot take its bytes as clean until it settles.
     void set_provisional(bool provisional) { provisional_ = provisional; }
+    /// It is ordered after a wait that failed with `error`: the event waited on will never come
+    /// (its owner, a device of another process, was lost, or did not reach it in time). The work
+    /// does not run, and is skipped with `error` as a lost producer's consumer is (C9, D1):
+    /// whatever else its inputs say, since what it was ordered after never happened.
+    void follow_failed_wait(Error error) {
+        if (!after_failed_wait_) {
+            after_failed_wait_ = std::move(error);
+        }
+    }
 
     /// How the work ended, as the backend reported it; `Pending` until then.
     [[nodiscard]] Report reported() const { return report_; }
@@ -147,6 +156,10 @@ public:
     [[nodiscard]] const std::optional<Error>& refusal() const { return refused_; }
     /// Whether it ran before every producer of its inputs was known to have landed.
     [[nodiscard]] bool provisional() const { return provisional_; }
+    /// Why a wait it is ordered after failed (`follow_failed_wait`), if one did.
+    [[nodiscard]] const std::optional<Error>& after_failed_wait() const {
+        return after_failed_wait_;
+    }
     /// The enqueue order across every device of its pipeline, once enqueued.
     [[nodiscard]] std::uint64_t sequence() const { return sequence_; }
     /// Whether the pipeline settled it.
@@ -165,6 +178,7 @@ private:
     std::optional<Error> refused_;
     Report report_ = Report::Pending;
     std::optional<Error> failure_;
+    std::optional<Error> after_failed_wait_;
     bool provisional_ = false;
     std::uint64_t sequence_ = 0;
     bool settled_ = false;

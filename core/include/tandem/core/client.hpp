@@ -201,13 +201,19 @@ public:
 
     /// A point in `stream`'s work that a stream of any device can wait for.
     Result<Event> record_event(StreamId stream);
-    /// Later work on `stream` waits for `event`, which may be another device's: `InvalidArgument`
-    /// for an event of no device of this runtime, `DeviceLost` for one of a lost device.
+    /// Later work on `stream` waits for `event`, which may be another device's, or another
+    /// rank's (`Job::lookup_event`): `InvalidArgument` for an event of no device of this runtime
+    /// nor published to it, `DeviceLost` for one of a lost device. When a wait on another rank's
+    /// event fails (its owner is lost, or it is not reached within
+    /// `JoinOptions::event_wait_timeout`), the work `stream` ordered after it, and all later
+    /// work of `stream`, is skipped with that error.
     Status wait_event(StreamId stream, const Event& event);
     /// Blocks the host until the work enqueued before `event` on its stream has run (the event
     /// may be another device's), and settles what that work decides. `InvalidArgument` for an
-    /// event of no device of this runtime, `DeviceLost` for one of a lost device. Failed work does
-    /// not fail the wait: its bytes are claimed, and a read says why.
+    /// event of no device of this runtime nor published to it, `DeviceLost` for one of a lost
+    /// device; for another rank's event, `DeviceLost` naming the rank when it is lost first and
+    /// `PeerUnreachable` past `JoinOptions::event_wait_timeout`. Failed work does not fail the
+    /// wait: its bytes are claimed, and a read says why.
     Status wait(const Event& event);
     /// Whether the work enqueued before `event` has run, without waiting; the errors of `wait`.
     Result<bool> event_complete(const Event& event);

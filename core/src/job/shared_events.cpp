@@ -1,0 +1,178 @@
+// Events ranks share by name: published by the rank that recorded them, looked up by the others,
+// and reached when the recorder's board counter of their stream says so.
+
+#include "job_peers.hpp"
+
+#include "wire.hpp"
+
+#include "tandem/backend/server.hpp"
+
+namespace tandem::job_detail {
+
+std::optional<std::size_t> JobPeers::counter_slot(const Event& event) {
+    const std::pair<std::uint32_t, std::uint64_t> stream{event.device().device_index,
+                                                         event.stream().value};
+    if (auto found = stream_slots_.find(stream); found != stream_slots_.end()) {
+        return found->second;
+    }
+    if (stream_slots_.size() == JobBoard::stream_slots) {
+        return std::nullopt;
+    }
+    const std::size_t slot = stream_slots_.size();
+    stream_slots_.emplace(stream, slot);
+    return slot;
+}
+
+Status JobPeers::publish(std::string_view name, const Event& event) {
+    if (Status valid = check_name(name); !valid) {
+        return valid;
+    }
+    if (!member_) {
+        return Error::invalid_argument("this rank's runtime (" + backend_ +
+                                       ") shares no events with other processes");
+    }
+    if (event.empty() || event.device().runtime_id != runtime_id_ ||
+        event.device().device_index >= device_count_) {
+        return Error::invalid_argument(
+            "only events this rank's own devices recorded are published; an event of " +
+            (event.empty() ? std::string("no device") : to_string(event.device())) + " is not");
+    }
+    if (std::optional<Error> gone = member_->server(event.device().device_index).lost()) {
+        return Error::device_lost(event.device(), "cannot publish an event of a lost device")
+            .caused_by(*gone);
+    }
+    std::unique_lock lock(mutex_);
+    if (Status free = name_free(name, MemoryId{}); !free) {
+        return free;
+    }
+    if (published_events_.size() == events_max) {
+        return Error::invalid_argument("this rank published " + std::to_string(events_max) +
+                                       " events already, the most it may");
+    }
+    const std::optional<std::size_t> slot = counter_slot(event);
+    if (!slot) {
+        return Error::invalid_argument(
+            "this rank published events of " + std::to_string(JobBoard::stream_slots) +
+            " streams already, the most it may; publish events of those streams instead");
+    }
+    // Without the lock: the runtime's work asks this directory questions under its own lock.
+    lock.unlock();
+    if (Status exported = member_->export_event(event, board_->stream_counter(*slot)); !exported) {
+        return exported;  // The slot stays its stream's; its counter only grows.
+    }
+    lock.lock();
+    if (Status free = name_free(name, MemoryId{}); !free) {
+        return free;  // Taken meanwhile: the counter this event advances harms no one.
+    }
+    published_events_.emplace(std::string(name), event);
+    return announce_event(name, event, *slot, lock);
+}
+
+Status JobPeers::announce_event(std::string_view name, const Event& event, std::size_t slot,
+                                std::unique_lock<std::mutex>& lock) {
+    WireWriter out;
+    out.text(name);
+    out.service(event.device());
+    out.u64(event.stream().value);
+    out.u64(event.sequence());
+    out.u64(slot);
+    const std::string payload = out.take();
+    std::vector<std::uint32_t> ranks;
+    for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
+        if (rank != rank_ && runtimes_[rank].loss.empty()) {
+            ranks.push_back(rank);
+        }
+    }
+    lock.unlock();  // A send may wait for a rank to read; the watcher needs the lock meanwhile.
+    for (std::uint32_t rank : ranks) {
+        (void)send(rank, FrameKind::publish_event, payload);  // A rank lost meanwhile needs none.
+    }
+    return {};
+}
+
+void JobPeers::on_publish_event(std::uint32_t rank, std::string_view payload) {
+    WireReader in(payload);
+    const std::string name = in.text();
+    ReceivedEvent received;
+    received.rank = rank;
+    received.owner = in.service();
+    received.stream = StreamId{in.u64()};
+    received.sequence = in.u64();
+    received.slot = in.u64();
+    if (!in.done() || received.owner.rank != rank || received.slot >= JobBoard::stream_slots ||
+        received.sequence == 0) {
+        return;  // Not an event this rank can wait on; a lookup of it times out.
+    }
+    {
+        std::unique_lock slots(slots_mutex_);
+        event_slots_[{received.owner, received.stream.value}] = {rank, received.slot};
+    }
+    std::lock_guard lock(mutex_);
+    received_events_[name] = received;
+    changed_.notify_all();
+}
+
+Result<Event> JobPeers::lookup_event(std::string_view name, std::chrono::milliseconds timeout) {
+    if (Status valid = check_name(name); !valid) {
+        return valid.error();
+    }
+    if (!member_) {
+        return Error::invalid_argument("this rank's runtime (" + backend_ +
+                                       ") waits on no events of other processes");
+    }
+    std::unique_lock lock(mutex_);
+    const bool found = changed_.wait_for(lock, timeout, [&] {
+        return stopped_ || received_events_.contains(name) || published_events_.contains(name) ||
+               received_.contains(name) || published_.contains(name);
+    });
+    if (published_events_.contains(name)) {
+        return Error::invalid_argument("'" + std::string(name) +
+                                       "' is this rank's own event: use the event it published");
+    }
+    if (received_.contains(name) || published_.contains(name)) {
+        return Error::invalid_argument("'" + std::string(name) +
+                                       "' names memory, not an event: look it up with `lookup`");
+    }
+    if (!found || stopped_) {
+        return Error::invalid_argument("no rank published an event '" + std::string(name) +
+                                       "' within " + std::to_string(timeout.count()) +
+                                       " ms (an event is published by `Job::publish`)");
+    }
+    const ReceivedEvent received = received_events_.find(name)->second;
+    lock.unlock();
+    if (std::optional<Error> lost = gone(received.rank, received.owner)) {
+        return *lost;
+    }
+    return member_->server(0).import_event(received.owner, received.stream, received.sequence);
+}
+
+Result<bool> JobPeers::event_reached(const Event& event) const {
+    const ServiceId owner = event.device();
+    std::optional<std::pair<std::uint32_t, std::size_t>> where;
+    {
+        std::shared_lock lock(slots_mutex_);
+        if (auto found = event_slots_.find({owner, event.stream().value});
+            found != event_slots_.end()) {
+            where = found->second;
+        }
+    }
+    const JobBoard* board = where ? board_of(where->first) : nullptr;
+    if (board == nullptr) {
+        return Error::invalid_argument("event " + std::to_string(event.sequence()) + " of " +
+                                       to_string(event.stream()) + " of " + to_string(owner) +
+                                       " was not published to rank " + std::to_string(rank_) +
+                                       " (events cross ranks by `Job::publish`)");
+    }
+    // The loss first: a counter read after it is the owner's last word, and work the owner
+    // settled before it died stays reached.
+    std::optional<Error> lost = gone(where->first, owner);
+    if (board->stream_reached(where->second) >= event.sequence()) {
+        return true;
+    }
+    if (lost) {
+        return *lost;
+    }
+    return false;
+}
+
+}  // namespace tandem::job_detail
