@@ -50,6 +50,9 @@ enum class FrameKind : std::uint16_t {
     reply = 8,
     /// A rank reached the barrier of the given generation.
     barrier = 9,
+    /// A rank reached the meeting of the given generation with this rank alone (a send or a
+    /// receive between the two).
+    meeting = 10,
 };
 
 /// One frame as received.
