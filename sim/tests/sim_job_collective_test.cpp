@@ -2,7 +2,9 @@
 // two, and rank 1 is a process of its own (sim_job_rank, two_ranks.hpp). Each collective gives
 // every rank its result; a claimed byte of any rank's source moves and reduces nothing, and
 // claims every rank's destination with the root named on its rank (K1); a rank or device lost
-// in the middle fails the call on every rank with `DeviceLost` naming it, never a hang (K5).
+// in the middle fails the call on every rank with `DeviceLost` naming it, never a hang (K5). A
+// send and its receive follow K2: a claimed source is refused by the sender, which claims
+// nothing, and claims the receiver's target.
 
 #include "two_ranks.hpp"
 
@@ -256,6 +258,93 @@ TEST_F(TwoRanks, a_collective_this_rank_cannot_take_is_refused_without_meeting_a
     }
     const auto [done, theirs] = together(
         peer, [&] { return job->broadcast(mine, 0); }, "broadcast 0 9");
+    ASSERT_TRUE(done.ok()) << done.error().report();
+    EXPECT_EQ(theirs, "bytes 5 5 5 5 5 5 5 5");
+}
+
+TEST_F(TwoRanks, a_send_lands_in_the_matching_receive_either_way) {
+    Handle mine = bytes_of(*device, 8, 5);
+    auto [done, theirs] = together(
+        peer, [&] { return job->send(1, mine); }, "recv 0");
+    ASSERT_TRUE(done.ok()) << done.error().report();
+    EXPECT_EQ(theirs, "bytes 5 5 5 5 5 5 5 5");
+    Handle target = bytes_of(*device, 8, 0);
+    std::tie(done, theirs) = together(
+        peer, [&] { return job->recv(1, target); }, "send 0 9");
+    ASSERT_TRUE(done.ok()) << done.error().report();
+    EXPECT_EQ(theirs, "ok");
+    EXPECT_EQ(*device->read(target), std::vector<std::byte>(8, std::byte{9}));
+}
+
+// K2: the sender's source keeps the one failure it had (no new claim on the sender), and the
+// receiver's target takes it with the hop.
+TEST_F(TwoRanks, a_send_of_a_claimed_source_is_refused_and_claims_only_the_receivers_target) {
+    Handle mine = bytes_of(*device, 8, 5);
+    ASSERT_TRUE(device->launch("fail", LaunchConfig::linear(1), {{mine, AccessMode::Write}},
+                               KernelArgs().u64(48)));
+    const Result<std::vector<std::byte>> before = device->read(mine);
+    const auto [done, theirs] = together(
+        peer, [&] { return job->send(1, mine); }, "recv 0");
+    ASSERT_FALSE(done.ok()) << "a claimed source was sent";
+    EXPECT_EQ(done.error().kind(), ErrorKind::Unwritten);
+    EXPECT_THAT(done.error().report(), HasSubstr("code 48 on device 0 of rank 0"));
+    EXPECT_THAT(theirs, StartsWith("error Unwritten"));
+    EXPECT_THAT(theirs, HasSubstr("code 48 on device 0 of rank 0"));
+    const Result<std::vector<std::byte>> after = device->read(mine);
+    ASSERT_FALSE(after.ok());
+    const auto* had = after.error().details_as<UnwrittenDetails>();
+    ASSERT_NE(had, nullptr);
+    EXPECT_EQ(had->failure, before.error().details_as<UnwrittenDetails>()->failure);
+    EXPECT_TRUE(had->chain.empty()) << after.error().report();
+}
+
+TEST_F(TwoRanks, a_receive_of_a_claimed_send_claims_its_target_and_one_that_lands_releases_it) {
+    Handle target = bytes_of(*device, 8, 0);
+    auto [done, theirs] = together(
+        peer, [&] { return job->recv(1, target); }, "send-claimed 0 49");
+    ASSERT_TRUE(done.ok()) << done.error().report();     // The outcome is in the claims.
+    EXPECT_THAT(theirs, StartsWith("error Unwritten"));  // The sender's refusal.
+    expect_claimed_from_rank_1(*device, target, 49);
+    std::tie(done, theirs) = together(
+        peer, [&] { return job->recv(1, target); }, "send 0 9");
+    ASSERT_TRUE(done.ok()) << done.error().report();
+    EXPECT_EQ(*device->read(target), std::vector<std::byte>(8, std::byte{9}));  // C3.
+}
+
+TEST_F(TwoRanks, a_rank_lost_before_its_send_fails_the_receive_naming_it) {
+    Handle target = bytes_of(*device, 8, 0);
+    expect_a_dead_rank_fails(peer, [&] { return job->recv(1, target); });
+}
+
+TEST_F(TwoRanks, a_send_and_a_receive_of_different_sizes_fail_on_both_ranks) {
+    Handle mine = bytes_of(*device, 16, 5);  // The peer receives 8 bytes.
+    const auto [done, theirs] = together(
+        peer, [&] { return job->send(1, mine); }, "recv 0");
+    ASSERT_FALSE(done.ok());
+    EXPECT_EQ(done.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(done.error().message(), HasSubstr("rank 1: recv: rank 0's source has 16 bytes"));
+    EXPECT_THAT(theirs, StartsWith("error InvalidArgument"));
+}
+
+// Refused before meeting the other end: the transfer takes no number, so the next send still
+// meets the peer's first receive.
+TEST_F(TwoRanks, a_transfer_this_rank_cannot_take_is_refused_without_meeting_the_other_end) {
+    Handle mine = bytes_of(*device, 8, 5);
+    std::shared_ptr<Runtime> other = *open_runtime({.backend = "sim", .devices = 1});
+    Handle foreign = *other->client(0).allocate(8);
+    const std::vector<std::pair<const char*, std::function<Status()>>> refused{
+        {"a send to itself", [&] { return job->send(0, mine); }},
+        {"a receive from a rank past the world size", [&] { return job->recv(2, mine); }},
+        {"a buffer of another runtime", [&] { return job->send(1, foreign); }},
+        {"a buffer of no bytes", [&] { return job->recv(1, *mine.slice(0, 0)); }},
+    };
+    for (const auto& [why, call] : refused) {
+        const Status status = call();
+        ASSERT_FALSE(status.ok()) << why;
+        EXPECT_EQ(status.error().kind(), ErrorKind::InvalidArgument) << why;
+    }
+    const auto [done, theirs] = together(
+        peer, [&] { return job->send(1, mine); }, "recv 0");
     ASSERT_TRUE(done.ok()) << done.error().report();
     EXPECT_EQ(theirs, "bytes 5 5 5 5 5 5 5 5");
 }

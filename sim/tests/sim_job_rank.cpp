@@ -24,6 +24,10 @@
 //   reducescatter VALUE  the floats VALUE, VALUE+1, VALUE+2, VALUE+3, chunk 1 of their sum over
 //                        the job (Job::reduce_scatter) read: "floats A B", or "error ..."
 //   reducescatter-claimed C  the same with chunk 0 of its input (rank 0's) claimed (code C)
+//   send RANK VALUE      eight bytes of VALUE sent to rank RANK (Job::send): "ok", or "error ..."
+//   send-claimed RANK C  the same with its bytes claimed by the fail kernel (code C)
+//   recv RANK            eight bytes received from rank RANK (Job::recv), then read:
+//                        "bytes B0 ... B7", or "error KIND: MESSAGE"
 //   lose-after N         arms the loss of its device after N more units of work: "ok"
 //   die                  ends the process at once, without leaving the job
 // The end of stdin leaves the job; a kill ends it without a word.
@@ -116,8 +120,8 @@ std::string read_after(Client& device, const Status& done, const Handle& buffer,
     return text;
 }
 
-/// The collective commands (`allreduce`, `broadcast`, `allgather`, `reducescatter`, each also
-/// `-claimed`): the answer, or none for another command.
+/// The collective commands (`allreduce`, `broadcast`, `allgather`, `reducescatter`, `send`, each
+/// also `-claimed`, and `recv`): the answer, or none for another command.
 std::optional<std::string> collective(Job& job, Client& device, std::string command,
                                       const std::string& name, std::uint64_t value) {
     const bool claimed = command.ends_with("-claimed");
@@ -125,11 +129,12 @@ std::optional<std::string> collective(Job& job, Client& device, std::string comm
     const std::uint64_t first = std::strtoull(name.c_str(), nullptr, 10);
     // Claims the first `bytes` of `buffer` by the fail kernel when the command says so, with the
     // code its last word gives.
+    const bool two_words = command == "broadcast" || command == "send";
     auto claim_if = [&](const Handle& buffer, std::uint64_t bytes) {
         if (claimed) {
             (void)device.launch("fail", LaunchConfig::linear(1),
                                 {{*buffer.slice(0, bytes), AccessMode::Write}},
-                                KernelArgs().u64(command == "broadcast" ? value : first));
+                                KernelArgs().u64(two_words ? value : first));
         }
         return buffer;
     };
@@ -142,6 +147,16 @@ std::optional<std::string> collective(Job& job, Client& device, std::string comm
     if (command == "broadcast") {
         Handle buffer = claim_if(written(device, std::vector(8, std::byte(value & 0xff))), 8);
         return read_after(device, job.broadcast(buffer, static_cast<std::uint32_t>(first)), buffer,
+                          false);
+    }
+    if (command == "send") {
+        Handle source = claim_if(written(device, std::vector(8, std::byte(value & 0xff))), 8);
+        const Status sent = job.send(static_cast<std::uint32_t>(first), source);
+        return sent ? "ok" : error_text(sent.error());
+    }
+    if (command == "recv") {
+        Handle target = written(device, std::vector<std::byte>(8));
+        return read_after(device, job.recv(static_cast<std::uint32_t>(first), target), target,
                           false);
     }
     if (command == "allgather") {

@@ -247,6 +247,28 @@ public:
     Status reduce_scatter(const Handle& input, const Handle& output, ElementType type, ReduceOp op,
                           std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+    /// Sends `source` (of one of this rank's devices) to rank `rank`, whose matching `recv` (the
+    /// same count of sends from this rank to it, in order) copies it; returns once it did. Only
+    /// the two ranks meet. A claimed byte of `source` moves nothing: the send is refused with
+    /// the source's `Unwritten` error and claims nothing on this rank, and the receive claims
+    /// its target with that failure and the hop (rule K2). Errors: `InvalidArgument` for a rank
+    /// that is not another rank of the job or a source not of this rank's devices (before
+    /// meeting the receiver), or the receiver's error (a target of another size); `DeviceLost`
+    /// naming the rank when it is lost first; `PeerUnreachable` when it does not come within
+    /// `timeout`.
+    Status send(std::uint32_t rank, const Handle& source,
+                std::chrono::milliseconds timeout = std::chrono::seconds(60));
+    /// Receives into `target` (of one of this rank's devices, the size of the source) what rank
+    /// `rank` sends by its matching `send`; returns once it landed. A send that lands releases
+    /// `target` (C3); a claimed source claims all of it with the sender's failure and the hop
+    /// instead, and the call returns success (the outcome is in the claims, as a collective's).
+    /// Errors: `InvalidArgument` for a rank that is not another rank of the job or a target not
+    /// of this rank's devices (before meeting the sender), or a source of another size;
+    /// `DeviceLost` naming the rank when it is lost first; `PeerUnreachable` when it does not
+    /// come within `timeout`.
+    Status recv(std::uint32_t rank, const Handle& target,
+                std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
     /// Whether `rank` is still in the job as this process sees it: this rank while it has not
     /// left, another rank until its connection ends. False for a rank past the world size.
     [[nodiscard]] bool rank_alive(std::uint32_t rank) const;
@@ -280,10 +302,17 @@ private:
                           std::chrono::milliseconds timeout);
     /// The number of the next collective call: every rank numbers its calls alike.
     std::uint64_t next_collective();
+    /// The number of the next transfer between this rank and `rank` in the direction `sending`
+    /// says: both ends number their transfers alike.
+    std::uint64_t next_transfer(std::uint32_t rank, bool sending);
     /// Settles this rank's work, then meets every rank, voting `step`'s failure (or the
     /// settling's, or the loss of `device`, the step's): the first failure any rank voted, the
     /// same on every rank.
     Status agree(const Status& step, const Client& device, std::chrono::milliseconds timeout);
+    /// `agree` with rank `rank` alone, at the meeting of a transfer this rank sends (`sending`)
+    /// or receives.
+    Status agree_with(std::uint32_t rank, bool sending, const Status& step, const Client& device,
+                      std::chrono::milliseconds timeout);
     /// Opens this rank's runtime (as `options` asks) and meets the other ranks' runtimes.
     Status open_rank_runtime(const JoinOptions& options, const RuntimeOptions& runtime_options);
     std::unique_ptr<State> state_;

@@ -12,6 +12,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <utility>
 
 namespace tandem {
@@ -27,6 +28,8 @@ struct Job::State {
     std::shared_ptr<Runtime> runtime;
     /// Collective calls made so far: every rank makes them in the same order.
     std::uint64_t collectives = 0;
+    /// Transfers made so far, by (the other rank, whether this rank sent them).
+    std::map<std::pair<std::uint32_t, bool>, std::uint64_t> transfers;
     bool left = false;
 };
 
@@ -268,12 +271,31 @@ Status Job::barrier(std::chrono::milliseconds timeout) {
 
 std::uint64_t Job::next_collective() { return ++state_->collectives; }
 
-Status Job::agree(const Status& step, const Client& device, std::chrono::milliseconds timeout) {
-    Status settled = state_->runtime->sync_all();  // What the step enqueued, before any reads.
-    // Settling passes over a lost device, but the step's work on it did not happen.
+std::uint64_t Job::next_transfer(std::uint32_t rank, bool sending) {
+    return ++state_->transfers[{rank, sending}];
+}
+
+namespace {
+
+/// What a rank votes after `step`, once its work is settled: the step's failure, the settling's,
+/// or the loss of `device` (settling passes over a lost device, but the step's work on it did
+/// not happen); none for success.
+std::optional<Error> vote_after(const Status& step, Runtime& runtime, const Client& device) {
+    const Status settled = runtime.sync_all();  // What the step enqueued, before any reads.
     const std::optional<Error> lost = device.lost();
-    const Status mine = !step ? step : !settled ? settled : lost ? Status(*lost) : Status{};
-    return state_->peers->barrier(timeout, mine ? std::nullopt : std::optional(mine.error()));
+    return !step ? std::optional(step.error()) : !settled ? std::optional(settled.error()) : lost;
+}
+
+}  // namespace
+
+Status Job::agree(const Status& step, const Client& device, std::chrono::milliseconds timeout) {
+    return state_->peers->barrier(timeout, vote_after(step, *state_->runtime, device));
+}
+
+Status Job::agree_with(std::uint32_t rank, bool sending, const Status& step, const Client& device,
+                       std::chrono::milliseconds timeout) {
+    return state_->peers->meet_pair(rank, sending, timeout,
+                                    vote_after(step, *state_->runtime, device));
 }
 
 }  // namespace tandem

@@ -1,6 +1,8 @@
 // The collectives of a job (job.hpp says what each promises): one protocol that every rank runs,
 // and each collective a description of which buffer the root reads, how it takes each rank's
-// input into the result, and which part of the result each rank copies.
+// input into the result, and which part of the result each rank copies. A send and its receive
+// are the same steps between two ranks alone: the sender publishes, the receiver copies, and
+// the two meet after each step (meetings.cpp).
 //
 // Three steps, each ended by an agreement (a barrier that is also a vote): every rank publishes
 // the buffer the root reads; the root builds the result of them and publishes it; every rank
@@ -13,6 +15,7 @@
 #include "tandem/job.hpp"
 
 #include <functional>
+#include <span>
 #include <string>
 
 namespace tandem {
@@ -71,23 +74,67 @@ Status same_size(std::string_view collective, std::string_view role, std::uint32
                                    std::to_string(expected_bytes) + " were expected");
 }
 
+/// `InvalidArgument` unless `input` and `output` are buffers of one device of `runtime`.
+Status check_device(const std::shared_ptr<Runtime>& runtime, std::string_view call,
+                    const Handle& input, const Handle& output) {
+    if (!runtime || input.empty() || output.empty() ||
+        input.service().runtime_id != runtime->runtime_id() ||
+        output.service() != input.service()) {
+        return Error::invalid_argument("a job's " + std::string(call) +
+                                       " takes buffers of one of this rank's devices");
+    }
+    return {};
+}
+
 /// `InvalidArgument` unless `collective`'s buffers are of one device of `runtime` and of the
 /// sizes it expects.
 Status check_own(const std::shared_ptr<Runtime>& runtime, const Collective& collective) {
     const Handle& output = *collective.output;
     const Handle& input = collective.input ? *collective.input : output;
-    if (!runtime || input.empty() || output.empty() ||
-        input.service().runtime_id != runtime->runtime_id() ||
-        output.service() != input.service()) {
-        return Error::invalid_argument("a job's " + std::string(collective.name) +
-                                       " takes buffers of one of this rank's devices");
+    Status valid = check_device(runtime, collective.name, input, output);
+    if (valid) {
+        valid = detail::check_buffer_size(collective.name, "output", output,
+                                          collective.output_bytes, collective.element_bytes);
     }
-    Status valid = detail::check_buffer_size(collective.name, "output", output,
-                                             collective.output_bytes, collective.element_bytes);
     return valid && collective.input
                ? detail::check_buffer_size(collective.name, "input", input, collective.input_bytes,
                                            collective.element_bytes)
                : valid;
+}
+
+/// `InvalidArgument` unless `rank` is another rank of `job` and `buffer` a buffer of bytes of
+/// one of this rank's devices.
+Status check_transfer(const Job& job, std::string_view call, std::uint32_t rank,
+                      const Handle& buffer) {
+    if (rank >= job.world_size() || rank == job.rank()) {
+        return Error::invalid_argument(std::string(call) + ": rank " + std::to_string(rank) +
+                                       " is not another rank of this job of " +
+                                       std::to_string(job.world_size()));
+    }
+    Status valid = check_device(job.runtime(), call, buffer, buffer);
+    return valid ? detail::check_buffer_size(call, "buffer", buffer, buffer.size_in_use(), 1)
+                 : valid;
+}
+
+/// The name the `count`th transfer from rank `from` to rank `to` is published under.
+std::string transfer_name(std::uint32_t from, std::uint32_t to, std::uint64_t count) {
+    return "tandem.transfer." + std::to_string(from) + ".to" + std::to_string(to) + "." +
+           std::to_string(count);
+}
+
+/// The receiver's step: copies what rank `from` published as `name` into `target`.
+Status receive(Job& job, std::uint32_t from, const std::string& name, const Handle& target,
+               Client& device, std::chrono::milliseconds timeout) {
+    Result<Handle> theirs = job.lookup(name, timeout);
+    if (!theirs) {
+        return theirs.error();
+    }
+    if (Status same =
+            same_size("recv", "source", from, theirs->size_in_use(), target.size_in_use());
+        !same) {
+        return same;
+    }
+    return device.copy(*theirs, target);
 }
 
 /// A reduction: rank 0 folds every rank's `input`, `parts` chunks of `output`'s size, in rank
@@ -222,6 +269,38 @@ Status Job::all_gather(const Handle& input, const Handle& output,
                  return device.copy(from, *result.slice(rank * chunk, chunk));
              }},
         timeout);
+}
+
+Status Job::send(std::uint32_t rank, const Handle& source, std::chrono::milliseconds timeout) {
+    if (Status valid = check_transfer(*this, "send", rank, source); !valid) {
+        return valid;  // Before meeting the receiver: the transfer takes no number.
+    }
+    const std::string name = transfer_name(this->rank(), rank, next_transfer(rank, true));
+    Client device = runtime()->client(source.service().device_index);
+    // Published whatever it holds: the receiver's copy of a claimed byte is skipped (P3), and
+    // claims its target with the failure and the hop.
+    Status status = agree_with(rank, true, publish(name, source), device, timeout);
+    // Publishing waited for the source's writers: a claimed byte now refuses the send (K2).
+    const Status clean = device.sync(std::span<const Handle>(&source, 1));
+    if (status) {
+        status = agree_with(rank, true, Status{}, device, timeout);  // The receiver's copy.
+    }
+    (void)withdraw(name);
+    return status ? clean : status;
+}
+
+Status Job::recv(std::uint32_t rank, const Handle& target, std::chrono::milliseconds timeout) {
+    if (Status valid = check_transfer(*this, "recv", rank, target); !valid) {
+        return valid;  // Before meeting the sender: the transfer takes no number.
+    }
+    const std::string name = transfer_name(rank, this->rank(), next_transfer(rank, false));
+    Client device = runtime()->client(target.service().device_index);
+    Status status = agree_with(rank, false, Status{}, device, timeout);  // The sender published.
+    if (status) {
+        status = agree_with(rank, false, receive(*this, rank, name, target, device, timeout),
+                            device, timeout);
+    }
+    return status;
 }
 
 Status Job::run_collective(const Collective& collective, std::chrono::milliseconds timeout) {

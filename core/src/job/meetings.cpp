@@ -79,9 +79,8 @@ Status JobPeers::meet(std::uint64_t key, std::span<const std::uint32_t> ranks, F
 void JobPeers::on_meeting(std::uint32_t rank, const Frame& frame) {
     WireReader in(frame.payload);
     // A meeting frame says which end of the transfer its sender is; this rank is the other.
-    const std::uint64_t key = frame.kind == FrameKind::barrier
-                                  ? meetings_key(std::nullopt, false)
-                                  : meetings_key(rank, in.u8() == 0);
+    const std::uint64_t key = frame.kind == FrameKind::barrier ? meetings_key(std::nullopt, false)
+                                                               : meetings_key(rank, in.u8() == 0);
     const std::uint64_t generation = in.u64();
     const bool failed = in.u8() != 0;
     std::optional<Error> failure;
@@ -105,9 +104,9 @@ Status JobPeers::vote_of(Meetings& meetings, std::uint64_t generation,
     // The map is in rank order: the first failure found is the first rank's.
     for (const auto& [voter, error] : meetings.failed_votes) {
         if (outcome && voter.second == generation) {
-            outcome = Error(error.kind(),
-                            "rank " + std::to_string(voter.first) + ": " + error.message(),
-                            error.details());
+            outcome =
+                Error(error.kind(), "rank " + std::to_string(voter.first) + ": " + error.message(),
+                      error.details());
         }
     }
     std::erase_if(meetings.failed_votes,
