@@ -214,6 +214,7 @@ public:
     /// when one is lost first, `PeerUnreachable` when one does not come within `timeout`; the
     /// errors of `sync_all` first.
     Status barrier(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
     // The collectives of a job: calls every rank makes, in the same order, each with buffers of
     // one of its own devices. Each is built of the job's own steps (publish, look up, copies of
     // another rank's memory, the catalog's `combine`): every rank publishes what the others
@@ -223,7 +224,8 @@ public:
     // rank's source moves and reduces nothing: every rank's destination is claimed, all of it,
     // with the root named on the rank it came from and the hops (rule K1). A call returns once
     // every rank's part is settled. Errors: `InvalidArgument` for a buffer this rank's call
-    // cannot take (not of this rank's devices, empty, of a size that does not fit; a size another
+    // cannot take (not of this rank's devices, empty, of a size that does not fit: refused before
+    // any rank is met, so the call takes no place in the job's order of calls; a size another
     // rank does not share fails at the step that meets it, on every rank); `DeviceLost` naming
     // the rank when a rank or its device is lost in the middle (never a hang: every other rank's
     // call fails too); `PeerUnreachable` when a rank does not come within `timeout`.
