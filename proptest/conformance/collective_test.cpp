@@ -1,5 +1,7 @@
-// Collectives across the devices of one runtime, on every backend: an all-reduce combines every
-// device's buffer into each, and a claimed byte anywhere is never reduced (phase 3).
+// Collectives across the devices of one runtime, on every backend: each moves or reduces what it
+// promises, and a claimed byte of any source is never moved or reduced: every destination is
+// claimed, all of it, with the root and the hops, the same on every device (phase 3). What a
+// collective refuses is in collective_refusal_test.cpp.
 
 #include "support.hpp"
 
@@ -85,6 +87,198 @@ TYPED_TEST(Collectives, a_claimed_source_on_one_device_claims_every_buffer_with_
                   std::string::npos)
             << "device " << index << ": " << read.error().report();
     }
+}
+
+/// The devices of `runtime`, one buffer of `size` bytes each, written with `value + device`.
+template <typename Test>
+struct Spread {
+    std::vector<Client> devices;
+    std::vector<Handle> buffers;
+    Spread(Test& test, Runtime& runtime, std::uint64_t size, std::uint8_t value) {
+        for (std::size_t index = 0; index < runtime.device_count(); ++index) {
+            devices.push_back(runtime.client(index));
+            buffers.push_back(test.allocate(devices.back(), size));
+            EXPECT_TRUE(devices.back().write(
+                buffers.back(), filled(size, static_cast<std::uint8_t>(value + index))));
+        }
+    }
+};
+
+/// A buffer of `size` bytes on each of `devices`.
+template <typename Test>
+std::vector<Handle> outputs_of(Test& test, std::vector<Client>& devices, std::uint64_t size) {
+    std::vector<Handle> outputs;
+    for (Client& device : devices) {
+        outputs.push_back(test.allocate(device, size));
+    }
+    return outputs;
+}
+
+/// Expects a read of `buffer` to fail on the failure of kernel 'fail' with `code`, naming the hop
+/// of the copy from device `source` that was skipped.
+void expect_claimed_through_a_hop(Client& device, const Handle& buffer, std::uint32_t code,
+                                  std::size_t source) {
+    Result<std::vector<std::byte>> read = device.read(buffer);
+    ASSERT_FALSE(read) << to_string(device.service()) << " returned bytes of a claimed source";
+    EXPECT_EQ(read.error().kind(), ErrorKind::Unwritten);
+    EXPECT_EQ(root_code(read.error()), code) << read.error().report();
+    EXPECT_NE(
+        read.error().report().find("skipped 'peer copy from device " + std::to_string(source)),
+        std::string::npos)
+        << read.error().report();
+}
+
+TYPED_TEST(Collectives, a_broadcast_copies_the_roots_buffer_into_every_other_device) {
+    TANDEM_RUNTIME(runtime, 3);
+    Spread spread(*this, *runtime, 32, 10);
+    ASSERT_TRUE(broadcast(spread.devices, spread.buffers, 1));
+    for (std::size_t index = 0; index < 3; ++index) {
+        EXPECT_EQ(this->read_bytes(spread.devices[index], spread.buffers[index]), filled(32, 11))
+            << "device " << index;
+    }
+}
+
+TYPED_TEST(Collectives, a_broadcast_of_a_claimed_root_claims_every_other_buffer_with_its_root) {
+    TANDEM_RUNTIME(runtime, 3);
+    Spread spread(*this, *runtime, 32, 10);
+    this->fail(spread.devices[2], spread.buffers[2], 31);
+    ASSERT_TRUE(broadcast(spread.devices, spread.buffers, 2));
+    for (std::size_t index = 0; index < 2; ++index) {
+        expect_claimed_through_a_hop(spread.devices[index], spread.buffers[index], 31, 2);
+    }
+    EXPECT_EQ(root_code(*this->read_error(spread.devices[2], spread.buffers[2])), 31u);
+}
+
+TYPED_TEST(Collectives, an_all_gather_puts_input_i_at_chunk_i_of_every_output) {
+    TANDEM_RUNTIME(runtime, 3);
+    Spread inputs(*this, *runtime, 8, 1);
+    std::vector<Handle> outputs = outputs_of(*this, inputs.devices, 24);
+    ASSERT_TRUE(all_gather(inputs.devices, inputs.buffers, outputs));
+    std::vector<std::byte> expected = filled(8, 1);
+    for (const std::uint8_t value : {std::uint8_t{2}, std::uint8_t{3}}) {
+        const std::vector<std::byte> chunk = filled(8, value);
+        expected.insert(expected.end(), chunk.begin(), chunk.end());
+    }
+    for (std::size_t index = 0; index < 3; ++index) {
+        EXPECT_EQ(this->read_bytes(inputs.devices[index], outputs[index]), expected)
+            << "device " << index;
+    }
+}
+
+// Atomic: the chunks of clean inputs are not gathered either, on any device.
+TYPED_TEST(Collectives, an_all_gather_with_one_claimed_input_claims_all_of_every_output) {
+    TANDEM_RUNTIME(runtime, 3);
+    Spread inputs(*this, *runtime, 8, 1);
+    std::vector<Handle> outputs = outputs_of(*this, inputs.devices, 24);
+    this->fail(inputs.devices[1], inputs.buffers[1], 32);
+    ASSERT_TRUE(all_gather(inputs.devices, inputs.buffers, outputs));
+    for (std::size_t index = 0; index < 3; ++index) {
+        expect_claimed_through_a_hop(inputs.devices[index], *outputs[index].slice(0, 8), 32, 1);
+        expect_claimed_through_a_hop(inputs.devices[index], outputs[index], 32, 1);
+    }
+}
+
+TYPED_TEST(Collectives, an_all_gather_in_place_reads_every_input_before_it_writes) {
+    TANDEM_RUNTIME(runtime, 2);
+    std::vector<Client> devices{runtime->client(0), runtime->client(1)};
+    std::vector<Handle> outputs{this->allocate(devices[0], 16), this->allocate(devices[1], 16)};
+    std::vector<Handle> inputs{*outputs[0].slice(0, 8), *outputs[1].slice(8, 8)};
+    ASSERT_TRUE(devices[0].write(inputs[0], filled(8, 4)));
+    ASSERT_TRUE(devices[1].write(inputs[1], filled(8, 5)));
+    ASSERT_TRUE(all_gather(devices, inputs, outputs));
+    std::vector<std::byte> expected = filled(8, 4);
+    const std::vector<std::byte> second = filled(8, 5);
+    expected.insert(expected.end(), second.begin(), second.end());
+    for (std::size_t index = 0; index < 2; ++index) {
+        EXPECT_EQ(this->read_bytes(devices[index], outputs[index]), expected);
+    }
+}
+
+TYPED_TEST(Collectives, a_reduce_scatter_gives_device_i_the_reduction_of_chunk_i) {
+    TANDEM_RUNTIME(runtime, 3);
+    std::vector<Client> devices;
+    std::vector<Handle> inputs;
+    std::vector<Handle> outputs;
+    for (std::size_t index = 0; index < 3; ++index) {
+        devices.push_back(runtime->client(index));
+        inputs.push_back(this->allocate(devices.back(), 24));
+        outputs.push_back(this->allocate(devices.back(), 8));
+        const auto base = static_cast<std::int32_t>(index * 100);
+        ASSERT_TRUE(devices.back().write(
+            inputs.back(),
+            bytes_of<std::int32_t>({base + 1, base + 2, base + 3, base + 4, base + 5, base + 6})));
+    }
+    ASSERT_TRUE(reduce_scatter(devices, inputs, outputs, ElementType::i32, ReduceOp::sum));
+    const std::vector<std::vector<std::int32_t>> expected{{303, 306}, {309, 312}, {315, 318}};
+    for (std::size_t index = 0; index < 3; ++index) {
+        EXPECT_EQ(values_of<std::int32_t>(this->read_bytes(devices[index], outputs[index])),
+                  expected[index])
+            << "device " << index;
+    }
+}
+
+TYPED_TEST(Collectives, a_reduce_scatter_with_one_claimed_input_claims_every_output) {
+    TANDEM_RUNTIME(runtime, 2);
+    std::vector<Client> devices{runtime->client(0), runtime->client(1)};
+    std::vector<Handle> inputs{this->allocate(devices[0], 16), this->allocate(devices[1], 16)};
+    std::vector<Handle> outputs{this->allocate(devices[0], 8), this->allocate(devices[1], 8)};
+    ASSERT_TRUE(devices[0].write(inputs[0], bytes_of<float>({1, 2, 3, 4})));
+    ASSERT_TRUE(devices[1].write(inputs[1], bytes_of<float>({1, 2, 3, 4})));
+    // Only chunk 1 of device 1's input is claimed; chunk 0 is reduced by no one either.
+    this->fail(devices[1], *inputs[1].slice(8, 8), 33);
+    ASSERT_TRUE(reduce_scatter(devices, inputs, outputs, ElementType::f32, ReduceOp::max));
+    for (std::size_t index = 0; index < 2; ++index) {
+        expect_claimed_through_a_hop(devices[index], outputs[index], 33, 1);
+    }
+}
+
+TYPED_TEST(Collectives, a_send_copies_the_source_into_the_receivers_target) {
+    TANDEM_RUNTIME(runtime, 2);
+    Spread spread(*this, *runtime, 16, 7);
+    ASSERT_TRUE(send(spread.devices[1], spread.buffers[1], spread.devices[0], spread.buffers[0]));
+    EXPECT_EQ(this->read_bytes(spread.devices[0], spread.buffers[0]), filled(16, 8));
+    EXPECT_EQ(this->read_bytes(spread.devices[1], spread.buffers[1]), filled(16, 8));
+}
+
+// The sender claims nothing new: its source keeps the one failure it had, carried by the one
+// allocation; the receiver's target takes that failure with the hop.
+TYPED_TEST(Collectives, a_send_of_a_claimed_source_claims_only_the_receivers_target) {
+    TANDEM_RUNTIME(runtime, 2);
+    Spread spread(*this, *runtime, 16, 7);
+    Client& sender = spread.devices[0];
+    this->fail(sender, spread.buffers[0], 34);
+    const Error before = *this->read_error(sender, spread.buffers[0]);
+    ASSERT_TRUE(send(sender, spread.buffers[0], spread.devices[1], spread.buffers[1]));
+    expect_claimed_through_a_hop(spread.devices[1], spread.buffers[1], 34, 0);
+    const Error after = *this->read_error(sender, spread.buffers[0]);
+    EXPECT_EQ(unwritten(after)->failure, unwritten(before)->failure);
+    EXPECT_EQ(unwritten(after)->allocations, 1u) << after.report();
+    EXPECT_TRUE(unwritten(after)->chain.empty()) << after.report();
+}
+
+TYPED_TEST(Collectives, a_send_that_lands_releases_a_claimed_target) {
+    TANDEM_RUNTIME(runtime, 2);
+    Spread spread(*this, *runtime, 16, 7);
+    this->fail(spread.devices[1], spread.buffers[1], 35);
+    ASSERT_TRUE(send(spread.devices[0], spread.buffers[0], spread.devices[1], spread.buffers[1]));
+    EXPECT_EQ(this->read_bytes(spread.devices[1], spread.buffers[1]), filled(16, 7));
+}
+
+// Work enqueued on a source's stream after a collective waits for it on every device, so the
+// others read the bytes the source held when the collective was called.
+TYPED_TEST(Collectives, work_after_a_collective_on_a_sources_stream_waits_for_every_reader) {
+    TANDEM_RUNTIME(runtime, 3);
+    std::vector<Client> devices{runtime->client(0), runtime->client(1), runtime->client(2)};
+    Result<StreamId> stream = devices[0].create_stream();
+    ASSERT_TRUE(stream) << stream.error().report();
+    std::vector<Handle> buffers{this->allocate(devices[0], 64, *stream),
+                                this->allocate(devices[1], 64), this->allocate(devices[2], 64)};
+    this->fill(devices[0], buffers[0], 6, *stream);
+    ASSERT_TRUE(broadcast(devices, buffers, 0));
+    this->fill(devices[0], buffers[0], 9, *stream);
+    EXPECT_EQ(this->read_bytes(devices[1], buffers[1]), filled(64, 6));
+    EXPECT_EQ(this->read_bytes(devices[2], buffers[2]), filled(64, 6));
+    EXPECT_EQ(this->read_bytes(devices[0], buffers[0]), filled(64, 9));
 }
 
 TYPED_TEST(Collectives, an_all_reduce_it_cannot_take_is_refused_and_changes_nothing) {

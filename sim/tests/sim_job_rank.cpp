@@ -25,6 +25,20 @@
 //   complete NAME        whether the event is complete, without waiting (Client::event_complete):
 //                        "true", "false", or the error
 //   sync                 runs and settles its device's work (Client::sync): "ok", or the error
+//   broadcast ROOT VALUE eight bytes of VALUE, rank ROOT's over the job (Job::broadcast), then
+//                        read: "bytes B0 ... B7", or "error KIND: MESSAGE"
+//   broadcast-claimed ROOT C  the same with its bytes claimed by the fail kernel (code C)
+//   allgather VALUE      eight bytes of VALUE gathered over the job (Job::all_gather) into 16,
+//                        then read: "bytes B0 ... B15", or "error KIND: MESSAGE"
+//   allgather-claimed C  the same with its input claimed by the fail kernel (code C)
+//   reducescatter VALUE  the floats VALUE, VALUE+1, VALUE+2, VALUE+3, chunk 1 of their sum over
+//                        the job (Job::reduce_scatter) read: "floats A B", or "error ..."
+//   reducescatter-claimed C  the same with chunk 0 of its input (rank 0's) claimed (code C)
+//   send RANK VALUE      eight bytes of VALUE sent to rank RANK (Job::send): "ok", or "error ..."
+//   send-claimed RANK C  the same with its bytes claimed by the fail kernel (code C)
+//   recv RANK            eight bytes received from rank RANK (Job::recv), then read:
+//                        "bytes B0 ... B7", or "error KIND: MESSAGE"
+//   lose-after N         arms the loss of its device after N more units of work: "ok"
 //   die                  ends the process at once, without leaving the job
 // The end of stdin leaves the job; a kill ends it without a word.
 
@@ -35,6 +49,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -72,28 +87,45 @@ std::string copy_and_read(Client& device, const Handle& source, bool by_kernel) 
     return text;
 }
 
-/// `allreduce VALUE` and `allreduce-claimed CODE`: the buffer read after the sum, or why not.
-std::string all_reduce_filled(Job& job, Client& device, std::uint64_t value, bool claimed) {
-    Handle buffer = *device.allocate(16);
-    std::vector<float> floats(4, static_cast<float>(value));
-    std::vector<std::byte> bytes(16);
-    std::memcpy(bytes.data(), floats.data(), bytes.size());
+/// The answer for an error.
+std::string error_text(const Error& error) { return "error " + first_line_of(error); }
+
+/// A buffer of `device` holding `bytes`.
+Handle written(Client& device, const std::vector<std::byte>& bytes) {
+    Handle buffer = *device.allocate(bytes.size());
     (void)device.write(buffer, bytes);
-    if (claimed) {
-        (void)device.launch("fail", LaunchConfig::linear(1), {{buffer, AccessMode::Write}},
-                            KernelArgs().u64(value));
+    return buffer;
+}
+
+/// `count` floats from `first` on, `step` apart, as bytes.
+std::vector<std::byte> float_bytes(float first, float step, std::size_t count) {
+    std::vector<float> floats(count);
+    for (std::size_t index = 0; index < count; ++index) {
+        floats[index] = first + step * static_cast<float>(index);
     }
-    if (Status reduced = job.all_reduce(buffer, ElementType::f32, ReduceOp::sum); !reduced) {
-        return "error " + first_line_of(reduced.error());
+    std::vector<std::byte> bytes(count * sizeof(float));
+    std::memcpy(bytes.data(), floats.data(), bytes.size());
+    return bytes;
+}
+
+/// After `done`, `buffer` read as "bytes B0 B1 ..." (`as_floats`: "floats A B ..."), or why not.
+std::string read_after(Client& device, const Status& done, const Handle& buffer, bool as_floats) {
+    if (!done) {
+        return error_text(done.error());
     }
     Result<std::vector<std::byte>> read = device.read(buffer);
     if (!read) {
-        return "error " + first_line_of(read.error());
+        return error_text(read.error());
     }
-    std::memcpy(floats.data(), read->data(), read->size());
-    std::string text = "floats";
-    for (float each : floats) {
-        text += " " + std::to_string(static_cast<long long>(each));
+    std::string text = as_floats ? "floats" : "bytes";
+    for (std::size_t index = 0; index < read->size(); index += as_floats ? sizeof(float) : 1) {
+        auto shown = static_cast<long long>((*read)[index]);
+        if (as_floats) {
+            float value = 0;
+            std::memcpy(&value, read->data() + index, sizeof(float));
+            shown = static_cast<long long>(value);
+        }
+        text += " " + std::to_string(shown);
     }
     return text;
 }
@@ -121,6 +153,60 @@ std::string publish_event_after_fill(Job& job, Client& device, const std::string
 /// The answer of a command that returns a status.
 std::string answer_of(const Status& status) {
     return status ? "ok" : "error " + first_line_of(status.error());
+}
+
+/// The collective commands (`allreduce`, `broadcast`, `allgather`, `reducescatter`, `send`, each
+/// also `-claimed`, and `recv`): the answer, or none for another command.
+std::optional<std::string> collective(Job& job, Client& device, std::string command,
+                                      const std::string& name, std::uint64_t value) {
+    const bool claimed = command.ends_with("-claimed");
+    command = command.substr(0, command.find('-'));
+    const std::uint64_t first = std::strtoull(name.c_str(), nullptr, 10);
+    // Claims the first `bytes` of `buffer` by the fail kernel when the command says so, with the
+    // code its last word gives.
+    const bool two_words = command == "broadcast" || command == "send";
+    auto claim_if = [&](const Handle& buffer, std::uint64_t bytes) {
+        if (claimed) {
+            (void)device.launch("fail", LaunchConfig::linear(1),
+                                {{*buffer.slice(0, bytes), AccessMode::Write}},
+                                KernelArgs().u64(two_words ? value : first));
+        }
+        return buffer;
+    };
+    const auto base = static_cast<float>(first);
+    if (command == "allreduce") {
+        Handle buffer = claim_if(written(device, float_bytes(base, 0, 4)), 16);
+        return read_after(device, job.all_reduce(buffer, ElementType::f32, ReduceOp::sum), buffer,
+                          true);
+    }
+    if (command == "broadcast") {
+        Handle buffer = claim_if(written(device, std::vector(8, std::byte(value & 0xff))), 8);
+        return read_after(device, job.broadcast(buffer, static_cast<std::uint32_t>(first)), buffer,
+                          false);
+    }
+    if (command == "send") {
+        Handle source = claim_if(written(device, std::vector(8, std::byte(value & 0xff))), 8);
+        const Status sent = job.send(static_cast<std::uint32_t>(first), source);
+        return sent ? "ok" : error_text(sent.error());
+    }
+    if (command == "recv") {
+        Handle target = written(device, std::vector<std::byte>(8));
+        return read_after(device, job.recv(static_cast<std::uint32_t>(first), target), target,
+                          false);
+    }
+    if (command == "allgather") {
+        Handle input = claim_if(written(device, std::vector(8, std::byte(first & 0xff))), 8);
+        Handle output = written(device, std::vector<std::byte>(8 * job.world_size()));
+        return read_after(device, job.all_gather(input, output), output, false);
+    }
+    if (command == "reducescatter") {
+        Handle input = claim_if(written(device, float_bytes(base, 1, 4)), 8);  // Rank 0's chunk.
+        Handle output = written(device, std::vector<std::byte>(8));
+        return read_after(device,
+                          job.reduce_scatter(input, output, ElementType::f32, ReduceOp::sum),
+                          output, true);
+    }
+    return std::nullopt;
 }
 
 /// `publish NAME VALUE`: "ok", or the first error.
@@ -170,12 +256,13 @@ int main() {
             }
         } else if (command == "publish") {
             answer = publish_filled(*job, device, name, value);
-        } else if (command == "lose") {
-            const Status injected = device.inject(DeviceLossFault{0});
-            answer = injected ? "ok" : "error " + first_line_of(injected.error());
-        } else if (command == "allreduce" || command == "allreduce-claimed") {
-            value = std::strtoull(name.c_str(), nullptr, 10);
-            answer = all_reduce_filled(*job, device, value, command == "allreduce-claimed");
+        } else if (command == "lose" || command == "lose-after") {
+            const Status injected =
+                device.inject(DeviceLossFault{std::strtoull(name.c_str(), nullptr, 10)});
+            answer = injected ? "ok" : error_text(injected.error());
+        } else if (std::optional<std::string> done =
+                       collective(*job, device, command, name, value)) {
+            answer = *done;
         } else if (command == "event") {
             answer = publish_event_after_fill(*job, device, name, value);
         } else if (command == "lookup-event") {

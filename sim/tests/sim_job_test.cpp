@@ -1,10 +1,8 @@
 // Peer memory across processes on the simulator: this test is rank 0 of a job of two, and rank 1
-// is a process of its own (sim_job_rank) that answers one command a line. Every wait is on what a
-// rank writes, never on time.
+// is a process of its own (sim_job_rank, two_ranks.hpp). The collectives of a job are in
+// sim_job_collective_test.cpp.
 
-#include "job_test_support.hpp"
-
-#include "tandem/job.hpp"
+#include "two_ranks.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,64 +19,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using namespace tandem::testing;
-
-std::string new_job_id() {
-    std::random_device random;
-    return "sim-job-test-" + std::to_string(random()) + std::to_string(random());
-}
-
-/// A job of two ranks: this process is rank 0 (with one simulated device), and `peer` rank 1.
-class TwoRanks : public ::testing::Test {
-protected:
-    void SetUp() override {
-        id_ = new_job_id();
-        peer = start_program(TANDEM_SIM_JOB_RANK, rank_of(id_, 1, 2), {},
-                             {"TANDEM_BACKEND=sim", "TANDEM_DEVICES=1"});
-        JoinOptions options;
-        options.environment = rank_of(id_, 0, 2);
-        options.runtime.backend = "sim";
-        options.runtime.devices = 1;
-        options.timeout = guard_timeout;
-        options.event_wait_timeout = event_wait_timeout;
-        Result<Job> joined = Job::join(options);
-        ASSERT_TRUE(joined.ok()) << joined.error().report();
-        job.emplace(std::move(*joined));
-        ASSERT_EQ(peer.first_line(), "joined");
-        device.emplace(job->runtime()->client(0));
-    }
-    void TearDown() override {
-        device.reset();
-        job.reset();
-        if (peer.pid > 0) {
-            ::close(peer.input);  // The end of its stdin: the peer leaves.
-            peer.input = -1;
-            (void)peer.reap();
-        }
-        EXPECT_FALSE(std::filesystem::exists(job_folder_path(id_)));
-    }
-
-    /// 64 bytes of this rank's device, filled with `value`.
-    Handle filled(std::uint64_t value) {
-        Handle buffer = *device->allocate(64);
-        EXPECT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{buffer, AccessMode::Write}},
-                                   KernelArgs().u64(value)));
-        return buffer;
-    }
-    /// Both ranks pass a barrier: this one on a thread, the peer by command.
-    void barrier_with_peer() {
-        auto mine = std::async(std::launch::async, [this] { return job->barrier(); });
-        EXPECT_EQ(peer.ask("barrier"), "ok");
-        const Status passed = mine.get();
-        EXPECT_TRUE(passed.ok()) << passed.error().report();
-    }
-
-    /// How long this rank's waits for the peer's events hold.
-    std::chrono::milliseconds event_wait_timeout{std::chrono::seconds(60)};
-    std::string id_;
-    RankProcess peer;
-    std::optional<Job> job;
-    std::optional<Client> device;
-};
 
 TEST_F(TwoRanks, a_peer_copies_published_memory_and_its_kernels_bind_it_once_granted) {
     Handle data = filled(5);
@@ -147,59 +87,6 @@ TEST_F(TwoRanks, a_published_slice_is_the_peers_handle_and_one_allocation_has_on
     Status taken = job->publish("theirs", filled(5));  // Names are the job's, not the rank's.
     ASSERT_FALSE(taken.ok());
     EXPECT_THAT(taken.error().message(), HasSubstr("'theirs' is published already, by rank 1"));
-}
-
-/// Four floats on this rank's device.
-Handle floats(Client& device, std::vector<float> values) {
-    Handle buffer = *device.allocate(values.size() * sizeof(float));
-    std::vector<std::byte> bytes(values.size() * sizeof(float));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    EXPECT_TRUE(device.write(buffer, bytes));
-    return buffer;
-}
-
-TEST_F(TwoRanks, an_all_reduce_across_processes_gives_every_rank_the_sum) {
-    Handle mine = floats(*device, {1, 2, 3, 4});
-    auto reduced = std::async(std::launch::async, [&] {
-        return job->all_reduce(mine, ElementType::f32, ReduceOp::sum);
-    });
-    EXPECT_EQ(peer.ask("allreduce 10"), "floats 11 12 13 14");
-    const Status done = reduced.get();
-    ASSERT_TRUE(done.ok()) << done.error().report();
-    Result<std::vector<std::byte>> read = device->read(mine);
-    ASSERT_TRUE(read.ok()) << read.error().report();
-    std::vector<float> values(4);
-    std::memcpy(values.data(), read->data(), 16);
-    EXPECT_EQ(values, (std::vector<float>{11, 12, 13, 14}));
-}
-
-TEST_F(TwoRanks, a_claimed_source_on_one_rank_claims_every_ranks_buffer) {
-    Handle mine = floats(*device, {1, 2, 3, 4});
-    auto reduced = std::async(std::launch::async, [&] {
-        return job->all_reduce(mine, ElementType::f32, ReduceOp::sum);
-    });
-    const std::string theirs = peer.ask("allreduce-claimed 44");
-    ASSERT_TRUE(reduced.get().ok());  // Enqueued and agreed: the outcome is in the claims.
-    EXPECT_THAT(theirs, StartsWith("error Unwritten"));
-    EXPECT_THAT(theirs, HasSubstr("code 44 on device 0 of rank 1"));
-    Result<std::vector<std::byte>> read = device->read(mine);
-    ASSERT_FALSE(read.ok()) << "rank 0 reduced a claimed source";
-    EXPECT_EQ(read.error().kind(), ErrorKind::Unwritten);
-    EXPECT_THAT(read.error().report(), HasSubstr("code 44 on device 0 of rank 1"));
-}
-
-TEST_F(TwoRanks, a_rank_lost_before_its_part_fails_the_all_reduce_naming_it) {
-    Handle mine = floats(*device, {1, 2, 3, 4});
-    auto reduced = std::async(std::launch::async, [&] {
-        return job->all_reduce(mine, ElementType::f32, ReduceOp::sum);
-    });
-    peer.say("die");
-    const Status done = reduced.get();  // Never a hang: the loss ends the wait.
-    ASSERT_FALSE(done.ok());
-    EXPECT_EQ(done.error().kind(), ErrorKind::DeviceLost);
-    EXPECT_THAT(done.error().message(), HasSubstr("rank 1"));
-    EXPECT_EQ(WEXITSTATUS(peer.reap()), 3);
-    peer.pid = -1;
 }
 
 TEST_F(TwoRanks, a_lookup_of_a_name_nobody_published_fails_naming_it) {

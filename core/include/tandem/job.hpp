@@ -61,6 +61,10 @@
 
 namespace tandem {
 
+namespace job_detail {
+struct Collective;
+}  // namespace job_detail
+
 /// Who set the variables a process learned its place in the job from.
 enum class JobLauncher : std::uint8_t {
     /// TANDEM_RANK and its fellows: `tandem launch`, or a person or script setting them.
@@ -242,17 +246,62 @@ public:
     /// when one is lost first, `PeerUnreachable` when one does not come within `timeout`; the
     /// errors of `sync_all` first.
     Status barrier(std::chrono::milliseconds timeout = std::chrono::seconds(60));
-    /// A collective call of every rank: each rank's `buffer` (of one of its devices, the same
-    /// size on every rank) becomes `op` of all of them, element by element, in rank order. Built
-    /// of the job's own steps (publish, barrier, copies of another rank's memory, the catalog's
-    /// `combine` on rank 0), so a claimed byte of any rank's buffer is never reduced: every
-    /// rank's buffer is claimed with the root and its hops, named on the rank it came from.
-    /// Returns once every rank's part is settled. Errors: those of `all_reduce` for a buffer it
-    /// cannot take (this rank's; a size another rank does not share fails there, not here);
-    /// `DeviceLost` naming the rank when a rank is lost in the middle (never a hang: the other
-    /// ranks' calls fail too); `PeerUnreachable` when a rank does not come within `timeout`.
+
+    // The collectives of a job: calls every rank makes, in the same order, each with buffers of
+    // one of its own devices. Each is built of the job's own steps (publish, look up, copies of
+    // another rank's memory, the catalog's `combine`): every rank publishes what the others
+    // read, the root builds the result of them and publishes it, and every rank copies its part
+    // of the result, with an agreement after each step (a barrier that is also a vote: a rank's
+    // failed step is every rank's error, the same on every rank). So a claimed byte of any
+    // rank's source moves and reduces nothing: every rank's destination is claimed, all of it,
+    // with the root named on the rank it came from and the hops (rule K1). A call returns once
+    // every rank's part is settled. Errors: `InvalidArgument` for a buffer this rank's call
+    // cannot take (not of this rank's devices, empty, of a size that does not fit: refused before
+    // any rank is met, so the call takes no place in the job's order of calls; a size another
+    // rank does not share fails at the step that meets it, on every rank); `DeviceLost` naming
+    // the rank when a rank or its device is lost in the middle (never a hang: every other rank's
+    // call fails too); `PeerUnreachable` when a rank does not come within `timeout`.
+
+    /// Each rank's `buffer` (the same size on every rank) becomes `op` of all of them, element by
+    /// element, in rank order (rank 0 folds them).
     Status all_reduce(const Handle& buffer, ElementType type, ReduceOp op,
                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
+    /// Each rank's `buffer` (the same size on every rank) becomes a copy of rank `root`'s, which
+    /// is left as it is. `InvalidArgument` for a root past the world size.
+    Status broadcast(const Handle& buffer, std::uint32_t root,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
+    /// Each rank's `output` (`world_size() * n` bytes, of the device of `input`) becomes every
+    /// rank's `input` (n bytes) one after the other: rank r's at byte `r * n` (rank 0 gathers
+    /// them). The input may lie inside the output.
+    Status all_gather(const Handle& input, const Handle& output,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+    /// Each rank's `output` (n bytes, of the device of `input`) becomes `op` of chunk r (the n
+    /// bytes at `r * n`, for rank r) of every rank's `input` (`world_size() * n` bytes), element
+    /// by element, in rank order (rank 0 folds them). The output may lie inside the input.
+    Status reduce_scatter(const Handle& input, const Handle& output, ElementType type, ReduceOp op,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+    /// Sends `source` (of one of this rank's devices) to rank `rank`, whose matching `recv` (the
+    /// same count of sends from this rank to it, in order) copies it; returns once it did. Only
+    /// the two ranks meet. A claimed byte of `source` moves nothing: the send is refused with
+    /// the source's `Unwritten` error and claims nothing on this rank, and the receive claims
+    /// its target with that failure and the hop (rule K2). Errors: `InvalidArgument` for a rank
+    /// that is not another rank of the job or a source not of this rank's devices (before
+    /// meeting the receiver), or the receiver's error (a target of another size); `DeviceLost`
+    /// naming the rank when it is lost first; `PeerUnreachable` when it does not come within
+    /// `timeout`.
+    Status send(std::uint32_t rank, const Handle& source,
+                std::chrono::milliseconds timeout = std::chrono::seconds(60));
+    /// Receives into `target` (of one of this rank's devices, the size of the source) what rank
+    /// `rank` sends by its matching `send`; returns once it landed. A send that lands releases
+    /// `target` (C3); a claimed source claims all of it with the sender's failure and the hop
+    /// instead, and the call returns success (the outcome is in the claims, as a collective's).
+    /// Errors: `InvalidArgument` for a rank that is not another rank of the job or a target not
+    /// of this rank's devices (before meeting the sender), or a source of another size;
+    /// `DeviceLost` naming the rank when it is lost first; `PeerUnreachable` when it does not
+    /// come within `timeout`.
+    Status recv(std::uint32_t rank, const Handle& target,
+                std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
     /// Whether `rank` is still in the job as this process sees it: this rank while it has not
     /// left, another rank until its connection ends. False for a rank past the world size.
@@ -281,19 +330,23 @@ public:
 private:
     struct State;
     explicit Job(std::unique_ptr<State> state);
-    /// The name rank `rank`'s buffer of collective call `call` is published under.
-    [[nodiscard]] std::string collective_name(std::uint64_t call, std::uint32_t rank) const;
-    /// Rank 0's part of an all-reduce: folds every other rank's published buffer into `buffer`.
-    Status fold_ranks(Client& device, const Handle& buffer, std::uint64_t call, ElementType type,
-                      ReduceOp op, std::chrono::milliseconds timeout);
+    /// Runs `collective` (job_collectives.cpp): checks this rank's buffers, then publishes,
+    /// builds on the root and copies each rank's part, agreeing after each step.
+    Status run_collective(const job_detail::Collective& collective,
+                          std::chrono::milliseconds timeout);
+    /// The number of the next collective call: every rank numbers its calls alike.
+    std::uint64_t next_collective();
+    /// The number of the next transfer between this rank and `rank` in the direction `sending`
+    /// says: both ends number their transfers alike.
+    std::uint64_t next_transfer(std::uint32_t rank, bool sending);
     /// Settles this rank's work, then meets every rank, voting `step`'s failure (or the
-    /// settling's): the first failure any rank voted, the same on every rank.
-    Status agree(const Status& step, std::chrono::milliseconds timeout);
-    /// A rank other than 0: rank 0's buffer of call `call`, into `folded`, once its size is
-    /// checked against `buffer`'s.
-    Status check_against_rank_zero(const Handle& buffer, std::uint64_t call,
-                                   std::chrono::milliseconds timeout,
-                                   std::optional<Handle>& folded);
+    /// settling's, or the loss of `device`, the step's): the first failure any rank voted, the
+    /// same on every rank.
+    Status agree(const Status& step, const Client& device, std::chrono::milliseconds timeout);
+    /// `agree` with rank `rank` alone, at the meeting of a transfer this rank sends (`sending`)
+    /// or receives.
+    Status agree_with(std::uint32_t rank, bool sending, const Status& step, const Client& device,
+                      std::chrono::milliseconds timeout);
     /// Opens this rank's runtime (as `options` asks) and meets the other ranks' runtimes.
     Status open_rank_runtime(const JoinOptions& options, const RuntimeOptions& runtime_options);
     std::unique_ptr<State> state_;

@@ -12,6 +12,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <utility>
 
 namespace tandem {
@@ -27,6 +28,8 @@ struct Job::State {
     std::shared_ptr<Runtime> runtime;
     /// Collective calls made so far: every rank makes them in the same order.
     std::uint64_t collectives = 0;
+    /// Transfers made so far, by (the other rank, whether this rank sent them).
+    std::map<std::pair<std::uint32_t, bool>, std::uint64_t> transfers;
     bool left = false;
 };
 
@@ -275,98 +278,33 @@ Status Job::barrier(std::chrono::milliseconds timeout) {
     return settled ? met : settled;
 }
 
-std::string Job::collective_name(std::uint64_t call, std::uint32_t rank) const {
-    return "tandem.all_reduce." + std::to_string(call) + ".rank" + std::to_string(rank);
+std::uint64_t Job::next_collective() { return ++state_->collectives; }
+
+std::uint64_t Job::next_transfer(std::uint32_t rank, bool sending) {
+    return ++state_->transfers[{rank, sending}];
 }
 
-Status Job::fold_ranks(Client& device, const Handle& buffer, std::uint64_t call,
-                       ElementType type, ReduceOp op, std::chrono::milliseconds timeout) {
-    const KernelArgs args = KernelArgs()
-                                .u64(static_cast<std::uint64_t>(op))
-                                .u64(static_cast<std::uint64_t>(type));
-    for (std::uint32_t rank = 1; rank < world_size(); ++rank) {
-        Result<Handle> theirs = lookup(collective_name(call, rank), timeout);
-        if (!theirs) {
-            return theirs.error();
-        }
-        if (theirs->size_in_use() != buffer.size_in_use()) {
-            return Error::invalid_argument(
-                "all-reduce: rank " + std::to_string(rank) + "'s buffer has " +
-                std::to_string(theirs->size_in_use()) + " bytes, rank 0's " +
-                std::to_string(buffer.size_in_use()));
-        }
-        // A claimed byte of theirs is never folded in: the copy is skipped (P3), so the
-        // combine is, and rank 0's buffer takes the failure with its hops.
-        Result<Handle> staging = device.allocate(buffer.size_in_use());
-        if (!staging) {
-            return staging.error();
-        }
-        if (Status copied = device.copy(*theirs, *staging); !copied) {
-            return copied;
-        }
-        if (Status combined = device.launch("combine", LaunchConfig::linear(1024),
-                                            {{buffer, AccessMode::ReadWrite},
-                                             {*staging, AccessMode::Read}},
-                                            args);
-            !combined) {
-            return combined;
-        }
-    }
-    return {};
+namespace {
+
+/// What a rank votes after `step`, once its work is settled: the step's failure, the settling's,
+/// or the loss of `device` (settling passes over a lost device, but the step's work on it did
+/// not happen); none for success.
+std::optional<Error> vote_after(const Status& step, Runtime& runtime, const Client& device) {
+    const Status settled = runtime.sync_all();  // What the step enqueued, before any reads.
+    const std::optional<Error> lost = device.lost();
+    return !step ? std::optional(step.error()) : !settled ? std::optional(settled.error()) : lost;
 }
 
-Status Job::all_reduce(const Handle& buffer, ElementType type, ReduceOp op,
+}  // namespace
+
+Status Job::agree(const Status& step, const Client& device, std::chrono::milliseconds timeout) {
+    return state_->peers->barrier(timeout, vote_after(step, *state_->runtime, device));
+}
+
+Status Job::agree_with(std::uint32_t rank, bool sending, const Status& step, const Client& device,
                        std::chrono::milliseconds timeout) {
-    if (!state_->runtime || buffer.empty() ||
-        buffer.service().runtime_id != state_->runtime->runtime_id()) {
-        return Error::invalid_argument("a job's all-reduce takes a buffer of this rank's devices");
-    }
-    if (buffer.size_in_use() == 0 || buffer.size_in_use() % element_size(type) != 0) {
-        return Error::invalid_argument("all-reduce: " + buffer.describe() +
-                                       " holds no whole number of elements");
-    }
-    const std::uint64_t call = ++state_->collectives;
-    Client device = state_->runtime->client(buffer.service().device_index);
-    const std::string mine = collective_name(call, rank());
-    // Three agreements: every buffer published (as written so far), rank 0's fold done (or why
-    // not), every copy back done. A barrier's vote carries a rank's failure to every rank, so
-    // the outcome is the same everywhere; a rank lost on the way fails the next barrier.
-    Status status = agree(publish(mine, buffer), timeout);
-    std::optional<Handle> folded;
-    if (status) {
-        status = agree(rank() == 0 ? fold_ranks(device, buffer, call, type, op, timeout)
-                                   : check_against_rank_zero(buffer, call, timeout, folded),
-                       timeout);
-    }
-    if (status && folded) {
-        status = agree(device.copy(*folded, buffer), timeout);
-    } else if (status) {
-        status = agree({}, timeout);
-    }
-    (void)withdraw(mine);
-    return status;
-}
-
-Status Job::agree(const Status& step, std::chrono::milliseconds timeout) {
-    Status settled = state_->runtime->sync_all();  // What the step enqueued, before any reads.
-    const Status& mine = !step ? step : settled;
-    return state_->peers->barrier(timeout, mine ? std::nullopt : std::optional(mine.error()));
-}
-
-Status Job::check_against_rank_zero(const Handle& buffer, std::uint64_t call,
-                                    std::chrono::milliseconds timeout,
-                                    std::optional<Handle>& folded) {
-    Result<Handle> theirs = lookup(collective_name(call, 0), timeout);
-    if (!theirs) {
-        return theirs.error();
-    }
-    if (theirs->size_in_use() != buffer.size_in_use()) {
-        return Error::invalid_argument("all-reduce: this rank's buffer has " +
-                                       std::to_string(buffer.size_in_use()) + " bytes, rank 0's " +
-                                       std::to_string(theirs->size_in_use()));
-    }
-    folded = std::move(*theirs);
-    return {};
+    return state_->peers->meet_pair(rank, sending, timeout,
+                                    vote_after(step, *state_->runtime, device));
 }
 
 }  // namespace tandem

@@ -50,8 +50,7 @@ JobPeers::JobPeers(std::uint32_t rank, std::uint32_t world_size, std::string fol
       runtimes_(world_size),
       lost_(std::make_unique<std::atomic<bool>[]>(world_size)),
       boards_(world_size),
-      event_wait_limit_(event_wait_limit),
-      barriers_seen_(world_size, 0) {}
+      event_wait_limit_(event_wait_limit) {}
 
 JobPeers::~JobPeers() { stop(); }
 
@@ -164,24 +163,10 @@ void JobPeers::on_frame(std::uint32_t rank, const Frame& frame, std::vector<int>
         case FrameKind::reply:
             on_reply(frame.payload);
             return;
-        case FrameKind::barrier: {
-            WireReader in(frame.payload);
-            const std::uint64_t generation = in.u64();
-            const bool failed = in.u8() != 0;
-            std::optional<Error> failure;
-            if (failed) {
-                failure = decode_error(in.rest());
-            }
-            std::lock_guard lock(mutex_);
-            if (failed) {
-                failed_votes_.insert_or_assign(
-                    {rank, generation},
-                    failure.value_or(Error(ErrorKind::PeerUnreachable, "a malformed vote")));
-            }
-            barriers_seen_[rank] = std::max(barriers_seen_[rank], generation);
-            changed_.notify_all();
+        case FrameKind::barrier:
+        case FrameKind::meeting:
+            on_meeting(rank, frame);
             return;
-        }
         default:
             return;  // A later version's frame: nothing this rank must act on.
     }

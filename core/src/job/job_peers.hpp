@@ -45,6 +45,7 @@
 #include <optional>
 #include <set>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -98,6 +99,13 @@ public:
     /// rank order (an agreement: the same outcome on every rank).
     Status barrier(std::chrono::milliseconds timeout,
                    const std::optional<Error>& failure = std::nullopt);
+    /// `Job::send`'s and `Job::recv`'s meeting with rank `rank` alone, as `barrier` is for every
+    /// rank: this rank sends (`sending`) or receives the transfer, and the meeting is passed when
+    /// `rank` reached the same meeting of the other end of the same direction. Returns this
+    /// rank's `failure`, else `rank`'s; `DeviceLost` when `rank` is lost first, `PeerUnreachable`
+    /// when it does not come within `timeout` (two ranks that both send to each other first).
+    Status meet_pair(std::uint32_t rank, bool sending, std::chrono::milliseconds timeout,
+                     const std::optional<Error>& failure = std::nullopt);
 
     // The directory of the other ranks' devices.
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
@@ -278,13 +286,33 @@ private:
     };
     mutable std::uint64_t next_request_ = 1;
     mutable std::unordered_map<std::uint64_t, Awaited> awaited_;
-    std::uint64_t barrier_generation_ = 0;
-    std::vector<std::uint64_t> barriers_seen_;
-    /// Failures voted at a barrier, by (rank, generation), until that barrier is passed.
-    std::map<std::pair<std::uint32_t, std::uint64_t>, Error> failed_votes_;
-    /// The outcome of barrier `generation`: this rank's `failure`, else the first failure
-    /// another rank voted, in rank order; under `mutex_`.
-    Status vote_of(std::uint64_t generation, const std::optional<Error>& failure);
+    /// A sequence of meetings (meetings.cpp): the job's barriers, or the meetings of one
+    /// direction of transfers between this rank and another.
+    struct Meetings {
+        /// The meetings this rank held so far.
+        std::uint64_t held = 0;
+        /// The latest meeting each rank reached, by rank.
+        std::map<std::uint32_t, std::uint64_t> seen;
+        /// Failures voted, by (rank, generation), until that meeting is passed.
+        std::map<std::pair<std::uint32_t, std::uint64_t>, Error> failed_votes;
+    };
+    /// Every sequence of meetings, by `meetings_key`; under `mutex_`.
+    std::map<std::uint64_t, Meetings> meetings_;
+    /// The key of the job's barriers (none), or of the meetings with `rank` for transfers this
+    /// rank sends (`sending`) or receives.
+    [[nodiscard]] static std::uint64_t meetings_key(std::optional<std::uint32_t> rank,
+                                                    bool sending);
+    /// Holds the next meeting of `key` with `ranks`, voting `failure`: tells each with a frame
+    /// of `kind` (`prefix` before the vote) and waits for each to reach it.
+    Status meet(std::uint64_t key, std::span<const std::uint32_t> ranks, FrameKind kind,
+                std::string_view prefix, std::chrono::milliseconds timeout,
+                const std::optional<Error>& failure);
+    /// A barrier or meeting frame of `rank`: what it reached and how it voted.
+    void on_meeting(std::uint32_t rank, const Frame& frame);
+    /// The outcome of meeting `generation` of `meetings`: this rank's `failure`, else the first
+    /// failure another rank voted, in rank order; under `mutex_`.
+    static Status vote_of(Meetings& meetings, std::uint64_t generation,
+                          const std::optional<Error>& failure);
 };
 
 }  // namespace tandem::job_detail

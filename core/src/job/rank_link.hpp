@@ -53,6 +53,9 @@ enum class FrameKind : std::uint16_t {
     /// The recorder of an event to every other rank: a name now names it, and the board's
     /// counter of its stream says when it is reached.
     publish_event = 10,
+    /// A rank reached the meeting of the given generation with this rank alone (a send or a
+    /// receive between the two).
+    meeting = 11,
 };
 
 /// One frame as received.

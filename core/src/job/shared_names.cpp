@@ -1,5 +1,5 @@
 // Memory ranks share by name: published by its owner, looked up by the others, pinned while any
-// rank holds it (P2); and the job's barrier.
+// rank holds it (P2).
 
 #include "job_peers.hpp"
 
@@ -284,60 +284,6 @@ void JobPeers::drop_if_unheld(const std::string& name) {
         .unpublish(found->second.pin.memory_id());
     board_->give_slot(found->second.slot);
     published_.erase(found);
-}
-
-Status JobPeers::barrier(std::chrono::milliseconds timeout, const std::optional<Error>& failure) {
-    std::unique_lock lock(mutex_);
-    const std::uint64_t generation = ++barrier_generation_;
-    lock.unlock();
-    WireWriter out;
-    out.u64(generation);
-    out.u8(failure ? 1 : 0);
-    if (failure) {
-        out.rest(encode(*failure));
-    }
-    const std::string payload = out.take();
-    for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
-        if (rank != rank_) {
-            (void)send(rank, FrameKind::barrier, payload);
-        }
-    }
-    lock.lock();
-    std::optional<std::uint32_t> missing;
-    const bool met = changed_.wait_for(lock, timeout, [&] {
-        for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
-            if (rank != rank_ && barriers_seen_[rank] < generation) {
-                missing = rank;
-                return !runtimes_[rank].loss.empty();  // A lost rank ends the wait, failed.
-            }
-        }
-        missing.reset();
-        return true;
-    });
-    if (missing) {
-        const std::string& loss = runtimes_[*missing].loss;
-        return Error(met ? ErrorKind::DeviceLost : ErrorKind::PeerUnreachable,
-                     "the barrier cannot be passed: " +
-                         (met ? loss
-                              : "rank " + std::to_string(*missing) + " did not reach it within " +
-                                    std::to_string(timeout.count()) + " ms"));
-    }
-    return vote_of(generation, failure);
-}
-
-Status JobPeers::vote_of(std::uint64_t generation, const std::optional<Error>& failure) {
-    Status outcome = failure ? Status(*failure) : Status{};
-    // The map is in rank order: the first failure found is the first rank's.
-    for (const auto& [voter, error] : failed_votes_) {
-        if (outcome && voter.second == generation) {
-            outcome = Error(error.kind(), "rank " + std::to_string(voter.first) + ": " +
-                                              error.message(),
-                            error.details());
-        }
-    }
-    std::erase_if(failed_votes_,
-                  [generation](const auto& vote) { return vote.first.second <= generation; });
-    return outcome;
 }
 
 }  // namespace tandem::job_detail

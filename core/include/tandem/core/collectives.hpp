@@ -1,14 +1,21 @@
 #pragma once
 
 // Collectives across the devices of one runtime, with the claim rules (phase 3 of
-// docs/DESIGN.md). An all-reduce is built of the contract's own work, so every rule holds by
-// construction on every backend: the root (the first device) copies each peer's buffer into a
-// staging buffer of its own (a copy of shared memory, ordered after the peer's earlier work by
-// an event), combines it into its buffer with the catalog's `combine` kernel, then each peer
-// copies the result back. A claimed byte of any device's buffer is never reduced: the copy of it
-// is skipped (C9, P3), so the combine is, so every copy back is, and every device's buffer is
-// claimed with the root cause and the hops it took, on every device (the outcome is the same
-// everywhere). Across processes and through NCCL is the next step.
+// docs/DESIGN.md): all-reduce, broadcast, all-gather, reduce-scatter, and a send from one device
+// to another. Each is built of the contract's own work, so every rule holds by construction on
+// every backend: a device reads another device's buffer by a copy of shared memory, ordered after
+// the owner's earlier work by an event; a reduction folds a staged copy in with the catalog's
+// `combine` kernel; a result that several devices take is built once, on the first device, and
+// copied to each. A claimed byte of any source is never moved or reduced: the copy of it is
+// skipped (C9, P3), so everything built of it is, and every destination is claimed, all of it,
+// with the root cause and the hops it took, on every device (the outcome is the same
+// everywhere). Across processes: `Job` (tandem/job.hpp); through NCCL is a later step.
+//
+// Each call is enqueued and returns at once, as a launch does. On each device the collective's
+// work runs on the default stream, after the work enqueued before the call on its buffers'
+// streams; the work enqueued on those streams after the call waits for the collective on every
+// device, so a source is not overwritten while another device still reads it. A call it cannot
+// take is refused before anything is enqueued, and changes nothing.
 
 #include "tandem/core/client.hpp"
 #include "tandem/core/handle.hpp"
@@ -19,7 +26,7 @@
 
 namespace tandem {
 
-/// How an all-reduce combines elements.
+/// How a reduction (an all-reduce, a reduce-scatter) combines elements.
 enum class ReduceOp : std::uint8_t {
     /// The sum (wrapping for integers, as their addition does).
     sum = 0,
@@ -29,7 +36,7 @@ enum class ReduceOp : std::uint8_t {
     min = 2,
 };
 
-/// The elements an all-reduce combines.
+/// The elements a reduction combines.
 enum class ElementType : std::uint8_t {
     /// 32-bit float.
     f32 = 0,
@@ -45,14 +52,46 @@ enum class ElementType : std::uint8_t {
 [[nodiscard]] std::uint64_t element_size(ElementType type);
 
 /// Every `buffers[i]` (of `devices[i]`) becomes `op` of all of them, element by element, in
-/// device order. Enqueued and returned at once, as a launch is: the outcome shows in the claims
-/// of the buffers, the same on every device (a claimed byte anywhere claims every buffer, with
-/// the root and the hops). Work enqueued on a buffer's stream before the call is ordered before
-/// it. Errors, changing nothing: `InvalidArgument` for no device, a count of buffers that is
-/// not the count of devices, a device named twice, devices of different runtimes, buffers of
-/// different sizes or of a size no whole number of elements, an empty buffer; `WrongService` for
-/// a buffer that is not its device's; `DeviceLost` for a lost device.
+/// device order. A claimed byte of any buffer claims every buffer, with the root and the hops.
+/// Errors, changing nothing: `InvalidArgument` for no device, a count of buffers that is not the
+/// count of devices, a device named twice, devices of different runtimes, buffers of different
+/// sizes or of a size no whole number of elements, an empty buffer; `WrongService` for a buffer
+/// that is not its device's; `DeviceLost` for a lost device.
 Status all_reduce(std::span<Client> devices, std::span<const Handle> buffers, ElementType type,
                   ReduceOp op);
+
+/// Every `buffers[i]` (of `devices[i]`) becomes a copy of `buffers[root]`, which is left as it is
+/// (NCCL's in-place broadcast). A claimed byte of the root's buffer moves nothing: every other
+/// buffer is claimed, all of it, with the root's failure and the hop. Errors, changing nothing:
+/// those of `all_reduce` (any size of whole bytes), and `InvalidArgument` for a root that is not
+/// the index of a device.
+Status broadcast(std::span<Client> devices, std::span<const Handle> buffers, std::size_t root);
+
+/// Every `outputs[j]` (of `devices[j]`, `D * n` bytes for D devices) becomes the devices'
+/// `inputs` (n bytes each) one after the other: `inputs[i]` at byte `i * n`. An input may lie
+/// inside its device's output (in place). A claimed byte of any input moves nothing: every output
+/// is claimed, all of it, with that failure and the hops. Errors, changing nothing: those of
+/// `all_reduce` for the inputs and the outputs (any size of whole bytes; an output of another
+/// size than `D * n`).
+Status all_gather(std::span<Client> devices, std::span<const Handle> inputs,
+                  std::span<const Handle> outputs);
+
+/// Every `outputs[i]` (of `devices[i]`, n bytes) becomes `op` of chunk i (the n bytes at
+/// `i * n`) of every device's input (`D * n` bytes each), element by element, in device order.
+/// An output may lie inside its device's input (in place). A claimed byte of any input reduces
+/// nothing: every output is claimed with that failure and the hops. Errors, changing nothing:
+/// those of `all_reduce` for the inputs and the outputs (an input of another size than `D * n`).
+Status reduce_scatter(std::span<Client> devices, std::span<const Handle> inputs,
+                      std::span<const Handle> outputs, ElementType type, ReduceOp op);
+
+/// A matched send and receive, as one call of one runtime: `target` (of `receiver`) becomes a
+/// copy of `source` (of `sender`), as a copy would (enqueued; the outcome shows in the claims). A
+/// claimed byte of `source` moves nothing and claims nothing on the sender (the source keeps
+/// its claims, no new failure); the receive claims all of `target` with the sender's failure
+/// and the hop. A send that lands releases `target` (C3). Errors, changing
+/// nothing: `InvalidArgument` for one device as both ends (`Client::copy` copies within one),
+/// devices of different runtimes, a source and target of different sizes, an empty buffer;
+/// `WrongService` for a buffer that is not its end's device's; `DeviceLost` for a lost device.
+Status send(Client& sender, const Handle& source, Client& receiver, const Handle& target);
 
 }  // namespace tandem

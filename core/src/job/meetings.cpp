@@ -1,0 +1,117 @@
+// Meetings of ranks: the job's barrier, where every rank meets every other, and the meeting of
+// two ranks alone that a send and its receive hold. Each is a frame to the ranks met ("I reached
+// meeting n, and voted this") and a wait until each of them reached it too, or was lost (a lost
+// rank ends the wait at once, failed: never a hang). A vote is how a rank's failed step becomes
+// every rank's outcome (the collectives' agreements). A pair keeps one sequence of meetings per
+// direction, so two ranks that each send to the other first wait for the other's receive, and
+// say so when the time is up, instead of taking two sends for a send and its receive.
+
+#include "error_codec.hpp"
+#include "job_peers.hpp"
+#include "wire.hpp"
+
+namespace tandem::job_detail {
+
+std::uint64_t JobPeers::meetings_key(std::optional<std::uint32_t> rank, bool sending) {
+    return rank ? 1 + 2 * static_cast<std::uint64_t>(*rank) + (sending ? 1 : 0) : 0;
+}
+
+Status JobPeers::barrier(std::chrono::milliseconds timeout, const std::optional<Error>& failure) {
+    std::vector<std::uint32_t> others;
+    for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
+        if (rank != rank_) {
+            others.push_back(rank);
+        }
+    }
+    return meet(meetings_key(std::nullopt, false), others, FrameKind::barrier, {}, timeout,
+                failure);
+}
+
+Status JobPeers::meet_pair(std::uint32_t rank, bool sending, std::chrono::milliseconds timeout,
+                           const std::optional<Error>& failure) {
+    const std::uint32_t ranks[] = {rank};
+    const char direction = sending ? '\1' : '\0';
+    return meet(meetings_key(rank, sending), ranks, FrameKind::meeting,
+                std::string_view(&direction, 1), timeout, failure);
+}
+
+Status JobPeers::meet(std::uint64_t key, std::span<const std::uint32_t> ranks, FrameKind kind,
+                      std::string_view prefix, std::chrono::milliseconds timeout,
+                      const std::optional<Error>& failure) {
+    std::unique_lock lock(mutex_);
+    const std::uint64_t generation = ++meetings_[key].held;
+    lock.unlock();
+    WireWriter out;
+    out.rest(prefix);
+    out.u64(generation);
+    out.u8(failure ? 1 : 0);
+    if (failure) {
+        out.rest(encode(*failure));
+    }
+    const std::string payload = out.take();
+    for (std::uint32_t rank : ranks) {
+        (void)send(rank, kind, payload);
+    }
+    lock.lock();
+    std::optional<std::uint32_t> missing;
+    const bool met = changed_.wait_for(lock, timeout, [&] {
+        for (std::uint32_t rank : ranks) {
+            if (meetings_[key].seen[rank] < generation) {
+                missing = rank;
+                return !runtimes_[rank].loss.empty();  // A lost rank ends the wait, failed.
+            }
+        }
+        missing.reset();
+        return true;
+    });
+    if (missing) {
+        const std::string& loss = runtimes_[*missing].loss;
+        return Error(met ? ErrorKind::DeviceLost : ErrorKind::PeerUnreachable,
+                     std::string(kind == FrameKind::barrier ? "the barrier" : "the meeting") +
+                         " cannot be passed: " +
+                         (met ? loss
+                              : "rank " + std::to_string(*missing) + " did not reach it within " +
+                                    std::to_string(timeout.count()) + " ms"));
+    }
+    return vote_of(meetings_[key], generation, failure);
+}
+
+void JobPeers::on_meeting(std::uint32_t rank, const Frame& frame) {
+    WireReader in(frame.payload);
+    // A meeting frame says which end of the transfer its sender is; this rank is the other.
+    const std::uint64_t key = frame.kind == FrameKind::barrier ? meetings_key(std::nullopt, false)
+                                                               : meetings_key(rank, in.u8() == 0);
+    const std::uint64_t generation = in.u64();
+    const bool failed = in.u8() != 0;
+    std::optional<Error> failure;
+    if (failed) {
+        failure = decode_error(in.rest());
+    }
+    std::lock_guard lock(mutex_);
+    Meetings& meetings = meetings_[key];
+    if (failed) {
+        meetings.failed_votes.insert_or_assign(
+            {rank, generation},
+            failure.value_or(Error(ErrorKind::PeerUnreachable, "a malformed vote")));
+    }
+    meetings.seen[rank] = std::max(meetings.seen[rank], generation);
+    changed_.notify_all();
+}
+
+Status JobPeers::vote_of(Meetings& meetings, std::uint64_t generation,
+                         const std::optional<Error>& failure) {
+    Status outcome = failure ? Status(*failure) : Status{};
+    // The map is in rank order: the first failure found is the first rank's.
+    for (const auto& [voter, error] : meetings.failed_votes) {
+        if (outcome && voter.second == generation) {
+            outcome =
+                Error(error.kind(), "rank " + std::to_string(voter.first) + ": " + error.message(),
+                      error.details());
+        }
+    }
+    std::erase_if(meetings.failed_votes,
+                  [generation](const auto& vote) { return vote.first.second <= generation; });
+    return outcome;
+}
+
+}  // namespace tandem::job_detail
