@@ -11,7 +11,7 @@ endif()
 set(TANDEM_DOCS_OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/docs)
 set(TANDEM_DOCS_STRIP "${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}")
 set(TANDEM_DOCS_INPUT
-    "${PROJECT_SOURCE_DIR}/docs/api.dox ${PROJECT_SOURCE_DIR}/core/include ${PROJECT_BINARY_DIR}/core/include ${PROJECT_SOURCE_DIR}/sim/include ${PROJECT_SOURCE_DIR}/cuda/include")
+    "${PROJECT_SOURCE_DIR}/docs/api.dox ${PROJECT_SOURCE_DIR}/core/include ${PROJECT_BINARY_DIR}/core/include ${PROJECT_SOURCE_DIR}/sim/include ${PROJECT_SOURCE_DIR}/cuda/include ${PROJECT_SOURCE_DIR}/mpi/include")
 configure_file(${PROJECT_SOURCE_DIR}/docs/Doxyfile.in ${TANDEM_DOCS_OUTPUT}/Doxyfile @ONLY)
 add_custom_target(tandem_docs
   COMMAND ${DOXYGEN_EXECUTABLE} ${TANDEM_DOCS_OUTPUT}/Doxyfile

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <span>
 #include <utility>
 
 namespace tandem::mpi {
@@ -111,7 +112,8 @@ Communicator::Communicator(Communicator&& other) noexcept
     : comm_(std::exchange(other.comm_, MPI_COMM_NULL)),
       device_(other.device_),
       rank_(other.rank_),
-      size_(other.size_) {}
+      size_(other.size_),
+      staging_(std::move(other.staging_)) {}
 
 Communicator& Communicator::operator=(Communicator&& other) noexcept {
     if (this != &other) {
@@ -122,6 +124,7 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
         device_ = other.device_;
         rank_ = other.rank_;
         size_ = other.size_;
+        staging_ = std::move(other.staging_);
     }
     return *this;
 }
@@ -154,8 +157,7 @@ int Communicator::first_unreadable(bool unreadable) const {
     return first;
 }
 
-Status Communicator::spread_failure(const Handle& buffer, int from,
-                                    const Result<std::vector<std::byte>>& read,
+Status Communicator::spread_failure(const Handle& buffer, int from, const Status& read,
                                     const char* collective) {
     // Rank `from` sends its failure and the key of its buffer; every rank learns the same.
     std::string report;
@@ -184,6 +186,22 @@ Status Communicator::spread_failure(const Handle& buffer, int from,
     return device_.enqueue(ExternalWork{collective, {{buffer, AccessMode::Write}}, fails});
 }
 
+Status Communicator::read_source(const Handle& buffer) {
+    // Every writer of its bytes first, on any device, and none of them may have failed (C6);
+    // then a copy into the staging buffer this communicator keeps from call to call, so a large
+    // buffer is not a fresh allocation (and its page faults) every time.
+    const Handle handles[] = {buffer};
+    if (Status ready = device_.sync(handles); !ready) {
+        return ready;
+    }
+    if (staging_.size() < buffer.size_in_use()) {
+        staging_.resize(buffer.size_in_use());
+    }
+    Result<PendingRead> read = device_.read_async(
+        buffer, std::span(staging_.data(), buffer.size_in_use()), device_.default_stream());
+    return read ? device_.wait(*read) : Status(read.error());
+}
+
 Status Communicator::all_reduce(const Handle& buffer, ElementType type, ReduceOp op) {
     const std::uint64_t element = element_size(type);
     if (Status agreed = agree_on_call(check_buffer(device_, buffer, element),
@@ -191,13 +209,14 @@ Status Communicator::all_reduce(const Handle& buffer, ElementType type, ReduceOp
         !agreed) {
         return agreed;
     }
-    Result<std::vector<std::byte>> bytes = device_.read(buffer);
-    if (const int from = first_unreadable(!bytes); from != size_) {
-        return spread_failure(buffer, from, bytes, "mpi all_reduce");
+    const Status read = read_source(buffer);
+    if (const int from = first_unreadable(!read); from != size_) {
+        return spread_failure(buffer, from, read, "mpi all_reduce");
     }
-    MPI_Allreduce(MPI_IN_PLACE, bytes->data(), static_cast<int>(bytes->size() / element),
+    const std::uint64_t bytes = buffer.size_in_use();
+    MPI_Allreduce(MPI_IN_PLACE, staging_.data(), static_cast<int>(bytes / element),
                   mpi_type(type), mpi_op(op), comm_);
-    return device_.write(buffer, *bytes);
+    return device_.write(buffer, std::span(staging_.data(), bytes));
 }
 
 Status Communicator::broadcast(const Handle& buffer, int root) {
@@ -212,14 +231,16 @@ Status Communicator::broadcast(const Handle& buffer, int root) {
         !agreed) {
         return agreed;
     }
-    Result<std::vector<std::byte>> bytes =
-        rank_ == root ? device_.read(buffer)
-                      : Result<std::vector<std::byte>>(std::vector<std::byte>(buffer.size_in_use()));
-    if (first_unreadable(rank_ == root && !bytes) != size_) {
-        return spread_failure(buffer, root, bytes, "mpi broadcast");
+    const std::uint64_t bytes = buffer.size_in_use();
+    const Status read = rank_ == root ? read_source(buffer) : Status{};
+    if (first_unreadable(!read) != size_) {
+        return spread_failure(buffer, root, read, "mpi broadcast");
     }
-    MPI_Bcast(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, root, comm_);
-    return rank_ == root ? Status{} : device_.write(buffer, *bytes);
+    if (staging_.size() < bytes) {
+        staging_.resize(bytes);
+    }
+    MPI_Bcast(staging_.data(), static_cast<int>(bytes), MPI_BYTE, root, comm_);
+    return rank_ == root ? Status{} : device_.write(buffer, std::span(staging_.data(), bytes));
 }
 
 }  // namespace tandem::mpi

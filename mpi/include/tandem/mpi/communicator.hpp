@@ -29,6 +29,9 @@
 
 #include <mpi.h>
 
+#include <cstddef>
+#include <vector>
+
 namespace tandem::mpi {
 
 /// Collectives between the ranks of an MPI communicator, each rank giving buffers of one device.
@@ -83,13 +86,18 @@ private:
     [[nodiscard]] int first_unreadable(bool unreadable) const;
     /// Claims this rank's `buffer` with the failure rank `from` met reading its source (`read`
     /// there), which rank `from` sends to every rank with the key of its buffer.
-    Status spread_failure(const Handle& buffer, int from, const Result<std::vector<std::byte>>& read,
+    Status spread_failure(const Handle& buffer, int from, const Status& read,
                           const char* collective);
+    /// Waits for every writer of `buffer`'s bytes, then copies them into `staging_`: success
+    /// iff no byte is claimed (C6), or why not.
+    Status read_source(const Handle& buffer);
 
     MPI_Comm comm_ = MPI_COMM_NULL;
     Client device_;
     int rank_ = 0;
     int size_ = 0;
+    /// The host copy MPI reduces, kept from call to call (the largest buffer's size so far).
+    std::vector<std::byte> staging_;
 };
 
 }  // namespace tandem::mpi
