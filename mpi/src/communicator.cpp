@@ -1,6 +1,7 @@
 #include "tandem/mpi/communicator.hpp"
 
-#include "job/error_codec.hpp"
+#include "buffer_check.hpp"
+#include "carried_failure.hpp"
 
 #include <array>
 #include <climits>
@@ -37,46 +38,6 @@ bool mpi_usable() {
     MPI_Initialized(&initialised);
     MPI_Finalized(&finalised);
     return initialised != 0 && finalised == 0;
-}
-
-/// What this rank can say of its own part before any rank moves a byte.
-Status check_buffer(const Client& device, const Handle& buffer, std::uint64_t element) {
-    if (buffer.empty()) {
-        return Error::invalid_argument("a collective takes a buffer, not an empty handle");
-    }
-    if (buffer.service() != device.service()) {
-        return Error::invalid_argument("a collective takes a buffer of the communicator's device "
-                                       "on this rank");
-    }
-    const std::uint64_t bytes = buffer.size_in_use();
-    if (bytes % element != 0) {
-        return Error::invalid_argument("a buffer of " + std::to_string(bytes) +
-                                       " bytes is no whole number of " + std::to_string(element) +
-                                       "-byte elements");
-    }
-    if (bytes / element > static_cast<std::uint64_t>(INT_MAX)) {
-        return Error::invalid_argument("a collective through MPI takes at most " +
-                                       std::to_string(INT_MAX) + " elements");
-    }
-    return {};
-}
-
-/// `error` as the report of this rank's buffer, which the collective would have written from
-/// `from` (a rank's buffer, `needed`): the hop is the collective on this rank's device.
-Error as_hop(Error error, const char* collective, ServiceId device, ClaimKey needed,
-             ClaimKey produced) {
-    SkipRecord hop{collective, device, needed, {produced}};
-    if (const auto* carried = error.details_as<UnwrittenDetails>();
-        carried != nullptr && carried->root != nullptr) {
-        UnwrittenDetails details = *carried;
-        details.chain.insert(details.chain.begin(), std::move(hop));
-        return Error::unwritten(std::move(details));
-    }
-    UnwrittenDetails details;
-    details.allocations = 1;
-    details.chain = {std::move(hop)};
-    details.root = std::make_shared<const Error>(std::move(error));
-    return Error::unwritten(std::move(details));
 }
 
 }  // namespace
@@ -157,33 +118,17 @@ int Communicator::first_unreadable(bool unreadable) const {
     return first;
 }
 
-Status Communicator::spread_failure(const Handle& buffer, int from, const Status& read,
-                                    const char* collective) {
-    // Rank `from` sends its failure and the key of its buffer; every rank learns the same.
-    std::string report;
-    std::array<std::uint64_t, 4> header{};
-    if (rank_ == from) {
-        report = job_detail::encode(read.error());
-        const ClaimKey key = buffer.claim_key();
-        header = {report.size(), key.memory.value, key.range.begin, key.range.end};
+Status Communicator::spread_failure(const Handle& source, const Handle& destination, int from,
+                                    const Status& read, const char* collective) {
+    // Rank `from` sends its failure and the key of its source; every rank learns the same, and
+    // every destination is claimed with it, but a source that is its own destination on the
+    // rank it failed on: that claim is the failure the others get.
+    const detail::CarriedFailure failure =
+        detail::broadcast_failure(comm_, from, read, rank_ == from ? source.claim_key() : ClaimKey{});
+    if (rank_ == from && destination.claim_key() == source.claim_key()) {
+        return {};
     }
-    MPI_Bcast(header.data(), 4, MPI_UINT64_T, from, comm_);
-    report.resize(header[0]);
-    MPI_Bcast(report.data(), static_cast<int>(report.size()), MPI_BYTE, from, comm_);
-    if (rank_ == from) {
-        return {};  // Its buffer is claimed already: that claim is the failure the others get.
-    }
-    std::optional<Error> decoded = job_detail::decode_error(report);
-    Error failure = decoded ? std::move(*decoded)
-                            : Error::torn_down("rank " + std::to_string(from) +
-                                               "'s failure arrived unreadable");
-    const ClaimKey needed{MemoryId{header[1]}, ByteRange{header[2], header[3]}};
-    Error claim = as_hop(std::move(failure), collective, device_.service(), needed,
-                         buffer.claim_key());
-    ExternalCallables fails;
-    fails.host = [claim](HostKernelContext&) -> Status { return claim; };
-    fails.cuda = [claim](const DeviceWorkContext&) -> Status { return claim; };
-    return device_.enqueue(ExternalWork{collective, {{buffer, AccessMode::Write}}, fails});
+    return detail::claim_with(device_, destination, failure, collective);
 }
 
 Status Communicator::read_source(const Handle& buffer) {
@@ -204,14 +149,14 @@ Status Communicator::read_source(const Handle& buffer) {
 
 Status Communicator::all_reduce(const Handle& buffer, ElementType type, ReduceOp op) {
     const std::uint64_t element = element_size(type);
-    if (Status agreed = agree_on_call(check_buffer(device_, buffer, element),
+    if (Status agreed = agree_on_call(detail::check_buffer(device_, buffer, element),
                                       buffer.empty() ? 0 : buffer.size_in_use());
         !agreed) {
         return agreed;
     }
     const Status read = read_source(buffer);
     if (const int from = first_unreadable(!read); from != size_) {
-        return spread_failure(buffer, from, read, "mpi all_reduce");
+        return spread_failure(buffer, buffer, from, read, "mpi all_reduce");
     }
     const std::uint64_t bytes = buffer.size_in_use();
     MPI_Allreduce(MPI_IN_PLACE, staging_.data(), static_cast<int>(bytes / element),
@@ -226,7 +171,7 @@ Status Communicator::broadcast(const Handle& buffer, int root) {
                                        " is no rank of a communicator of " +
                                        std::to_string(size_));
     }
-    if (Status agreed = agree_on_call(check_buffer(device_, buffer, 1),
+    if (Status agreed = agree_on_call(detail::check_buffer(device_, buffer, 1),
                                       buffer.empty() ? 0 : buffer.size_in_use());
         !agreed) {
         return agreed;
@@ -234,13 +179,66 @@ Status Communicator::broadcast(const Handle& buffer, int root) {
     const std::uint64_t bytes = buffer.size_in_use();
     const Status read = rank_ == root ? read_source(buffer) : Status{};
     if (first_unreadable(!read) != size_) {
-        return spread_failure(buffer, root, read, "mpi broadcast");
+        return spread_failure(buffer, buffer, root, read, "mpi broadcast");
     }
     if (staging_.size() < bytes) {
         staging_.resize(bytes);
     }
     MPI_Bcast(staging_.data(), static_cast<int>(bytes), MPI_BYTE, root, comm_);
     return rank_ == root ? Status{} : device_.write(buffer, std::span(staging_.data(), bytes));
+}
+
+Status Communicator::check_pair(const Handle& small, const Handle& large,
+                                std::uint64_t element) const {
+    if (Status each = detail::check_buffer(device_, small, element); !each) {
+        return each;
+    }
+    if (Status each = detail::check_buffer(device_, large, element); !each) {
+        return each;
+    }
+    if (large.size_in_use() / static_cast<std::uint64_t>(size_) != small.size_in_use() ||
+        large.size_in_use() % static_cast<std::uint64_t>(size_) != 0) {
+        return Error::invalid_argument(
+            "a buffer of " + std::to_string(large.size_in_use()) + " bytes is not " +
+            std::to_string(size_) + " times one of " + std::to_string(small.size_in_use()));
+    }
+    return {};
+}
+
+Status Communicator::all_gather(const Handle& input, const Handle& output) {
+    if (Status agreed = agree_on_call(check_pair(input, output, 1),
+                                      input.empty() ? 0 : input.size_in_use());
+        !agreed) {
+        return agreed;
+    }
+    const Status read = read_source(input);
+    if (const int from = first_unreadable(!read); from != size_) {
+        return spread_failure(input, output, from, read, "mpi all_gather");
+    }
+    const std::uint64_t bytes = input.size_in_use();
+    std::vector<std::byte> gathered(bytes * static_cast<std::uint64_t>(size_));
+    MPI_Allgather(staging_.data(), static_cast<int>(bytes), MPI_BYTE, gathered.data(),
+                  static_cast<int>(bytes), MPI_BYTE, comm_);
+    return device_.write(output, gathered);
+}
+
+Status Communicator::reduce_scatter(const Handle& input, const Handle& output, ElementType type,
+                                    ReduceOp op) {
+    const std::uint64_t element = element_size(type);
+    if (Status agreed = agree_on_call(check_pair(output, input, element),
+                                      input.empty() ? 0 : input.size_in_use());
+        !agreed) {
+        return agreed;
+    }
+    const Status read = read_source(input);
+    if (const int from = first_unreadable(!read); from != size_) {
+        return spread_failure(input, output, from, read, "mpi reduce_scatter");
+    }
+    const std::uint64_t bytes = output.size_in_use();
+    std::vector<std::byte> chunk(bytes);
+    MPI_Reduce_scatter_block(staging_.data(), chunk.data(), static_cast<int>(bytes / element),
+                             mpi_type(type), mpi_op(op), comm_);
+    return device_.write(output, chunk);
 }
 
 }  // namespace tandem::mpi

@@ -115,6 +115,105 @@ void a_broadcast_copies_the_root_or_spreads_its_failure(mpi::Communicator& comm,
            "a root outside the communicator is InvalidArgument");
 }
 
+std::vector<std::byte> bytes_of(std::size_t count, int value) {
+    return std::vector<std::byte>(count, static_cast<std::byte>(value));
+}
+
+// Every rank's output is every rank's input in rank order; a claimed input on the last rank
+// claims every output, its own included.
+void all_gather_orders_inputs_by_rank(mpi::Communicator& comm, Client& device) {
+    const int n = comm.size();
+    Handle input = *device.allocate(4);
+    Handle output = *device.allocate(4 * static_cast<std::uint64_t>(n));
+    expect(static_cast<bool>(device.write(input, bytes_of(4, comm.rank() + 1))), "write");
+    expect(static_cast<bool>(comm.all_gather(input, output)), "all_gather");
+    std::vector<std::byte> expected;
+    for (int r = 0; r < n; ++r) {
+        const std::vector<std::byte> part = bytes_of(4, r + 1);
+        expected.insert(expected.end(), part.begin(), part.end());
+    }
+    auto read = device.read(output);
+    expect(read && *read == expected, "the inputs in rank order");
+    if (comm.rank() == n - 1) {
+        expect(static_cast<bool>(device.launch("fail", LaunchConfig::linear(1),
+                                               {{input, AccessMode::Write}}, KernelArgs().u64(5))),
+               "launch of fail");
+    }
+    expect(static_cast<bool>(comm.all_gather(input, output)), "all_gather of a claimed input");
+    auto claimed = device.read(output);
+    expect(!claimed && claimed.error().report().find(
+                           "code 5 on device 0 of rank " + std::to_string(n - 1)) !=
+                           std::string::npos,
+           "every output claimed with the last rank's root");
+    const Status refused = comm.all_gather(input, input);
+    expect(!refused && refused.error().kind() == ErrorKind::InvalidArgument,
+           "an output that is not size() times the input is refused");
+}
+
+// Each rank's output is the sum of its chunk over the ranks.
+void reduce_scatter_sums_each_ranks_chunk(mpi::Communicator& comm, Client& device) {
+    const int n = comm.size();
+    Handle input = *device.allocate(8 * static_cast<std::uint64_t>(n));
+    Handle output = *device.allocate(8);
+    std::vector<float> values;
+    for (int r = 0; r < n; ++r) {
+        values.push_back(static_cast<float>(comm.rank() + 1));
+        values.push_back(static_cast<float>(r));
+    }
+    expect(static_cast<bool>(device.write(input, floats(values))), "write");
+    expect(static_cast<bool>(comm.reduce_scatter(input, output, ElementType::f32, ReduceOp::sum)),
+           "reduce_scatter");
+    const auto total = static_cast<float>(n * (n + 1) / 2);
+    auto read = device.read(output);
+    expect(read && as_floats(*read) ==
+                       std::vector<float>{total, static_cast<float>(n * comm.rank())},
+           "chunk r of the sum on rank r");
+}
+
+// Rank 0 sends to rank 1: the bytes land; a claimed source is refused by the sender with its
+// Unwritten error and claims the receiver's target; a size mismatch is refused on both sides.
+void send_and_recv_follow_k2(mpi::Communicator& comm, Client& device) {
+    if (comm.rank() > 1) {
+        return;  // Only ranks 0 and 1 meet.
+    }
+    Handle buffer = *device.allocate(8);
+    expect(static_cast<bool>(device.write(buffer, bytes_of(8, 1))), "write");
+    if (comm.rank() == 0) {
+        expect(static_cast<bool>(device.write(buffer, bytes_of(8, 6))), "write");
+        expect(static_cast<bool>(comm.send(buffer, 1)), "a clean send");
+        expect(static_cast<bool>(device.launch("fail", LaunchConfig::linear(1),
+                                               {{buffer, AccessMode::Write}}, KernelArgs().u64(8))),
+               "launch of fail");
+        const Status refused = comm.send(buffer, 1);
+        expect(!refused && refused.error().kind() == ErrorKind::Unwritten,
+               "a claimed source is refused with its Unwritten error");
+        Handle wide = *device.allocate(16);
+        (void)device.write(wide, bytes_of(16, 2));
+        const Status mismatch = comm.send(wide, 1);
+        expect(!mismatch && mismatch.error().kind() == ErrorKind::InvalidArgument,
+               "a source of another size than the target is refused");
+        const Status self = comm.send(wide, 0);
+        expect(!self && self.error().kind() == ErrorKind::InvalidArgument, "no send to itself");
+        return;
+    }
+    expect(static_cast<bool>(comm.recv(buffer, 0)), "a clean recv");
+    auto landed = device.read(buffer);
+    expect(landed && *landed == bytes_of(8, 6), "the sent bytes land");
+    expect(static_cast<bool>(comm.recv(buffer, 0)), "a recv of a claimed source succeeds");
+    auto claimed = device.read(buffer);
+    expect(!claimed && claimed.error().report().find("skipped 'mpi recv' on device 0 of rank 1") !=
+                           std::string::npos &&
+               claimed.error().report().find("code 8 on device 0 of rank 0") != std::string::npos,
+           "the target claimed with the sender's root and the hop: " +
+               (claimed ? std::string() : claimed.error().report()));
+    (void)device.write(buffer, bytes_of(8, 3));
+    const Status mismatch = comm.recv(buffer, 0);
+    expect(!mismatch && mismatch.error().kind() == ErrorKind::InvalidArgument,
+           "a recv of a source of another size is refused");
+    auto unchanged = device.read(buffer);
+    expect(unchanged && *unchanged == bytes_of(8, 3), "a refused recv changes nothing");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,6 +236,9 @@ int main(int argc, char** argv) {
         a_claimed_source_on_rank_1_claims_every_buffer(*comm, device);
         a_size_mismatch_is_refused_everywhere(*comm, device);
         a_broadcast_copies_the_root_or_spreads_its_failure(*comm, device);
+        all_gather_orders_inputs_by_rank(*comm, device);
+        reduce_scatter_sums_each_ranks_chunk(*comm, device);
+        send_and_recv_follow_k2(*comm, device);
     }
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

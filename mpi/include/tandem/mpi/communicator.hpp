@@ -77,17 +77,54 @@ public:
     /// `all_reduce` refuses it (sizes must match the root's).
     Status broadcast(const Handle& buffer, int root);
 
+    /// Every rank's `output` (`size()` times n bytes) becomes every rank's `input` (n bytes, the
+    /// same n on every rank) one after the other, rank r's at byte r * n. A claimed byte of any
+    /// rank's input claims every rank's output instead (the lowest such rank's failure, and the
+    /// collective as the hop), and the call succeeds. Errors, the same on every rank and
+    /// changing nothing: `InvalidArgument` for a buffer as `all_reduce` refuses it, an output
+    /// that is not `size()` times the input, or inputs of different sizes.
+    Status all_gather(const Handle& input, const Handle& output);
+
+    /// Every rank's `output` (n bytes) becomes `op` of chunk r (the n bytes at r * n, for rank
+    /// r) of every rank's `input` (`size()` times n bytes), element by element. A claimed byte of
+    /// any rank's input claims every rank's output instead, and the call succeeds. Errors, the
+    /// same on every rank: `InvalidArgument` as `all_gather` refuses, and for sizes that are no
+    /// whole number of elements.
+    Status reduce_scatter(const Handle& input, const Handle& output, ElementType type,
+                          ReduceOp op);
+
+    /// Sends `source` to rank `to`, whose matching `recv` (the same count of sends from this rank
+    /// to it, in order) receives it; returns once it went. Only the two ranks meet. A claimed
+    /// byte of `source` moves nothing: the send returns the source's `Unwritten` error and
+    /// claims nothing on this rank, and the receive claims its target with that failure and
+    /// the hop (rule K2). Errors: `InvalidArgument` for a rank that is not another rank of the
+    /// communicator (before meeting anyone), a source it refuses as `all_reduce` does or of
+    /// another size than the receiver's target, or a receiver that refused its part.
+    Status send(const Handle& source, int to);
+
+    /// Receives into `target` what rank `from` sends by its matching `send`; returns once it
+    /// landed (C3 releases `target`). A claimed source claims all of `target` with the sender's
+    /// failure and the hop instead, and the call succeeds. Errors: `InvalidArgument` for a rank
+    /// that is not another rank (before meeting anyone), a target it refuses as `all_reduce`
+    /// does, or a sender that refused (a source of another size).
+    Status recv(const Handle& target, int from);
+
 private:
     Communicator(MPI_Comm comm, Client device, int rank, int size);
+    /// `InvalidArgument` unless `small` and `large` are buffers of this rank's device with
+    /// `large` `size()` times `small`, both whole numbers of `element`-byte elements.
+    [[nodiscard]] Status check_pair(const Handle& small, const Handle& large,
+                                    std::uint64_t element) const;
     /// Agrees on whether every rank's call is valid (`local`) with a buffer of `bytes` bytes:
     /// the error every rank returns when not.
     Status agree_on_call(const Status& local, std::uint64_t bytes);
     /// Agrees on the lowest rank whose source could not be read; `size()` when every one could.
     [[nodiscard]] int first_unreadable(bool unreadable) const;
-    /// Claims this rank's `buffer` with the failure rank `from` met reading its source (`read`
-    /// there), which rank `from` sends to every rank with the key of its buffer.
-    Status spread_failure(const Handle& buffer, int from, const Status& read,
-                          const char* collective);
+    /// Claims this rank's `destination` with the failure rank `from` met reading its `source`
+    /// (`read` there), which rank `from` sends to every rank with the key of its source; on rank
+    /// `from`, a destination that is its source keeps its own claim.
+    Status spread_failure(const Handle& source, const Handle& destination, int from,
+                          const Status& read, const char* collective);
     /// Waits for every writer of `buffer`'s bytes, then copies them into `staging_`: success
     /// iff no byte is claimed (C6), or why not.
     Status read_source(const Handle& buffer);
