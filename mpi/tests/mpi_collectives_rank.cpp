@@ -214,6 +214,24 @@ void send_and_recv_follow_k2(mpi::Communicator& comm, Client& device) {
     expect(unchanged && *unchanged == bytes_of(8, 3), "a refused recv changes nothing");
 }
 
+// Last, as it loses rank 1's device for good: a lost device is a failed source (D1) like a
+// claimed byte, so every other rank's buffer is claimed with the loss, named on rank 1.
+void a_lost_device_on_rank_1_claims_every_other_buffer(mpi::Communicator& comm, Client& device) {
+    Handle buffer = *device.allocate(8);
+    expect(static_cast<bool>(device.write(buffer, floats({1, 1}))), "write");
+    if (comm.rank() == 1) {
+        expect(static_cast<bool>(device.inject(DeviceLossFault{0})), "the loss of rank 1's device");
+    }
+    const Status reduced = comm.all_reduce(buffer, ElementType::f32, ReduceOp::sum);
+    if (comm.rank() == 1) {
+        return;  // Its own calls fail from now on (D1); what it said is what the others got.
+    }
+    expect(static_cast<bool>(reduced), "all_reduce beside a lost device is taken");
+    auto read = device.read(buffer);
+    expect(!read && read.error().report().find("device 0 of rank 1 is lost") != std::string::npos,
+           "the loss named on rank 1: " + (read ? std::string() : read.error().report()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -239,6 +257,7 @@ int main(int argc, char** argv) {
         all_gather_orders_inputs_by_rank(*comm, device);
         reduce_scatter_sums_each_ranks_chunk(*comm, device);
         send_and_recv_follow_k2(*comm, device);
+        a_lost_device_on_rank_1_claims_every_other_buffer(*comm, device);
     }
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
