@@ -6,7 +6,12 @@
 // just before kill() to the moment rank 0's watcher read the end of the connection. Rank 1 is
 // reaped only after that, so the notice also says how it ended.
 //
-//   tandem_job_notice [--kills N] [--touch-mib M]
+// With --all-reduce, both ranks open a simulator runtime, rank 0 starts a `Job::all_reduce` of
+// 64 KiB that rank 1 never joins (rank 0 waits in its first step), and the figure is from just
+// before kill() to the moment rank 0's call returned `DeviceLost` naming rank 1: a rank lost in
+// the middle of a collective, as every survivor meets it.
+//
+//   tandem_job_notice [--kills N] [--touch-mib M] [--all-reduce]
 
 #include "rank_one.hpp"
 
@@ -23,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 
@@ -30,10 +36,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Rank 1: joins, touches `touch_mib` MiB, writes one byte on stdout, waits to be killed.
-int be_rank_one(std::size_t touch_mib) {
+/// Rank 1: joins (with a runtime for `--all-reduce`), touches `touch_mib` MiB, writes one byte
+/// on stdout, waits to be killed.
+int be_rank_one(std::size_t touch_mib, bool with_runtime) {
     tandem::JoinOptions options;
-    options.open_runtime = false;
+    options.open_runtime = with_runtime;
+    options.runtime.backend = "sim";
     tandem::Result<tandem::Job> job = tandem::Job::join(options);
     if (!job) {
         std::fprintf(stderr, "%s", job.error().report().c_str());
@@ -48,13 +56,42 @@ int be_rank_one(std::size_t touch_mib) {
     return 0;
 }
 
-/// One kill: the microseconds from kill() to the notice, and how the notice says it ended.
-std::pair<double, std::string> one_kill(std::size_t touch_mib) {
+/// Rank 0's all-reduce that rank 1 never joins, started, then rank 1 killed: the microseconds
+/// from kill() to the call's return, and its error's message.
+std::pair<double, std::string> kill_in_all_reduce(tandem::Job& job, pid_t pid) {
+    tandem::Client device = job.runtime()->client(0);
+    tandem::Result<tandem::Handle> buffer = device.allocate(64 << 10);
+    if (!buffer) {
+        std::fprintf(stderr, "%s", buffer.error().report().c_str());
+        std::exit(2);
+    }
+    Clock::time_point returned_at;
+    std::thread caller([&] {
+        const tandem::Status reduced =
+            job.all_reduce(*buffer, tandem::ElementType::f32, tandem::ReduceOp::sum);
+        returned_at = Clock::now();
+        if (reduced || reduced.error().kind() != tandem::ErrorKind::DeviceLost) {
+            std::fprintf(stderr, "the all-reduce did not fail with DeviceLost: %s\n",
+                         reduced ? "it succeeded" : reduced.error().message().c_str());
+            std::exit(1);
+        }
+    });
+    const Clock::time_point killed_at = Clock::now();
+    ::kill(pid, SIGKILL);
+    caller.join();
+    return {std::chrono::duration<double, std::micro>(returned_at - killed_at).count(),
+            "the all-reduce failed with DeviceLost"};
+}
+
+/// One kill: the microseconds from kill() to the notice (or to the all-reduce's failure), and
+/// how the notice says it ended.
+std::pair<double, std::string> one_kill(std::size_t touch_mib, bool all_reduce) {
     const std::string id = tandem::new_job_id();
-    const auto [pid, gate] =
-        tandem::bench::start_rank_one(id, {"--as-rank-one", std::to_string(touch_mib)});
+    const auto [pid, gate] = tandem::bench::start_rank_one(
+        id, {"--as-rank-one", std::to_string(touch_mib), all_reduce ? "1" : "0"});
     tandem::JoinOptions options;
-    options.open_runtime = false;
+    options.open_runtime = all_reduce;
+    options.runtime.backend = "sim";
     options.environment = tandem::JobEnvironment{0, 2, 0, id, tandem::job_folder_path(id)};
     tandem::Result<tandem::Job> job = tandem::Job::join(options);
     char byte = 0;
@@ -62,6 +99,12 @@ std::pair<double, std::string> one_kill(std::size_t touch_mib) {
         std::fprintf(stderr, "rank 1 did not join: %s\n",
                      job ? "its gate closed" : job.error().report().c_str());
         std::exit(2);
+    }
+    if (all_reduce) {
+        const auto figure = kill_in_all_reduce(*job, pid);
+        ::waitpid(pid, nullptr, 0);
+        ::close(gate);
+        return figure;
     }
     const Clock::time_point killed_at = Clock::now();
     ::kill(pid, SIGKILL);
@@ -80,26 +123,35 @@ std::pair<double, std::string> one_kill(std::size_t touch_mib) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc == 3 && std::strcmp(argv[1], "--as-rank-one") == 0) {
-        return be_rank_one(std::strtoull(argv[2], nullptr, 10));
+    if (argc == 4 && std::strcmp(argv[1], "--as-rank-one") == 0) {
+        return be_rank_one(std::strtoull(argv[2], nullptr, 10), std::strcmp(argv[3], "1") == 0);
     }
     int kills = 20;
     std::size_t touch_mib = 0;
-    for (int index = 1; index + 1 < argc; index += 2) {
+    bool all_reduce = false;
+    for (int index = 1; index < argc; ++index) {
+        if (std::strcmp(argv[index], "--all-reduce") == 0) {
+            all_reduce = true;
+            continue;
+        }
+        if (index + 1 >= argc) {
+            break;
+        }
         if (std::strcmp(argv[index], "--kills") == 0) {
             kills = std::max(1, std::atoi(argv[index + 1]));
         } else if (std::strcmp(argv[index], "--touch-mib") == 0) {
             touch_mib = std::strtoull(argv[index + 1], nullptr, 10);
         }
+        ++index;
     }
     std::vector<double> micros;
     for (int kill = 0; kill < kills; ++kill) {
-        const auto [figure, how] = one_kill(touch_mib);
+        const auto [figure, how] = one_kill(touch_mib, all_reduce);
         std::printf("kill %2d: noticed after %9.1f us: %s\n", kill + 1, figure, how.c_str());
         micros.push_back(figure);
     }
-    std::printf("%d kills, rank 1 touching %zu MiB: median %.1f us, worst %.1f us\n", kills,
-                touch_mib, tandem::bench::median(micros),
+    std::printf("%d kills%s, rank 1 touching %zu MiB: median %.1f us, worst %.1f us\n", kills,
+                all_reduce ? " in an all-reduce" : "", touch_mib, tandem::bench::median(micros),
                 *std::max_element(micros.begin(), micros.end()));
     return 0;
 }
