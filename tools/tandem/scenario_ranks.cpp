@@ -102,16 +102,6 @@ std::string why_not_as_job(const Scenario& scenario, const RunOptions& options) 
     if (scenario.races == RaceExpectation::Reported) {
         return "expects a race, and races are found within one process";
     }
-    std::map<std::string, std::uint32_t> recorded_by;
-    const std::uint32_t per_rank = scenario.devices / scenario.ranks;
-    for (const Step& step : scenario.steps) {
-        if (const auto* record = std::get_if<RecordStep>(&step.action)) {
-            recorded_by[record->event] = record->device / per_rank;
-        } else if (const auto* wait = std::get_if<WaitStep>(&step.action);
-                   wait != nullptr && recorded_by[wait->event] != wait->device / per_rank) {
-            return "waits on an event of another rank, and events do not cross processes yet";
-        }
-    }
     return {};
 }
 
@@ -237,6 +227,12 @@ int run_as_scenario_rank(const std::string& path, std::uint64_t seed) {
     };
     run.hooks.service_of = [&](std::uint32_t device) {
         return *job->service(device / per_rank, device % per_rank);
+    };
+    run.hooks.publish_event = [&](const std::string& name, const Event& event) {
+        return job->publish(name, event);
+    };
+    run.hooks.resolve_event = [&](const std::string& name) {
+        return job->lookup_event(name, rank_wait);
     };
     run.rank_of = [per_rank](std::uint32_t device) { return device / per_rank; };
     run.barrier = [&] { return job->barrier(rank_wait); };

@@ -5,8 +5,10 @@
 // the steps of its devices in the file's order and meets the others (`Job::barrier`) wherever
 // that order passes from one rank to another, so the steps run in the file's order across
 // processes; a buffer of another rank's device is looked up by the name it was shared under.
-// What does not cross processes yet is refused before anything runs, as a skip: a wait on an
-// event another rank recorded, and an expected race (races are found within a process).
+// A rank shares every event it records (`Job::publish`, one name a record), and a wait on an
+// event another rank recorded looks that record's event up (`Job::lookup_event`). What does not
+// cross processes yet is refused before anything runs, as a skip: an expected race (races are
+// found within a process).
 
 #include "scenario_run.hpp"
 

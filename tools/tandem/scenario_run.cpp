@@ -118,6 +118,15 @@ public:
     Outcome execute(const Action& action) {
         return std::visit([this](const auto& step) { return run(step); }, action);
     }
+    /// The event a record step named `name` recorded last, if any.
+    [[nodiscard]] std::optional<Event> event(const std::string& name) const {
+        const auto found = events_.find(name);
+        return found == events_.end() ? std::nullopt : std::optional<Event>(found->second);
+    }
+    /// Makes `name` name `event` (another rank's) for the wait steps that follow.
+    void adopt_event(const std::string& name, const Event& event) {
+        events_.insert_or_assign(name, event);
+    }
 
     Outcome inject(const InjectStep& step) {
         Fault fault = step.fault;
@@ -472,10 +481,68 @@ std::optional<std::uint32_t> executing_device(const Action& action,
 
 /// `run_steps` for one rank of a job: the steps of its devices, a barrier where the file's
 /// order passes from one rank to another. `failed_step` is where it stopped.
+/// Events across the ranks of a scenario run as a job: a rank shares each event it records, and
+/// a rank that waits on an event another rank recorded looks up that record's event first.
+class RankEvents {
+public:
+    explicit RankEvents(const RankRun& run) : run_(run) {}
+
+    /// Called for every step, in the file's order, whichever rank runs it (`rank`).
+    void see(const Action& action, std::optional<std::uint32_t> rank) {
+        if (const auto* record = std::get_if<RecordStep>(&action); record && rank) {
+            ++records_[record->event];
+            recorded_by_[record->event] = *rank;
+        }
+    }
+    /// Before this rank runs `action`: a wait on another rank's event gets that event.
+    Status before(const Action& action, ScenarioRunner& runner) const {
+        const auto* wait = std::get_if<WaitStep>(&action);
+        if (wait == nullptr || !run_.hooks.resolve_event) {
+            return {};
+        }
+        const auto by = recorded_by_.find(wait->event);
+        if (by == recorded_by_.end() || by->second == run_.rank) {
+            return {};  // Its own event, or one never recorded: the step says so itself.
+        }
+        Result<Event> found =
+            run_.hooks.resolve_event(shared_event_name(wait->event, records_.at(wait->event)));
+        if (found) {
+            runner.adopt_event(wait->event, *found);
+        }
+        return found ? Status{} : Status(found.error());
+    }
+    /// After this rank ran `action`: an event it recorded is shared.
+    Status after(const Action& action, const ScenarioRunner& runner) const {
+        const auto* record = std::get_if<RecordStep>(&action);
+        if (record == nullptr || !run_.hooks.publish_event) {
+            return {};
+        }
+        const std::optional<Event> recorded = runner.event(record->event);
+        return recorded ? run_.hooks.publish_event(
+                              shared_event_name(record->event, records_.at(record->event)),
+                              *recorded)
+                        : Status{};
+    }
+
+private:
+    const RankRun& run_;
+    std::map<std::string, std::uint64_t> records_;
+    std::map<std::string, std::uint32_t> recorded_by_;
+};
+
+}  // namespace
+
+std::string shared_event_name(const std::string& event, std::uint64_t count) {
+    return "tandem.scenario.event." + std::to_string(count) + "." + event;
+}
+
+namespace {
+
 void run_rank_steps(const Scenario& scenario, ScenarioRunner& runner, const RankRun& run,
                     ScenarioResult& result, std::size_t& failed_step) {
     std::map<std::string, std::uint32_t> owners;
     std::optional<std::uint32_t> last_rank;
+    RankEvents events(run);
     for (failed_step = 0; failed_step < scenario.steps.size(); ++failed_step) {
         const Step& step = scenario.steps[failed_step];
         const std::optional<std::uint32_t> device = executing_device(step.action, owners);
@@ -489,14 +556,23 @@ void run_rank_steps(const Scenario& scenario, ScenarioRunner& runner, const Rank
             }
         }
         last_rank = rank ? rank : last_rank;
+        events.see(step.action, rank);
         if (rank && *rank != run.rank) {
             continue;  // Another rank's step.
         }
-        const Outcome outcome = runner.execute(step.action);
+        Status crossed = events.before(step.action, runner);
+        const Outcome outcome = crossed ? runner.execute(step.action)
+                                        : Outcome::trouble(crossed.error().message());
+        if (crossed) {
+            crossed = events.after(step.action, runner);
+        }
         ++result.steps_run;
         result.outcomes.push_back(step.mark.describe() + " " + std::string(step_kind(step.action)) +
                                   ": " + describe_outcome(outcome));
-        if (const std::string problem = judge(step, outcome); !problem.empty()) {
+        const std::string problem =
+            crossed ? judge(step, outcome) : "its event could not cross ranks: " +
+                                                 crossed.error().message();
+        if (!problem.empty()) {
             result.failure = step.mark.describe() + ": " + std::string(step_kind(step.action)) +
                              " step: " + problem;
             return;

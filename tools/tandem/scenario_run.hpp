@@ -62,7 +62,16 @@ struct RankHooks {
     std::function<Status(const std::string& name, const Handle& handle)> publish;
     /// The service of `device`, a device of another rank.
     std::function<ServiceId(std::uint32_t device)> service_of;
+    /// Shares `event`, which a record step of this rank just recorded, with the other ranks
+    /// under `name` (`shared_event_name`).
+    std::function<Status(const std::string& name, const Event& event)> publish_event;
+    /// The event another rank shared under `name`, for a wait step of this rank.
+    std::function<Result<Event>(const std::string& name)> resolve_event;
 };
+
+/// The name the `count`-th record (from 1) of the file's event `event` is shared under across
+/// ranks: one name a record, since a file may record an event again.
+std::string shared_event_name(const std::string& event, std::uint64_t count);
 
 /// One rank's part of a scenario run as a job: it runs the steps of its own devices, in the
 /// file's order, and waits for every rank where that order passes from one rank to another.
