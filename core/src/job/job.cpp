@@ -160,8 +160,6 @@ Status Job::open_rank_runtime(const JoinOptions& options, const RuntimeOptions& 
     std::uint32_t devices = 0;
     std::string backend = "none";
     if (options.open_runtime) {
-        // Memory ids carry the rank from now on: another rank names this one's memory by them.
-        MemoryId::draw_for_rank(state_->environment.rank);
         Result<std::shared_ptr<Runtime>> runtime = open_runtime(runtime_options);
         if (!runtime) {
             return runtime.error();
