@@ -20,7 +20,7 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       ordinal_(ordinal),
       shares_gpu_(shares_gpu),
       storage_(ordinal, capacity_bytes),
-      memory_(storage_, order_, engine.options.pools),
+      memory_(storage_, order_, engine.options.pools, service().rank),
       next_launch_id_(engine.options.first_launch_id) {
     DeviceGuard guard(ordinal_);
     int major = 0;

@@ -47,7 +47,7 @@ SimDevice::SimDevice(Engine& engine, std::uint32_t index, std::unique_ptr<Segmen
       index_(index),
       segment_(std::move(segment)),
       storage_(*segment_, base_address(engine.options.rank, index)),
-      memory_(storage_, order_, engine.options.pools) {
+      memory_(storage_, order_, engine.options.pools, service().rank) {
     memory_.set_freed_listener([this](const AllocationInfo& info) {
         claims_.forget(info.id);  // C5: a new occupant starts clean.
         engine_.races.forget(info.id, info.address, info.size_bytes);

@@ -34,6 +34,13 @@
 // owner keeps on its board says so; a backend that cannot export memory or events (CUDA, for
 // now) refuses `publish`.
 //
+// A job can also be simulated in one process (`Job::join_in_process`): its ranks are `Job`s of
+// that process, each with a runtime of its own, and they meet and talk exactly as ranks of their
+// own processes do (the same folder, sockets, boards and frames), so what a test proves of them
+// holds of processes. Nothing of a rank is the process's: memory ids carry the rank of the
+// runtime that drew them, a device is named by its rank, a seat is taken per `Job`. Killing the
+// process would end every rank; `Job::abandon` ends one, as its death would.
+//
 //   variable             set by                   meaning
 //   TANDEM_RANK          tandem launch, by hand   this process's rank, 0 to world size - 1
 //   TANDEM_WORLD_SIZE    tandem launch, by hand   the number of ranks, 1 to 256
@@ -112,6 +119,10 @@ enum class RankEnd : std::uint8_t {
     /// Its connections closed without a word, and the system no longer showed why (its process
     /// was already reaped by its parent): it exited, crashed or was killed.
     vanished,
+    /// Its connections closed without a word while its process runs on: the rank was abandoned
+    /// (`Job::abandon`, the death of one rank of a job whose ranks share a process), or its
+    /// process closed them some other way (it ran another program).
+    abandoned,
 };
 
 /// A rank this process no longer hears from: which, how it ended, and when this process noticed.
@@ -133,7 +144,7 @@ struct RankLoss {
 
 /// How `Job::join` joins, and the runtime it opens.
 struct JoinOptions {
-    /// This process's place in the job; unset: `job_environment()`.
+    /// This rank's place in the job; unset: `job_environment()` (this process's).
     std::optional<JobEnvironment> environment{};
     /// The runtime of this rank, as `open_runtime` takes it (the devices per rank are
     /// `TANDEM_DEVICES`, as `tandem launch --devices-per-rank` sets it). The seed is made per
@@ -150,8 +161,9 @@ struct JoinOptions {
     std::chrono::milliseconds event_wait_timeout{std::chrono::seconds(60)};
 };
 
-/// This process's membership in a job: its rank, the other ranks' liveness and this rank's
-/// runtime. Move-only; destroying it leaves the job (`leave`).
+/// A rank's membership in a job: its rank, the other ranks' liveness and this rank's runtime.
+/// A process holds one (a rank of its own) or several (`join_in_process`: a job simulated in
+/// one process). Move-only; destroying it leaves the job (`leave`).
 class Job {
 public:
     /// Joins the job the environment (or `options.environment`) names: opens or creates the job
@@ -163,6 +175,17 @@ public:
     /// id or world size; `PeerUnreachable` naming the ranks that never came within
     /// `options.timeout`; the runtime's own errors.
     static Result<Job> join(const JoinOptions& options = {});
+    /// Joins all `world_size` ranks of one job in this process, each on a thread of its own
+    /// (a join waits for every rank), and returns them in rank order: a job simulated in one
+    /// process, whose ranks a program or a test drives as it would ranks of processes of their
+    /// own (each rank's calls from any thread), and whose death of a rank is `abandon`. Each
+    /// rank is `join(options)` with its own environment: the rank, a local rank equal to it,
+    /// and the job id and folder of `options.environment` when set (its rank and world size are
+    /// not read), else a fresh job id and its folder under /dev/shm. Errors: `InvalidArgument`
+    /// for a world size of 0 or over `job_ranks_max`; else the first error of a rank, in rank
+    /// order, once every rank's join has ended (the ranks that joined leave).
+    static Result<std::vector<Job>> join_in_process(std::uint32_t world_size,
+                                                    const JoinOptions& options = {});
 
     /// Takes `other`'s membership; `other` is left empty (only destroying it is allowed).
     Job(Job&& other) noexcept;
@@ -173,7 +196,7 @@ public:
     /// Leaves the job (`leave`).
     ~Job();
 
-    /// This process's rank.
+    /// This rank's number.
     [[nodiscard]] std::uint32_t rank() const;
     /// The number of ranks.
     [[nodiscard]] std::uint32_t world_size() const;
@@ -303,10 +326,10 @@ public:
     Status recv(std::uint32_t rank, const Handle& target,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
-    /// Whether `rank` is still in the job as this process sees it: this rank while it has not
+    /// Whether `rank` is still in the job as this rank sees it: this rank while it has not
     /// left, another rank until its connection ends. False for a rank past the world size.
     [[nodiscard]] bool rank_alive(std::uint32_t rank) const;
-    /// The ranks lost so far, in the order this process noticed them.
+    /// The ranks lost so far, in the order this rank noticed them.
     [[nodiscard]] std::vector<RankLoss> lost_ranks() const;
     /// The first rank lost, waiting up to `timeout` for one; nullopt when none was lost by then.
     [[nodiscard]] std::optional<RankLoss> wait_for_loss(std::chrono::milliseconds timeout) const;
@@ -323,6 +346,15 @@ public:
     /// connections and removes this rank's files; the last rank out of a job no launcher holds
     /// removes the job folder. Idempotent.
     void leave();
+    /// Ends this rank abruptly, as the death of its process would: without the word `leave`
+    /// says, it closes its connections, so every other rank reports it lost (`RankEnd::abandoned`)
+    /// and does what a rank's death does (work reading its memory is skipped with `DeviceLost`
+    /// naming it, D1; waits for its events, barriers and collectives end with its loss; its pins
+    /// are let go), then lets its runtime go and removes its files as `leave` does. Meant for a
+    /// job whose ranks share a process (`join_in_process`), where killing the process would end
+    /// every rank: a test or a simulation ends one rank so. Handles this rank looked up read as
+    /// lost from now on, as after `leave`. Idempotent; `leave` after it does nothing.
+    void abandon();
 
     /// The most callbacks `on_rank_lost` keeps.
     static constexpr std::size_t loss_callbacks_max = 64;

@@ -49,9 +49,10 @@ struct RuntimeOptions {
     /// backends ignore it.
     std::vector<int> gpus{};
     /// The job rank the runtime serves; `Job::join` sets it (and a program under mpirun may set
-    /// it to its MPI rank). Its devices are then named "device D of rank R", memory the process
-    /// allocates from then on "memory #3 of rank R", and the simulator places the devices in the
-    /// rank's own part of the simulated address space, so no two ranks' devices share an
+    /// it to its MPI rank). Its devices are then named "device D of rank R", the memory they
+    /// allocate "memory #3 of rank R" (the runtime's rank, not the process's: other runtimes of
+    /// the process, other ranks' included, keep theirs), and the simulator places the devices in
+    /// the rank's own part of the simulated address space, so no two ranks' devices share an
     /// address. Unset: no job (the environment is not read for it).
     std::optional<std::uint32_t> rank{};
     /// Whether unset options are read from the environment at all; false: from the defaults only.

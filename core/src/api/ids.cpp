@@ -13,11 +13,14 @@ std::uint32_t next_runtime_number() {
 
 std::string to_string(ServiceId service) {
     std::string text = "device " + std::to_string(service.device_index);
+    // A rank's device is named by its rank alone: the number its process gave its runtime would
+    // make a report read differently when the job's ranks share a process (a simulated job) and
+    // when each has its own, and in another process it would name nothing.
+    if (service.rank != ServiceId::no_rank) {
+        return text + " of rank " + std::to_string(service.rank);
+    }
     if (service.runtime_number > 1) {  // The first runtime, the common case, goes unnamed.
         text += " of runtime " + std::to_string(service.runtime_number);
-    }
-    if (service.rank != ServiceId::no_rank) {
-        text += " of rank " + std::to_string(service.rank);
     }
     return text;
 }

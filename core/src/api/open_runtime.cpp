@@ -242,11 +242,6 @@ Result<std::shared_ptr<Runtime>> open_runtime(const RuntimeOptions& options) {
     if (!settings) {
         return settings.error();
     }
-    if (settings->rank) {
-        // Memory ids carry the rank from now on, so that another rank (a job's, an MPI
-        // communicator's) names this one's memory by them, "memory #3 of rank 1".
-        MemoryId::draw_for_rank(*settings->rank);
-    }
     return find_backend(settings->backend)->open(*settings);
 }
 

@@ -162,7 +162,8 @@ Result<Handle> Server::adopt_checked(AdoptedMemory memory) {
             "(the storage or adopted memory of a device of any runtime); " + to_string(service_) +
             " adopts none of it");
     }
-    const AllocationInfo info{MemoryId::next(), address, memory.size_bytes, default_stream()};
+    const AllocationInfo info{MemoryId::next(service_.rank), address, memory.size_bytes,
+                              default_stream()};
     // The owner's claims on it are forgotten (C5), then the adopter's release is called.
     auto* sink = new CallbackRelease([owner = weak_from_this(), release = std::move(memory.release)](
                                          const AllocationInfo& allocation) {

@@ -98,6 +98,10 @@ std::string RankLoss::describe() const {
             return text +
                    "closed its connections without leaving the job (it exited, crashed or was "
                    "killed; its process was gone before this rank could ask how)";
+        case RankEnd::abandoned:
+            return text +
+                   "was abandoned: its connections closed without leaving the job while its "
+                   "process runs on (Job::abandon, or the process closed them itself)";
     }
     return text;
 }
@@ -160,8 +164,6 @@ Status Job::open_rank_runtime(const JoinOptions& options, const RuntimeOptions& 
     std::uint32_t devices = 0;
     std::string backend = "none";
     if (options.open_runtime) {
-        // Memory ids carry the rank from now on: another rank names this one's memory by them.
-        MemoryId::draw_for_rank(state_->environment.rank);
         Result<std::shared_ptr<Runtime>> runtime = open_runtime(runtime_options);
         if (!runtime) {
             return runtime.error();
@@ -203,6 +205,21 @@ void Job::leave() {
     state_->runtime.reset();
     state_->watcher->say_goodbye();
     state_->peers->stop();
+    state_->seat->release();
+    state_->folder->release_and_remove_if_last();
+}
+
+void Job::abandon() {
+    if (!state_ || state_->left) {
+        return;
+    }
+    state_->left = true;
+    // This rank's own threads stop asking first; then the connections end without a word, and
+    // only then does the runtime go, as a dying process's memory outlives its sockets for no
+    // one: what a peer asks from here on finds the rank lost.
+    state_->peers->stop();
+    state_->watcher->hang_up();
+    state_->runtime.reset();
     state_->seat->release();
     state_->folder->release_and_remove_if_last();
 }

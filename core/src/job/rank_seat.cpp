@@ -23,8 +23,12 @@ Result<RankSeat> RankSeat::take(const std::string& folder, std::uint32_t rank,
         char holder[32] = {};
         (void)::pread(descriptor, holder, sizeof holder - 1, 0);
         ::close(descriptor);
-        const std::string who =
-            holder[0] != '\0' ? "process " + std::string(holder) : std::string("another process");
+        // flock's locks belong to an open file, not to a process: a second `Job` of this
+        // process taking the seat finds it taken too, and is told it is its own process's.
+        const bool here = std::string(holder) == std::to_string(::getpid());
+        const std::string who = here ? "another Job of this process " + std::string(holder)
+                                : holder[0] != '\0' ? "process " + std::string(holder)
+                                                    : std::string("another process");
         return Error::invalid_argument("rank " + std::to_string(rank) + " of job '" + job_id +
                                        "' joined twice: " + who + " holds it already (" + path +
                                        ")");

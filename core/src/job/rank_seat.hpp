@@ -13,12 +13,13 @@
 namespace tandem::job_detail {
 
 /// A rank's seat in the job folder: an exclusive lock on `rank-R.lock`, holding the process id.
-/// A second process that takes the same rank of the job finds the seat taken. Move-only; the
-/// seat's file is removed when it is released.
+/// A second process that takes the same rank of the job finds the seat taken, and so does a
+/// second `Job` of the same process (the lock is the open file's, not the process's). Move-only;
+/// the seat's file is removed when it is released.
 class RankSeat {
 public:
     /// Takes rank `rank`'s seat in `folder`. `InvalidArgument` naming the process that holds it
-    /// when another live process has it (the rank joined twice).
+    /// when another live process, or another `Job` of this one, has it (the rank joined twice).
     static Result<RankSeat> take(const std::string& folder, std::uint32_t rank,
                                  const std::string& job_id);
     RankSeat(RankSeat&& other) noexcept;

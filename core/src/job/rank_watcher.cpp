@@ -48,7 +48,7 @@ std::pair<RankEnd, int> how_process_ended(std::int64_t pid) {
     }
     const bool ending = state == 'Z' || state == 'X' || (flags & task_exiting_flag) != 0;
     if (!ending) {
-        return {RankEnd::vanished, 0};
+        return {RankEnd::abandoned, 0};
     }
     if (WIFSIGNALED(status)) {
         return {RankEnd::killed, WTERMSIG(status)};
@@ -98,12 +98,16 @@ void RankWatcher::stop() {
     thread_.join();
 }
 
-void RankWatcher::say_goodbye() {
+void RankWatcher::say_goodbye() { close_all(true); }
+
+void RankWatcher::hang_up() { close_all(false); }
+
+void RankWatcher::close_all(bool bye) {
     stop();
     for (Peer& peer : peers_) {
         std::lock_guard sending(*peer.sending);
         if (peer.descriptor >= 0) {
-            if (peer.alive) {
+            if (bye && peer.alive) {
                 (void)send_frame(peer.descriptor, FrameKind::bye, {});
             }
             ::close(std::exchange(peer.descriptor, -1));

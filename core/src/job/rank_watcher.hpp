@@ -25,7 +25,9 @@ namespace tandem::job_detail {
 
 /// How process `pid` ended, as /proc shows a process that is ending or ended and not yet reaped:
 /// `exited` with its code or `killed` with its signal; `vanished` when the system no longer shows
-/// it (its parent reaped it) or shows it still running.
+/// it (its parent reaped it); `abandoned` when it shows it still running (a process's sockets
+/// close after the system marks it exiting, so a rank whose connection ended while its process
+/// runs was abandoned, or its process closed the connection itself).
 std::pair<RankEnd, int> how_process_ended(std::int64_t pid);
 
 /// What the watcher does with a frame other than "bye": called on the watcher thread, in the
@@ -63,6 +65,9 @@ public:
     /// Stops the thread, tells every rank still connected that this rank leaves, and closes
     /// every connection. Idempotent.
     void say_goodbye();
+    /// Stops the thread and closes every connection without a word, as the end of this rank's
+    /// process would: every peer reports this rank lost (`Job::abandon`). Idempotent.
+    void hang_up();
     /// Sends one frame to `rank` (with `passed`, a descriptor, or -1), whole even while other
     /// threads send to it. `PeerUnreachable` for a rank lost or not connected.
     Status send(std::uint32_t rank, FrameKind kind, std::string_view payload, int passed = -1);
@@ -85,6 +90,8 @@ private:
     };
     void run();
     void stop();
+    /// Stops the thread and closes every connection, saying "bye" first on each when `bye`.
+    void close_all(bool bye);
     /// Reads what `rank`'s connection holds; true when the connection ended.
     bool read_from(std::uint32_t rank);
     void lose(std::uint32_t rank);

@@ -116,10 +116,12 @@ std::uint64_t round_up(std::uint64_t size_bytes, std::uint64_t alignment) {
 
 }  // namespace
 
-MemoryManager::MemoryManager(Storage& storage, StreamOrder& order, PoolOptions options)
+MemoryManager::MemoryManager(Storage& storage, StreamOrder& order, PoolOptions options,
+                             std::uint32_t rank)
     : storage_(storage),
       order_(order),
       options_(options),
+      rank_(rank),
       sliced_(storage, order, options.page_size_bytes),
       exclusive_(storage, order),
       released_(std::make_unique<ReleaseQueue>()) {
@@ -183,7 +185,7 @@ Result<ManagedMemoryHandle> MemoryManager::allocate(std::uint64_t size_bytes, St
     // Filled field by field where it lives: a copy of a whole record assembled just before
     // stalled the pair (the copy's wide loads cannot take the narrow stores' values in flight).
     AllocationInfo& info = control->allocation;
-    info.id = MemoryId::next();
+    info.id = MemoryId::next(rank_);
     info.address = block->address;
     info.size_bytes = size_bytes;
     info.stream = stream;

@@ -9,18 +9,7 @@
 
 namespace tandem {
 
-namespace {
-
-/// The rank tag of ids drawn from now on (`MemoryId::draw_for_rank`); 0 outside a job.
-std::atomic<std::uint64_t> rank_tag{0};
-
-}  // namespace
-
-void MemoryId::draw_for_rank(std::uint32_t rank) {
-    rank_tag.store((std::uint64_t{rank} + 1) << rank_shift, std::memory_order_relaxed);
-}
-
-MemoryId MemoryId::next() {
+MemoryId MemoryId::next(std::uint32_t rank) {
     // Starts at 1 so that a default-constructed id (0) never names an allocation. Each thread takes
     // ids in batches, so an allocation pays no atomic operation for its id; ids stay unique, and
     // increase within a thread, but not across threads.
@@ -32,7 +21,9 @@ MemoryId MemoryId::next() {
         next = counter.fetch_add(batch, std::memory_order_relaxed);
         end = next + batch;
     }
-    return MemoryId{rank_tag.load(std::memory_order_relaxed) | next++};
+    const std::uint64_t tag =
+        rank == ServiceId::no_rank ? 0 : (std::uint64_t{rank} + 1) << rank_shift;
+    return MemoryId{tag | next++};
 }
 
 namespace detail {

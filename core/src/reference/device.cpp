@@ -51,7 +51,7 @@ ReferenceDevice::ReferenceDevice(ReferenceEngine& engine, std::uint32_t index,
       engine_(engine),
       index_(index),
       storage_(capacity_bytes),
-      memory_(storage_, order_, pools) {
+      memory_(storage_, order_, pools, service().rank) {
     memory_.set_freed_listener([this](const AllocationInfo& info) { claims_.forget(info.id); });
     streams_.push_back(ReferenceStream{{StreamId{1}, {}, 0}});
     set_stream_count(1);

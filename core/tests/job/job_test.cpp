@@ -144,6 +144,35 @@ TEST(Job, a_join_that_times_out_names_the_ranks_that_never_came) {
     EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 
+TEST(Job, ranks_joined_in_one_process_see_one_another_and_an_abandoned_one_as_lost) {
+    JoinOptions options;
+    options.open_runtime = false;
+    options.timeout = guard_timeout;
+    Result<std::vector<Job>> joined = Job::join_in_process(3, options);
+    ASSERT_TRUE(joined.ok()) << joined.error().report();
+    std::vector<Job> jobs = std::move(*joined);
+    const std::string folder = jobs[0].folder();
+    for (std::uint32_t rank = 0; rank < 3; ++rank) {
+        EXPECT_EQ(jobs[rank].rank(), rank);
+        EXPECT_EQ(jobs[rank].local_rank(), rank);
+        EXPECT_EQ(jobs[rank].job_id(), jobs[0].job_id());
+        EXPECT_TRUE(jobs[rank].rank_alive((rank + 1) % 3));
+    }
+    jobs[1].abandon();  // No goodbye: the others cannot tell it from a death, but how it ended.
+    for (std::uint32_t rank : {0u, 2u}) {
+        std::optional<RankLoss> loss = jobs[rank].wait_for_loss_of(1, guard_timeout);
+        ASSERT_TRUE(loss.has_value());
+        EXPECT_EQ(loss->how, RankEnd::abandoned);
+        EXPECT_EQ(loss->pid, ::getpid());
+        EXPECT_FALSE(jobs[rank].rank_alive(1));
+    }
+    jobs[1].leave();  // After `abandon`, nothing more to do.
+    jobs[2].leave();
+    EXPECT_EQ(jobs[0].wait_for_loss_of(2, guard_timeout)->how, RankEnd::left);
+    jobs.clear();
+    EXPECT_FALSE(fs::exists(folder));
+}
+
 TEST(Job, a_rank_taken_twice_is_refused_naming_the_holder_and_the_first_stays_in_the_job) {
     const std::string id = new_job_id();
     auto first = std::async(std::launch::async, [&id] { return join_as(rank_of(id, 0, 2)); });
@@ -153,7 +182,7 @@ TEST(Job, a_rank_taken_twice_is_refused_naming_the_holder_and_the_first_stays_in
     ASSERT_FALSE(second.ok());
     EXPECT_EQ(second.error().kind(), ErrorKind::InvalidArgument);
     EXPECT_THAT(second.error().message(),
-                HasSubstr("rank 0 of job '" + id + "' joined twice: process " +
+                HasSubstr("rank 0 of job '" + id + "' joined twice: another Job of this process " +
                           std::to_string(::getpid()) + " holds it already"));
     Result<Job> one = join_as(rank_of(id, 1, 2));
     Result<Job> zero = first.get();
@@ -472,11 +501,10 @@ TEST(Job, the_runtime_of_a_rank_names_its_devices_by_the_rank) {
                             KernelArgs().u64(5));
         Result<std::vector<std::byte>> read = client.read(*handle);
         ASSERT_FALSE(read.ok());
-        // Both ranks run in this process here, so the second runtime is named by its number
-        // too ("device 0 of runtime 2 of rank 1"); a rank of its own process has one runtime.
-        EXPECT_THAT(read.error().report(), HasSubstr("on device 0 "));
+        // Both ranks run in this process here; a rank's device is named by its rank alone, as
+        // when it has a process of its own.
         EXPECT_THAT(read.error().report(),
-                    HasSubstr(" of rank " + std::to_string(rank) + ", stream 1"));
+                    HasSubstr("on device 0 of rank " + std::to_string(rank) + ", stream 1"));
     }
     jobs.clear();
     EXPECT_FALSE(fs::exists(job_folder_path(id)));

@@ -43,8 +43,11 @@ public:
     /// Requests over this many bytes are refused as absurd, before any arithmetic on them.
     static constexpr std::uint64_t max_allocation_bytes = std::uint64_t{1} << 62;
 
-    /// A manager over `storage`, ordering reuse by `order`; both must outlive it.
-    MemoryManager(Storage& storage, StreamOrder& order, PoolOptions options = {});
+    /// A manager over `storage`, ordering reuse by `order`; both must outlive it. Its
+    /// allocations' ids carry `rank`, the rank of the job its device serves (`ServiceId::rank`;
+    /// `ServiceId::no_rank` outside a job), whatever else the process holds (`MemoryId::next`).
+    MemoryManager(Storage& storage, StreamOrder& order, PoolOptions options = {},
+                  std::uint32_t rank = ServiceId::no_rank);
     ~MemoryManager();
     MemoryManager(const MemoryManager&) = delete;
     MemoryManager& operator=(const MemoryManager&) = delete;
@@ -94,6 +97,8 @@ private:
     Storage& storage_;
     StreamOrder& order_;
     PoolOptions options_;
+    /// The rank every id this manager draws carries.
+    std::uint32_t rank_;
     SlicedPool sliced_;
     ExclusivePool exclusive_;
     /// Closed and let go, not deleted, when the manager goes: see ReleaseQueue.

@@ -22,7 +22,8 @@ struct ServiceId {
     /// The device's number within its runtime, from 0.
     std::uint32_t device_index = 0;
     /// The runtime's number in its process, from 1 in the order runtimes are created: how
-    /// messages name it, the same from run to run where the id is not. Not part of the identity
+    /// messages name a runtime that serves no job (a rank's is named by its rank), the same from
+    /// run to run where the id is not. Not part of the identity
     /// (the id decides it); 0 in an id made by hand.
     std::uint32_t runtime_number = 0;
     /// The rank of the job whose runtime this is (`Job::join`), or `no_rank` outside a job:
@@ -70,13 +71,16 @@ struct MemoryId {
     /// The generation count it was drawn with; 0 names no allocation.
     std::uint64_t value = 0;
 
-    /// A fresh id from the process-wide generation counter. Thread-safe and lock-free. In a
-    /// process that joined a job, the id carries the rank (`rank_of`), so that ids are unique
-    /// across the job: another rank's shared memory is named by its owner's id.
-    static MemoryId next();
+    /// A fresh id from the process-wide generation counter, drawn for a runtime of rank `rank`
+    /// of a job (`ServiceId::rank`; `ServiceId::no_rank` outside a job). Thread-safe and
+    /// lock-free. An id of a rank carries it (`rank_of`), so that ids are unique across the job
+    /// whether its ranks share a process or not: another rank's shared memory is named by its
+    /// owner's id. The rank is the drawing runtime's, never the process's, since several ranks
+    /// of one job may live in one process (`Job::join_in_process`).
+    static MemoryId next(std::uint32_t rank = ServiceId::no_rank);
     /// Bits below the rank: the generation count. A process draws fewer than 2^48 ids.
     static constexpr unsigned rank_shift = 48;
-    /// The rank of the process that drew the id, or none for a process outside a job.
+    /// The rank of the runtime that drew the id, or none for a runtime outside a job.
     [[nodiscard]] constexpr std::optional<std::uint32_t> rank_of() const {
         const std::uint64_t tag = value >> rank_shift;
         return tag == 0 ? std::nullopt : std::optional<std::uint32_t>(tag - 1);
@@ -85,10 +89,6 @@ struct MemoryId {
     [[nodiscard]] constexpr std::uint64_t count() const {
         return value & ((std::uint64_t{1} << rank_shift) - 1);
     }
-    /// Marks every id this process draws from now on with `rank` (`Job::join` calls it, before
-    /// the rank's runtime allocates anything).
-    static void draw_for_rank(std::uint32_t rank);
-
     /// Ordered by generation: an older allocation sorts first.
     friend constexpr auto operator<=>(const MemoryId&, const MemoryId&) = default;
 };
