@@ -9,7 +9,11 @@
 //   drop NAME            lets the handle go: "ok"
 //   size NAME            the bytes the handle addresses: "size N"
 //   publish NAME VALUE   allocates 64 bytes of its device filled with VALUE, grants rank 0's
-//                        device 0 and publishes them as NAME: "ok"
+//                        device 0 and publishes them as NAME, keeping its handle: "ok"
+//   alloc NAME           allocates 64 bytes of its device and keeps them as NAME: "ok"
+//   read NAME            reads the handle (running the work before it): "bytes B0 ... B7", or
+//                        "error KIND: MESSAGE"
+//   record NAME          records an event on its default stream and publishes it as NAME: "ok"
 //   barrier              Job::barrier: "ok", or "error KIND: MESSAGE"
 //   lose                 loses its device at once (an injected loss, D1): "ok"
 //   allreduce VALUE      four floats of VALUE, summed over the job (Job::all_reduce), then
@@ -209,13 +213,14 @@ std::optional<std::string> collective(Job& job, Client& device, std::string comm
     return std::nullopt;
 }
 
-/// `publish NAME VALUE`: "ok", or the first error.
-std::string publish_filled(Job& job, Client& device, const std::string& name,
-                           std::uint64_t value) {
+/// `publish NAME VALUE`: "ok", or the first error; the buffer is kept in `handles`.
+std::string publish_filled(Job& job, Client& device, const std::string& name, std::uint64_t value,
+                           std::map<std::string, Handle>& handles) {
     Result<Handle> buffer = device.allocate(64);
     if (!buffer) {
         return "error " + first_line_of(buffer.error());
     }
+    handles.insert_or_assign(name, *buffer);
     Status done = device.launch("fill", LaunchConfig::linear(64),
                                 {{*buffer, AccessMode::Write}}, KernelArgs().u64(value));
     if (done) {
@@ -255,7 +260,16 @@ int main() {
                 handles.insert_or_assign(name, *found);
             }
         } else if (command == "publish") {
-            answer = publish_filled(*job, device, name, value);
+            answer = publish_filled(*job, device, name, value, handles);
+        } else if (command == "alloc") {
+            Result<Handle> buffer = device.allocate(64);
+            answer = buffer ? "ok" : error_text(buffer.error());
+            if (buffer) {
+                handles.insert_or_assign(name, *buffer);
+            }
+        } else if (command == "record") {
+            Result<Event> event = device.record_event(device.default_stream());
+            answer = event ? answer_of(job->publish(name, *event)) : error_text(event.error());
         } else if (command == "lose" || command == "lose-after") {
             const Status injected =
                 device.inject(DeviceLossFault{std::strtoull(name.c_str(), nullptr, 10)});
@@ -301,6 +315,8 @@ int main() {
                                                   {{held->second, AccessMode::Write}},
                                                   KernelArgs().u64(value));
             answer = launched ? "ok" : "error " + first_line_of(launched.error());
+        } else if (command == "read") {
+            answer = read_after(device, Status{}, *held->second.slice(0, 8), false);
         } else if (command == "size") {
             answer = "size " + std::to_string(held->second.size_in_use());
         } else if (command == "drop") {

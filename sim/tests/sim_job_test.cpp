@@ -351,6 +351,50 @@ protected:
     TwoRanksWaitingBriefly() { event_wait_timeout = std::chrono::milliseconds(50); }
 };
 
+// The peer is the owner here, and holds its work back until the test opens the gate (`sync`):
+// whatever this rank runs meanwhile, a read ordered after the peer's event never sees the bytes
+// from before it. A stream wait that did not hold would copy the fives at once.
+TEST_F(TwoRanksWaitingBriefly, a_stream_wait_holds_the_work_after_it_while_the_owner_is_held_back) {
+    ASSERT_EQ(peer.ask("publish data 5"), "ok");  // Published as written: fives.
+    Result<Handle> theirs = job->lookup("data", guard_timeout);
+    ASSERT_TRUE(theirs.ok()) << theirs.error().report();
+    ASSERT_EQ(peer.ask("fill data 7"), "ok");  // Enqueued behind the gate, not run.
+    ASSERT_EQ(peer.ask("record written"), "ok");
+    Result<Event> written = job->lookup_event("written", guard_timeout);
+    ASSERT_TRUE(written.ok()) << written.error().report();
+    ASSERT_TRUE(device->wait_event(device->default_stream(), *written));
+    Handle mine = *device->allocate(64);
+    ASSERT_TRUE(device->copy(*theirs, mine));
+    Result<Event> copied = device->record_event(device->default_stream());
+    ASSERT_TRUE(copied.ok());
+    Result<bool> done = device->event_complete(*copied);
+    ASSERT_TRUE(done.ok()) << done.error().report();
+    EXPECT_FALSE(*done);
+    // The read runs this rank's work: the wait holds for its whole limit, since the gate stays
+    // shut, and the copy behind it is skipped with why; it never copies the fives. (A wait that
+    // gave up at once would be skipped too, but sooner than its limit.)
+    const auto reading = std::chrono::steady_clock::now();
+    Result<std::vector<std::byte>> held = device->read(mine);
+    EXPECT_GE(std::chrono::steady_clock::now() - reading, event_wait_timeout);
+    ASSERT_FALSE(held.ok()) << "the copy ran before the owner's fill: " << int((*held)[0]);
+    EXPECT_EQ(held.error().kind(), ErrorKind::Unwritten);
+    EXPECT_THAT(held.error().report(), HasSubstr("ordered after a wait that failed"));
+    EXPECT_THAT(held.error().report(), HasSubstr("PeerUnreachable"));
+    // The gate opens: the owner runs its fill, and a wait on its event now passes to the sevens.
+    ASSERT_EQ(peer.ask("sync"), "ok");
+    done = device->event_complete(*written);
+    ASSERT_TRUE(done.ok()) << done.error().report();
+    EXPECT_TRUE(*done);
+    const StreamId fresh = *device->create_stream();
+    ASSERT_TRUE(device->wait_event(fresh, *written));
+    Handle after = *device->allocate(64, fresh);
+    ASSERT_TRUE(device->copy(*theirs, after, fresh));
+    Result<std::vector<std::byte>> read = device->read(after);
+    ASSERT_TRUE(read.ok()) << read.error().report();
+    EXPECT_EQ((*read)[0], std::byte{7});
+    EXPECT_EQ((*read)[63], std::byte{7});
+}
+
 TEST_F(TwoRanksWaitingBriefly, a_wait_on_an_event_its_owner_never_reaches_ends_at_its_limit) {
     ASSERT_EQ(peer.ask("event gate 4"), "ok");  // The gate is never opened.
     Result<Event> gate = job->lookup_event("gate", guard_timeout);
