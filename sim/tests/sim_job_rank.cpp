@@ -13,6 +13,8 @@
 //   alloc NAME           allocates 64 bytes of its device and keeps them as NAME: "ok"
 //   read NAME            reads the handle (running the work before it): "bytes B0 ... B7", or
 //                        "error KIND: MESSAGE"
+//   report NAME          reads the handle: "bytes ...", or "error " and the read error's whole
+//                        report on one line (its lines joined by " | ")
 //   record NAME          records an event on its default stream and publishes it as NAME: "ok"
 //   barrier              Job::barrier: "ok", or "error KIND: MESSAGE"
 //   lose                 loses its device at once (an injected loss, D1): "ok"
@@ -87,6 +89,14 @@ std::string copy_and_read(Client& device, const Handle& source, bool by_kernel) 
     std::string text = "bytes";
     for (std::size_t index = 0; index < bytes->size() && index < 8; ++index) {
         text += " " + std::to_string(static_cast<unsigned>((*bytes)[index]));
+    }
+    return text;
+}
+
+/// `text` with its line ends replaced by " | ".
+std::string one_line(std::string text) {
+    for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at)) {
+        text.replace(at, 1, " | ");
     }
     return text;
 }
@@ -317,6 +327,10 @@ int main() {
             answer = launched ? "ok" : "error " + first_line_of(launched.error());
         } else if (command == "read") {
             answer = read_after(device, Status{}, *held->second.slice(0, 8), false);
+        } else if (command == "report") {
+            Result<std::vector<std::byte>> bytes = device.read(held->second);
+            answer = bytes ? read_after(device, Status{}, *held->second.slice(0, 8), false)
+                           : "error " + one_line(bytes.error().report());
         } else if (command == "size") {
             answer = "size " + std::to_string(held->second.size_in_use());
         } else if (command == "drop") {

@@ -415,5 +415,43 @@ TEST_F(TwoRanksWaitingBriefly, a_wait_on_an_event_its_owner_never_reaches_ends_a
     EXPECT_TRUE(job->rank_alive(1));
 }
 
+// This rank's wait on the peer's event fails at its limit (the peer's gate stays shut); an event
+// this rank records after it is reached, but a peer's stream waiting on it must follow the failed
+// wait as a local stream would: its later work is skipped with that error, named on this rank.
+TEST_F(TwoRanksWaitingBriefly,
+       a_wait_on_an_event_recorded_after_a_failed_wait_passes_the_failure_on) {
+    ASSERT_EQ(peer.ask("event gate 4"), "ok");
+    Result<Event> gate = job->lookup_event("gate", guard_timeout);
+    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
+    Result<Event> after = device->record_event(device->default_stream());
+    ASSERT_TRUE(after.ok());
+    ASSERT_TRUE(job->publish("after", *after));
+    Result<Event> clean = device->record_event(*device->create_stream());  // Another stream's.
+    ASSERT_TRUE(clean.ok());
+    ASSERT_TRUE(job->publish("clean", *clean));
+    (void)device->sync();  // The wait fails at its limit; the record follows it.
+    // An event of a stream that followed no failed wait passes nothing on.
+    ASSERT_EQ(peer.ask("alloc other"), "ok");
+    ASSERT_EQ(peer.ask("lookup-event clean"), "ok");
+    ASSERT_EQ(peer.ask("wait-event clean"), "ok");
+    ASSERT_EQ(peer.ask("fill other 2"), "ok");
+    EXPECT_EQ(peer.ask("read other"), "bytes 2 2 2 2 2 2 2 2");
+    ASSERT_EQ(peer.ask("alloc mine"), "ok");
+    ASSERT_EQ(peer.ask("lookup-event after"), "ok");
+    EXPECT_EQ(peer.ask("complete after"), "true");  // Reached: this rank ran all before it.
+    EXPECT_EQ(peer.ask("host-wait after"), "ok");   // A host wait is over, as for a local one.
+    ASSERT_EQ(peer.ask("wait-event after"), "ok");
+    ASSERT_EQ(peer.ask("fill mine 3"), "ok");
+    const std::string skipped = peer.ask("report mine");
+    EXPECT_THAT(skipped, StartsWith("error Unwritten"));
+    EXPECT_THAT(skipped, HasSubstr("ordered after a wait that failed"));
+    EXPECT_THAT(skipped, HasSubstr("event 1 of stream 1 of device 0 of rank 0 was recorded after "
+                                   "a wait that failed there"));
+    // The cause crossed whole: this rank's wait on the peer's gate, which gave up.
+    EXPECT_THAT(skipped, HasSubstr("PeerUnreachable"));
+    EXPECT_THAT(skipped, HasSubstr("was not done within 50 ms"));
+}
+
 }  // namespace
 }  // namespace tandem

@@ -237,7 +237,11 @@ public:
     /// `JoinOptions::event_wait_timeout` with `PeerUnreachable`. A stream whose wait failed so
     /// never runs the work it was ordered before: that work, and all later work of the stream,
     /// is skipped with the wait's error (its outputs claimed with it, as for a lost device's
-    /// memory, D1).
+    /// memory, D1). An event its owner recorded after such a failed wait of its own is reached
+    /// once the owner ran and settled its stream to it, but a stream waiting on it follows that
+    /// failure as it would a local one: its later work is skipped with an error of the same kind
+    /// naming the event on the owner's rank, caused by the owner's error (a host wait, and
+    /// `Client::event_complete`, see it reached, as for a local event).
     Result<Event> lookup_event(std::string_view name,
                                std::chrono::milliseconds timeout = std::chrono::seconds(10));
     /// Waits until every rank reached its barrier of the same count, after settling this rank's

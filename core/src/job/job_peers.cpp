@@ -299,6 +299,9 @@ std::string JobPeers::answer(std::uint32_t rank, Op op, std::uint32_t device,
                              std::string_view body) {
     WireReader in(body);
     WireWriter out;
+    if (op == Op::stream_failure) {
+        return stream_failure(static_cast<std::size_t>(in.u64()));
+    }
     if (op == Op::pin || op == Op::unpin) {
         const std::string name = in.text();
         std::lock_guard lock(mutex_);

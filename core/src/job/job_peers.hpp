@@ -26,7 +26,10 @@
 // event of it) that its device advances as the work before each published event is settled
 // (`JobMember::export_event`). A rank that looks the name up gets an event its streams and host
 // wait on as on one of their own; the wait holds until the counter reaches the event's sequence
-// (`event_reached`), and fails with the owner's loss, or past `event_wait_limit`.
+// (`event_reached`), and fails with the owner's loss, or past `event_wait_limit`. An event the
+// owner recorded after a wait of its own failed is reached all the same, but a word beside the
+// counter says so, and a stream waiting on it asks the owner once for the error
+// (`failed_wait_before`) and skips its later work with it.
 
 #include "job_board.hpp"
 #include "rank_watcher.hpp"
@@ -130,6 +133,7 @@ public:
     [[nodiscard]] std::optional<std::string> check_invariants(ServiceId owner) const override;
     [[nodiscard]] std::size_t claims_size(ServiceId owner) const override;
     [[nodiscard]] Result<bool> event_reached(const Event& event) const override;
+    [[nodiscard]] std::optional<Error> failed_wait_before(const Event& event) const override;
     [[nodiscard]] std::chrono::milliseconds event_wait_limit() const override {
         return event_wait_limit_;
     }
@@ -144,6 +148,8 @@ public:
         release = 6,
         pin = 7,
         unpin = 8,
+        /// The error of the failed wait a stream whose events this rank published followed.
+        stream_failure = 9,
     };
 
 private:
@@ -185,9 +191,29 @@ private:
         /// The counter of its stream on the owner's board.
         std::size_t slot = 0;
     };
+    /// A stream slot as its device tells it (`JobMember::export_event`): `reach` of the slot.
+    class StreamCounter final : public ExportedStream {
+    public:
+        StreamCounter(JobPeers& peers, std::size_t slot) : peers_(peers), slot_(slot) {}
+        void reach(std::uint64_t sequence, const std::optional<Error>& failed_wait) override {
+            peers_.reach(slot_, sequence, failed_wait);
+        }
+
+    private:
+        JobPeers& peers_;
+        const std::size_t slot_;
+    };
     /// Where the counter of `event`'s stream is on this rank's board, taking a slot for a stream
     /// that has none yet; none when every slot is taken. Under `mutex_`.
     [[nodiscard]] std::optional<std::size_t> counter_slot(const Event& event);
+    /// What stream slot `slot`'s device says (`ExportedStream::reach`): the failed wait first (its
+    /// error kept for the peers that ask, its sequence on the board), then the counter.
+    void reach(std::size_t slot, std::uint64_t sequence, const std::optional<Error>& failed_wait);
+    /// The answer to `Op::stream_failure` for stream slot `slot`.
+    [[nodiscard]] std::string stream_failure(std::size_t slot) const;
+    /// Where `event`'s stream counter is: the owner's rank and its board slot, if published here.
+    [[nodiscard]] std::optional<std::pair<std::uint32_t, std::size_t>> event_slot(
+        const Event& event) const;
     /// Tells every rank still in the job that `name` names `event`, whose stream's counter is
     /// board slot `slot`: the frames go once `lock` (of `mutex_`) is let go.
     Status announce_event(std::string_view name, const Event& event, std::size_t slot,
@@ -268,6 +294,15 @@ private:
     /// (device, stream).
     std::map<std::string, Event, std::less<>> published_events_;
     std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> stream_slots_;
+    /// What each stream slot's device tells (`export_event`), by slot: kept as long as this
+    /// directory, which the runtime whose work tells them keeps.
+    std::vector<std::unique_ptr<StreamCounter>> stream_counters_;
+    /// A leaf lock (a device tells a counter under its own lock): the errors of the failed waits
+    /// this rank's published streams followed, by slot, and those other ranks told this rank of,
+    /// by (rank, slot). A stream that followed one follows it for good, so one error a stream.
+    mutable std::mutex failures_mutex_;
+    std::map<std::size_t, Error> stream_failures_;
+    mutable std::map<std::pair<std::uint32_t, std::size_t>, Error> failures_heard_;
     /// Events other ranks published, by name.
     std::map<std::string, ReceivedEvent, std::less<>> received_events_;
     /// The board slot of each stream of another rank whose events it published, by (owner,
