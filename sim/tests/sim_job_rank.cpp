@@ -15,6 +15,7 @@
 //                        "error KIND: MESSAGE"
 //   report NAME          reads the handle: "bytes ...", or "error " and the read error's whole
 //                        report on one line (its lines joined by " | ")
+//   withdraw NAME        Job::withdraw: "ok", or "error KIND: MESSAGE"
 //   record NAME          records an event on its default stream and publishes it as NAME: "ok"
 //   barrier              Job::barrier: "ok", or "error KIND: MESSAGE"
 //   lose                 loses its device at once (an injected loss, D1): "ok"
@@ -277,6 +278,8 @@ int main() {
             if (buffer) {
                 handles.insert_or_assign(name, *buffer);
             }
+        } else if (command == "withdraw") {
+            answer = answer_of(job->withdraw(name));
         } else if (command == "record") {
             Result<Event> event = device.record_event(device.default_stream());
             answer = event ? answer_of(job->publish(name, *event)) : error_text(event.error());

@@ -345,6 +345,39 @@ TEST_F(TwoRanks, bad_event_publications_and_lookups_are_refused_and_change_nothi
     EXPECT_THAT(peer.ask("host-wait done"), StartsWith("error DeviceLost"));
 }
 
+TEST_F(TwoRanks, a_withdrawn_event_is_looked_up_no_more_and_keeps_its_meaning_for_its_holders) {
+    Handle data = filled(7);  // Not run: this rank runs its work when it syncs.
+    Result<Event> written = device->record_event(device->default_stream());
+    ASSERT_TRUE(written.ok());
+    ASSERT_TRUE(job->publish("written", *written));
+    ASSERT_EQ(peer.ask("lookup-event written"), "ok");  // The peer holds it from here on.
+    ASSERT_TRUE(job->withdraw("written"));
+    EXPECT_EQ(peer.ask("lookup-event written"),
+              "error InvalidArgument: 'written' was withdrawn by rank 0");
+    // The event the peer holds still means the work before it: not reached until this rank
+    // runs the fill, reached once it has.
+    EXPECT_EQ(peer.ask("complete written"), "false");
+    ASSERT_TRUE(device->sync());
+    EXPECT_EQ(peer.ask("complete written"), "true");
+    EXPECT_EQ(peer.ask("host-wait written"), "ok");
+    // Withdrawn once; the name stays the event's.
+    Status again = job->withdraw("written");
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(again.error().message(), HasSubstr("'written' is not published by this rank"));
+    Status reused = job->publish("written", *written);
+    ASSERT_FALSE(reused.ok());
+    EXPECT_THAT(reused.error().message(), HasSubstr("'written' is published already, as an event"));
+    // An event a peer withdraws is refused here too, naming it and its rank.
+    ASSERT_EQ(peer.ask("event theirs 4"), "ok");
+    ASSERT_TRUE(job->lookup_event("theirs", guard_timeout).ok());
+    ASSERT_EQ(peer.ask("withdraw theirs"), "ok");
+    Result<Event> withdrawn = job->lookup_event("theirs", guard_timeout);
+    ASSERT_FALSE(withdrawn.ok());
+    EXPECT_EQ(withdrawn.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(withdrawn.error().message(), HasSubstr("'theirs' was withdrawn by rank 1"));
+}
+
 /// Two ranks, this one waiting for the peer's events 50 ms at most.
 class TwoRanksWaitingBriefly : public TwoRanks {
 protected:

@@ -204,8 +204,13 @@ public:
     /// CUDA for now), or more than 4096 allocations shared at once; `DeviceLost` for a lost
     /// device. A peer's handle addresses the published handle's bytes (a slice stays a slice).
     Status publish(std::string_view name, const Handle& handle);
-    /// Withdraws `name`: later lookups of it fail, and the pin goes once no rank holds it.
-    /// `InvalidArgument` for a name this rank did not publish.
+    /// Withdraws `name`, memory or an event this rank published: later lookups of it
+    /// (`lookup`, `lookup_event`) fail with `InvalidArgument` naming it and this rank. Memory's
+    /// pin goes once no rank holds it. An event a rank looked up already keeps its meaning there:
+    /// it is reached once the work before it has run here, as if never withdrawn (an event is a
+    /// value, a point in this rank's stream; the name is only how ranks find it). The name stays
+    /// the event's: publishing it again is refused. `InvalidArgument` for a name this rank did
+    /// not publish, or withdrew already.
     Status withdraw(std::string_view name);
     /// The memory another rank published under `name`, waiting up to `timeout` for it to be: a
     /// handle of the owner's device (its service, memory id and size) that this rank's devices

@@ -302,6 +302,13 @@ std::string JobPeers::answer(std::uint32_t rank, Op op, std::uint32_t device,
     if (op == Op::stream_failure) {
         return stream_failure(static_cast<std::size_t>(in.u64()));
     }
+    if (op == Op::event_published) {
+        const std::string name = in.text();
+        std::lock_guard lock(mutex_);
+        auto found = published_events_.find(name);
+        out.u8(found != published_events_.end() && !found->second.withdrawn ? 1 : 0);
+        return out.take();
+    }
     if (op == Op::pin || op == Op::unpin) {
         const std::string name = in.text();
         std::lock_guard lock(mutex_);

@@ -89,7 +89,7 @@ public:
     [[nodiscard]] Result<ServiceId> service(std::uint32_t rank, std::uint32_t device) const;
     /// `Job::publish`.
     Status publish(std::string_view name, const Handle& handle);
-    /// `Job::withdraw`.
+    /// `Job::withdraw`, of memory or of an event.
     Status withdraw(std::string_view name);
     /// `Job::publish` of an event.
     Status publish(std::string_view name, const Event& event);
@@ -150,6 +150,8 @@ public:
         unpin = 8,
         /// The error of the failed wait a stream whose events this rank published followed.
         stream_failure = 9,
+        /// Whether a name still names an event this rank published (not withdrawn).
+        event_published = 10,
     };
 
 private:
@@ -291,8 +293,13 @@ private:
     mutable std::shared_mutex slots_mutex_;
     std::unordered_map<MemoryId, std::pair<std::uint32_t, std::size_t>> slots_;
     /// Events this rank published, by name, and the board slot of each stream they are on, by
-    /// (device, stream).
-    std::map<std::string, Event, std::less<>> published_events_;
+    /// (device, stream). A withdrawn event keeps its name (and its counter moves on for the
+    /// ranks that hold it); only new lookups of it fail.
+    struct PublishedEvent {
+        Event event;
+        bool withdrawn = false;
+    };
+    std::map<std::string, PublishedEvent, std::less<>> published_events_;
     std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> stream_slots_;
     /// What each stream slot's device tells (`export_event`), by slot: kept as long as this
     /// directory, which the runtime whose work tells them keeps.

@@ -100,7 +100,7 @@ Status JobPeers::publish(std::string_view name, const Event& event) {
     if (Status free = name_free(name, MemoryId{}); !free) {
         return free;  // Taken meanwhile: the counter this event advances harms no one.
     }
-    published_events_.emplace(std::string(name), event);
+    published_events_.emplace(std::string(name), PublishedEvent{event});
     return announce_event(name, event, *slot, lock);
 }
 
@@ -178,6 +178,16 @@ Result<Event> JobPeers::lookup_event(std::string_view name, std::chrono::millise
     lock.unlock();
     if (std::optional<Error> lost = gone(received.rank, received.owner)) {
         return *lost;
+    }
+    WireWriter body;
+    body.text(name);
+    Result<std::string> published = ask(received.owner, Op::event_published, body.take());
+    if (!published) {
+        return published.error();
+    }
+    if (*published != std::string(1, '\1')) {
+        return Error::invalid_argument("'" + std::string(name) + "' was withdrawn by rank " +
+                                       std::to_string(received.rank));
     }
     return member_->server(0).import_event(received.owner, received.stream, received.sequence);
 }
