@@ -15,6 +15,9 @@
 //                        "error KIND: MESSAGE"
 //   report NAME          reads the handle: "bytes ...", or "error " and the read error's whole
 //                        report on one line (its lines joined by " | ")
+//   copy-into NAME TARGET  enqueues a copy of handle NAME into handle TARGET, without waiting: "ok"
+//   mark NAME            records an event on its default stream and keeps it as NAME (published to
+//                        no one), for `complete`: "ok"
 //   withdraw NAME        Job::withdraw: "ok", or "error KIND: MESSAGE"
 //   record NAME          records an event on its default stream and publishes it as NAME: "ok"
 //   barrier              Job::barrier: "ok", or "error KIND: MESSAGE"
@@ -277,6 +280,19 @@ int main() {
             answer = buffer ? "ok" : error_text(buffer.error());
             if (buffer) {
                 handles.insert_or_assign(name, *buffer);
+            }
+        } else if (command == "copy-into") {
+            std::string source;
+            std::string target;
+            std::istringstream(line) >> command >> source >> target;
+            answer = handles.contains(source) && handles.contains(target)
+                         ? answer_of(device.copy(handles.at(source), handles.at(target)))
+                         : "error no handles named " + source + " and " + target;
+        } else if (command == "mark") {
+            Result<Event> event = device.record_event(device.default_stream());
+            answer = event ? "ok" : error_text(event.error());
+            if (event) {
+                events.insert_or_assign(name, *event);
             }
         } else if (command == "withdraw") {
             answer = answer_of(job->withdraw(name));
