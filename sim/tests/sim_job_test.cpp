@@ -532,5 +532,49 @@ TEST_F(TwoRanksThreaded, a_peers_copy_waiting_on_the_owners_event_holds_until_th
     EXPECT_EQ(peer.ask("complete written"), "true");
 }
 
+// The peer lives on but never runs the work before its event: this rank's wait on it would hold
+// for its whole limit (a minute here) if leaving the job did not end it.
+TEST_F(TwoRanks, leaving_the_job_ends_a_stream_wait_on_a_living_idle_rank_at_once) {
+    ASSERT_EQ(peer.ask("event gate 4"), "ok");  // The gate is never opened.
+    Result<Event> gate = job->lookup_event("gate", guard_timeout);
+    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    {
+        Handle mine = *device->allocate(64);
+        ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
+        ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{mine, AccessMode::Write}},
+                                   KernelArgs().u64(1)));
+    }
+    const auto leaving = std::chrono::steady_clock::now();
+    device.reset();
+    job.reset();  // The job held the last of the runtime: its queued work drains as it goes.
+    EXPECT_LT(std::chrono::steady_clock::now() - leaving, event_wait_timeout / 2);
+    EXPECT_EQ(peer.ask("complete nothing"), "error InvalidArgument: no such event");  // Alive.
+}
+
+TEST_F(TwoRanks, work_after_a_wait_that_leaving_the_job_ended_is_skipped_as_torn_down) {
+    ASSERT_EQ(peer.ask("event gate 4"), "ok");
+    Result<Event> gate = job->lookup_event("gate", guard_timeout);
+    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    Client kept = *device;  // The runtime outlives the job, as a program may keep it.
+    Handle mine = *kept.allocate(64);
+    ASSERT_TRUE(kept.wait_event(kept.default_stream(), *gate));
+    ASSERT_TRUE(kept.launch("fill", LaunchConfig::linear(64), {{mine, AccessMode::Write}},
+                            KernelArgs().u64(1)));
+    const auto leaving = std::chrono::steady_clock::now();
+    job->leave();
+    EXPECT_LT(std::chrono::steady_clock::now() - leaving, event_wait_timeout / 2);
+    Result<std::vector<std::byte>> read = kept.read(mine);
+    ASSERT_FALSE(read.ok());
+    EXPECT_EQ(read.error().kind(), ErrorKind::Unwritten);
+    EXPECT_THAT(read.error().report(), HasSubstr("ordered after a wait that failed"));
+    EXPECT_THAT(read.error().report(), HasSubstr("TornDown"));
+    EXPECT_THAT(read.error().report(), HasSubstr("left the job before event"));
+    // A wait made after leaving finds the owner gone to this rank, as its memory is (D1).
+    const Status after = kept.wait(*gate);
+    ASSERT_FALSE(after.ok());
+    EXPECT_EQ(after.error().kind(), ErrorKind::DeviceLost);
+    EXPECT_THAT(after.error().report(), HasSubstr("this rank left the job"));
+}
+
 }  // namespace
 }  // namespace tandem

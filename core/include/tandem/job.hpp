@@ -328,9 +328,15 @@ public:
     /// call `leave`). `InvalidArgument` past `loss_callbacks_max` callbacks.
     Status on_rank_lost(std::function<void(const RankLoss&)> callback);
 
-    /// Leaves the job: closes this rank's runtime, tells every peer it leaves, closes the
-    /// connections and removes this rank's files; the last rank out of a job no launcher holds
-    /// removes the job folder. Idempotent.
+    /// Leaves the job: runs this rank's queued work to its end while the other ranks still
+    /// answer (so what it did to their memory is on their claims), closes this rank's runtime,
+    /// tells every peer it leaves, closes the connections and removes this rank's files; the
+    /// last rank out of a job no launcher holds removes the job folder. A wait on another rank's
+    /// event that is not reached does not hold it up: it ends at once with `TornDown` ("left the
+    /// job before event N ... was reached"), and the work ordered after it is skipped with that
+    /// error. After it, a runtime kept past the job finds every other rank gone (`DeviceLost`,
+    /// "this rank left the job"): its waits on their events fail so, as reads of their memory
+    /// do. Idempotent.
     void leave();
 
     /// The most callbacks `on_rank_lost` keeps.

@@ -120,6 +120,9 @@ void JobPeers::stop() {
         std::unique_lock gate(gate_);
         watcher_ = nullptr;
     }
+    // The runtime's last owner may be the member: it drains its work as it goes, asking this
+    // directory about other ranks' events and memory, so it goes once the lock is let go.
+    std::shared_ptr<JobMember> member;
     std::lock_guard lock(mutex_);
     stopped_ = true;
     for (auto& [number, awaited] : awaited_) {
@@ -142,7 +145,7 @@ void JobPeers::stop() {
         }
     }
     published_.clear();
-    member_.reset();  // The runtime keeps this directory; this lets the runtime go.
+    member = std::move(member_);  // The runtime keeps this directory; this lets the runtime go.
     changed_.notify_all();
 }
 

@@ -76,8 +76,13 @@ public:
     /// Tells every rank this rank's runtime, then waits until every rank told its own (or is
     /// lost), until `deadline`; maps their boards.
     Status meet(std::chrono::steady_clock::time_point deadline);
+    /// Ends every wait of this rank's runtime on another rank's event that is not reached yet,
+    /// now and from now on, with `TornDown`: this rank leaves, and its runtime's work must drain
+    /// while the other ranks still answer. Before `stop`.
+    void end_event_waits();
     /// Stops answering: every wait for an answer fails, nothing is sent any more. Before the
-    /// watcher and the runtime go.
+    /// watcher and the runtime go; the runtime may be destroyed here (its queued work drained),
+    /// with no lock of this directory held.
     void stop();
 
     /// What the watcher hands over: every frame but "bye", on its thread.
@@ -317,6 +322,8 @@ private:
     std::map<std::pair<ServiceId, std::uint64_t>, std::pair<std::uint32_t, std::size_t>>
         event_slots_;
     const std::chrono::milliseconds event_wait_limit_;
+    /// Set by `end_event_waits`: read by every look at another rank's event.
+    std::atomic<bool> leaving_{false};
     /// Regions whose descriptor went to a rank already: (rank, base address).
     std::set<std::pair<std::uint32_t, std::uint64_t>> regions_sent_;
     std::map<ServiceId, std::shared_ptr<RemoteOwner>> owners_;

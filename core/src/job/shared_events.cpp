@@ -220,8 +220,16 @@ Result<bool> JobPeers::event_reached(const Event& event) const {
     if (lost) {
         return *lost;
     }
+    if (leaving_.load(std::memory_order_acquire)) [[unlikely]] {
+        return Error::torn_down("rank " + std::to_string(rank_) + " left the job before event " +
+                                std::to_string(event.sequence()) + " of " +
+                                to_string(event.stream()) + " of " + to_string(owner) +
+                                " was reached: its waits on other ranks' events ended");
+    }
     return false;
 }
+
+void JobPeers::end_event_waits() { leaving_.store(true, std::memory_order_release); }
 
 std::optional<Error> JobPeers::failed_wait_before(const Event& event) const {
     const std::optional<std::pair<std::uint32_t, std::size_t>> where = event_slot(event);

@@ -101,8 +101,9 @@ public:
     /// Whether `event`, recorded on a device of another process, is reached there: the work
     /// enqueued before it on its stream has run and is settled, so the owner's claims say what
     /// it did (P5 across processes). `InvalidArgument` for an event that was not published to
-    /// this process, `DeviceLost` (naming the owner's rank and why) once the owner is lost. None
-    /// but a directory of other processes knows such events.
+    /// this process, `DeviceLost` (naming the owner's rank and why) once the owner is lost,
+    /// `TornDown` once this process leaves the job it shares with the owner. None but a
+    /// directory of other processes knows such events.
     [[nodiscard]] virtual Result<bool> event_reached(const Event& /*event*/) const {
         return Error::invalid_argument("the event does not belong to this runtime");
     }
