@@ -55,6 +55,8 @@
 
 namespace tandem::job_detail {
 
+class WireReader;
+
 class JobPeers final : public DeviceDirectory, public std::enable_shared_from_this<JobPeers> {
 public:
     /// The longest name memory or an event is published under.
@@ -239,6 +241,9 @@ private:
     void serve(std::uint32_t rank, std::string_view payload);
     [[nodiscard]] std::string answer(std::uint32_t rank, Op op, std::uint32_t device,
                                      std::string_view body);
+    /// The answer to a request of `rank` about a published name or a published stream (pin,
+    /// unpin, whether an event is still published, a stream's failed wait), which needs no device.
+    [[nodiscard]] std::string answer_about_name(std::uint32_t rank, Op op, WireReader& in);
     void on_publish(std::uint32_t rank, std::string_view payload, std::vector<int>& passed);
     /// `InvalidArgument` for a name of no bytes or more than `name_bytes_max`.
     static Status check_name(std::string_view name);
