@@ -12,8 +12,8 @@
 #include "tandem/backend/cross_process_events.hpp"
 #include "tandem/backend/detail/spare_works.hpp"
 #include "tandem/backend/device_groups.hpp"
-#include "tandem/backend/server.hpp"
 #include "tandem/backend/fault_plan.hpp"
+#include "tandem/backend/job_member.hpp"
 #include "tandem/backend/memory_manager.hpp"
 #include "tandem/backend/server.hpp"
 #include "tandem/backend/settle_pipeline.hpp"
@@ -219,11 +219,13 @@ public:
     void forget_events();
 
     // Events that cross processes (exported_events.cpp).
-    /// Advances `counter` to the sequence of `event`, recorded on a device of this runtime, once
-    /// the work its record happened after (on any stream) has run and is settled
+    /// Tells `stream` that `event`, recorded on a device of this runtime, is reached once the work
+    /// its record happened after (on any stream) has run and is settled
     /// (`JobMember::export_event`).
-    Status export_event(const Event& event, std::atomic<std::uint64_t>& counter);
-    /// Advances the counters of exported events that are reached now; after work settles.
+    Status export_event(const Event& event, ExportedStream& stream);
+    /// Notes that exported event `sequence` was just recorded after `failed_wait` (if any).
+    void note_exported_record(std::uint64_t sequence, const std::optional<Error>& failed_wait);
+    /// Tells the streams of exported events that are reached now; after work settles.
     void reach_exported();
     /// Whether the wait `op`, on another process's event, may start: the event is reached, or
     /// will never be (the owner is lost), or the wait is past its limit. Starts the limit's
@@ -304,7 +306,10 @@ private:
     /// An event another process waits on, not reached yet.
     struct ExportedEvent {
         std::uint64_t sequence = 0;
-        std::atomic<std::uint64_t>* counter = nullptr;
+        ExportedStream* stream = nullptr;
+        /// Why a wait before its record failed, taken as the record completes: the event may be
+        /// forgotten (`forget_events`) before the work before it is settled.
+        std::optional<Error> failed_wait;
     };
     /// Whether the work `exported`'s record happened after has run and is settled.
     bool exported_reached(const ExportedEvent& exported);

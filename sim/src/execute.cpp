@@ -218,6 +218,9 @@ void Engine::start(SimDevice& device, SimStream& stream,
         event.completed = true;
         event.clock = op.clock;
         event.after_failed_wait = stream.after_failed_wait;
+        if (!exported_.empty()) [[unlikely]] {
+            note_exported_record(op.event, stream.after_failed_wait);
+        }
         forget_events();
     }
     if (std::optional<Error> lost = device.lost()) {
@@ -376,6 +379,9 @@ void Engine::wait_for_event(SimStream& stream, Operation& op) {
         if (Status outcome = remote_wait_outcome(op); !outcome) {
             op.error = outcome.error();
             stream.after_failed_wait = outcome.error();
+        } else if (std::optional<Error> failed = directory.failed_wait_before(*op.remote_event);
+                   failed && !stream.after_failed_wait) {
+            stream.after_failed_wait = std::move(failed);  // Ordered after the owner's, too.
         }
         return;
     }

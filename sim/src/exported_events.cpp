@@ -1,8 +1,9 @@
-// Events that cross processes on the simulator. An owner's device advances a counter on the job's
-// board once the work before a published event has run and is settled, so that a peer's wait on
-// it finds the owner's claims final (P5 across processes); a peer's stream waiting on such an
-// event holds until the counter says so, the owner is lost, or the wait's limit passes. The
-// scheduler runs a rank's work only when that rank syncs or waits (deterministic mode), so an
+// Events that cross processes on the simulator. An owner's device tells the job once the work
+// before a published event has run and is settled (and whether it was recorded after a wait that
+// failed), so that a peer's wait on it finds the owner's claims final (P5 across processes); a
+// peer's stream waiting on such an event holds until the job says it is reached, the owner is
+// lost, or the wait's limit passes, and follows a failed wait the owner's stream made before it.
+// The scheduler runs a rank's work only when that rank syncs or waits (deterministic mode), so an
 // owner's counter moves while the owner drives its device.
 
 #include "engine.hpp"
@@ -11,7 +12,7 @@
 
 namespace tandem::sim {
 
-Status Engine::export_event(const Event& event, std::atomic<std::uint64_t>& counter) {
+Status Engine::export_event(const Event& event, ExportedStream& stream) {
     std::lock_guard lock(mutex);
     SimDevice* device = device_of(event.device());
     if (device == nullptr || event.sequence() == 0 || event.sequence() >= next_event ||
@@ -22,7 +23,11 @@ Status Engine::export_event(const Event& event, std::atomic<std::uint64_t>& coun
     if (found != events.end() && found->second.device != device->index()) {
         return Error::invalid_argument("the event does not belong to this runtime");
     }
-    exported_.push_back(ExportedEvent{event.sequence(), &counter});
+    // A record that completed already says now whether it followed a failed wait; one forgotten
+    // (past `max_recorded_events`) completed too long ago to be remembered, and is taken as clean.
+    exported_.push_back(
+        ExportedEvent{event.sequence(), &stream,
+                      found != events.end() ? found->second.after_failed_wait : std::nullopt});
     reach_exported();
     return {};
 }
@@ -53,12 +58,16 @@ void Engine::reach_exported() {
             ++each;
             continue;
         }
-        // Only this process writes the counter; it only grows.
-        std::atomic<std::uint64_t>& counter = *each->counter;
-        if (counter.load(std::memory_order_relaxed) < each->sequence) {
-            counter.store(each->sequence, std::memory_order_release);
-        }
+        each->stream->reach(each->sequence, each->failed_wait);
         each = exported_.erase(each);
+    }
+}
+
+void Engine::note_exported_record(std::uint64_t sequence, const std::optional<Error>& failed_wait) {
+    for (ExportedEvent& exported : exported_) {
+        if (exported.sequence == sequence) {
+            exported.failed_wait = failed_wait;
+        }
     }
 }
 

@@ -42,8 +42,8 @@ public:
         return engine_->imported.add(region.descriptor, region.base_address, region.size_bytes);
     }
 
-    Status export_event(const Event& event, std::atomic<std::uint64_t>& counter) override {
-        return engine_->export_event(event, counter);
+    Status export_event(const Event& event, ExportedStream& stream) override {
+        return engine_->export_event(event, stream);
     }
 
 private:

@@ -9,7 +9,17 @@
 //   drop NAME            lets the handle go: "ok"
 //   size NAME            the bytes the handle addresses: "size N"
 //   publish NAME VALUE   allocates 64 bytes of its device filled with VALUE, grants rank 0's
-//                        device 0 and publishes them as NAME: "ok"
+//                        device 0 and publishes them as NAME, keeping its handle: "ok"
+//   alloc NAME           allocates 64 bytes of its device and keeps them as NAME: "ok"
+//   read NAME            reads the handle (running the work before it): "bytes B0 ... B7", or
+//                        "error KIND: MESSAGE"
+//   report NAME          reads the handle: "bytes ...", or "error " and the read error's whole
+//                        report on one line (its lines joined by " | ")
+//   copy-into NAME TARGET  enqueues a copy of handle NAME into handle TARGET, without waiting: "ok"
+//   mark NAME            records an event on its default stream and keeps it as NAME (published to
+//                        no one), for `complete`: "ok"
+//   withdraw NAME        Job::withdraw: "ok", or "error KIND: MESSAGE"
+//   record NAME          records an event on its default stream and publishes it as NAME: "ok"
 //   barrier              Job::barrier: "ok", or "error KIND: MESSAGE"
 //   lose                 loses its device at once (an injected loss, D1): "ok"
 //   allreduce VALUE      four floats of VALUE, summed over the job (Job::all_reduce), then
@@ -83,6 +93,14 @@ std::string copy_and_read(Client& device, const Handle& source, bool by_kernel) 
     std::string text = "bytes";
     for (std::size_t index = 0; index < bytes->size() && index < 8; ++index) {
         text += " " + std::to_string(static_cast<unsigned>((*bytes)[index]));
+    }
+    return text;
+}
+
+/// `text` with its line ends replaced by " | ".
+std::string one_line(std::string text) {
+    for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at)) {
+        text.replace(at, 1, " | ");
     }
     return text;
 }
@@ -209,15 +227,16 @@ std::optional<std::string> collective(Job& job, Client& device, std::string comm
     return std::nullopt;
 }
 
-/// `publish NAME VALUE`: "ok", or the first error.
-std::string publish_filled(Job& job, Client& device, const std::string& name,
-                           std::uint64_t value) {
+/// `publish NAME VALUE`: "ok", or the first error; the buffer is kept in `handles`.
+std::string publish_filled(Job& job, Client& device, const std::string& name, std::uint64_t value,
+                           std::map<std::string, Handle>& handles) {
     Result<Handle> buffer = device.allocate(64);
     if (!buffer) {
         return "error " + first_line_of(buffer.error());
     }
-    Status done = device.launch("fill", LaunchConfig::linear(64),
-                                {{*buffer, AccessMode::Write}}, KernelArgs().u64(value));
+    handles.insert_or_assign(name, *buffer);
+    Status done = device.launch("fill", LaunchConfig::linear(64), {{*buffer, AccessMode::Write}},
+                                KernelArgs().u64(value));
     if (done) {
         done = device.grant_peer_access(*job.service(0));
     }
@@ -225,6 +244,147 @@ std::string publish_filled(Job& job, Client& device, const std::string& name,
         done = job.publish(name, *buffer);
     }
     return done ? "ok" : "error " + first_line_of(done.error());
+}
+
+/// What the commands act on: the job, its device, and the handles and events kept by name.
+struct Rank {
+    Job& job;
+    Client& device;
+    std::map<std::string, Handle> handles;
+    std::map<std::string, Event> events;
+};
+
+/// Keeps `found` as `name` in `kept` when it is there: "ok", or the error.
+template <typename T>
+std::string keep(std::map<std::string, T>& kept, const std::string& name, Result<T> found) {
+    if (!found) {
+        return error_text(found.error());
+    }
+    kept.insert_or_assign(name, *found);
+    return "ok";
+}
+
+/// The event commands (`event`, `record`, `mark`, `withdraw`, `lookup-event`, `wait-event`,
+/// `host-wait`, `complete`, `sync`): the answer, or none for another command.
+std::optional<std::string> event_command(Rank& rank, const std::string& command,
+                                         const std::string& name, std::uint64_t value) {
+    Client& device = rank.device;
+    if (command == "event") {
+        return publish_event_after_fill(rank.job, device, name, value);
+    }
+    if (command == "record") {
+        Result<Event> event = device.record_event(device.default_stream());
+        return event ? answer_of(rank.job.publish(name, *event)) : error_text(event.error());
+    }
+    if (command == "mark") {
+        return keep(rank.events, name, device.record_event(device.default_stream()));
+    }
+    if (command == "withdraw") {
+        return answer_of(rank.job.withdraw(name));
+    }
+    if (command == "lookup-event") {
+        return keep(rank.events, name, rank.job.lookup_event(name, std::chrono::seconds(60)));
+    }
+    if (command == "sync") {
+        return answer_of(device.sync());
+    }
+    if (command != "wait-event" && command != "host-wait" && command != "complete") {
+        return std::nullopt;
+    }
+    auto event = rank.events.find(name);
+    if (event == rank.events.end()) {
+        return "error no event named " + name;
+    }
+    if (command == "complete") {
+        Result<bool> complete = device.event_complete(event->second);
+        return !complete ? error_text(complete.error()) : (*complete ? "true" : "false");
+    }
+    return answer_of(command == "wait-event"
+                         ? device.wait_event(device.default_stream(), event->second)
+                         : device.wait(event->second));
+}
+
+/// The commands on a handle kept as `name` (`copy`, `kernel`, `fail`, `fill`, `read`,
+/// `report`, `size`, `drop`, `copy-into`): the answer, or none for another command.
+std::optional<std::string> handle_command(Rank& rank, const std::string& line,
+                                          const std::string& command, const std::string& name,
+                                          std::uint64_t value) {
+    Client& device = rank.device;
+    if (command == "copy-into") {
+        std::string ignored;
+        std::string target;
+        std::istringstream(line) >> ignored >> ignored >> target;
+        if (!rank.handles.contains(name) || !rank.handles.contains(target)) {
+            return "error no handles named " + name + " and " + target;
+        }
+        return answer_of(device.copy(rank.handles.at(name), rank.handles.at(target)));
+    }
+    auto held = rank.handles.find(name);
+    if (held == rank.handles.end()) {
+        return "error no handle named " + name;
+    }
+    if (command == "copy" || command == "kernel") {
+        return copy_and_read(device, held->second, command == "kernel");
+    }
+    if (command == "fail" || command == "fill") {
+        return answer_of(device.launch(command, LaunchConfig::linear(1),
+                                       {{held->second, AccessMode::Write}},
+                                       KernelArgs().u64(value)));
+    }
+    if (command == "read") {
+        return read_after(device, Status{}, *held->second.slice(0, 8), false);
+    }
+    if (command == "report") {
+        Result<std::vector<std::byte>> bytes = device.read(held->second);
+        return bytes ? read_after(device, Status{}, *held->second.slice(0, 8), false)
+                     : "error " + one_line(bytes.error().report());
+    }
+    if (command == "size") {
+        return "size " + std::to_string(held->second.size_in_use());
+    }
+    if (command == "drop") {
+        rank.handles.erase(held);
+        return "ok";
+    }
+    return std::nullopt;
+}
+
+/// The answer to one command line.
+std::string answer_line(Rank& rank, const std::string& line) {
+    std::istringstream words(line);
+    std::string command;
+    std::string name;
+    std::uint64_t value = 0;
+    words >> command >> name >> value;
+    Client& device = rank.device;
+    if (command == "lookup") {
+        return keep(rank.handles, name, rank.job.lookup(name, std::chrono::seconds(60)));
+    }
+    if (command == "publish") {
+        return publish_filled(rank.job, device, name, value, rank.handles);
+    }
+    if (command == "alloc") {
+        return keep(rank.handles, name, device.allocate(64));
+    }
+    if (command == "lose" || command == "lose-after") {
+        return answer_of(device.inject(DeviceLossFault{std::strtoull(name.c_str(), nullptr, 10)}));
+    }
+    if (command == "die") {
+        std::_Exit(3);
+    }
+    if (command == "barrier") {
+        return answer_of(rank.job.barrier());
+    }
+    if (std::optional<std::string> done = collective(rank.job, device, command, name, value)) {
+        return *done;
+    }
+    if (std::optional<std::string> done = event_command(rank, command, name, value)) {
+        return *done;
+    }
+    if (std::optional<std::string> done = handle_command(rank, line, command, name, value)) {
+        return *done;
+    }
+    return "error unknown command " + command;
 }
 
 }  // namespace
@@ -237,78 +397,10 @@ int main() {
     }
     std::cout << "joined" << std::endl;
     Client device = job->runtime()->client(0);
-    std::map<std::string, Handle> handles;
-    std::map<std::string, Event> events;
+    Rank rank{*job, device, {}, {}};
     std::string line;
     while (std::getline(std::cin, line)) {
-        std::istringstream words(line);
-        std::string command;
-        std::string name;
-        std::uint64_t value = 0;
-        words >> command >> name >> value;
-        std::string answer = "ok";
-        auto held = handles.find(name);
-        if (command == "lookup") {
-            Result<Handle> found = job->lookup(name, std::chrono::seconds(60));
-            answer = found ? "ok" : "error " + first_line_of(found.error());
-            if (found) {
-                handles.insert_or_assign(name, *found);
-            }
-        } else if (command == "publish") {
-            answer = publish_filled(*job, device, name, value);
-        } else if (command == "lose" || command == "lose-after") {
-            const Status injected =
-                device.inject(DeviceLossFault{std::strtoull(name.c_str(), nullptr, 10)});
-            answer = injected ? "ok" : error_text(injected.error());
-        } else if (std::optional<std::string> done =
-                       collective(*job, device, command, name, value)) {
-            answer = *done;
-        } else if (command == "event") {
-            answer = publish_event_after_fill(*job, device, name, value);
-        } else if (command == "lookup-event") {
-            Result<Event> found = job->lookup_event(name, std::chrono::seconds(60));
-            answer = found ? "ok" : "error " + first_line_of(found.error());
-            if (found) {
-                events.insert_or_assign(name, *found);
-            }
-        } else if (command == "wait-event" || command == "host-wait") {
-            auto event = events.find(name);
-            answer = event == events.end()
-                         ? "error no event named " + name
-                         : answer_of(command == "wait-event"
-                                         ? device.wait_event(device.default_stream(), event->second)
-                                         : device.wait(event->second));
-        } else if (command == "complete") {
-            auto event = events.find(name);
-            Result<bool> complete = event == events.end()
-                                        ? Result<bool>(Error::invalid_argument("no such event"))
-                                        : device.event_complete(event->second);
-            answer = !complete ? "error " + first_line_of(complete.error())
-                               : (*complete ? "true" : "false");
-        } else if (command == "sync") {
-            answer = answer_of(device.sync());
-        } else if (command == "die") {
-            std::_Exit(3);
-        } else if (command == "barrier") {
-            const Status passed = job->barrier();
-            answer = passed ? "ok" : "error " + first_line_of(passed.error());
-        } else if (held == handles.end()) {
-            answer = "error no handle named " + name;
-        } else if (command == "copy" || command == "kernel") {
-            answer = copy_and_read(device, held->second, command == "kernel");
-        } else if (command == "fail" || command == "fill") {
-            const Status launched = device.launch(command, LaunchConfig::linear(1),
-                                                  {{held->second, AccessMode::Write}},
-                                                  KernelArgs().u64(value));
-            answer = launched ? "ok" : "error " + first_line_of(launched.error());
-        } else if (command == "size") {
-            answer = "size " + std::to_string(held->second.size_in_use());
-        } else if (command == "drop") {
-            handles.erase(held);
-        } else {
-            answer = "error unknown command " + command;
-        }
-        std::cout << answer << std::endl;
+        std::cout << answer_line(rank, line) << std::endl;
     }
     return 0;
 }

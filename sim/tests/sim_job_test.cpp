@@ -345,11 +345,88 @@ TEST_F(TwoRanks, bad_event_publications_and_lookups_are_refused_and_change_nothi
     EXPECT_THAT(peer.ask("host-wait done"), StartsWith("error DeviceLost"));
 }
 
+TEST_F(TwoRanks, a_withdrawn_event_is_looked_up_no_more_and_keeps_its_meaning_for_its_holders) {
+    Handle data = filled(7);  // Not run: this rank runs its work when it syncs.
+    Result<Event> written = device->record_event(device->default_stream());
+    ASSERT_TRUE(written.ok());
+    ASSERT_TRUE(job->publish("written", *written));
+    ASSERT_EQ(peer.ask("lookup-event written"), "ok");  // The peer holds it from here on.
+    ASSERT_TRUE(job->withdraw("written"));
+    EXPECT_EQ(peer.ask("lookup-event written"),
+              "error InvalidArgument: 'written' was withdrawn by rank 0");
+    // The event the peer holds still means the work before it: not reached until this rank
+    // runs the fill, reached once it has.
+    EXPECT_EQ(peer.ask("complete written"), "false");
+    ASSERT_TRUE(device->sync());
+    EXPECT_EQ(peer.ask("complete written"), "true");
+    EXPECT_EQ(peer.ask("host-wait written"), "ok");
+    // Withdrawn once; the name stays the event's.
+    Status again = job->withdraw("written");
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(again.error().message(), HasSubstr("'written' is not published by this rank"));
+    Status reused = job->publish("written", *written);
+    ASSERT_FALSE(reused.ok());
+    EXPECT_THAT(reused.error().message(), HasSubstr("'written' is published already, as an event"));
+    // An event a peer withdraws is refused here too, naming it and its rank.
+    ASSERT_EQ(peer.ask("event theirs 4"), "ok");
+    ASSERT_TRUE(job->lookup_event("theirs", guard_timeout).ok());
+    ASSERT_EQ(peer.ask("withdraw theirs"), "ok");
+    Result<Event> withdrawn = job->lookup_event("theirs", guard_timeout);
+    ASSERT_FALSE(withdrawn.ok());
+    EXPECT_EQ(withdrawn.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(withdrawn.error().message(), HasSubstr("'theirs' was withdrawn by rank 1"));
+}
+
 /// Two ranks, this one waiting for the peer's events 50 ms at most.
 class TwoRanksWaitingBriefly : public TwoRanks {
 protected:
     TwoRanksWaitingBriefly() { event_wait_timeout = std::chrono::milliseconds(50); }
 };
+
+// The peer is the owner here, and holds its work back until the test opens the gate (`sync`):
+// whatever this rank runs meanwhile, a read ordered after the peer's event never sees the bytes
+// from before it. A stream wait that did not hold would copy the fives at once.
+TEST_F(TwoRanksWaitingBriefly, a_stream_wait_holds_the_work_after_it_while_the_owner_is_held_back) {
+    ASSERT_EQ(peer.ask("publish data 5"), "ok");  // Published as written: fives.
+    Result<Handle> theirs = job->lookup("data", guard_timeout);
+    ASSERT_TRUE(theirs.ok()) << theirs.error().report();
+    ASSERT_EQ(peer.ask("fill data 7"), "ok");  // Enqueued behind the gate, not run.
+    ASSERT_EQ(peer.ask("record written"), "ok");
+    Result<Event> written = job->lookup_event("written", guard_timeout);
+    ASSERT_TRUE(written.ok()) << written.error().report();
+    ASSERT_TRUE(device->wait_event(device->default_stream(), *written));
+    Handle mine = *device->allocate(64);
+    ASSERT_TRUE(device->copy(*theirs, mine));
+    Result<Event> copied = device->record_event(device->default_stream());
+    ASSERT_TRUE(copied.ok());
+    Result<bool> done = device->event_complete(*copied);
+    ASSERT_TRUE(done.ok()) << done.error().report();
+    EXPECT_FALSE(*done);
+    // The read runs this rank's work: the wait holds for its whole limit, since the gate stays
+    // shut, and the copy behind it is skipped with why; it never copies the fives. (A wait that
+    // gave up at once would be skipped too, but sooner than its limit.)
+    const auto reading = std::chrono::steady_clock::now();
+    Result<std::vector<std::byte>> held = device->read(mine);
+    EXPECT_GE(std::chrono::steady_clock::now() - reading, event_wait_timeout);
+    ASSERT_FALSE(held.ok()) << "the copy ran before the owner's fill: " << int((*held)[0]);
+    EXPECT_EQ(held.error().kind(), ErrorKind::Unwritten);
+    EXPECT_THAT(held.error().report(), HasSubstr("ordered after a wait that failed"));
+    EXPECT_THAT(held.error().report(), HasSubstr("PeerUnreachable"));
+    // The gate opens: the owner runs its fill, and a wait on its event now passes to the sevens.
+    ASSERT_EQ(peer.ask("sync"), "ok");
+    done = device->event_complete(*written);
+    ASSERT_TRUE(done.ok()) << done.error().report();
+    EXPECT_TRUE(*done);
+    const StreamId fresh = *device->create_stream();
+    ASSERT_TRUE(device->wait_event(fresh, *written));
+    Handle after = *device->allocate(64, fresh);
+    ASSERT_TRUE(device->copy(*theirs, after, fresh));
+    Result<std::vector<std::byte>> read = device->read(after);
+    ASSERT_TRUE(read.ok()) << read.error().report();
+    EXPECT_EQ((*read)[0], std::byte{7});
+    EXPECT_EQ((*read)[63], std::byte{7});
+}
 
 TEST_F(TwoRanksWaitingBriefly, a_wait_on_an_event_its_owner_never_reaches_ends_at_its_limit) {
     ASSERT_EQ(peer.ask("event gate 4"), "ok");  // The gate is never opened.
@@ -369,6 +446,134 @@ TEST_F(TwoRanksWaitingBriefly, a_wait_on_an_event_its_owner_never_reaches_ends_a
     EXPECT_THAT(read.error().report(), HasSubstr("ordered after a wait that failed"));
     EXPECT_THAT(read.error().report(), HasSubstr("PeerUnreachable"));
     EXPECT_TRUE(job->rank_alive(1));
+}
+
+// This rank's wait on the peer's event fails at its limit (the peer's gate stays shut); an event
+// this rank records after it is reached, but a peer's stream waiting on it must follow the failed
+// wait as a local stream would: its later work is skipped with that error, named on this rank.
+TEST_F(TwoRanksWaitingBriefly,
+       a_wait_on_an_event_recorded_after_a_failed_wait_passes_the_failure_on) {
+    ASSERT_EQ(peer.ask("event gate 4"), "ok");
+    Result<Event> gate = job->lookup_event("gate", guard_timeout);
+    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
+    Result<Event> after = device->record_event(device->default_stream());
+    ASSERT_TRUE(after.ok());
+    ASSERT_TRUE(job->publish("after", *after));
+    Result<Event> clean = device->record_event(*device->create_stream());  // Another stream's.
+    ASSERT_TRUE(clean.ok());
+    ASSERT_TRUE(job->publish("clean", *clean));
+    (void)device->sync();  // The wait fails at its limit; the record follows it.
+    // An event of a stream that followed no failed wait passes nothing on.
+    ASSERT_EQ(peer.ask("alloc other"), "ok");
+    ASSERT_EQ(peer.ask("lookup-event clean"), "ok");
+    ASSERT_EQ(peer.ask("wait-event clean"), "ok");
+    ASSERT_EQ(peer.ask("fill other 2"), "ok");
+    EXPECT_EQ(peer.ask("read other"), "bytes 2 2 2 2 2 2 2 2");
+    ASSERT_EQ(peer.ask("alloc mine"), "ok");
+    ASSERT_EQ(peer.ask("lookup-event after"), "ok");
+    EXPECT_EQ(peer.ask("complete after"), "true");  // Reached: this rank ran all before it.
+    EXPECT_EQ(peer.ask("host-wait after"), "ok");   // A host wait is over, as for a local one.
+    ASSERT_EQ(peer.ask("wait-event after"), "ok");
+    ASSERT_EQ(peer.ask("fill mine 3"), "ok");
+    const std::string skipped = peer.ask("report mine");
+    EXPECT_THAT(skipped, StartsWith("error Unwritten"));
+    EXPECT_THAT(skipped, HasSubstr("ordered after a wait that failed"));
+    EXPECT_THAT(skipped, HasSubstr("event 1 of stream 1 of device 0 of "));
+    EXPECT_THAT(skipped, HasSubstr("rank 0 was recorded after a wait that failed there"));
+    // The cause crossed whole: this rank's wait on the peer's gate, which gave up.
+    EXPECT_THAT(skipped, HasSubstr("PeerUnreachable"));
+    EXPECT_THAT(skipped, HasSubstr("was not done within 50 ms"));
+}
+
+/// Two ranks whose simulators run each stream on a thread of its own (the peer takes the
+/// scheduler from the environment): work runs as soon as it is enqueued, so a rank holds its
+/// work back by a gate of its own, external work that ends when the test opens it.
+class TwoRanksThreaded : public TwoRanks {
+protected:
+    TwoRanksThreaded() { scheduler = "threads"; }
+
+    /// Enqueues on the default stream work that ends only once `opened` is.
+    void enqueue_gate(std::shared_future<void> opened) {
+        Handle scratch = *device->allocate(8);
+        ExternalWork gate{"gate", {{scratch, AccessMode::Write}}, {}};
+        gate.run.host = [opened](HostKernelContext&) {
+            opened.wait();
+            return Status{};
+        };
+        ASSERT_TRUE(device->enqueue(std::move(gate)));
+    }
+};
+
+TEST_F(TwoRanksThreaded, a_peers_copy_waiting_on_the_owners_event_holds_until_the_owner_passes_it) {
+    Handle data = filled(5);
+    ASSERT_TRUE(device->sync());
+    ASSERT_TRUE(job->publish("data", data));
+    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    std::promise<void> gate;
+    enqueue_gate(gate.get_future().share());
+    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{data, AccessMode::Write}},
+                               KernelArgs().u64(7)));
+    Result<Event> written = device->record_event(device->default_stream());
+    ASSERT_TRUE(written.ok());
+    ASSERT_TRUE(job->publish("written", *written));
+    ASSERT_EQ(peer.ask("lookup-event written"), "ok");
+    ASSERT_EQ(peer.ask("alloc mine"), "ok");
+    ASSERT_EQ(peer.ask("wait-event written"), "ok");
+    ASSERT_EQ(peer.ask("copy-into data mine"), "ok");
+    ASSERT_EQ(peer.ask("mark copied"), "ok");
+    // The peer's worker runs its work at once; the gate holds this rank's fill, so the copy
+    // behind the wait has not run, whenever the peer looks.
+    EXPECT_EQ(peer.ask("complete copied"), "false");
+    EXPECT_EQ(peer.ask("complete written"), "false");
+    gate.set_value();
+    EXPECT_EQ(peer.ask("read mine"), "bytes 7 7 7 7 7 7 7 7");  // Never the fives.
+    EXPECT_EQ(peer.ask("complete copied"), "true");
+    EXPECT_EQ(peer.ask("complete written"), "true");
+}
+
+// The peer lives on but never runs the work before its event: this rank's wait on it would hold
+// for its whole limit (a minute here) if leaving the job did not end it.
+TEST_F(TwoRanks, leaving_the_job_ends_a_stream_wait_on_a_living_idle_rank_at_once) {
+    ASSERT_EQ(peer.ask("event gate 4"), "ok");  // The gate is never opened.
+    Result<Event> gate = job->lookup_event("gate", guard_timeout);
+    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    {
+        Handle mine = *device->allocate(64);
+        ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
+        ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{mine, AccessMode::Write}},
+                                   KernelArgs().u64(1)));
+    }
+    const auto leaving = std::chrono::steady_clock::now();
+    device.reset();
+    job.reset();  // The job held the last of the runtime: its queued work drains as it goes.
+    EXPECT_LT(std::chrono::steady_clock::now() - leaving, event_wait_timeout / 2);
+    EXPECT_EQ(peer.ask("complete nothing"), "error no event named nothing");  // It answers.
+}
+
+TEST_F(TwoRanks, work_after_a_wait_that_leaving_the_job_ended_is_skipped_as_torn_down) {
+    ASSERT_EQ(peer.ask("event gate 4"), "ok");
+    Result<Event> gate = job->lookup_event("gate", guard_timeout);
+    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    Client kept = *device;  // The runtime outlives the job, as a program may keep it.
+    Handle mine = *kept.allocate(64);
+    ASSERT_TRUE(kept.wait_event(kept.default_stream(), *gate));
+    ASSERT_TRUE(kept.launch("fill", LaunchConfig::linear(64), {{mine, AccessMode::Write}},
+                            KernelArgs().u64(1)));
+    const auto leaving = std::chrono::steady_clock::now();
+    job->leave();
+    EXPECT_LT(std::chrono::steady_clock::now() - leaving, event_wait_timeout / 2);
+    Result<std::vector<std::byte>> read = kept.read(mine);
+    ASSERT_FALSE(read.ok());
+    EXPECT_EQ(read.error().kind(), ErrorKind::Unwritten);
+    EXPECT_THAT(read.error().report(), HasSubstr("ordered after a wait that failed"));
+    EXPECT_THAT(read.error().report(), HasSubstr("TornDown"));
+    EXPECT_THAT(read.error().report(), HasSubstr("left the job before event"));
+    // A wait made after leaving finds the owner gone to this rank, as its memory is (D1).
+    const Status after = kept.wait(*gate);
+    ASSERT_FALSE(after.ok());
+    EXPECT_EQ(after.error().kind(), ErrorKind::DeviceLost);
+    EXPECT_THAT(after.error().report(), HasSubstr("this rank left the job"));
 }
 
 }  // namespace

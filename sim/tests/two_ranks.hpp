@@ -28,12 +28,14 @@ class TwoRanks : public ::testing::Test {
 protected:
     void SetUp() override {
         id_ = new_job_id();
-        peer = start_program(TANDEM_SIM_JOB_RANK, rank_of(id_, 1, 2), {},
-                             {"TANDEM_BACKEND=sim", "TANDEM_DEVICES=1"});
+        peer = start_program(
+            TANDEM_SIM_JOB_RANK, rank_of(id_, 1, 2), {},
+            {"TANDEM_BACKEND=sim", "TANDEM_DEVICES=1", "TANDEM_SCHEDULER=" + scheduler});
         JoinOptions options;
         options.environment = rank_of(id_, 0, 2);
         options.runtime.backend = "sim";
         options.runtime.devices = 1;
+        options.runtime.scheduler = scheduler;
         options.timeout = guard_timeout;
         options.event_wait_timeout = event_wait_timeout;
         Result<Job> joined = Job::join(options);
@@ -68,6 +70,8 @@ protected:
         EXPECT_TRUE(passed.ok()) << passed.error().report();
     }
 
+    /// The simulator's scheduler of both ranks: the peer takes it from the environment.
+    std::string scheduler = "deterministic";
     /// How long this rank's waits for the peer's events hold.
     std::chrono::milliseconds event_wait_timeout{std::chrono::seconds(60)};
     std::string id_;

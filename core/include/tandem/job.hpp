@@ -227,8 +227,13 @@ public:
     /// CUDA for now), or more than 4096 allocations shared at once; `DeviceLost` for a lost
     /// device. A peer's handle addresses the published handle's bytes (a slice stays a slice).
     Status publish(std::string_view name, const Handle& handle);
-    /// Withdraws `name`: later lookups of it fail, and the pin goes once no rank holds it.
-    /// `InvalidArgument` for a name this rank did not publish.
+    /// Withdraws `name`, memory or an event this rank published: later lookups of it
+    /// (`lookup`, `lookup_event`) fail with `InvalidArgument` naming it and this rank. Memory's
+    /// pin goes once no rank holds it. An event a rank looked up already keeps its meaning there:
+    /// it is reached once the work before it has run here, as if never withdrawn (an event is a
+    /// value, a point in this rank's stream; the name is only how ranks find it). The name stays
+    /// the event's: publishing it again is refused. `InvalidArgument` for a name this rank did
+    /// not publish, or withdrew already.
     Status withdraw(std::string_view name);
     /// The memory another rank published under `name`, waiting up to `timeout` for it to be: a
     /// handle of the owner's device (its service, memory id and size) that this rank's devices
@@ -260,7 +265,11 @@ public:
     /// `JoinOptions::event_wait_timeout` with `PeerUnreachable`. A stream whose wait failed so
     /// never runs the work it was ordered before: that work, and all later work of the stream,
     /// is skipped with the wait's error (its outputs claimed with it, as for a lost device's
-    /// memory, D1).
+    /// memory, D1). An event its owner recorded after such a failed wait of its own is reached
+    /// once the owner ran and settled its stream to it, but a stream waiting on it follows that
+    /// failure as it would a local one: its later work is skipped with an error of the same kind
+    /// naming the event on the owner's rank, caused by the owner's error (a host wait, and
+    /// `Client::event_complete`, see it reached, as for a local event).
     Result<Event> lookup_event(std::string_view name,
                                std::chrono::milliseconds timeout = std::chrono::seconds(10));
     /// Waits until every rank reached its barrier of the same count, after settling this rank's
@@ -342,9 +351,15 @@ public:
     /// call `leave`). `InvalidArgument` past `loss_callbacks_max` callbacks.
     Status on_rank_lost(std::function<void(const RankLoss&)> callback);
 
-    /// Leaves the job: closes this rank's runtime, tells every peer it leaves, closes the
-    /// connections and removes this rank's files; the last rank out of a job no launcher holds
-    /// removes the job folder. Idempotent.
+    /// Leaves the job: runs this rank's queued work to its end while the other ranks still
+    /// answer (so what it did to their memory is on their claims), closes this rank's runtime,
+    /// tells every peer it leaves, closes the connections and removes this rank's files; the
+    /// last rank out of a job no launcher holds removes the job folder. A wait on another rank's
+    /// event that is not reached does not hold it up: it ends at once with `TornDown` ("left the
+    /// job before event N ... was reached"), and the work ordered after it is skipped with that
+    /// error. After it, a runtime kept past the job finds every other rank gone (`DeviceLost`,
+    /// "this rank left the job"): its waits on their events fail so, as reads of their memory
+    /// do. Idempotent.
     void leave();
     /// Ends this rank abruptly, as the death of its process would: without the word `leave`
     /// says, it closes its connections, so every other rank reports it lost (`RankEnd::abandoned`)

@@ -202,6 +202,13 @@ void Job::leave() {
         return;
     }
     state_->left = true;
+    // The runtime's work drains while the other ranks still answer, so what it did to their
+    // memory is on their claims; a wait on another rank's event that is not reached would hold
+    // it up to its limit, and ends now instead (TornDown).
+    state_->peers->end_event_waits();
+    if (state_->runtime) {
+        (void)state_->runtime->sync_all();  // Failures are on the claims; leaving goes on.
+    }
     state_->runtime.reset();
     state_->watcher->say_goodbye();
     state_->peers->stop();

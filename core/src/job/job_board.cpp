@@ -12,12 +12,13 @@ namespace tandem::job_detail {
 namespace {
 
 // The layout: grant words (a device by a rank), the claim words of the slots, a loss word a
-// device, the counters of the stream slots.
+// device, the counters of the stream slots, the first failed event of each stream slot.
 constexpr std::size_t grant_words = std::size_t{JobBoard::devices_max} * job_ranks_max;
 constexpr std::size_t loss_words_at = grant_words + JobBoard::slots;
 constexpr std::size_t stream_words_at = loss_words_at + JobBoard::devices_max;
+constexpr std::size_t failed_words_at = stream_words_at + JobBoard::stream_slots;
 constexpr std::size_t board_bytes =
-    (stream_words_at + JobBoard::stream_slots) * sizeof(std::uint64_t);
+    (failed_words_at + JobBoard::stream_slots) * sizeof(std::uint64_t);
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "board words are shared between processes");
@@ -103,6 +104,10 @@ std::atomic<std::uint64_t>& JobBoard::claim_word(std::size_t slot) const {
 
 std::atomic<std::uint64_t>& JobBoard::stream_counter(std::size_t slot) const {
     return word(stream_words_at + slot);
+}
+
+std::atomic<std::uint64_t>& JobBoard::stream_failed_from(std::size_t slot) const {
+    return word(failed_words_at + slot);
 }
 
 std::optional<std::size_t> JobBoard::take_slot() {

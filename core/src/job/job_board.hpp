@@ -9,7 +9,9 @@
 //
 // For each stream whose events it published, a counter its device advances as the work before each
 // of them is settled (`JobMember::export_event`): a peer's wait on such an event holds until the
-// counter reaches the event's sequence.
+// counter reaches the event's sequence. Beside it, the first event of the stream recorded after
+// a wait that failed (0 for none): a peer's stream waiting on that event or a later one follows
+// the failed wait, whose error it asks the owner for once.
 //
 // The board is a file in the job folder (`board-R`, 0600, in a folder that is 0700), created and
 // written by its rank, mapped read-only by the others. Grants and counters only ever grow and a
@@ -70,6 +72,15 @@ public:
     /// The event sequence the counter of stream slot `slot` reached.
     [[nodiscard]] std::uint64_t stream_reached(std::size_t slot) const {
         return stream_counter(slot).load(std::memory_order_acquire);
+    }
+
+    /// The first event sequence of stream slot `slot` recorded after a failed wait, 0 for none:
+    /// the owner sets it before it advances the counter past it.
+    [[nodiscard]] std::atomic<std::uint64_t>& stream_failed_from(std::size_t slot) const;
+    /// Whether event `sequence` of stream slot `slot` was recorded after a failed wait.
+    [[nodiscard]] bool stream_failed_at(std::size_t slot, std::uint64_t sequence) const {
+        const std::uint64_t from = stream_failed_from(slot).load(std::memory_order_acquire);
+        return from != 0 && sequence >= from;
     }
 
     /// Records that `device` is lost (D1); false past `devices_max`. Owner only.

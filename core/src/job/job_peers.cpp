@@ -120,6 +120,9 @@ void JobPeers::stop() {
         std::unique_lock gate(gate_);
         watcher_ = nullptr;
     }
+    // The runtime's last owner may be the member: it drains its work as it goes, asking this
+    // directory about other ranks' events and memory, so it goes once the lock is let go.
+    std::shared_ptr<JobMember> member;
     std::lock_guard lock(mutex_);
     stopped_ = true;
     for (auto& [number, awaited] : awaited_) {
@@ -142,7 +145,7 @@ void JobPeers::stop() {
         }
     }
     published_.clear();
-    member_.reset();  // The runtime keeps this directory; this lets the runtime go.
+    member = std::move(member_);  // The runtime keeps this directory; this lets the runtime go.
     changed_.notify_all();
 }
 
@@ -295,26 +298,39 @@ void JobPeers::tell(const ServiceId& owner, Op op, std::string body) const {
     (void)send(owner.rank, FrameKind::request, out.take());
 }
 
+std::string JobPeers::answer_about_name(std::uint32_t rank, Op op, WireReader& in) {
+    if (op == Op::stream_failure) {
+        return stream_failure(static_cast<std::size_t>(in.u64()));
+    }
+    WireWriter out;
+    const std::string name = in.text();
+    std::lock_guard lock(mutex_);
+    if (op == Op::event_published) {
+        auto found = published_events_.find(name);
+        out.u8(found != published_events_.end() && !found->second.withdrawn ? 1 : 0);
+        return out.take();
+    }
+    auto found = published_.find(name);
+    const bool held = found != published_.end() && !found->second.withdrawn;
+    if (op == Op::pin && held) {
+        ++found->second.holders[rank];
+    } else if (op == Op::unpin && found != published_.end()) {
+        auto holder = found->second.holders.find(rank);
+        if (holder != found->second.holders.end() && --holder->second == 0) {
+            found->second.holders.erase(holder);
+        }
+        drop_if_unheld(name);
+    }
+    out.u8(held ? 1 : 0);
+    return out.take();
+}
+
 std::string JobPeers::answer(std::uint32_t rank, Op op, std::uint32_t device,
                              std::string_view body) {
     WireReader in(body);
     WireWriter out;
-    if (op == Op::pin || op == Op::unpin) {
-        const std::string name = in.text();
-        std::lock_guard lock(mutex_);
-        auto found = published_.find(name);
-        const bool held = found != published_.end() && !found->second.withdrawn;
-        if (op == Op::pin && held) {
-            ++found->second.holders[rank];
-        } else if (op == Op::unpin && found != published_.end()) {
-            auto holder = found->second.holders.find(rank);
-            if (holder != found->second.holders.end() && --holder->second == 0) {
-                found->second.holders.erase(holder);
-            }
-            drop_if_unheld(name);
-        }
-        out.u8(held ? 1 : 0);
-        return out.take();
+    if (op == Op::stream_failure || op == Op::event_published || op == Op::pin || op == Op::unpin) {
+        return answer_about_name(rank, op, in);
     }
     if (!member_ || device >= device_count_) {
         return out.take();  // An empty answer: the asker reads it as malformed.

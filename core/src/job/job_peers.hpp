@@ -26,7 +26,10 @@
 // event of it) that its device advances as the work before each published event is settled
 // (`JobMember::export_event`). A rank that looks the name up gets an event its streams and host
 // wait on as on one of their own; the wait holds until the counter reaches the event's sequence
-// (`event_reached`), and fails with the owner's loss, or past `event_wait_limit`.
+// (`event_reached`), and fails with the owner's loss, or past `event_wait_limit`. An event the
+// owner recorded after a wait of its own failed is reached all the same, but a word beside the
+// counter says so, and a stream waiting on it asks the owner once for the error
+// (`failed_wait_before`) and skips its later work with it.
 
 #include "job_board.hpp"
 #include "rank_watcher.hpp"
@@ -52,6 +55,8 @@
 
 namespace tandem::job_detail {
 
+class WireReader;
+
 class JobPeers final : public DeviceDirectory, public std::enable_shared_from_this<JobPeers> {
 public:
     /// The longest name memory or an event is published under.
@@ -73,8 +78,13 @@ public:
     /// Tells every rank this rank's runtime, then waits until every rank told its own (or is
     /// lost), until `deadline`; maps their boards.
     Status meet(std::chrono::steady_clock::time_point deadline);
+    /// Ends every wait of this rank's runtime on another rank's event that is not reached yet,
+    /// now and from now on, with `TornDown`: this rank leaves, and its runtime's work must drain
+    /// while the other ranks still answer. Before `stop`.
+    void end_event_waits();
     /// Stops answering: every wait for an answer fails, nothing is sent any more. Before the
-    /// watcher and the runtime go.
+    /// watcher and the runtime go; the runtime may be destroyed here (its queued work drained),
+    /// with no lock of this directory held.
     void stop();
 
     /// What the watcher hands over: every frame but "bye", on its thread.
@@ -86,7 +96,7 @@ public:
     [[nodiscard]] Result<ServiceId> service(std::uint32_t rank, std::uint32_t device) const;
     /// `Job::publish`.
     Status publish(std::string_view name, const Handle& handle);
-    /// `Job::withdraw`.
+    /// `Job::withdraw`, of memory or of an event.
     Status withdraw(std::string_view name);
     /// `Job::publish` of an event.
     Status publish(std::string_view name, const Event& event);
@@ -130,6 +140,7 @@ public:
     [[nodiscard]] std::optional<std::string> check_invariants(ServiceId owner) const override;
     [[nodiscard]] std::size_t claims_size(ServiceId owner) const override;
     [[nodiscard]] Result<bool> event_reached(const Event& event) const override;
+    [[nodiscard]] std::optional<Error> failed_wait_before(const Event& event) const override;
     [[nodiscard]] std::chrono::milliseconds event_wait_limit() const override {
         return event_wait_limit_;
     }
@@ -144,6 +155,10 @@ public:
         release = 6,
         pin = 7,
         unpin = 8,
+        /// The error of the failed wait a stream whose events this rank published followed.
+        stream_failure = 9,
+        /// Whether a name still names an event this rank published (not withdrawn).
+        event_published = 10,
     };
 
 private:
@@ -185,9 +200,29 @@ private:
         /// The counter of its stream on the owner's board.
         std::size_t slot = 0;
     };
+    /// A stream slot as its device tells it (`JobMember::export_event`): `reach` of the slot.
+    class StreamCounter final : public ExportedStream {
+    public:
+        StreamCounter(JobPeers& peers, std::size_t slot) : peers_(peers), slot_(slot) {}
+        void reach(std::uint64_t sequence, const std::optional<Error>& failed_wait) override {
+            peers_.reach(slot_, sequence, failed_wait);
+        }
+
+    private:
+        JobPeers& peers_;
+        const std::size_t slot_;
+    };
     /// Where the counter of `event`'s stream is on this rank's board, taking a slot for a stream
     /// that has none yet; none when every slot is taken. Under `mutex_`.
     [[nodiscard]] std::optional<std::size_t> counter_slot(const Event& event);
+    /// What stream slot `slot`'s device says (`ExportedStream::reach`): the failed wait first (its
+    /// error kept for the peers that ask, its sequence on the board), then the counter.
+    void reach(std::size_t slot, std::uint64_t sequence, const std::optional<Error>& failed_wait);
+    /// The answer to `Op::stream_failure` for stream slot `slot`.
+    [[nodiscard]] std::string stream_failure(std::size_t slot) const;
+    /// Where `event`'s stream counter is: the owner's rank and its board slot, if published here.
+    [[nodiscard]] std::optional<std::pair<std::uint32_t, std::size_t>> event_slot(
+        const Event& event) const;
     /// Tells every rank still in the job that `name` names `event`, whose stream's counter is
     /// board slot `slot`: the frames go once `lock` (of `mutex_`) is let go.
     Status announce_event(std::string_view name, const Event& event, std::size_t slot,
@@ -206,6 +241,9 @@ private:
     void serve(std::uint32_t rank, std::string_view payload);
     [[nodiscard]] std::string answer(std::uint32_t rank, Op op, std::uint32_t device,
                                      std::string_view body);
+    /// The answer to a request of `rank` about a published name or a published stream (pin,
+    /// unpin, whether an event is still published, a stream's failed wait), which needs no device.
+    [[nodiscard]] std::string answer_about_name(std::uint32_t rank, Op op, WireReader& in);
     void on_publish(std::uint32_t rank, std::string_view payload, std::vector<int>& passed);
     /// `InvalidArgument` for a name of no bytes or more than `name_bytes_max`.
     static Status check_name(std::string_view name);
@@ -265,9 +303,23 @@ private:
     mutable std::shared_mutex slots_mutex_;
     std::unordered_map<MemoryId, std::pair<std::uint32_t, std::size_t>> slots_;
     /// Events this rank published, by name, and the board slot of each stream they are on, by
-    /// (device, stream).
-    std::map<std::string, Event, std::less<>> published_events_;
+    /// (device, stream). A withdrawn event keeps its name (and its counter moves on for the
+    /// ranks that hold it); only new lookups of it fail.
+    struct PublishedEvent {
+        Event event;
+        bool withdrawn = false;
+    };
+    std::map<std::string, PublishedEvent, std::less<>> published_events_;
     std::map<std::pair<std::uint32_t, std::uint64_t>, std::size_t> stream_slots_;
+    /// What each stream slot's device tells (`export_event`), by slot: kept as long as this
+    /// directory, which the runtime whose work tells them keeps.
+    std::vector<std::unique_ptr<StreamCounter>> stream_counters_;
+    /// A leaf lock (a device tells a counter under its own lock): the errors of the failed waits
+    /// this rank's published streams followed, by slot, and those other ranks told this rank of,
+    /// by (rank, slot). A stream that followed one follows it for good, so one error a stream.
+    mutable std::mutex failures_mutex_;
+    std::map<std::size_t, Error> stream_failures_;
+    mutable std::map<std::pair<std::uint32_t, std::size_t>, Error> failures_heard_;
     /// Events other ranks published, by name.
     std::map<std::string, ReceivedEvent, std::less<>> received_events_;
     /// The board slot of each stream of another rank whose events it published, by (owner,
@@ -275,6 +327,8 @@ private:
     std::map<std::pair<ServiceId, std::uint64_t>, std::pair<std::uint32_t, std::size_t>>
         event_slots_;
     const std::chrono::milliseconds event_wait_limit_;
+    /// Set by `end_event_waits`: read by every look at another rank's event.
+    std::atomic<bool> leaving_{false};
     /// Regions whose descriptor went to a rank already: (rank, base address).
     std::set<std::pair<std::uint32_t, std::uint64_t>> regions_sent_;
     std::map<ServiceId, std::shared_ptr<RemoteOwner>> owners_;

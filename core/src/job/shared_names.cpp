@@ -264,6 +264,11 @@ Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds
 
 Status JobPeers::withdraw(std::string_view name) {
     std::lock_guard lock(mutex_);
+    if (auto event = published_events_.find(name);
+        event != published_events_.end() && !event->second.withdrawn) {
+        event->second.withdrawn = true;  // Lookups ask the owner (`Op::event_published`).
+        return {};
+    }
     auto found = published_.find(name);
     if (found == published_.end() || found->second.withdrawn) {
         return Error::invalid_argument("'" + std::string(name) +

@@ -6,7 +6,8 @@
 // (`DeviceDirectory::event_reached`). There is nothing to be told when it moves, so a wait looks
 // again after a pause that grows from microseconds to a millisecond: a wait that ends soon ends
 // at once, and a long one costs a look a millisecond. No wait holds for ever: the owner's loss
-// ends it with `DeviceLost`, and `DeviceDirectory::event_wait_limit` with `PeerUnreachable`.
+// ends it with `DeviceLost`, this process leaving the job with `TornDown`, and
+// `DeviceDirectory::event_wait_limit` with `PeerUnreachable`.
 
 #include "tandem/backend/device_directory.hpp"
 #include "tandem/core/event.hpp"

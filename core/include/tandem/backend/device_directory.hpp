@@ -101,10 +101,19 @@ public:
     /// Whether `event`, recorded on a device of another process, is reached there: the work
     /// enqueued before it on its stream has run and is settled, so the owner's claims say what
     /// it did (P5 across processes). `InvalidArgument` for an event that was not published to
-    /// this process, `DeviceLost` (naming the owner's rank and why) once the owner is lost. None
-    /// but a directory of other processes knows such events.
+    /// this process, `DeviceLost` (naming the owner's rank and why) once the owner is lost,
+    /// `TornDown` once this process leaves the job it shares with the owner. None but a
+    /// directory of other processes knows such events.
     [[nodiscard]] virtual Result<bool> event_reached(const Event& /*event*/) const {
         return Error::invalid_argument("the event does not belong to this runtime");
+    }
+    /// For `event` of another process, reached: why a wait its stream's work before it was
+    /// ordered after failed on the owner, when one did (`ExportedStream::reach`), naming the
+    /// event and the owner; none otherwise. A stream's wait on it then skips the stream's later
+    /// work with that error (`Work::follow_failed_wait`); a host wait is over all the same, as
+    /// for a local event recorded after a failed wait.
+    [[nodiscard]] virtual std::optional<Error> failed_wait_before(const Event& /*event*/) const {
+        return std::nullopt;
     }
     /// How long a wait for an event of another process holds before it gives up with
     /// `PeerUnreachable`: the host's (`Server::wait`) and a stream's alike.
@@ -173,6 +182,12 @@ public:
             return remote->event_reached(event);
         }
         return DeviceDirectory::event_reached(event);
+    }
+    [[nodiscard]] std::optional<Error> failed_wait_before(const Event& event) const override {
+        if (const DeviceDirectory* remote = remote_for(event.device())) {
+            return remote->failed_wait_before(event);
+        }
+        return std::nullopt;
     }
     [[nodiscard]] std::chrono::milliseconds event_wait_limit() const override {
         const DeviceDirectory* remote = remote_.load(std::memory_order_acquire);

@@ -11,9 +11,9 @@
 #include "tandem/core/handle.hpp"
 #include "tandem/core/result.hpp"
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace tandem {
 
@@ -28,6 +28,22 @@ struct ExportedRegion {
     std::uint64_t base_address = 0;
     /// The region's size.
     std::uint64_t size_bytes = 0;
+};
+
+/// A stream whose events other processes wait on, as the job keeps it: what its device tells it
+/// as the work before each published event settles (`JobMember::export_event`). The job decides
+/// what other processes read of it (on the simulator: words on the owner's board, and the error
+/// itself on request), so every backend passes on the same outcomes.
+class ExportedStream {
+public:
+    virtual ~ExportedStream() = default;
+    /// Event `sequence` of the stream is reached: the work enqueued before it has run and is
+    /// settled. `failed_wait` is why a wait that work was ordered after failed, when one did: the
+    /// stream skipped its work since (`Work::follow_failed_wait`), and a wait of another process
+    /// on the event then skips its own later work with that error, as a wait on a local event
+    /// recorded after a failed wait does. Reaching an event again, or an older one, changes
+    /// nothing the others read.
+    virtual void reach(std::uint64_t sequence, const std::optional<Error>& failed_wait) = 0;
 };
 
 /// A runtime as its job reaches it.
@@ -45,13 +61,14 @@ public:
     /// Maps a region another process exported; `region.descriptor` is taken (closed by this
     /// call or with the runtime). A region mapped already is kept.
     virtual Status import_region(const ExportedRegion& region) = 0;
-    /// Advances `counter`, a word other processes read, to `event.sequence()` once the work
-    /// enqueued before `event` (an event of one of the runtime's devices) on its stream has run
-    /// and is settled, at once when it is: a wait of another process on the event then finds
-    /// the owner's claims saying what that work did (P5 across processes). Every event of one
-    /// stream advances the same counter, which only grows; it must outlive the runtime's work.
-    /// `InvalidArgument` for an event no device of the runtime recorded.
-    virtual Status export_event(const Event& event, std::atomic<std::uint64_t>& counter) = 0;
+    /// Tells `stream` that `event` (an event of one of the runtime's devices) is reached
+    /// (`ExportedStream::reach`, with the failed wait it was recorded after, if any) once the
+    /// work enqueued before it on its stream has run and is settled, at once when it is: a wait
+    /// of another process on the event then finds the owner's claims saying what that work did
+    /// (P5 across processes). Every event of one stream tells the same `stream`, which must
+    /// outlive the runtime's work. `InvalidArgument` for an event no device of the runtime
+    /// recorded.
+    virtual Status export_event(const Event& event, ExportedStream& stream) = 0;
 };
 
 }  // namespace tandem
