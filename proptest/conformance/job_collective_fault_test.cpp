@@ -1,0 +1,476 @@
+// The collectives of a job under faults, on its ranks simulated in this process (job_ranks.hpp):
+// a rank's source claimed (K1, K2), a rank's part delayed, a rank ended in the middle of a call,
+// a rank's device lost during one, and calls some rank cannot take (K5). The oracle: every rank
+// ends the call with the same outcome (success with every destination claimed by the one root,
+// or the same error kind and words), and no call ends on its timeout: a rank's loss is
+// `DeviceLost` naming it, never the `PeerUnreachable` of a wait run out.
+//
+// The fault is always on the last rank (or rank 0, the rank that builds a reduction's result),
+// so with three ranks a rank that neither failed nor built the result sees it too.
+
+#include "job_ranks.hpp"
+
+#include <gmock/gmock.h>
+
+namespace tandem::conformance {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <typename Kind>
+class JobCollectiveFaults : public JobRanks<Kind> {
+protected:
+    /// A collective of every rank: rank r's call, given its buffers.
+    using Call = std::function<Status(std::uint32_t rank)>;
+
+    /// Expects rank `rank`'s call to have succeeded (`outcome`) and its `buffer` to read as
+    /// claimed, all of it, by the fail kernel's `code` on rank `from`, with the hop of the
+    /// reading rank's own copy first in its chain (the chain runs from the reader back to the root) (K1) unless `hop` is false.
+    void expect_claimed_on(std::uint32_t rank, const Status& outcome, const Handle& buffer,
+                           std::uint32_t code, std::uint32_t from, bool hop = true) {
+        ASSERT_TRUE(outcome) << "rank " << rank << ": " << outcome.error().report();
+        std::optional<Error> error = this->read_error(rank, buffer);
+        ASSERT_TRUE(error) << "rank " << rank << " took bytes of a claimed source";
+        ASSERT_EQ(error->kind(), ErrorKind::Unwritten) << error->report();
+        EXPECT_EQ(root_code(*error), code) << error->report();
+        const auto* root = root_of(*error)->details_as<KernelFailedDetails>();
+        ASSERT_NE(root, nullptr) << error->report();
+        EXPECT_EQ(root->device, this->device(from).service()) << error->report();
+        EXPECT_THAT(error->report(), HasSubstr("code " + std::to_string(code) +
+                                               " on device 0 of rank " + std::to_string(from)));
+        if (hop) {
+            const UnwrittenDetails* details = unwritten(*error);
+            ASSERT_FALSE(details->chain.empty()) << error->report();
+            EXPECT_EQ(details->chain.front().device, this->device(rank).service())
+                << error->report();
+        }
+    }
+    /// `expect_claimed_on` for every rank r, its call's `outcomes[r]` and its `buffers[r]`: the
+    /// same root on every rank.
+    void expect_claimed_everywhere(const std::vector<Status>& outcomes,
+                                   const std::vector<Handle>& buffers, std::uint32_t code,
+                                   std::uint32_t from) {
+        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+            expect_claimed_on(rank, outcomes[rank], buffers[rank], code, from);
+        }
+    }
+
+    /// Expects every rank's call to have failed alike: `kind`, the same words on every rank,
+    /// saying `words`.
+    void expect_the_same_error(const std::vector<Status>& outcomes, ErrorKind kind,
+                               const std::string& words) {
+        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+            ASSERT_FALSE(outcomes[rank]) << "rank " << rank << " passed";
+            EXPECT_EQ(outcomes[rank].error().kind(), kind)
+                << "rank " << rank << ": " << outcomes[rank].error().report();
+            EXPECT_THAT(outcomes[rank].error().message(), HasSubstr(words)) << "rank " << rank;
+            EXPECT_EQ(outcomes[rank].error().message(), outcomes[0].error().message())
+                << "rank " << rank << " and rank 0 disagree";
+        }
+    }
+
+    /// Ends rank `dying` while every other rank is inside `call`: each survivor's call fails with
+    /// `DeviceLost` naming it, and so does the survivors' next call. `published`: the names the
+    /// survivors' calls publish first; once `dying` found every one, each survivor is inside its
+    /// call. The dying rank waits at a gate the test opens then, never for a time.
+    void expect_a_rank_ended_mid_call_fails_the_others(std::uint32_t dying, const Call& call,
+                                                       const std::vector<std::string>& published) {
+        std::promise<void> gate;
+        std::shared_future<void> opened = gate.get_future().share();
+        std::vector<std::uint32_t> survivors;
+        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+            if (rank != dying) {
+                survivors.push_back(rank);
+            }
+        }
+        auto death = std::async(std::launch::async, [&] {
+            opened.wait();
+            this->job(dying).abandon();
+        });
+        auto outcomes = std::async(std::launch::async,
+                                   [&] { return this->on_every_rank(call, survivors); });
+        for (const std::string& name : published) {
+            Result<Handle> inside = this->job(dying).lookup(name, call_timeout);
+            EXPECT_TRUE(inside) << inside.error().report();
+        }
+        gate.set_value();
+        death.get();
+        expect_survivors_lost(outcomes.get(), dying, survivors);
+        expect_survivors_lost(this->on_every_rank(call, survivors), dying, survivors);
+    }
+
+    /// Expects each of `survivors`' outcomes to be `DeviceLost` naming rank `dying`.
+    static void expect_survivors_lost(const std::vector<Status>& outcomes, std::uint32_t dying,
+                                      const std::vector<std::uint32_t>& survivors) {
+        for (std::uint32_t rank : survivors) {
+            ASSERT_FALSE(outcomes[rank]) << "rank " << rank << " passed without rank " << dying;
+            EXPECT_EQ(outcomes[rank].error().kind(), ErrorKind::DeviceLost)
+                << "rank " << rank << ": " << outcomes[rank].error().report();
+            EXPECT_THAT(outcomes[rank].error().message(), HasSubstr("rank " + std::to_string(dying)))
+                << "rank " << rank;
+        }
+    }
+
+    /// Every rank's `elements` floats, rank r's all r + 1, as buffers of all-reduces.
+    std::vector<Handle> float_buffers(std::size_t elements) {
+        std::vector<Handle> buffers;
+        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+            buffers.push_back(this->template values_on<float>(
+                rank, std::vector<float>(elements, static_cast<float>(rank + 1))));
+        }
+        return buffers;
+    }
+    /// The all-reduce (a sum of floats) of `buffers[r]` on rank r.
+    Call sum_of(const std::vector<Handle>& buffers) {
+        return [this, &buffers](std::uint32_t rank) {
+            return this->job(rank).all_reduce(buffers[rank], ElementType::f32, ReduceOp::sum,
+                                              call_timeout);
+        };
+    }
+    /// The sum every rank's all-reduce of `float_buffers` gives.
+    static float sum_of_ranks() {
+        return static_cast<float>(JobRanks<Kind>::world_size() *
+                                  (JobRanks<Kind>::world_size() + 1) / 2);
+    }
+    /// The name rank `rank` publishes its input of the job's `call`th collective under: the
+    /// protocol's own name (job_collectives.cpp), which tells a test that the rank is inside.
+    static std::string input_name(std::uint64_t call, std::uint32_t rank) {
+        return "tandem.collective." + std::to_string(call) + ".rank" + std::to_string(rank) +
+               ".input";
+    }
+    /// The input names of every rank but `dying` in the job's first collective.
+    static std::vector<std::string> inputs_but(std::uint32_t dying) {
+        std::vector<std::string> names;
+        for (std::uint32_t rank = 0; rank < JobRanks<Kind>::world_size(); ++rank) {
+            if (rank != dying) {
+                names.push_back(input_name(1, rank));
+            }
+        }
+        return names;
+    }
+};
+TYPED_TEST_SUITE(JobCollectiveFaults, JobRanksKinds, JobRanksNames);
+
+// --- A rank's source claimed: K1 and K2 ---
+
+TYPED_TEST(JobCollectiveFaults, k1_a_claimed_all_reduce_source_on_one_rank_claims_every_rank) {
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    this->claim(this->last_rank(), buffers[this->last_rank()], 51);
+    this->expect_claimed_everywhere(this->on_every_rank(this->sum_of(buffers)), buffers, 51,
+                                    this->last_rank());
+}
+
+TYPED_TEST(JobCollectiveFaults, k1_a_broadcast_of_a_claimed_root_claims_every_rank) {
+    std::vector<Handle> buffers;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        buffers.push_back(this->bytes_on(rank, 16, 7));
+    }
+    const std::uint32_t root = this->last_rank();
+    this->claim(root, buffers[root], 52);
+    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
+        return this->job(rank).broadcast(buffers[rank], root, call_timeout);
+    });
+    // The root's buffer is the result: it keeps its own claim and gains no hop.
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        this->expect_claimed_on(rank, outcomes[rank], buffers[rank], 52, root, rank != root);
+    }
+}
+
+// Atomic: every output is claimed all of it, the chunks of clean inputs too.
+TYPED_TEST(JobCollectiveFaults, k1_an_all_gather_with_one_claimed_input_claims_all_of_every_output) {
+    std::vector<Handle> inputs;
+    std::vector<Handle> outputs;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        inputs.push_back(this->bytes_on(rank, 8, static_cast<std::uint8_t>(rank + 1)));
+        outputs.push_back(this->bytes_on(rank, 8 * this->world_size(), 0));
+    }
+    this->claim(this->last_rank(), inputs[this->last_rank()], 53);
+    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
+        return this->job(rank).all_gather(inputs[rank], outputs[rank], call_timeout);
+    });
+    std::vector<Handle> first_chunks;
+    for (const Handle& output : outputs) {
+        first_chunks.push_back(*output.slice(0, 8));  // Rank 0's clean chunk.
+    }
+    this->expect_claimed_everywhere(outcomes, first_chunks, 53, this->last_rank());
+    this->expect_claimed_everywhere(outcomes, outputs, 53, this->last_rank());
+}
+
+// Only chunk 0 of the last rank's input is claimed, the chunk rank 0's output takes: every other
+// rank's output, of clean chunks, is claimed all the same.
+TYPED_TEST(JobCollectiveFaults, k1_a_reduce_scatter_with_one_claimed_chunk_claims_every_output) {
+    std::vector<Handle> inputs;
+    std::vector<Handle> outputs;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        inputs.push_back(this->template values_on<float>(
+            rank, std::vector<float>(2 * this->world_size(), 1.0F)));
+        outputs.push_back(this->template values_on<float>(rank, {0, 0}));
+    }
+    this->claim(this->last_rank(), *inputs[this->last_rank()].slice(0, 8), 54);
+    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
+        return this->job(rank).reduce_scatter(inputs[rank], outputs[rank], ElementType::f32,
+                                              ReduceOp::sum, call_timeout);
+    });
+    this->expect_claimed_everywhere(outcomes, outputs, 54, this->last_rank());
+}
+
+// K2: the sender refuses with its source's failure and claims nothing new; the receiver's
+// target takes the failure with the hop, and its call succeeds.
+TYPED_TEST(JobCollectiveFaults, k2_a_send_of_a_claimed_source_claims_only_the_receivers_target) {
+    const std::uint32_t sender = this->last_rank();
+    Handle source = this->bytes_on(sender, 16, 5);
+    Handle target = this->bytes_on(0, 16, 0);
+    this->claim(sender, source, 55);
+    const std::optional<Error> before = this->read_error(sender, source);
+    ASSERT_TRUE(before);
+    const std::vector<Status> outcomes = this->on_every_rank(
+        [&](std::uint32_t rank) {
+            return rank == sender ? this->job(rank).send(0, source, call_timeout)
+                                  : this->job(rank).recv(sender, target, call_timeout);
+        },
+        {0, sender});
+    ASSERT_FALSE(outcomes[sender]) << "a claimed source was sent";
+    EXPECT_EQ(outcomes[sender].error().kind(), ErrorKind::Unwritten);
+    EXPECT_EQ(root_code(outcomes[sender].error()), 55u);
+    const std::optional<Error> after = this->read_error(sender, source);
+    ASSERT_TRUE(after);
+    EXPECT_EQ(unwritten(*after)->failure, unwritten(*before)->failure);
+    EXPECT_TRUE(unwritten(*after)->chain.empty()) << after->report();
+    this->expect_claimed_on(0, outcomes[0], target, 55, sender);
+}
+
+// --- A rank's part delayed ---
+
+/// A delay of rank `rank`'s default stream: scheduler steps on the deterministic simulator,
+/// microseconds on its threads. Either way the ranks wait for it; no rank relies on its length.
+template <typename Fixture>
+void delay(Fixture& test, std::uint32_t rank) {
+    Client& device = test.device(rank);
+    ASSERT_TRUE(device.inject(StreamDelay{device.default_stream(), 2'000}));
+}
+
+TYPED_TEST(JobCollectiveFaults, a_delayed_rank_still_gives_every_rank_the_right_all_reduce) {
+    const std::vector<Handle> buffers = this->float_buffers(8);
+    delay(*this, this->last_rank());
+    const std::vector<Status> outcomes = this->on_every_rank(this->sum_of(buffers));
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
+        EXPECT_EQ(this->template read_values<float>(rank, buffers[rank]),
+                  std::vector<float>(8, this->sum_of_ranks()));
+    }
+}
+
+// The delay is on rank 0, which builds the result: every rank waits for it.
+TYPED_TEST(JobCollectiveFaults, a_delayed_root_still_gives_every_rank_the_right_all_gather) {
+    std::vector<Handle> inputs;
+    std::vector<Handle> outputs;
+    std::vector<std::byte> expected;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        inputs.push_back(this->bytes_on(rank, 8, static_cast<std::uint8_t>(rank + 1)));
+        outputs.push_back(this->bytes_on(rank, 8 * this->world_size(), 0));
+        const std::vector<std::byte> mine = filled(8, static_cast<std::uint8_t>(rank + 1));
+        expected.insert(expected.end(), mine.begin(), mine.end());
+    }
+    delay(*this, 0);
+    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
+        return this->job(rank).all_gather(inputs[rank], outputs[rank], call_timeout);
+    });
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
+        EXPECT_EQ(this->read_bytes(rank, outputs[rank]), expected) << "rank " << rank;
+    }
+}
+
+TYPED_TEST(JobCollectiveFaults, a_delayed_sender_still_lands_in_the_receive) {
+    const std::uint32_t sender = this->last_rank();
+    Handle source = this->bytes_on(sender, 16, 5);
+    Handle target = this->bytes_on(0, 16, 0);
+    delay(*this, sender);
+    const std::vector<Status> outcomes = this->on_every_rank(
+        [&](std::uint32_t rank) {
+            return rank == sender ? this->job(rank).send(0, source, call_timeout)
+                                  : this->job(rank).recv(sender, target, call_timeout);
+        },
+        {0, sender});
+    ASSERT_TRUE(outcomes[0]) << outcomes[0].error().report();
+    ASSERT_TRUE(outcomes[sender]) << outcomes[sender].error().report();
+    EXPECT_EQ(this->read_bytes(0, target), filled(16, 5));
+}
+
+// --- A rank ended in the middle of a call (K5) ---
+
+TYPED_TEST(JobCollectiveFaults, k5_a_rank_ended_mid_all_reduce_fails_every_other_rank_naming_it) {
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    this->expect_a_rank_ended_mid_call_fails_the_others(this->last_rank(), this->sum_of(buffers),
+                                                        this->inputs_but(this->last_rank()));
+}
+
+// Rank 0 builds the result: the others have published and wait for it, and it never comes.
+TYPED_TEST(JobCollectiveFaults, k5_the_folding_rank_ended_mid_all_reduce_fails_every_other_rank) {
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    this->expect_a_rank_ended_mid_call_fails_the_others(0, this->sum_of(buffers),
+                                                        this->inputs_but(0));
+}
+
+TYPED_TEST(JobCollectiveFaults, k5_a_rank_ended_mid_all_gather_fails_every_other_rank_naming_it) {
+    std::vector<Handle> inputs;
+    std::vector<Handle> outputs;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        inputs.push_back(this->bytes_on(rank, 8, 1));
+        outputs.push_back(this->bytes_on(rank, 8 * this->world_size(), 0));
+    }
+    this->expect_a_rank_ended_mid_call_fails_the_others(
+        this->last_rank(),
+        [&](std::uint32_t rank) {
+            return this->job(rank).all_gather(inputs[rank], outputs[rank], call_timeout);
+        },
+        this->inputs_but(this->last_rank()));
+}
+
+TYPED_TEST(JobCollectiveFaults, k5_a_rank_ended_mid_reduce_scatter_fails_every_other_rank) {
+    std::vector<Handle> inputs;
+    std::vector<Handle> outputs;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        inputs.push_back(this->template values_on<float>(
+            rank, std::vector<float>(2 * this->world_size(), 1.0F)));
+        outputs.push_back(this->template values_on<float>(rank, {0, 0}));
+    }
+    this->expect_a_rank_ended_mid_call_fails_the_others(
+        this->last_rank(),
+        [&](std::uint32_t rank) {
+            return this->job(rank).reduce_scatter(inputs[rank], outputs[rank], ElementType::f32,
+                                                  ReduceOp::sum, call_timeout);
+        },
+        this->inputs_but(this->last_rank()));
+}
+
+// A broadcast publishes nothing before its first agreement, so the gate opens once the others'
+// calls have begun, inside the call or before it: either way, the same outcome.
+TYPED_TEST(JobCollectiveFaults, k5_a_rank_ended_during_a_broadcast_fails_every_other_rank) {
+    std::vector<Handle> buffers;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        buffers.push_back(this->bytes_on(rank, 8, 1));
+    }
+    this->expect_a_rank_ended_mid_call_fails_the_others(
+        this->last_rank(),
+        [&](std::uint32_t rank) { return this->job(rank).broadcast(buffers[rank], 0, call_timeout); },
+        {});
+}
+
+// The receiver waits for a sender that ends instead of sending.
+TYPED_TEST(JobCollectiveFaults, k5_a_sender_ended_before_its_send_fails_the_receive_naming_it) {
+    const std::uint32_t sender = this->last_rank();
+    Handle target = this->bytes_on(0, 16, 0);
+    std::promise<void> gate;
+    auto death = std::async(std::launch::async, [&, opened = gate.get_future()]() mutable {
+        opened.wait();
+        this->job(sender).abandon();
+    });
+    auto received =
+        std::async(std::launch::async, [&] { return this->job(0).recv(sender, target, call_timeout); });
+    gate.set_value();
+    death.get();
+    this->expect_survivors_lost({received.get()}, sender, {0});
+}
+
+// --- A rank's device lost during the call (K5) ---
+
+// Rank 0's device is lost after one unit of work of the call: its copy of its own input into
+// the result runs, its fold of rank 1's does not.
+TYPED_TEST(JobCollectiveFaults, k5_the_folding_ranks_device_lost_mid_all_reduce_fails_every_rank) {
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    ASSERT_TRUE(this->device(0).inject(DeviceLossFault{1}));
+    this->expect_the_same_error(this->on_every_rank(this->sum_of(buffers)), ErrorKind::DeviceLost,
+                                "rank 0");
+    for (std::uint32_t rank = 1; rank < this->world_size(); ++rank) {
+        EXPECT_EQ(this->template read_values<float>(rank, buffers[rank]),
+                  std::vector<float>(4, static_cast<float>(rank + 1)))
+            << "rank " << rank << " took a result that was never built";
+    }
+}
+
+TYPED_TEST(JobCollectiveFaults, k5_a_ranks_device_lost_before_its_part_fails_every_rank) {
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    ASSERT_TRUE(this->device(this->last_rank()).inject(DeviceLossFault{0}));
+    this->expect_the_same_error(this->on_every_rank(this->sum_of(buffers)), ErrorKind::DeviceLost,
+                                "rank " + std::to_string(this->last_rank()));
+}
+
+// Two ranks fail the same step: every rank reports the lower rank's failure, the failing ranks
+// included.
+TYPED_TEST(JobCollectiveFaults, k5_devices_lost_on_two_ranks_give_every_rank_the_lower_ranks_loss) {
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    ASSERT_TRUE(this->device(0).inject(DeviceLossFault{0}));
+    ASSERT_TRUE(this->device(this->last_rank()).inject(DeviceLossFault{0}));
+    this->expect_the_same_error(this->on_every_rank(this->sum_of(buffers)), ErrorKind::DeviceLost,
+                                "device 0 of rank 0");
+}
+
+// --- Calls some rank cannot take (K5) ---
+
+// Refused before any rank is met, on every rank: the call takes no place in the job's order, so
+// the next broadcast of every rank meets the others'.
+TYPED_TEST(JobCollectiveFaults, k5_a_bad_root_is_refused_on_every_rank_without_a_meeting) {
+    std::vector<Handle> buffers;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        buffers.push_back(this->bytes_on(rank, 8, static_cast<std::uint8_t>(rank + 1)));
+    }
+    this->expect_the_same_error(this->on_every_rank([&](std::uint32_t rank) {
+        return this->job(rank).broadcast(buffers[rank], this->world_size(), call_timeout);
+    }),
+                                ErrorKind::InvalidArgument, "is not a rank of this job");
+    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
+        return this->job(rank).broadcast(buffers[rank], 0, call_timeout);
+    });
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
+        EXPECT_EQ(this->read_bytes(rank, buffers[rank]), filled(8, 1));
+    }
+}
+
+// The last rank's input is twice the others': the step that meets it fails on every rank.
+TYPED_TEST(JobCollectiveFaults, k5_all_gather_sizes_that_differ_fail_on_every_rank_alike) {
+    std::vector<Handle> inputs;
+    std::vector<Handle> outputs;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        const std::uint64_t size = rank == this->last_rank() ? 16 : 8;
+        inputs.push_back(this->bytes_on(rank, size, 3));
+        outputs.push_back(this->bytes_on(rank, size * this->world_size(), 0));
+    }
+    this->expect_the_same_error(this->on_every_rank([&](std::uint32_t rank) {
+        return this->job(rank).all_gather(inputs[rank], outputs[rank], call_timeout);
+    }),
+                                ErrorKind::InvalidArgument,
+                                "rank " + std::to_string(this->last_rank()) + "'s input has");
+}
+
+TYPED_TEST(JobCollectiveFaults, k5_all_reduce_sizes_that_differ_fail_on_every_rank_alike) {
+    std::vector<Handle> buffers;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        buffers.push_back(this->template values_on<float>(
+            rank, std::vector<float>(rank == this->last_rank() ? 8 : 4, 1.0F)));
+    }
+    this->expect_the_same_error(this->on_every_rank(this->sum_of(buffers)),
+                                ErrorKind::InvalidArgument,
+                                "rank " + std::to_string(this->last_rank()) + "'s input has");
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        EXPECT_EQ(this->template read_values<float>(rank, buffers[rank]),
+                  std::vector<float>(rank == this->last_rank() ? 8 : 4, 1.0F));
+    }
+}
+
+// Every rank but the root holds a buffer of another size: each fails the copy of its part, and
+// every rank reports the lowest failing rank's words.
+TYPED_TEST(JobCollectiveFaults, k5_broadcast_sizes_that_differ_fail_on_every_rank_alike) {
+    std::vector<Handle> buffers;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        buffers.push_back(this->bytes_on(rank, rank == 0 ? 8 : 16, 2));
+    }
+    this->expect_the_same_error(this->on_every_rank([&](std::uint32_t rank) {
+        return this->job(rank).broadcast(buffers[rank], 0, call_timeout);
+    }),
+                                ErrorKind::InvalidArgument, "rank 0's result has 8 bytes");
+}
+
+}  // namespace
+}  // namespace tandem::conformance
