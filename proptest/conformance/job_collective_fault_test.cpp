@@ -25,7 +25,8 @@ protected:
 
     /// Expects rank `rank`'s call to have succeeded (`outcome`) and its `buffer` to read as
     /// claimed, all of it, by the fail kernel's `code` on rank `from`, with the hop of the
-    /// reading rank's own copy first in its chain (the chain runs from the reader back to the root) (K1) unless `hop` is false.
+    /// reading rank's own copy first in its chain (the chain runs from the reader back to the root)
+    /// (K1) unless `hop` is false.
     void expect_claimed_on(std::uint32_t rank, const Status& outcome, const Handle& buffer,
                            std::uint32_t code, std::uint32_t from, bool hop = true) {
         ASSERT_TRUE(outcome) << "rank " << rank << ": " << outcome.error().report();
@@ -87,8 +88,8 @@ protected:
             opened.wait();
             this->job(dying).abandon();
         });
-        auto outcomes = std::async(std::launch::async,
-                                   [&] { return this->on_every_rank(call, survivors); });
+        auto outcomes =
+            std::async(std::launch::async, [&] { return this->on_every_rank(call, survivors); });
         for (const std::string& name : published) {
             Result<Handle> inside = this->job(dying).lookup(name, call_timeout);
             EXPECT_TRUE(inside) << inside.error().report();
@@ -106,7 +107,8 @@ protected:
             ASSERT_FALSE(outcomes[rank]) << "rank " << rank << " passed without rank " << dying;
             EXPECT_EQ(outcomes[rank].error().kind(), ErrorKind::DeviceLost)
                 << "rank " << rank << ": " << outcomes[rank].error().report();
-            EXPECT_THAT(outcomes[rank].error().message(), HasSubstr("rank " + std::to_string(dying)))
+            EXPECT_THAT(outcomes[rank].error().message(),
+                        HasSubstr("rank " + std::to_string(dying)))
                 << "rank " << rank;
         }
     }
@@ -160,6 +162,38 @@ TYPED_TEST(JobCollectiveFaults, k1_a_claimed_all_reduce_source_on_one_rank_claim
                                     this->last_rank());
 }
 
+// Rank 0 folds the inputs: its own claimed input is skipped on its own device, and the result
+// it never built claims every rank's buffer.
+TYPED_TEST(JobCollectiveFaults, k1_a_claimed_source_on_the_folding_rank_claims_every_rank) {
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    this->claim(0, buffers[0], 56);
+    this->expect_claimed_everywhere(this->on_every_rank(this->sum_of(buffers)), buffers, 56, 0);
+}
+
+// Sources claimed on two ranks: every rank's buffer reads with the same failures, in the same
+// order, whichever rank reads it.
+TYPED_TEST(JobCollectiveFaults, k1_sources_claimed_on_two_ranks_read_alike_on_every_rank) {
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    this->claim(0, buffers[0], 57);
+    this->claim(this->last_rank(), buffers[this->last_rank()], 58);
+    const std::vector<Status> outcomes = this->on_every_rank(this->sum_of(buffers));
+    std::vector<std::vector<std::optional<std::uint32_t>>> roots(this->world_size());
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
+        std::optional<Error> error = this->read_error(rank, buffers[rank]);
+        ASSERT_TRUE(error) << "rank " << rank << " took bytes of a claimed source";
+        if (const auto* several = error->details_as<SeveralDetails>()) {
+            for (const Error& each : several->errors) {
+                roots[rank].push_back(root_code(each));
+            }
+        } else {
+            roots[rank].push_back(root_code(*error));
+        }
+        EXPECT_EQ(roots[rank], roots[0]) << "rank " << rank << ": " << error->report();
+    }
+    EXPECT_THAT(roots[0], ::testing::Contains(std::optional<std::uint32_t>(57)));
+}
+
 TYPED_TEST(JobCollectiveFaults, k1_a_broadcast_of_a_claimed_root_claims_every_rank) {
     std::vector<Handle> buffers;
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
@@ -177,7 +211,8 @@ TYPED_TEST(JobCollectiveFaults, k1_a_broadcast_of_a_claimed_root_claims_every_ra
 }
 
 // Atomic: every output is claimed all of it, the chunks of clean inputs too.
-TYPED_TEST(JobCollectiveFaults, k1_an_all_gather_with_one_claimed_input_claims_all_of_every_output) {
+TYPED_TEST(JobCollectiveFaults,
+           k1_an_all_gather_with_one_claimed_input_claims_all_of_every_output) {
     std::vector<Handle> inputs;
     std::vector<Handle> outputs;
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
@@ -351,10 +386,12 @@ TYPED_TEST(JobCollectiveFaults, k5_a_rank_ended_during_a_broadcast_fails_every_o
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
         buffers.push_back(this->bytes_on(rank, 8, 1));
     }
-    this->expect_a_rank_ended_mid_call_fails_the_others(
-        this->last_rank(),
-        [&](std::uint32_t rank) { return this->job(rank).broadcast(buffers[rank], 0, call_timeout); },
-        {});
+    this->expect_a_rank_ended_mid_call_fails_the_others(this->last_rank(),
+                                                        [&](std::uint32_t rank) {
+                                                            return this->job(rank).broadcast(
+                                                                buffers[rank], 0, call_timeout);
+                                                        },
+                                                        {});
 }
 
 // The receiver waits for a sender that ends instead of sending.
@@ -366,8 +403,8 @@ TYPED_TEST(JobCollectiveFaults, k5_a_sender_ended_before_its_send_fails_the_rece
         opened.wait();
         this->job(sender).abandon();
     });
-    auto received =
-        std::async(std::launch::async, [&] { return this->job(0).recv(sender, target, call_timeout); });
+    auto received = std::async(std::launch::async,
+                               [&] { return this->job(0).recv(sender, target, call_timeout); });
     gate.set_value();
     death.get();
     this->expect_survivors_lost({received.get()}, sender, {0});
@@ -426,6 +463,49 @@ TYPED_TEST(JobCollectiveFaults, k5_a_bad_root_is_refused_on_every_rank_without_a
         ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
         EXPECT_EQ(this->read_bytes(rank, buffers[rank]), filled(8, 1));
     }
+}
+
+// A send to no other rank is refused before meeting anyone: it takes no number, so the next
+// send still meets the receiver's first receive.
+TYPED_TEST(JobCollectiveFaults, k5_a_transfer_to_no_other_rank_is_refused_without_a_meeting) {
+    const std::uint32_t sender = this->last_rank();
+    Handle source = this->bytes_on(sender, 8, 4);
+    Handle target = this->bytes_on(0, 8, 0);
+    for (const std::uint32_t to : {sender, this->world_size()}) {
+        const Status refused = this->job(sender).send(to, source, call_timeout);
+        ASSERT_FALSE(refused) << "a send to rank " << to;
+        EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument) << refused.error().report();
+    }
+    const std::vector<Status> outcomes = this->on_every_rank(
+        [&](std::uint32_t rank) {
+            return rank == sender ? this->job(rank).send(0, source, call_timeout)
+                                  : this->job(rank).recv(sender, target, call_timeout);
+        },
+        {0, sender});
+    ASSERT_TRUE(outcomes[0]) << outcomes[0].error().report();
+    ASSERT_TRUE(outcomes[sender]) << outcomes[sender].error().report();
+    EXPECT_EQ(this->read_bytes(0, target), filled(8, 4));
+}
+
+// A receive of another size than the send fails on both ends with the receiver's words.
+TYPED_TEST(JobCollectiveFaults, k5_a_send_and_a_receive_of_different_sizes_fail_on_both_alike) {
+    const std::uint32_t sender = this->last_rank();
+    Handle source = this->bytes_on(sender, 16, 4);
+    Handle target = this->bytes_on(0, 8, 0);
+    const std::vector<Status> outcomes = this->on_every_rank(
+        [&](std::uint32_t rank) {
+            return rank == sender ? this->job(rank).send(0, source, call_timeout)
+                                  : this->job(rank).recv(sender, target, call_timeout);
+        },
+        {0, sender});
+    for (const std::uint32_t rank : {0U, sender}) {
+        ASSERT_FALSE(outcomes[rank]) << "rank " << rank << " passed";
+        EXPECT_EQ(outcomes[rank].error().kind(), ErrorKind::InvalidArgument);
+        EXPECT_EQ(outcomes[rank].error().message(),
+                  "rank 0: recv: rank " + std::to_string(sender) +
+                      "'s source has 16 bytes, where 8 were expected");
+    }
+    EXPECT_EQ(this->read_bytes(0, target), filled(8, 0));
 }
 
 // The last rank's input is twice the others': the step that meets it fails on every rank.

@@ -42,12 +42,12 @@ std::vector<T> input_of(std::uint32_t rank, std::size_t count, std::size_t first
 template <typename T>
 T reduce(ReduceOp op, T a, T b) {
     switch (op) {
-    case ReduceOp::sum:
-        return static_cast<T>(a + b);
-    case ReduceOp::max:
-        return std::max(a, b);
-    case ReduceOp::min:
-        return std::min(a, b);
+        case ReduceOp::sum:
+            return static_cast<T>(a + b);
+        case ReduceOp::max:
+            return std::max(a, b);
+        case ReduceOp::min:
+            return std::min(a, b);
     }
     return a;
 }
@@ -109,8 +109,9 @@ TYPED_TEST(JobCollectives, an_all_reduce_sum_of_integers_wraps) {
     const auto wrapped = static_cast<std::int32_t>(max * this->world_size());
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
         ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
-        EXPECT_EQ(this->template read_values<std::int32_t>(rank, buffers[rank]),
-                  (std::vector<std::int32_t>{wrapped, static_cast<std::int32_t>(this->world_size())}));
+        EXPECT_EQ(
+            this->template read_values<std::int32_t>(rank, buffers[rank]),
+            (std::vector<std::int32_t>{wrapped, static_cast<std::int32_t>(this->world_size())}));
     }
 }
 
@@ -120,13 +121,15 @@ TYPED_TEST(JobCollectives, a_broadcast_gives_every_rank_the_roots_bytes_from_eve
         buffers.push_back(this->bytes_on(rank, 24, static_cast<std::uint8_t>(rank + 1)));
     }
     for (std::uint32_t root = 0; root < this->world_size(); ++root) {
-        ASSERT_TRUE(this->device(root).write(buffers[root], filled(24, static_cast<std::uint8_t>(40 + root))));
+        ASSERT_TRUE(this->device(root).write(buffers[root],
+                                             filled(24, static_cast<std::uint8_t>(40 + root))));
         const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
             return this->job(rank).broadcast(buffers[rank], root, call_timeout);
         });
         for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
             ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
-            EXPECT_EQ(this->read_bytes(rank, buffers[rank]), filled(24, static_cast<std::uint8_t>(40 + root)))
+            EXPECT_EQ(this->read_bytes(rank, buffers[rank]),
+                      filled(24, static_cast<std::uint8_t>(40 + root)))
                 << "rank " << rank << ", root " << root;
         }
     }
@@ -165,8 +168,8 @@ TYPED_TEST(JobCollectives, an_all_gather_in_place_gathers_every_chunk) {
         expected.insert(expected.end(), mine.begin(), mine.end());
     }
     const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).all_gather(*outputs[rank].slice(rank * chunk, chunk),
-                                          outputs[rank], call_timeout);
+        return this->job(rank).all_gather(*outputs[rank].slice(rank * chunk, chunk), outputs[rank],
+                                          call_timeout);
     });
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
         ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
@@ -227,9 +230,11 @@ TYPED_TEST(JobCollectives, sends_around_a_ring_land_in_the_matching_receives) {
     for (std::uint32_t rank = 0; rank < ranks; ++rank) {
         ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
         const std::uint32_t previous = (rank + ranks - 1) % ranks;
-        EXPECT_EQ(this->read_bytes(rank, targets[rank]), filled(32, static_cast<std::uint8_t>(20 + previous)))
+        EXPECT_EQ(this->read_bytes(rank, targets[rank]),
+                  filled(32, static_cast<std::uint8_t>(20 + previous)))
             << "rank " << rank;
-        EXPECT_EQ(this->read_bytes(rank, sources[rank]), filled(32, static_cast<std::uint8_t>(20 + rank)));
+        EXPECT_EQ(this->read_bytes(rank, sources[rank]),
+                  filled(32, static_cast<std::uint8_t>(20 + rank)));
     }
 }
 
@@ -242,8 +247,8 @@ TYPED_TEST(JobCollectives, collectives_one_after_another_each_give_their_own_res
     }
     const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
         Job& job = this->job(rank);
-        Status status = job.all_reduce(buffers[rank], ElementType::i64, ReduceOp::sum,
-                                       call_timeout);
+        Status status =
+            job.all_reduce(buffers[rank], ElementType::i64, ReduceOp::sum, call_timeout);
         if (status) {
             status = job.all_reduce(buffers[rank], ElementType::i64, ReduceOp::max, call_timeout);
         }

@@ -88,7 +88,6 @@ protected:
     }
 
 public:
-
     /// The number of ranks.
     static constexpr std::uint32_t world_size() { return Kind::ranks; }
     /// The last rank: the one the fault tests fail, delay or end (not the root of a reduction).

@@ -115,11 +115,11 @@ Status JobPeers::vote_of(Meetings& meetings, std::uint64_t generation,
             break;
         }
     }
-    Status outcome = first ? Status(Error(first->kind(),
-                                          "rank " + std::to_string(*voter_first) + ": " +
-                                              first->message(),
-                                          first->details()))
-                           : Status{};
+    Status outcome =
+        first ? Status(Error(first->kind(),
+                             "rank " + std::to_string(*voter_first) + ": " + first->message(),
+                             first->details()))
+              : Status{};
     std::erase_if(meetings.failed_votes,
                   [generation](const auto& vote) { return vote.first.second <= generation; });
     return outcome;
