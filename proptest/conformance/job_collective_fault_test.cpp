@@ -1,16 +1,13 @@
 // The collectives of a job under faults, on its ranks simulated in this process (job_ranks.hpp):
-// a rank's source claimed (K1, K2), a rank's part delayed, a rank ended in the middle of a call,
-// a rank's device lost during one, and calls some rank cannot take (K5). The oracle: every rank
-// ends the call with the same outcome (success with every destination claimed by the one root,
-// or the same error kind and words), and no call ends on its timeout: a rank's loss is
-// `DeviceLost` naming it, never the `PeerUnreachable` of a wait run out.
+// a rank's source claimed (K1, K2), a rank's part delayed, a rank's device lost during a call,
+// and calls some rank cannot take (K5). The oracle (job_collective_faults.hpp): every rank ends
+// the call with the same outcome, success with every destination claimed by the one root, or
+// the same error kind and words. A rank ended in the middle of a call is job_rank_loss_test.cpp.
 //
 // The fault is always on the last rank (or rank 0, the rank that builds a reduction's result),
 // so with three ranks a rank that neither failed nor built the result sees it too.
 
-#include "job_ranks.hpp"
-
-#include <gmock/gmock.h>
+#include "job_collective_faults.hpp"
 
 namespace tandem::conformance {
 namespace {
@@ -18,139 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 
 template <typename Kind>
-class JobCollectiveFaults : public JobRanks<Kind> {
-protected:
-    /// A collective of every rank: rank r's call, given its buffers.
-    using Call = std::function<Status(std::uint32_t rank)>;
-
-    /// Expects rank `rank`'s call to have succeeded (`outcome`) and its `buffer` to read as
-    /// claimed, all of it, by the fail kernel's `code` on rank `from`, with the hop of the
-    /// reading rank's own copy first in its chain (the chain runs from the reader back to the root)
-    /// (K1) unless `hop` is false.
-    void expect_claimed_on(std::uint32_t rank, const Status& outcome, const Handle& buffer,
-                           std::uint32_t code, std::uint32_t from, bool hop = true) {
-        ASSERT_TRUE(outcome) << "rank " << rank << ": " << outcome.error().report();
-        std::optional<Error> error = this->read_error(rank, buffer);
-        ASSERT_TRUE(error) << "rank " << rank << " took bytes of a claimed source";
-        ASSERT_EQ(error->kind(), ErrorKind::Unwritten) << error->report();
-        EXPECT_EQ(root_code(*error), code) << error->report();
-        const auto* root = root_of(*error)->details_as<KernelFailedDetails>();
-        ASSERT_NE(root, nullptr) << error->report();
-        EXPECT_EQ(root->device, this->device(from).service()) << error->report();
-        EXPECT_THAT(error->report(), HasSubstr("code " + std::to_string(code) +
-                                               " on device 0 of rank " + std::to_string(from)));
-        if (hop) {
-            const UnwrittenDetails* details = unwritten(*error);
-            ASSERT_FALSE(details->chain.empty()) << error->report();
-            EXPECT_EQ(details->chain.front().device, this->device(rank).service())
-                << error->report();
-        }
-    }
-    /// `expect_claimed_on` for every rank r, its call's `outcomes[r]` and its `buffers[r]`: the
-    /// same root on every rank.
-    void expect_claimed_everywhere(const std::vector<Status>& outcomes,
-                                   const std::vector<Handle>& buffers, std::uint32_t code,
-                                   std::uint32_t from) {
-        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-            expect_claimed_on(rank, outcomes[rank], buffers[rank], code, from);
-        }
-    }
-
-    /// Expects every rank's call to have failed alike: `kind`, the same words on every rank,
-    /// saying `words`.
-    void expect_the_same_error(const std::vector<Status>& outcomes, ErrorKind kind,
-                               const std::string& words) {
-        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-            ASSERT_FALSE(outcomes[rank]) << "rank " << rank << " passed";
-            EXPECT_EQ(outcomes[rank].error().kind(), kind)
-                << "rank " << rank << ": " << outcomes[rank].error().report();
-            EXPECT_THAT(outcomes[rank].error().message(), HasSubstr(words)) << "rank " << rank;
-            EXPECT_EQ(outcomes[rank].error().message(), outcomes[0].error().message())
-                << "rank " << rank << " and rank 0 disagree";
-        }
-    }
-
-    /// Ends rank `dying` while every other rank is inside `call`: each survivor's call fails with
-    /// `DeviceLost` naming it, and so does the survivors' next call. `published`: the names the
-    /// survivors' calls publish first; once `dying` found every one, each survivor is inside its
-    /// call. The dying rank waits at a gate the test opens then, never for a time.
-    void expect_a_rank_ended_mid_call_fails_the_others(std::uint32_t dying, const Call& call,
-                                                       const std::vector<std::string>& published) {
-        std::promise<void> gate;
-        std::shared_future<void> opened = gate.get_future().share();
-        std::vector<std::uint32_t> survivors;
-        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-            if (rank != dying) {
-                survivors.push_back(rank);
-            }
-        }
-        auto death = std::async(std::launch::async, [&] {
-            opened.wait();
-            this->job(dying).abandon();
-        });
-        auto outcomes =
-            std::async(std::launch::async, [&] { return this->on_every_rank(call, survivors); });
-        for (const std::string& name : published) {
-            Result<Handle> inside = this->job(dying).lookup(name, call_timeout);
-            EXPECT_TRUE(inside) << inside.error().report();
-        }
-        gate.set_value();
-        death.get();
-        expect_survivors_lost(outcomes.get(), dying, survivors);
-        expect_survivors_lost(this->on_every_rank(call, survivors), dying, survivors);
-    }
-
-    /// Expects each of `survivors`' outcomes to be `DeviceLost` naming rank `dying`.
-    static void expect_survivors_lost(const std::vector<Status>& outcomes, std::uint32_t dying,
-                                      const std::vector<std::uint32_t>& survivors) {
-        for (std::uint32_t rank : survivors) {
-            ASSERT_FALSE(outcomes[rank]) << "rank " << rank << " passed without rank " << dying;
-            EXPECT_EQ(outcomes[rank].error().kind(), ErrorKind::DeviceLost)
-                << "rank " << rank << ": " << outcomes[rank].error().report();
-            EXPECT_THAT(outcomes[rank].error().message(),
-                        HasSubstr("rank " + std::to_string(dying)))
-                << "rank " << rank;
-        }
-    }
-
-    /// Every rank's `elements` floats, rank r's all r + 1, as buffers of all-reduces.
-    std::vector<Handle> float_buffers(std::size_t elements) {
-        std::vector<Handle> buffers;
-        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-            buffers.push_back(this->template values_on<float>(
-                rank, std::vector<float>(elements, static_cast<float>(rank + 1))));
-        }
-        return buffers;
-    }
-    /// The all-reduce (a sum of floats) of `buffers[r]` on rank r.
-    Call sum_of(const std::vector<Handle>& buffers) {
-        return [this, &buffers](std::uint32_t rank) {
-            return this->job(rank).all_reduce(buffers[rank], ElementType::f32, ReduceOp::sum,
-                                              call_timeout);
-        };
-    }
-    /// The sum every rank's all-reduce of `float_buffers` gives.
-    static float sum_of_ranks() {
-        return static_cast<float>(JobRanks<Kind>::world_size() *
-                                  (JobRanks<Kind>::world_size() + 1) / 2);
-    }
-    /// The name rank `rank` publishes its input of the job's `call`th collective under: the
-    /// protocol's own name (job_collectives.cpp), which tells a test that the rank is inside.
-    static std::string input_name(std::uint64_t call, std::uint32_t rank) {
-        return "tandem.collective." + std::to_string(call) + ".rank" + std::to_string(rank) +
-               ".input";
-    }
-    /// The input names of every rank but `dying` in the job's first collective.
-    static std::vector<std::string> inputs_but(std::uint32_t dying) {
-        std::vector<std::string> names;
-        for (std::uint32_t rank = 0; rank < JobRanks<Kind>::world_size(); ++rank) {
-            if (rank != dying) {
-                names.push_back(input_name(1, rank));
-            }
-        }
-        return names;
-    }
-};
+class JobCollectiveFaults : public JobFaultFixture<Kind> {};
 TYPED_TEST_SUITE(JobCollectiveFaults, JobRanksKinds, JobRanksNames);
 
 // --- A rank's source claimed: K1 and K2 ---
@@ -330,84 +195,6 @@ TYPED_TEST(JobCollectiveFaults, a_delayed_sender_still_lands_in_the_receive) {
     ASSERT_TRUE(outcomes[0]) << outcomes[0].error().report();
     ASSERT_TRUE(outcomes[sender]) << outcomes[sender].error().report();
     EXPECT_EQ(this->read_bytes(0, target), filled(16, 5));
-}
-
-// --- A rank ended in the middle of a call (K5) ---
-
-TYPED_TEST(JobCollectiveFaults, k5_a_rank_ended_mid_all_reduce_fails_every_other_rank_naming_it) {
-    const std::vector<Handle> buffers = this->float_buffers(4);
-    this->expect_a_rank_ended_mid_call_fails_the_others(this->last_rank(), this->sum_of(buffers),
-                                                        this->inputs_but(this->last_rank()));
-}
-
-// Rank 0 builds the result: the others have published and wait for it, and it never comes.
-TYPED_TEST(JobCollectiveFaults, k5_the_folding_rank_ended_mid_all_reduce_fails_every_other_rank) {
-    const std::vector<Handle> buffers = this->float_buffers(4);
-    this->expect_a_rank_ended_mid_call_fails_the_others(0, this->sum_of(buffers),
-                                                        this->inputs_but(0));
-}
-
-TYPED_TEST(JobCollectiveFaults, k5_a_rank_ended_mid_all_gather_fails_every_other_rank_naming_it) {
-    std::vector<Handle> inputs;
-    std::vector<Handle> outputs;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        inputs.push_back(this->bytes_on(rank, 8, 1));
-        outputs.push_back(this->bytes_on(rank, 8 * this->world_size(), 0));
-    }
-    this->expect_a_rank_ended_mid_call_fails_the_others(
-        this->last_rank(),
-        [&](std::uint32_t rank) {
-            return this->job(rank).all_gather(inputs[rank], outputs[rank], call_timeout);
-        },
-        this->inputs_but(this->last_rank()));
-}
-
-TYPED_TEST(JobCollectiveFaults, k5_a_rank_ended_mid_reduce_scatter_fails_every_other_rank) {
-    std::vector<Handle> inputs;
-    std::vector<Handle> outputs;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        inputs.push_back(this->template values_on<float>(
-            rank, std::vector<float>(2 * this->world_size(), 1.0F)));
-        outputs.push_back(this->template values_on<float>(rank, {0, 0}));
-    }
-    this->expect_a_rank_ended_mid_call_fails_the_others(
-        this->last_rank(),
-        [&](std::uint32_t rank) {
-            return this->job(rank).reduce_scatter(inputs[rank], outputs[rank], ElementType::f32,
-                                                  ReduceOp::sum, call_timeout);
-        },
-        this->inputs_but(this->last_rank()));
-}
-
-// A broadcast publishes nothing before its first agreement, so the gate opens once the others'
-// calls have begun, inside the call or before it: either way, the same outcome.
-TYPED_TEST(JobCollectiveFaults, k5_a_rank_ended_during_a_broadcast_fails_every_other_rank) {
-    std::vector<Handle> buffers;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        buffers.push_back(this->bytes_on(rank, 8, 1));
-    }
-    this->expect_a_rank_ended_mid_call_fails_the_others(this->last_rank(),
-                                                        [&](std::uint32_t rank) {
-                                                            return this->job(rank).broadcast(
-                                                                buffers[rank], 0, call_timeout);
-                                                        },
-                                                        {});
-}
-
-// The receiver waits for a sender that ends instead of sending.
-TYPED_TEST(JobCollectiveFaults, k5_a_sender_ended_before_its_send_fails_the_receive_naming_it) {
-    const std::uint32_t sender = this->last_rank();
-    Handle target = this->bytes_on(0, 16, 0);
-    std::promise<void> gate;
-    auto death = std::async(std::launch::async, [&, opened = gate.get_future()]() mutable {
-        opened.wait();
-        this->job(sender).abandon();
-    });
-    auto received = std::async(std::launch::async,
-                               [&] { return this->job(0).recv(sender, target, call_timeout); });
-    gate.set_value();
-    death.get();
-    this->expect_survivors_lost({received.get()}, sender, {0});
 }
 
 // --- A rank's device lost during the call (K5) ---
