@@ -59,6 +59,36 @@ TYPED_TEST(JobCollectiveFaults, k1_sources_claimed_on_two_ranks_read_alike_on_ev
     EXPECT_THAT(roots[0], ::testing::Contains(std::optional<std::uint32_t>(57)));
 }
 
+// Four claimed bytes of one rank's source claim every rank's buffer, all of it: the clean tail
+// of every buffer too.
+TYPED_TEST(JobCollectiveFaults, k1_a_partly_claimed_source_claims_all_of_every_buffer) {
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    this->claim(this->last_rank(), *buffers[this->last_rank()].slice(0, 4), 59);
+    const std::vector<Status> outcomes = this->on_every_rank(this->sum_of(buffers));
+    std::vector<Handle> tails;
+    for (const Handle& buffer : buffers) {
+        tails.push_back(*buffer.slice(8, 8));
+    }
+    this->expect_claimed_everywhere(outcomes, tails, 59, this->last_rank());
+}
+
+// A claimed destination that is no source (a broadcast's buffer on a rank other than the root)
+// takes the root's bytes, which release it (C3), on every rank.
+TYPED_TEST(JobCollectiveFaults, a_broadcast_over_a_claimed_destination_releases_it) {
+    std::vector<Handle> buffers;
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        buffers.push_back(this->bytes_on(rank, 16, static_cast<std::uint8_t>(rank + 1)));
+    }
+    this->claim(this->last_rank(), buffers[this->last_rank()], 60);
+    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
+        return this->job(rank).broadcast(buffers[rank], 0, call_timeout);
+    });
+    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+        ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
+        EXPECT_EQ(this->read_bytes(rank, buffers[rank]), filled(16, 1)) << "rank " << rank;
+    }
+}
+
 TYPED_TEST(JobCollectiveFaults, k1_a_broadcast_of_a_claimed_root_claims_every_rank) {
     std::vector<Handle> buffers;
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
@@ -228,6 +258,30 @@ TYPED_TEST(JobCollectiveFaults, k5_devices_lost_on_two_ranks_give_every_rank_the
     ASSERT_TRUE(this->device(this->last_rank()).inject(DeviceLossFault{0}));
     this->expect_the_same_error(this->on_every_rank(this->sum_of(buffers)), ErrorKind::DeviceLost,
                                 "device 0 of rank 0");
+}
+
+// The sender's device is lost before its send: its step fails, and both ends report the loss
+// in the same words.
+TYPED_TEST(JobCollectiveFaults, k5_a_senders_device_lost_fails_the_send_and_the_receive_alike) {
+    const std::uint32_t sender = this->last_rank();
+    Handle source = this->bytes_on(sender, 16, 5);
+    Handle target = this->bytes_on(0, 16, 0);
+    ASSERT_TRUE(this->device(sender).inject(DeviceLossFault{0}));
+    const std::vector<Status> outcomes = this->on_every_rank(
+        [&](std::uint32_t rank) {
+            return rank == sender ? this->job(rank).send(0, source, call_timeout)
+                                  : this->job(rank).recv(sender, target, call_timeout);
+        },
+        {0, sender});
+    for (const std::uint32_t rank : {0U, sender}) {
+        ASSERT_FALSE(outcomes[rank]) << "rank " << rank << " passed";
+        EXPECT_EQ(outcomes[rank].error().kind(), ErrorKind::DeviceLost)
+            << outcomes[rank].error().report();
+        EXPECT_THAT(outcomes[rank].error().message(),
+                    HasSubstr("device 0 of rank " + std::to_string(sender)));
+        EXPECT_EQ(outcomes[rank].error().message(), outcomes[0].error().message());
+    }
+    EXPECT_EQ(this->read_bytes(0, target), filled(16, 0));
 }
 
 // --- Calls some rank cannot take (K5) ---
