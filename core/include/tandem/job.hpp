@@ -284,7 +284,8 @@ public:
     // another rank's memory, the catalog's `combine`): every rank publishes what the others
     // read, the root builds the result of them and publishes it, and every rank copies its part
     // of the result, with an agreement after each step (a barrier that is also a vote: a rank's
-    // failed step is every rank's error, the same on every rank). So a claimed byte of any
+    // failed step is every rank's error, the same on every rank: the lowest failing rank's, as
+    // "rank R: " and its words, that rank's own call included). So a claimed byte of any
     // rank's source moves and reduces nothing: every rank's destination is claimed, all of it,
     // with the root named on the rank it came from and the hops (rule K1). A call returns once
     // every rank's part is settled. Errors: `InvalidArgument` for a buffer this rank's call

@@ -363,10 +363,11 @@ private:
                 const std::optional<Error>& failure);
     /// A barrier or meeting frame of `rank`: what it reached and how it voted.
     void on_meeting(std::uint32_t rank, const Frame& frame);
-    /// The outcome of meeting `generation` of `meetings`: this rank's `failure`, else the first
-    /// failure another rank voted, in rank order; under `mutex_`.
-    static Status vote_of(Meetings& meetings, std::uint64_t generation,
-                          const std::optional<Error>& failure);
+    /// The outcome of meeting `generation` of `meetings`: the failure of the lowest rank that
+    /// voted one (this rank's `failure` included), as "rank R: " and its words, the same on every
+    /// rank met; under `mutex_`.
+    Status vote_of(Meetings& meetings, std::uint64_t generation,
+                   const std::optional<Error>& failure) const;
 };
 
 }  // namespace tandem::job_detail

@@ -99,16 +99,27 @@ void JobPeers::on_meeting(std::uint32_t rank, const Frame& frame) {
 }
 
 Status JobPeers::vote_of(Meetings& meetings, std::uint64_t generation,
-                         const std::optional<Error>& failure) {
-    Status outcome = failure ? Status(*failure) : Status{};
-    // The map is in rank order: the first failure found is the first rank's.
+                         const std::optional<Error>& failure) const {
+    // The lowest failing rank's vote, this rank's own included, in the same words on every rank
+    // ("rank R: ..."): a rank that failed must not keep its own error while the others report a
+    // lower rank's, nor word its own differently from how the others word it.
+    std::optional<std::uint32_t> voter_first = failure ? std::optional(rank_) : std::nullopt;
+    const Error* first = failure ? &*failure : nullptr;
+    // The map is in rank order: the first failure of this meeting found is the lowest rank's.
     for (const auto& [voter, error] : meetings.failed_votes) {
-        if (outcome && voter.second == generation) {
-            outcome =
-                Error(error.kind(), "rank " + std::to_string(voter.first) + ": " + error.message(),
-                      error.details());
+        if (voter.second == generation) {
+            if (!voter_first || voter.first < *voter_first) {
+                voter_first = voter.first;
+                first = &error;
+            }
+            break;
         }
     }
+    Status outcome =
+        first ? Status(Error(first->kind(),
+                             "rank " + std::to_string(*voter_first) + ": " + first->message(),
+                             first->details()))
+              : Status{};
     std::erase_if(meetings.failed_votes,
                   [generation](const auto& vote) { return vote.first.second <= generation; });
     return outcome;
