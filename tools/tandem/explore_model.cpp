@@ -239,6 +239,7 @@ Scenario annotate(const ExploreProgram& program) {
     scenario.name = "explore seed " + std::to_string(program.seed);
     scenario.description = "A random program from tandem explore, with the model's expectations.";
     scenario.devices = program.devices;
+    scenario.ranks = program.ranks;
     scenario.seed = program.seed;
     scenario.capacity_bytes = std::uint64_t{4} << 20;
     scenario.path = "explore-" + std::to_string(program.seed);

@@ -23,6 +23,8 @@ namespace tandem::tool {
 
 struct ExploreProgram {
     std::uint32_t devices = 2;
+    /// The ranks of the job it runs on (`devices / ranks` devices each, in order); 1: no job.
+    std::uint32_t ranks = 1;
     std::uint64_t seed = 1;
     /// Allocations, shares and initial writes: never dropped.
     std::vector<Step> setup;

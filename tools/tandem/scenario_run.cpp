@@ -4,6 +4,7 @@
 
 #include "scenario_run.hpp"
 
+#include "scenario_in_process.hpp"
 #include "scenario_ranks.hpp"
 
 #if TANDEM_TOOL_HAS_CUDA
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 
 namespace tandem::tool {
@@ -580,6 +582,65 @@ void run_rank_steps(const Scenario& scenario, ScenarioRunner& runner, const Rank
     }
 }
 
+/// One rank's runner and its view of the events of the job, for `run_scenario_ranks_in_order`.
+struct DrivenRank {
+    DrivenRank(const Scenario& scenario, const RankRun& rank_run)
+        : run(rank_run), runner(scenario, run.clients, run.sync_all, run.hooks), events(run) {}
+    RankRun run;
+    ScenarioRunner runner;
+    RankEvents events;
+};
+
+/// Runs `step` on `rank`: its event crossing first, then the step; the problem, or empty.
+std::string run_driven_step(const Step& step, DrivenRank& rank, ScenarioResult& result) {
+    Status crossed = rank.events.before(step.action, rank.runner);
+    const Outcome outcome =
+        crossed ? rank.runner.execute(step.action) : Outcome::trouble(crossed.error().message());
+    if (crossed) {
+        crossed = rank.events.after(step.action, rank.runner);
+    }
+    ++result.steps_run;
+    result.outcomes.push_back(step.mark.describe() + " " + std::string(step_kind(step.action)) +
+                              ": " + describe_outcome(outcome));
+    const std::string problem = crossed ? judge(step, outcome)
+                                        : "its event could not cross ranks: " +
+                                              crossed.error().message();
+    return problem.empty() ? problem
+                           : step.mark.describe() + ": " + std::string(step_kind(step.action)) +
+                                 " step: " + problem;
+}
+
+/// The steps of every rank in the file's order, `settle` at each pass from rank to rank.
+void run_driven_steps(const Scenario& scenario, std::vector<std::unique_ptr<DrivenRank>>& ranks,
+                      const std::function<Status(std::uint32_t)>& settle,
+                      ScenarioResult& result) {
+    std::map<std::string, std::uint32_t> owners;
+    std::optional<std::uint32_t> last_rank;
+    for (const Step& step : scenario.steps) {
+        const std::optional<std::uint32_t> device = executing_device(step.action, owners);
+        const std::optional<std::uint32_t> rank =
+            device ? std::optional(ranks.front()->run.rank_of(*device)) : std::nullopt;
+        if (rank && last_rank && *rank != *last_rank) {
+            if (Status settled = settle(*last_rank); !settled) {
+                result.failure = step.mark.describe() + ": the job, before this step: " +
+                                 settled.error().message();
+                return;
+            }
+        }
+        last_rank = rank ? rank : last_rank;
+        for (std::unique_ptr<DrivenRank>& each : ranks) {
+            each->events.see(step.action, rank);
+        }
+        for (std::uint32_t each = rank.value_or(0);
+             each < (rank ? *rank + 1 : static_cast<std::uint32_t>(ranks.size())); ++each) {
+            result.failure = run_driven_step(step, *ranks[each], result);
+            if (!result.failure.empty()) {
+                return;
+            }
+        }
+    }
+}
+
 /// Grants, faults and steps through `runner`; fills `result.failure` at the first difference.
 void run_program(const Scenario& scenario, ScenarioRunner& runner, ScenarioResult& result) {
     for (const GrantStep& grant : scenario.grants) {
@@ -708,6 +769,38 @@ ScenarioResult run_scenario_rank(const Scenario& scenario, RankRun run, std::siz
     return result;
 }
 
+ScenarioResult run_scenario_ranks_in_order(const Scenario& scenario, std::vector<RankRun> runs,
+                                           const std::function<Status(std::uint32_t)>& settle) {
+    ScenarioResult result;
+    result.path = scenario.path;
+    result.name = scenario.name;
+    {
+        std::vector<std::unique_ptr<DrivenRank>> ranks;
+        for (const RankRun& run : runs) {
+            ranks.push_back(std::make_unique<DrivenRank>(scenario, run));
+        }
+        for (const GrantStep& grant : scenario.grants) {
+            (void)ranks[runs.front().rank_of(grant.owner)]->runner.execute(grant);
+        }
+        for (const InjectStep& fault : scenario.faults) {
+            const Outcome injected = ranks[runs.front().rank_of(fault.device)]->runner.inject(fault);
+            if (injected.error || !injected.problem.empty()) {
+                result.failure = scenario.path + ": a fault could not be injected: " +
+                                 describe_outcome(injected);
+                break;
+            }
+        }
+        if (result.failure.empty()) {
+            run_driven_steps(scenario, ranks, settle, result);
+        }
+        for (const RankRun& run : runs) {
+            (void)run.sync_all();
+        }
+    }
+    result.passed = result.failure.empty();
+    return result;
+}
+
 ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options) {
     const auto started = std::chrono::steady_clock::now();
     ScenarioResult result;
@@ -729,7 +822,11 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
             result.passed = true;
             return result;
         }
-        run_as_job(scenario, result);
+        if (options.ranks_in_one_process) {
+            run_in_one_process(scenario, options, result);
+        } else {
+            run_as_job(scenario, result);
+        }
     } else if (options.backend == "cuda") {
         run_on_gpus(scenario, options, result);
     } else {

@@ -29,6 +29,9 @@ struct RunOptions {
     bool share_gpus = false;
     /// Segments kept between the runs that share this pool (none: fresh ones for each run).
     std::shared_ptr<sim::SegmentPool> segments{};
+    /// A scenario of several ranks runs as a job simulated in this process, one thread driving
+    /// every rank (scenario_in_process.hpp), instead of as a job of processes.
+    bool ranks_in_one_process = false;
 };
 
 struct ScenarioResult {
@@ -91,6 +94,15 @@ struct RankRun {
 /// Runs `run.rank`'s part of `scenario`. `failed_step` is the index of the step that differed
 /// (or at whose barrier the job failed), or the step count when none did.
 ScenarioResult run_scenario_rank(const Scenario& scenario, RankRun run, std::size_t& failed_step);
+
+/// Every rank's part of `scenario` driven by this one thread, in the file's order: `runs[r]` is
+/// rank r's part (its `barrier` is not used). Where the order passes from one rank to another,
+/// `settle(rank)` is called with the rank left, before the next rank's step runs; it must leave
+/// that rank's work settled and its claims on the other ranks' memory applied (what
+/// `Job::barrier` promises). A step every rank takes (freeing a name) runs on each rank in rank
+/// order. Passed iff every step did what the file expects; otherwise the first that did not.
+ScenarioResult run_scenario_ranks_in_order(const Scenario& scenario, std::vector<RankRun> runs,
+                                           const std::function<Status(std::uint32_t)>& settle);
 
 /// The seed a run uses: the override, else the file's, else 1.
 std::uint64_t effective_seed(const Scenario& scenario, const RunOptions& options);
