@@ -3,6 +3,10 @@
 // program as a scenario file that `tandem run` replays exactly; `--keep N` writes the first N
 // programs as they were generated, so that a user can read and replay what explore runs.
 //
+// `--ranks N` runs each program on a job of N ranks simulated in one process, the devices split
+// evenly among them (scenario_in_process.hpp says how one thread drives every rank); what it
+// writes are scenarios of ranks, which `tandem replay` runs as a job of processes.
+//
 // `--minutes M` turns it into a soak: programs keep coming until M minutes have passed, and the
 // summary gives the faults injected and the peak resident memory after the first programs and at
 // the end, so a reader sees whether a long run holds on to memory it should have given back.
@@ -345,7 +349,7 @@ Run add_explore(CLI::App& app) {
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
     set_help_footer(
         *command,
-        "{schema, command: \"explore\", seed, devices, steps, runs (null in a soak), minutes "
+        "{schema, command: \"explore\", seed, devices, ranks, steps, runs (null in a soak), minutes "
         "(null unless a soak), programs, faults, violations, violating_programs: [{seed, rerun, "
         "failure, units, shrunk_units, file}], kept: [file], seconds, programs_per_second, "
         "peak_resident_kib: {after_programs, at_start, at_end}}. violating_programs lists the "
