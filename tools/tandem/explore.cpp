@@ -4,8 +4,10 @@
 // programs as they were generated, so that a user can read and replay what explore runs.
 //
 // `--ranks N` runs each program on a job of N ranks simulated in one process, the devices split
-// evenly among them (scenario_in_process.hpp says how one thread drives every rank); what it
-// writes are scenarios of ranks, which `tandem replay` runs as a job of processes.
+// evenly among them (scenario_in_process.hpp says how one thread drives every rank), and a unit
+// may abandon a rank, as its death would (explore_program.hpp gives the model of it). What it
+// writes are scenarios of ranks: `tandem replay` runs one that abandons a rank in one process
+// too, and one that does not as a job of processes.
 //
 // `--minutes M` turns it into a soak: programs keep coming until M minutes have passed, and the
 // summary gives the faults injected and the peak resident memory after the first programs and at
@@ -161,8 +163,8 @@ void record(ExploreTally& tally, const ExploreReport& report, ExploreViolation v
 
 /// Program `index` of the run (`flags.seed + index` its seed).
 ExploreProgram program_at(const ExploreFlags& flags, std::uint64_t index) {
-    ExploreProgram program = generate_program(flags.devices, flags.steps, flags.seed + index);
-    program.ranks = flags.ranks;
+    ExploreProgram program =
+        generate_program(flags.devices, flags.steps, flags.seed + index, flags.ranks);
     program.planted_violation = flags.plant_violation == program.seed;
     return program;
 }

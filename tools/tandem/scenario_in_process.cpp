@@ -28,6 +28,25 @@ std::string unexpected_races(const Scenario& scenario, const std::vector<Job>& j
     return {};
 }
 
+/// Settles rank `rank` and abandons it, then waits until every other rank knows it lost: a wait
+/// for the end of a connection, which the system reports, not for a time to pass.
+Status abandon_rank(std::vector<Job>& jobs, std::uint32_t rank) {
+    if (Status settled = jobs[rank].runtime()->sync_all(); !settled) {
+        return settled;
+    }
+    jobs[rank].abandon();
+    for (const Job& job : jobs) {
+        if (job.rank() != rank && job.rank_alive(job.rank()) &&
+            !job.wait_for_loss_of(rank, join_wait)) {
+            return Error::peer_unreachable(*job.service(job.rank()), *job.service(rank),
+                                           "rank " + std::to_string(job.rank()) +
+                                               " did not notice that rank " +
+                                               std::to_string(rank) + " was abandoned");
+        }
+    }
+    return {};
+}
+
 }  // namespace
 
 void run_in_one_process(const Scenario& scenario, const RunOptions& options,
@@ -48,9 +67,10 @@ void run_in_one_process(const Scenario& scenario, const RunOptions& options,
     for (Job& job : jobs) {
         runs.push_back(job_rank_run(scenario, job));
     }
-    const ScenarioResult driven = run_scenario_ranks_in_order(
-        scenario, std::move(runs),
-        [&jobs](std::uint32_t rank) { return jobs[rank].runtime()->sync_all(); });
+    InOrderHooks hooks;
+    hooks.settle = [&jobs](std::uint32_t rank) { return jobs[rank].runtime()->sync_all(); };
+    hooks.abandon = [&jobs](std::uint32_t rank) { return abandon_rank(jobs, rank); };
+    const ScenarioResult driven = run_scenario_ranks_in_order(scenario, std::move(runs), hooks);
     result.steps_run = driven.steps_run;
     result.outcomes = driven.outcomes;
     result.failure = driven.failure;

@@ -160,11 +160,20 @@ public:
         }
     }
 
-    /// The handle of `name` as this rank reaches it: looked up when shared, else a slice of a
-    /// buffer it reaches; `InvalidArgument` for a buffer that was never shared.
-    Result<Handle> resolve(Job& job, const std::string& name) const {
+    /// The handle of `name` as this rank reaches it: looked up when shared (once: the handle is
+    /// kept, so that one looked up before its owner's loss reads as the lost owner's memory
+    /// after it, D1, rather than failing to be looked up), else a slice of a buffer it reaches;
+    /// `InvalidArgument` for a buffer that was never shared.
+    Result<Handle> resolve(Job& job, const std::string& name) {
         if (shared_.contains(name)) {
-            return job.lookup(name, rank_wait);
+            if (const auto kept = looked_up_.find(name); kept != looked_up_.end()) {
+                return kept->second;
+            }
+            Result<Handle> found = job.lookup(name, rank_wait);
+            if (found) {
+                looked_up_.insert_or_assign(name, *found);
+            }
+            return found;
         }
         if (auto slice = slices_.find(name); slice != slices_.end()) {
             Result<Handle> parent = resolve(job, slice->second.of);
@@ -178,6 +187,8 @@ public:
 private:
     std::set<std::string> shared_;
     std::map<std::string, SliceStep> slices_;
+    /// The shared buffers this rank looked up.
+    std::map<std::string, Handle> looked_up_;
 };
 
 /// This rank's clients by the file's device numbers, and the grants every peer gets when the
@@ -203,7 +214,7 @@ std::vector<std::optional<Client>> rank_clients(const Scenario& scenario, Job& j
 
 RankRun job_rank_run(const Scenario& scenario, Job& job) {
     const std::uint32_t per_rank = scenario.devices / scenario.ranks;
-    const auto names = std::make_shared<const SharedNames>(scenario);
+    const auto names = std::make_shared<SharedNames>(scenario);
     RankRun run;
     run.rank = job.rank();
     run.clients = rank_clients(scenario, job);

@@ -361,6 +361,9 @@ private:
         return Outcome::of(client(step.device).replay(graph->second, *on));
     }
     Outcome run(const InjectStep& step) { return inject(step); }
+    Outcome run(const AbandonStep&) {
+        return Outcome::trouble("an abandon step runs only in a job simulated in one process");
+    }
 
     const Scenario& scenario_;
     std::vector<std::optional<Client>> clients_;
@@ -610,36 +613,95 @@ std::string run_driven_step(const Step& step, DrivenRank& rank, ScenarioResult& 
                                  " step: " + problem;
 }
 
-/// The steps of every rank in the file's order, `settle` at each pass from rank to rank.
-void run_driven_steps(const Scenario& scenario, std::vector<std::unique_ptr<DrivenRank>>& ranks,
-                      const std::function<Status(std::uint32_t)>& settle,
-                      ScenarioResult& result) {
-    std::map<std::string, std::uint32_t> owners;
-    std::optional<std::uint32_t> last_rank;
-    for (const Step& step : scenario.steps) {
-        const std::optional<std::uint32_t> device = executing_device(step.action, owners);
-        const std::optional<std::uint32_t> rank =
-            device ? std::optional(ranks.front()->run.rank_of(*device)) : std::nullopt;
-        if (rank && last_rank && *rank != *last_rank) {
-            if (Status settled = settle(*last_rank); !settled) {
-                result.failure = step.mark.describe() + ": the job, before this step: " +
-                                 settled.error().message();
-                return;
-            }
+/// Every rank's steps in the file's order (`run_scenario_ranks_in_order`): which rank ran last,
+/// and which were abandoned.
+class InOrderDriver {
+public:
+    InOrderDriver(std::vector<std::unique_ptr<DrivenRank>>& ranks, const InOrderHooks& hooks,
+                  ScenarioResult& result)
+        : ranks_(ranks), hooks_(hooks), result_(result), lost_(ranks.size(), false) {}
+
+    /// Runs `step`; false (with `result.failure` set) when it did not do what the file expects.
+    bool run(const Step& step) {
+        if (const auto* abandon = std::get_if<AbandonStep>(&step.action)) {
+            return abandon_rank(step, abandon->rank);
         }
-        last_rank = rank ? rank : last_rank;
-        for (std::unique_ptr<DrivenRank>& each : ranks) {
+        const std::optional<std::uint32_t> device = executing_device(step.action, owners_);
+        const std::optional<std::uint32_t> rank =
+            device ? std::optional(ranks_.front()->run.rank_of(*device)) : std::nullopt;
+        if (rank && lost_[*rank]) {
+            return fail(step, "runs on rank " + std::to_string(*rank) +
+                                  ", which an earlier step abandoned");
+        }
+        if (rank && last_rank_ && *rank != *last_rank_ && !settle(step, *last_rank_)) {
+            return false;
+        }
+        last_rank_ = rank ? rank : last_rank_;
+        for (std::unique_ptr<DrivenRank>& each : ranks_) {
             each->events.see(step.action, rank);
         }
-        for (std::uint32_t each = rank.value_or(0);
-             each < (rank ? *rank + 1 : static_cast<std::uint32_t>(ranks.size())); ++each) {
-            result.failure = run_driven_step(step, *ranks[each], result);
-            if (!result.failure.empty()) {
-                return;
+        for (std::uint32_t each = 0; each < ranks_.size(); ++each) {
+            if ((rank ? each == *rank : !lost_[each])) {
+                result_.failure = run_driven_step(step, *ranks_[each], result_);
+                if (!result_.failure.empty()) {
+                    return false;
+                }
+            }
+        }
+        look_up_shared(step.action);
+        return true;
+    }
+    /// Whether `rank` was abandoned.
+    [[nodiscard]] bool lost(std::uint32_t rank) const { return lost_[rank]; }
+
+private:
+    bool fail(const Step& step, const std::string& why) {
+        result_.failure = step.mark.describe() + ": " + std::string(step_kind(step.action)) +
+                          " step: " + why;
+        return false;
+    }
+    bool settle(const Step& step, std::uint32_t rank) {
+        if (Status settled = hooks_.settle(rank); !settled) {
+            result_.failure = step.mark.describe() + ": the job, before this step: " +
+                              settled.error().message();
+            return false;
+        }
+        return true;
+    }
+    /// After a share step, every other living rank looks the buffer up at once: a handle of
+    /// memory whose owner is later lost then reads as lost (D1), as a program holding it would,
+    /// instead of failing to be looked up.
+    void look_up_shared(const Action& action) {
+        const auto* share = std::get_if<ShareStep>(&action);
+        for (std::uint32_t each = 0; share != nullptr && each < ranks_.size(); ++each) {
+            if (!lost_[each] && ranks_[each]->run.hooks.resolve &&
+                ranks_[each]->run.rank != last_rank_) {
+                (void)ranks_[each]->run.hooks.resolve(share->buffer);
             }
         }
     }
-}
+    /// Settles the rank that ran last, then ends `rank` once every other rank knows it lost.
+    bool abandon_rank(const Step& step, std::uint32_t rank) {
+        if (lost_[rank]) {
+            return fail(step, "rank " + std::to_string(rank) + " was abandoned already");
+        }
+        if (last_rank_ && !settle(step, *last_rank_)) {
+            return false;
+        }
+        last_rank_.reset();
+        lost_[rank] = true;
+        ++result_.steps_run;
+        const Status abandoned = hooks_.abandon(rank);
+        return abandoned ? true : fail(step, abandoned.error().message());
+    }
+
+    std::vector<std::unique_ptr<DrivenRank>>& ranks_;
+    const InOrderHooks& hooks_;
+    ScenarioResult& result_;
+    std::vector<bool> lost_;
+    std::map<std::string, std::uint32_t> owners_;
+    std::optional<std::uint32_t> last_rank_;
+};
 
 /// Grants, faults and steps through `runner`; fills `result.failure` at the first difference.
 void run_program(const Scenario& scenario, ScenarioRunner& runner, ScenarioResult& result) {
@@ -770,35 +832,44 @@ ScenarioResult run_scenario_rank(const Scenario& scenario, RankRun run, std::siz
 }
 
 ScenarioResult run_scenario_ranks_in_order(const Scenario& scenario, std::vector<RankRun> runs,
-                                           const std::function<Status(std::uint32_t)>& settle) {
+                                           const InOrderHooks& hooks) {
     ScenarioResult result;
     result.path = scenario.path;
     result.name = scenario.name;
-    {
-        std::vector<std::unique_ptr<DrivenRank>> ranks;
-        for (const RankRun& run : runs) {
-            ranks.push_back(std::make_unique<DrivenRank>(scenario, run));
+    std::vector<std::unique_ptr<DrivenRank>> ranks;
+    for (const RankRun& run : runs) {
+        ranks.push_back(std::make_unique<DrivenRank>(scenario, run));
+    }
+    for (const GrantStep& grant : scenario.grants) {
+        (void)ranks[runs.front().rank_of(grant.owner)]->runner.execute(grant);
+    }
+    for (const InjectStep& fault : scenario.faults) {
+        const Outcome injected = ranks[runs.front().rank_of(fault.device)]->runner.inject(fault);
+        if (injected.error || !injected.problem.empty()) {
+            result.failure = scenario.path + ": a fault could not be injected: " +
+                             describe_outcome(injected);
+            return result;
         }
-        for (const GrantStep& grant : scenario.grants) {
-            (void)ranks[runs.front().rank_of(grant.owner)]->runner.execute(grant);
+    }
+    InOrderDriver driver(ranks, hooks, result);
+    for (const Step& step : scenario.steps) {
+        if (!driver.run(step)) {
+            break;
         }
-        for (const InjectStep& fault : scenario.faults) {
-            const Outcome injected = ranks[runs.front().rank_of(fault.device)]->runner.inject(fault);
-            if (injected.error || !injected.problem.empty()) {
-                result.failure = scenario.path + ": a fault could not be injected: " +
-                                 describe_outcome(injected);
-                break;
-            }
-        }
-        if (result.failure.empty()) {
-            run_driven_steps(scenario, ranks, settle, result);
-        }
-        for (const RankRun& run : runs) {
-            (void)run.sync_all();
+    }
+    for (std::uint32_t rank = 0; rank < ranks.size(); ++rank) {
+        if (!driver.lost(rank)) {
+            (void)hooks.settle(rank);
         }
     }
     result.passed = result.failure.empty();
     return result;
+}
+
+bool abandons_a_rank(const Scenario& scenario) {
+    return std::any_of(scenario.steps.begin(), scenario.steps.end(), [](const Step& step) {
+        return std::holds_alternative<AbandonStep>(step.action);
+    });
 }
 
 ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options) {
@@ -822,7 +893,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
             result.passed = true;
             return result;
         }
-        if (options.ranks_in_one_process) {
+        if (options.ranks_in_one_process || abandons_a_rank(scenario)) {
             run_in_one_process(scenario, options, result);
         } else {
             run_as_job(scenario, result);
