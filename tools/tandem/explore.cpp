@@ -165,7 +165,10 @@ void record(ExploreTally& tally, const ExploreReport& report, ExploreViolation v
 ExploreProgram program_at(const ExploreFlags& flags, std::uint64_t index) {
     ExploreProgram program =
         generate_program(flags.devices, flags.steps, flags.seed + index, flags.ranks);
-    program.planted_violation = flags.plant_violation == program.seed;
+    if (flags.plant_violation == program.seed) {
+        program.planted_violation = abandons_a_rank(program.units) ? PlantedViolation::loss_denied
+                                                                   : PlantedViolation::wrong_byte;
+    }
     return program;
 }
 

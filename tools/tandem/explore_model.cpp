@@ -282,8 +282,29 @@ private:
     std::map<std::string, std::uint32_t> recorded_by_;
 };
 
-/// Flips the first expected byte of the last read that expects bytes (`planted_violation`).
-void plant_violation(Scenario& scenario) {
+/// The last read of `scenario` that expects a rank's loss, if any.
+std::string* last_loss_expected(Scenario& scenario) {
+    for (auto step = scenario.steps.rbegin(); step != scenario.steps.rend(); ++step) {
+        if (std::holds_alternative<ReadStep>(step->action) && step->fails) {
+            for (std::string& token : step->fails->report) {
+                if (token.ends_with(" is lost")) {
+                    return &token;
+                }
+            }
+        }
+    }
+    return nullptr;
+}
+
+/// Makes the program a violation of the kind `planted` (`ExploreProgram::planted_violation`).
+void plant_violation(Scenario& scenario, PlantedViolation planted) {
+    if (planted == PlantedViolation::loss_denied) {
+        if (std::string* loss = last_loss_expected(scenario)) {
+            loss->replace(loss->size() - std::string_view(" is lost").size(), std::string::npos,
+                          " is not lost");
+        }
+        return;
+    }
     for (auto step = scenario.steps.rbegin(); step != scenario.steps.rend(); ++step) {
         auto* read = std::get_if<ReadStep>(&step->action);
         if (read != nullptr && read->expect && read->expect->kind == ByteSpec::Kind::List &&
@@ -321,8 +342,8 @@ Scenario annotate(const ExploreProgram& program) {
             add(step);
         }
     }
-    if (program.planted_violation) {
-        plant_violation(scenario);
+    if (program.planted_violation != PlantedViolation::none) {
+        plant_violation(scenario, program.planted_violation);
     }
     return scenario;
 }

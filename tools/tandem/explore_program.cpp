@@ -1,5 +1,6 @@
 #include "explore_program.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -238,6 +239,12 @@ private:
 };
 
 }  // namespace
+
+bool abandons_a_rank(const std::vector<std::vector<Step>>& units) {
+    return std::any_of(units.begin(), units.end(), [](const std::vector<Step>& unit) {
+        return unit.size() == 1 && std::holds_alternative<AbandonStep>(unit.front().action);
+    });
+}
 
 ExploreProgram generate_program(std::uint32_t devices, std::size_t unit_count, std::uint64_t seed,
                                 std::uint32_t ranks) {

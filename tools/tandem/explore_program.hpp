@@ -25,6 +25,20 @@
 
 namespace tandem::tool {
 
+/// A violation planted in a program, for tests of the explorer itself.
+enum class PlantedViolation : std::uint8_t {
+    none,
+    /// The last read that expects bytes expects its first byte wrong.
+    wrong_byte,
+    /// The last read that expects a rank's loss expects it not lost: the program shrinks to
+    /// the rank's death, the unit that read its memory and the read (nothing is planted in a
+    /// program that reads no loss).
+    loss_denied,
+};
+
+/// Whether `units` abandon a rank (a program on a job).
+bool abandons_a_rank(const std::vector<std::vector<Step>>& units);
+
 struct ExploreProgram {
     std::uint32_t devices = 2;
     /// The ranks of the job it runs on (`devices / ranks` devices each, in order); 1: no job.
@@ -33,9 +47,9 @@ struct ExploreProgram {
     /// Allocations, shares and initial writes: never dropped.
     std::vector<Step> setup;
     std::vector<std::vector<Step>> units;
-    /// For tests of the explorer itself: the last read that expects bytes expects its first
-    /// byte wrong, so the program is a violation however it shrinks.
-    bool planted_violation = false;
+    /// For tests of the explorer itself: the program is a violation on purpose, and stays one
+    /// however it shrinks.
+    PlantedViolation planted_violation = PlantedViolation::none;
 };
 
 /// A program of `unit_count` random units over `devices` devices, drawn from `seed`. Over

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Checks of `tandem explore --ranks N`, programs on a job simulated in one process. The oracle is
-the byte model's, as for plain explore; what this file checks is the explorer around it: a
-violation planted in a program of several ranks is found, shrunk and written as a scenario of
-ranks that `tandem replay` runs (as a job of processes) and that fails there too; a kept program
-replays and passes; worker processes report what one process does; and ranks that cannot split
-the devices are refused before anything runs."""
+the byte model's, as for plain explore, rank deaths included; what this file checks is the
+explorer around it: a violation planted in a program of several ranks is found, shrunk and
+written as a scenario of ranks that `tandem replay` runs and that fails there too (one planted
+in a rank's death keeps the death); kept programs replay and pass, as a job of processes or,
+with a death, in one process; worker processes report what one process does; and a malformed
+abandon step, or ranks that cannot split the devices, are refused before anything runs."""
 
 import json
 import os
@@ -53,18 +54,48 @@ def check_planted_violation(tool, folder, ranks, seed):
         fail(f"--ranks {ranks}: the shrunk program does not fail on replay: {replayed.stdout}")
 
 
-def check_kept_program_replays(tool, folder):
-    """A program kept by --keep is a scenario of ranks that replays, as a job of processes, and
-    passes: the driver's order in one process is the barriers' order across processes."""
+def check_planted_death(tool, folder):
+    """A violation planted in a program that abandons a rank (the last read expecting the loss
+    expects it not lost) shrinks to the death, the unit that read the lost memory and the read,
+    and the file, a job simulated in one process, fails on replay as it failed in explore."""
+    out = os.path.join(folder, "planted-death")
+    code, lines, errors = explore(tool, out, "--runs", "3", "--seed", "34", "--ranks", "2",
+                                  "--devices", "4", "--jobs", "1", "--plant-violation", "36")
+    if code != 1 or "shrunk from 116 to 3 units; written to OUT/explore-36.yaml" not in lines:
+        fail(f"the planted death was not found and shrunk to 3 units (exit {code}): {lines} {errors}")
+    path = os.path.join(out, "explore-36.yaml")
+    with open(path) as file:
+        text = file.read()
+    if "- abandon: {rank: 0}" not in text or '"of rank 0 is not lost"' not in text:
+        fail(f"the shrunk program lost the death or the planted read:\n{text}")
+    replayed = run(tool, "replay", path)
+    if replayed.returncode != 1 or "expected the report to contain 'of rank 0 is not lost'" not in replayed.stdout:
+        fail(f"the shrunk death does not fail on replay as in explore: {replayed.stdout}")
+
+
+def check_kept_programs_replay(tool, folder):
+    """Programs kept by --keep are scenarios of ranks that replay and pass: those without a
+    death as a job of processes (the driver's order in one process is the barriers' order
+    across processes), those with one in one process; a death's reads expect the loss."""
     out = os.path.join(folder, "kept")
-    code, lines, errors = explore(tool, out, "--runs", "2", "--seed", "31", "--ranks", "2",
-                                  "--devices", "4", "--keep", "2", "--jobs", "1")
+    code, lines, errors = explore(tool, out, "--runs", "6", "--seed", "31", "--ranks", "2",
+                                  "--devices", "4", "--keep", "6", "--jobs", "1")
     if code != 0:
         fail(f"--keep with --ranks: exit {code}: {lines} {errors}")
-    for seed in (31, 32):
-        replayed = run(tool, "replay", os.path.join(out, f"program-{seed}.yaml"))
+    deaths = 0
+    lost_reads = 0
+    for seed in range(31, 37):
+        path = os.path.join(out, f"program-{seed}.yaml")
+        with open(path) as file:
+            text = file.read()
+        deaths += text.count("- abandon: {rank: ")
+        lost_reads += len(re.findall(r'- read: .*"of rank [01] is lost"', text))
+        replayed = run(tool, "replay", path)
         if replayed.returncode != 0:
             fail(f"kept program {seed} does not pass on replay: {replayed.stdout}{replayed.stderr}")
+    # Seeds 34 to 36 abandon a rank, and 35 and 36 read what its loss claimed.
+    if deaths != 3 or lost_reads < 2:
+        fail(f"seeds 31 to 36 abandon {deaths} ranks and {lost_reads} reads expect a loss")
 
 
 def check_workers_agree(tool, folder):
@@ -78,6 +109,19 @@ def check_workers_agree(tool, folder):
                               "--out", folder).stdout)
     if document.get("ranks") != 4 or document.get("devices") != 4:
         fail(f"--json does not give the ranks and the devices they split: {document}")
+
+
+def check_malformed_abandon(tool, folder):
+    """An abandon step outside a job, or of a rank the job does not have, is malformed: said
+    with its line and column, and nothing runs."""
+    for devices, rank, needle in (("{count: 2}", 1, "needs a job of 2 ranks or more"),
+                                  ("{count: 2, ranks: 2}", 2, "expected a rank below 2")):
+        path = os.path.join(folder, "abandon.yaml")
+        with open(path, "w") as file:
+            file.write(f"name: x\ndevices: {devices}\nsteps:\n  - abandon: {{rank: {rank}}}\n")
+        result = run(tool, "replay", path)
+        if result.returncode != 2 or f"abandon.yaml:4:" not in result.stderr or needle not in result.stderr:
+            fail(f"abandon of rank {rank} in {devices}: exit {result.returncode}: {result.stderr}")
 
 
 def check_refused(tool):
@@ -94,9 +138,12 @@ def check_refused(tool):
 def main():
     tool = sys.argv[1]
     with tempfile.TemporaryDirectory() as folder:
-        check_planted_violation(tool, folder, 2, 17)
-        check_planted_violation(tool, folder, 4, 23)
-        check_kept_program_replays(tool, folder)
+        # Seeds whose programs abandon no rank: the planted byte shrinks to its one read.
+        check_planted_violation(tool, folder, 2, 16)
+        check_planted_violation(tool, folder, 4, 22)
+        check_planted_death(tool, folder)
+        check_kept_programs_replay(tool, folder)
+        check_malformed_abandon(tool, folder)
         check_workers_agree(tool, folder)
     check_refused(tool)
     print("explore --ranks: ok")
