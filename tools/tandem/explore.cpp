@@ -335,7 +335,8 @@ Run add_explore(CLI::App& app) {
     command
         ->add_option("--ranks", flags->ranks,
                      "Run each program on a job of this many ranks simulated in one process, "
-                     "the devices split evenly among them (one a rank unless --devices says)")
+                     "the devices split evenly among them (one a rank unless --devices says), "
+                     "a rank's death drawn from the seed")
         ->check(whole_number(1, explore_devices_max))
         ->capture_default_str();
     command->add_option("--steps", flags->steps, "Random units per program")
