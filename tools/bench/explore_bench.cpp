@@ -62,7 +62,8 @@ void explore_programs(benchmark::State& state) {
     const std::string jobs = std::to_string(state.range(0));
     for (auto _ : state) {
         if (!run_tool({"explore", "--runs", std::to_string(programs_per_run), "--seed", "1",
-                       "--devices", "2", "--steps", "100", "--jobs", jobs, "--out", out_folder()})) {
+                       "--devices", "2", "--steps", "100", "--jobs", jobs, "--out",
+                       out_folder()})) {
             state.SkipWithError("tandem explore failed (or is not built next to the benchmarks)");
             return;
         }

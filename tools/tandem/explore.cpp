@@ -194,8 +194,7 @@ void keep_program(const ExploreFlags& flags, std::uint64_t index, ExploreTally& 
                                " of tandem explore --seed " + std::to_string(flags.seed) +
                                " --devices " + std::to_string(flags.devices) +
                                (flags.ranks > 1 ? " --ranks " + std::to_string(flags.ranks) : "") +
-                               " --steps " +
-                               std::to_string(flags.steps) + ", kept by --keep.";
+                               " --steps " + std::to_string(flags.steps) + ", kept by --keep.";
     const std::string file = write_program(flags, "program-", program.seed, scenario, header);
     tally.unwritten = tally.unwritten || file.empty();
     if (!file.empty()) {
@@ -247,10 +246,9 @@ int explore(ExploreFlags flags) {
         return 2;
     }
     const bool soak = flags.minutes > 0;
-    const ExploreReport report(
-        ExploreRequest{flags.seed, flags.devices, flags.ranks, flags.steps, flags.runs,
-                       flags.minutes},
-        flags.json);
+    const ExploreReport report(ExploreRequest{flags.seed, flags.devices, flags.ranks, flags.steps,
+                                              flags.runs, flags.minutes},
+                               flags.json);
     report.start();
     const auto started = std::chrono::steady_clock::now();
     const auto deadline =
@@ -355,9 +353,9 @@ Run add_explore(CLI::App& app) {
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
     set_help_footer(
         *command,
-        "{schema, command: \"explore\", seed, devices, ranks, steps, runs (null in a soak), minutes "
-        "(null unless a soak), programs, faults, violations, violating_programs: [{seed, rerun, "
-        "failure, units, shrunk_units, file}], kept: [file], seconds, programs_per_second, "
+        "{schema, command: \"explore\", seed, devices, ranks, steps, runs (null in a soak), "
+        "minutes (null unless a soak), programs, faults, violations, violating_programs: [{seed, "
+        "rerun, failure, units, shrunk_units, file}], kept: [file], seconds, programs_per_second, "
         "peak_resident_kib: {after_programs, at_start, at_end}}. violating_programs lists the "
         "first 1000; shrunk_units and file are null for a program that was not shrunk or not "
         "written; kept lists the files --keep wrote.",

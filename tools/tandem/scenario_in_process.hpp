@@ -18,7 +18,33 @@
 
 #include "scenario_run.hpp"
 
+#include <cstdint>
+#include <functional>
+#include <vector>
+
 namespace tandem::tool {
+
+/// What `run_scenario_ranks_in_order` asks of the job.
+struct InOrderHooks {
+    /// Settles the work of rank `rank`, and its claims on the other ranks' memory (what
+    /// `Job::barrier` promises of it).
+    std::function<Status(std::uint32_t rank)> settle;
+    /// Ends rank `rank` as its death would, returning once every other rank knows it lost.
+    std::function<Status(std::uint32_t rank)> abandon;
+};
+
+/// Every rank's part of `scenario` driven by this one thread, in the file's order: `runs[r]` is
+/// rank r's part (its `barrier` is not used). Where the order passes from one rank to another,
+/// the rank left is settled before the next rank's step runs. An abandon step settles the rank
+/// that ran last, then abandons its rank (the rank is settled at its death); a later step of
+/// that rank is a failure, and a step every rank takes (freeing a name) runs on each living
+/// rank in rank order. The living ranks are settled at the end. Passed iff every step did what
+/// the file expects; otherwise the first that did not.
+ScenarioResult run_scenario_ranks_in_order(const Scenario& scenario, std::vector<RankRun> runs,
+                                           const InOrderHooks& hooks);
+
+/// Whether `scenario` has an abandon step: it then runs as a job simulated in one process.
+bool abandons_a_rank(const Scenario& scenario);
 
 /// Runs `scenario` (`scenario.ranks` ranks) as a job simulated in this process, on the
 /// simulator, each rank seeded with the run's seed plus its rank as a job of processes is, and

@@ -95,28 +95,6 @@ struct RankRun {
 /// (or at whose barrier the job failed), or the step count when none did.
 ScenarioResult run_scenario_rank(const Scenario& scenario, RankRun run, std::size_t& failed_step);
 
-/// What `run_scenario_ranks_in_order` asks of the job.
-struct InOrderHooks {
-    /// Settles the work of rank `rank`, and its claims on the other ranks' memory (what
-    /// `Job::barrier` promises of it).
-    std::function<Status(std::uint32_t rank)> settle;
-    /// Ends rank `rank` as its death would, returning once every other rank knows it lost.
-    std::function<Status(std::uint32_t rank)> abandon;
-};
-
-/// Every rank's part of `scenario` driven by this one thread, in the file's order: `runs[r]` is
-/// rank r's part (its `barrier` is not used). Where the order passes from one rank to another,
-/// the rank left is settled before the next rank's step runs. An abandon step settles the rank
-/// that ran last, then abandons its rank (the rank is settled at its death); a later step of
-/// that rank is a failure, and a step every rank takes (freeing a name) runs on each living
-/// rank in rank order. The living ranks are settled at the end. Passed iff every step did what
-/// the file expects; otherwise the first that did not.
-ScenarioResult run_scenario_ranks_in_order(const Scenario& scenario, std::vector<RankRun> runs,
-                                           const InOrderHooks& hooks);
-
-/// Whether `scenario` has an abandon step: it then runs as a job simulated in one process.
-bool abandons_a_rank(const Scenario& scenario);
-
 /// The seed a run uses: the override, else the file's, else 1.
 std::uint64_t effective_seed(const Scenario& scenario, const RunOptions& options);
 

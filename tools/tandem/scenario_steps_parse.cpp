@@ -212,8 +212,9 @@ AbandonStep ScenarioParser::abandon(const YamlFields& fields) {
     const YAML::Node rank = fields.require("rank");
     AbandonStep step{reader_.u32(rank, "a rank")};
     if (scenario_.ranks < 2) {
-        reader_.fail(rank, "an abandon step needs a job of 2 ranks or more "
-                           "('devices: {count: D, ranks: N}')");
+        reader_.fail(rank,
+                     "an abandon step needs a job of 2 ranks or more "
+                     "('devices: {count: D, ranks: N}')");
     }
     if (step.rank >= scenario_.ranks) {
         reader_.fail(rank, "expected a rank below " + std::to_string(scenario_.ranks) +
