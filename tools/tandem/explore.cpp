@@ -3,6 +3,12 @@
 // program as a scenario file that `tandem run` replays exactly; `--keep N` writes the first N
 // programs as they were generated, so that a user can read and replay what explore runs.
 //
+// `--ranks N` runs each program on a job of N ranks simulated in one process, the devices split
+// evenly among them (scenario_in_process.hpp says how one thread drives every rank), and a unit
+// may abandon a rank, as its death would (explore_program.hpp gives the model of it). What it
+// writes are scenarios of ranks: `tandem replay` runs one that abandons a rank in one process
+// too, and one that does not as a job of processes.
+//
 // `--minutes M` turns it into a soak: programs keep coming until M minutes have passed, and the
 // summary gives the faults injected and the peak resident memory after the first programs and at
 // the end, so a reader sees whether a long run holds on to memory it should have given back.
@@ -42,6 +48,10 @@ struct ExploreFlags {
     double minutes = 0;
     std::uint64_t seed = 1;
     std::uint32_t devices = 2;
+    /// Whether --devices was given; without it, a run of jobs has one device a rank.
+    bool devices_given = false;
+    /// The ranks of the job each program runs on, simulated in one process; 1: no job.
+    std::uint32_t ranks = 1;
     std::uint64_t steps = 100;
     std::string out = ".";
     /// The first programs to write to `out` as scenario files, violation or not.
@@ -53,8 +63,15 @@ struct ExploreFlags {
     std::optional<std::uint64_t> plant_violation;
 };
 
+/// How every program runs: a program of several ranks as a job simulated in this process.
+RunOptions run_options() {
+    RunOptions options;
+    options.ranks_in_one_process = true;
+    return options;
+}
+
 bool violates(const ExploreProgram& program) {
-    return !run_scenario(annotate(program), RunOptions{}).passed;
+    return !run_scenario(annotate(program), run_options()).passed;
 }
 
 /// Drops whole units while the program still fails, until no single unit can go. Bounded:
@@ -146,15 +163,19 @@ void record(ExploreTally& tally, const ExploreReport& report, ExploreViolation v
 
 /// Program `index` of the run (`flags.seed + index` its seed).
 ExploreProgram program_at(const ExploreFlags& flags, std::uint64_t index) {
-    ExploreProgram program = generate_program(flags.devices, flags.steps, flags.seed + index);
-    program.planted_violation = flags.plant_violation == program.seed;
+    ExploreProgram program =
+        generate_program(flags.devices, flags.steps, flags.seed + index, flags.ranks);
+    if (flags.plant_violation == program.seed) {
+        program.planted_violation = abandons_a_rank(program.units) ? PlantedViolation::loss_denied
+                                                                   : PlantedViolation::wrong_byte;
+    }
     return program;
 }
 
 /// Runs programs of `flags` by index, on segments the runner keeps between its programs.
 std::function<ProgramRunner()> program_runner(const ExploreFlags& flags) {
     return [&flags] {
-        RunOptions options;
+        RunOptions options = run_options();
         options.segments = std::make_shared<sim::SegmentPool>();
         return [&flags, options](std::uint64_t index) {
             const ExploreProgram program = program_at(flags, index);
@@ -171,8 +192,9 @@ void keep_program(const ExploreFlags& flags, std::uint64_t index, ExploreTally& 
     scenario.name = "explore program, seed " + std::to_string(program.seed);
     const std::string header = "Program " + std::to_string(index + 1) +
                                " of tandem explore --seed " + std::to_string(flags.seed) +
-                               " --devices " + std::to_string(flags.devices) + " --steps " +
-                               std::to_string(flags.steps) + ", kept by --keep.";
+                               " --devices " + std::to_string(flags.devices) +
+                               (flags.ranks > 1 ? " --ranks " + std::to_string(flags.ranks) : "") +
+                               " --steps " + std::to_string(flags.steps) + ", kept by --keep.";
     const std::string file = write_program(flags, "program-", program.seed, scenario, header);
     tally.unwritten = tally.unwritten || file.empty();
     if (!file.empty()) {
@@ -199,15 +221,34 @@ std::optional<std::uint32_t> check_flags(const ExploreFlags& flags) {
     return jobs;
 }
 
-int explore(const ExploreFlags& flags) {
+/// The devices of a run of jobs: one a rank unless --devices says, and then a multiple of the
+/// ranks. Refuses, saying why, devices that the ranks do not split evenly.
+bool resolve_devices(ExploreFlags& flags) {
+    if (flags.ranks > 1 && !flags.devices_given) {
+        flags.devices = flags.ranks;
+    }
+    if (flags.devices % flags.ranks != 0) {
+        std::fprintf(stderr,
+                     "tandem: --ranks %u does not split --devices %u evenly: give a device "
+                     "count that is a multiple of the ranks (each rank runs devices/ranks)\n",
+                     flags.ranks, flags.devices);
+        return false;
+    }
+    return true;
+}
+
+int explore(ExploreFlags flags) {
+    if (!resolve_devices(flags)) {
+        return 2;
+    }
     const std::optional<std::uint32_t> jobs = check_flags(flags);
     if (!jobs) {
         return 2;
     }
     const bool soak = flags.minutes > 0;
-    const ExploreReport report(
-        ExploreRequest{flags.seed, flags.devices, flags.steps, flags.runs, flags.minutes},
-        flags.json);
+    const ExploreReport report(ExploreRequest{flags.seed, flags.devices, flags.ranks, flags.steps,
+                                              flags.runs, flags.minutes},
+                               flags.json);
     report.start();
     const auto started = std::chrono::steady_clock::now();
     const auto deadline =
@@ -244,7 +285,7 @@ int explore(const ExploreFlags& flags) {
             progress.clear();
             // Run again here, from its seed, for the report: it replays exactly.
             const ExploreProgram program = program_at(flags, run);
-            const ScenarioResult result = run_scenario(annotate(program), RunOptions{});
+            const ScenarioResult result = run_scenario(annotate(program), run_options());
             ++tally.violations;
             record(tally, report,
                    record_violation(flags, program, result,
@@ -286,7 +327,14 @@ Run add_explore(CLI::App& app) {
         ->add_option("--seed", flags->seed, "Seed of the first program (the next get seed+1, ...)")
         ->check(whole_number(0))
         ->capture_default_str();
-    command->add_option("--devices", flags->devices, "Devices per program")
+    auto* devices = command->add_option("--devices", flags->devices, "Devices per program")
+                        ->check(whole_number(1, explore_devices_max))
+                        ->capture_default_str();
+    command
+        ->add_option("--ranks", flags->ranks,
+                     "Run each program on a job of this many ranks simulated in one process, "
+                     "the devices split evenly among them (one a rank unless --devices says), "
+                     "a rank's death drawn from the seed")
         ->check(whole_number(1, explore_devices_max))
         ->capture_default_str();
     command->add_option("--steps", flags->steps, "Random units per program")
@@ -305,9 +353,9 @@ Run add_explore(CLI::App& app) {
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
     set_help_footer(
         *command,
-        "{schema, command: \"explore\", seed, devices, steps, runs (null in a soak), minutes "
-        "(null unless a soak), programs, faults, violations, violating_programs: [{seed, rerun, "
-        "failure, units, shrunk_units, file}], kept: [file], seconds, programs_per_second, "
+        "{schema, command: \"explore\", seed, devices, ranks, steps, runs (null in a soak), "
+        "minutes (null unless a soak), programs, faults, violations, violating_programs: [{seed, "
+        "rerun, failure, units, shrunk_units, file}], kept: [file], seconds, programs_per_second, "
         "peak_resident_kib: {after_programs, at_start, at_end}}. violating_programs lists the "
         "first 1000; shrunk_units and file are null for a program that was not shrunk or not "
         "written; kept lists the files --keep wrote.",
@@ -322,7 +370,10 @@ Run add_explore(CLI::App& app) {
         ->add_option("--plant-violation", flags->plant_violation,
                      "Testing the explorer: the program of this seed expects a wrong byte")
         ->group("");  // Hidden: not an option a user needs.
-    return [flags] { return explore(*flags); };
+    return [flags, devices] {
+        flags->devices_given = devices->count() > 0;
+        return explore(*flags);
+    };
 }
 
 }  // namespace tandem::tool

@@ -39,11 +39,62 @@ struct PendingFault {
 
 class Model {
 public:
-    void apply(Step& step) {
+    Model(std::uint32_t devices, std::uint32_t ranks)
+        : devices_per_rank_(devices / ranks), lost_(ranks, -1) {}
+
+    /// Writes the oracle's expectation into `step`; false when the step does not run (it is of
+    /// a rank abandoned earlier, or waits on an event such a rank was to record).
+    bool apply(Step& step) {
+        if (!runs(step.action)) {
+            return false;
+        }
         std::visit([this, &step](auto& action) { on(action, step); }, step.action);
+        return true;
     }
 
 private:
+    std::uint32_t rank_of(std::uint32_t device) const { return device / devices_per_rank_; }
+    bool lost(std::uint32_t device) const { return lost_[rank_of(device)] >= 0; }
+    /// Whether `action` runs: not when its device's rank was abandoned, nor when it waits on an
+    /// event that such a device was to record (the record did not run).
+    bool runs(const Action& action) {
+        if (const auto* wait = std::get_if<WaitStep>(&action)) {
+            const auto recorder = recorded_by_.find(wait->event);
+            if (recorder != recorded_by_.end() && lost(recorder->second)) {
+                return false;
+            }
+        }
+        if (const auto* record = std::get_if<RecordStep>(&action)) {
+            recorded_by_[record->event] = record->device;
+        }
+        const std::optional<std::uint32_t> device = device_of(action);
+        return !device || !lost(*device);
+    }
+    /// The device whose rank runs `action` (explore's step kinds), if one does.
+    std::optional<std::uint32_t> device_of(const Action& action) const {
+        if (const auto* sync = std::get_if<SyncStep>(&action)) {
+            return sync->device;
+        }
+        if (const auto* grant = std::get_if<GrantStep>(&action)) {
+            return grant->owner;
+        }
+        if (const auto* slice = std::get_if<SliceStep>(&action)) {
+            return regions_.at(slice->of).device;
+        }
+        if (const auto* share = std::get_if<ShareStep>(&action)) {
+            return regions_.at(share->buffer).device;
+        }
+        return std::visit(
+            [](const auto& step) -> std::optional<std::uint32_t> {
+                if constexpr (requires { std::uint32_t{step.device}; }) {
+                    return step.device;
+                } else {
+                    return std::nullopt;
+                }
+            },
+            action);
+    }
+
     /// The text a report must contain for failure `index`: its root's code or refused kernel.
     int token(std::string text) {
         tokens_.push_back(std::move(text));
@@ -67,6 +118,9 @@ private:
     /// The failure a launch reading `name` is skipped with, if any (C9, P3): the first claimed
     /// byte, byte-precise on every device.
     std::optional<int> input_failure(const std::string& name) {
+        if (const std::uint32_t device = regions_.at(name).device; lost(device)) {
+            return lost_[rank_of(device)];  // D1: its rank is lost, whatever its bytes held.
+        }
         for (const Cell& cell : cells(name)) {
             if (cell.failure >= 0) {
                 return cell.failure;
@@ -182,6 +236,9 @@ private:
             store(outputs.at(0), values);
         }
     }
+    void on(AbandonStep& step, Step&) {
+        lost_[step.rank] = token("of rank " + std::to_string(step.rank) + " is lost");
+    }
     void on(InjectStep& step, Step&) {
         const std::uint32_t entry = ++injected_[step.device];  // Every fault takes a number.
         if (const auto* kernel = std::get_if<KernelFault>(&step.fault)) {
@@ -218,10 +275,36 @@ private:
     std::map<std::uint32_t, std::vector<PendingFault>> faults_;
     std::map<std::uint32_t, std::uint32_t> injected_;
     std::vector<std::string> tokens_;
+    std::uint32_t devices_per_rank_;
+    /// Per rank, the failure its loss is read as (its token), or -1 while it lives.
+    std::vector<int> lost_;
+    /// The device that recorded each event last.
+    std::map<std::string, std::uint32_t> recorded_by_;
 };
 
-/// Flips the first expected byte of the last read that expects bytes (`planted_violation`).
-void plant_violation(Scenario& scenario) {
+/// The last read of `scenario` that expects a rank's loss, if any.
+std::string* last_loss_expected(Scenario& scenario) {
+    for (auto step = scenario.steps.rbegin(); step != scenario.steps.rend(); ++step) {
+        if (std::holds_alternative<ReadStep>(step->action) && step->fails) {
+            for (std::string& token : step->fails->report) {
+                if (token.ends_with(" is lost")) {
+                    return &token;
+                }
+            }
+        }
+    }
+    return nullptr;
+}
+
+/// Makes the program a violation of the kind `planted` (`ExploreProgram::planted_violation`).
+void plant_violation(Scenario& scenario, PlantedViolation planted) {
+    if (planted == PlantedViolation::loss_denied) {
+        if (std::string* loss = last_loss_expected(scenario)) {
+            loss->replace(loss->size() - std::string_view(" is lost").size(), std::string::npos,
+                          " is not lost");
+        }
+        return;
+    }
     for (auto step = scenario.steps.rbegin(); step != scenario.steps.rend(); ++step) {
         auto* read = std::get_if<ReadStep>(&step->action);
         if (read != nullptr && read->expect && read->expect->kind == ByteSpec::Kind::List &&
@@ -239,15 +322,17 @@ Scenario annotate(const ExploreProgram& program) {
     scenario.name = "explore seed " + std::to_string(program.seed);
     scenario.description = "A random program from tandem explore, with the model's expectations.";
     scenario.devices = program.devices;
+    scenario.ranks = program.ranks;
     scenario.seed = program.seed;
     scenario.capacity_bytes = std::uint64_t{4} << 20;
     scenario.path = "explore-" + std::to_string(program.seed);
-    Model model;
+    Model model(program.devices, program.ranks);
     const auto add = [&](const Step& original) {
         Step step = original;
         step.mark = SourceMark{scenario.path, static_cast<int>(scenario.steps.size() + 1), 1};
-        model.apply(step);
-        scenario.steps.push_back(std::move(step));
+        if (model.apply(step)) {
+            scenario.steps.push_back(std::move(step));
+        }
     };
     for (const Step& step : program.setup) {
         add(step);
@@ -257,8 +342,8 @@ Scenario annotate(const ExploreProgram& program) {
             add(step);
         }
     }
-    if (program.planted_violation) {
-        plant_violation(scenario);
+    if (program.planted_violation != PlantedViolation::none) {
+        plant_violation(scenario, program.planted_violation);
     }
     return scenario;
 }

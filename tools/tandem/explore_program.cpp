@@ -1,6 +1,8 @@
 #include "explore_program.hpp"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,6 +14,9 @@ constexpr std::uint64_t hash_bytes = 8;
 constexpr std::uint32_t buffers_per_device = 3;
 /// Failure codes start here so that no code's text is a prefix of another's in a report.
 constexpr std::uint64_t first_code = 100;
+/// The chance, in percent, that a unit of a program on a job abandons a rank: of programs of 100
+/// units, about a third lose no rank, and those that do run on for about half their units after.
+constexpr std::uint64_t abandon_percent = 1;
 
 /// `prefix`, `number` and `suffix` as one name. Appended piece by piece: GCC 12 at -O3 warns
 /// (-Wrestrict, wrongly) about `"d" + std::to_string(...)`.
@@ -36,7 +41,8 @@ struct Region {
 
 class Generator {
 public:
-    Generator(std::uint32_t devices, std::uint64_t seed) : devices_(devices), rng_(seed) {
+    Generator(std::uint32_t devices, std::uint32_t ranks, std::uint64_t seed)
+        : devices_(devices), ranks_(ranks), lost_(ranks, false), rng_(seed) {
         for (std::uint32_t device = 0; device < devices; ++device) {
             for (std::uint32_t index = 0; index < buffers_per_device; ++index) {
                 const std::string name = buffer_name(device, index);
@@ -73,6 +79,13 @@ public:
     }
 
     std::vector<Step> unit() {
+        if (ranks_ > 1 && rng_() % 100 < abandon_percent) {
+            if (std::optional<std::uint32_t> rank = rank_to_abandon()) {
+                std::vector<Step> steps;
+                add(steps, AbandonStep{*rank});
+                return steps;
+            }
+        }
         const std::uint64_t pick = rng_() % 100;
         const Region target = region();
         std::vector<Step> steps;
@@ -122,6 +135,21 @@ public:
     }
 
 private:
+    /// A living rank drawn from the seed, and marked lost; none when only one lives.
+    std::optional<std::uint32_t> rank_to_abandon() {
+        std::vector<std::uint32_t> living;
+        for (std::uint32_t rank = 0; rank < ranks_; ++rank) {
+            if (!lost_[rank]) {
+                living.push_back(rank);
+            }
+        }
+        if (living.size() < 2) {
+            return std::nullopt;
+        }
+        const std::uint32_t rank = living[rng_() % living.size()];
+        lost_[rank] = true;
+        return rank;
+    }
     static void add(std::vector<Step>& steps, Action action) {
         steps.push_back(Step{SourceMark{}, std::move(action), std::nullopt});
     }
@@ -201,6 +229,9 @@ private:
     }
 
     std::uint32_t devices_;
+    std::uint32_t ranks_;
+    /// The ranks this program abandoned so far.
+    std::vector<bool> lost_;
     std::mt19937_64 rng_;
     std::vector<Region> regions_;
     std::uint64_t next_code_ = first_code;
@@ -209,10 +240,18 @@ private:
 
 }  // namespace
 
-ExploreProgram generate_program(std::uint32_t devices, std::size_t unit_count, std::uint64_t seed) {
-    Generator generator(devices, seed);
+bool abandons_a_rank(const std::vector<std::vector<Step>>& units) {
+    return std::any_of(units.begin(), units.end(), [](const std::vector<Step>& unit) {
+        return unit.size() == 1 && std::holds_alternative<AbandonStep>(unit.front().action);
+    });
+}
+
+ExploreProgram generate_program(std::uint32_t devices, std::size_t unit_count, std::uint64_t seed,
+                                std::uint32_t ranks) {
+    Generator generator(devices, ranks, seed);
     ExploreProgram program;
     program.devices = devices;
+    program.ranks = ranks;
     program.seed = seed;
     program.setup = generator.setup();
     for (std::size_t index = 0; index < unit_count; ++index) {

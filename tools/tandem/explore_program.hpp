@@ -7,7 +7,11 @@
 // succeeded, and then they are the bytes the model computed; otherwise it fails, and its report
 // names the root of every failure the model holds for those bytes. The model keeps, per byte, its
 // value and the failure that claims it (none when clean), plus the failure slot of each shared
-// allocation (P3 to P5).
+// allocation (P3 to P5). On a job, a unit may abandon a rank: from then on that rank's steps do not
+// run (the model leaves them out of the scenario, waits on its events with them), and a launch of
+// another rank reading its memory is skipped with `DeviceLost` naming it ("of rank R is lost"),
+// which claims the launch's outputs (D1); what it wrote before, and the failures it left on other
+// ranks' memory, stay as they were.
 //
 // A program is a list of units; a unit is one or a few steps that must stay together (a peer
 // launch with the event that orders it and the sync after it). Shrinking drops whole units, so
@@ -21,19 +25,38 @@
 
 namespace tandem::tool {
 
+/// A violation planted in a program, for tests of the explorer itself.
+enum class PlantedViolation : std::uint8_t {
+    none,
+    /// The last read that expects bytes expects its first byte wrong.
+    wrong_byte,
+    /// The last read that expects a rank's loss expects it not lost: the program shrinks to
+    /// the rank's death, the unit that read its memory and the read (nothing is planted in a
+    /// program that reads no loss).
+    loss_denied,
+};
+
+/// Whether `units` abandon a rank (a program on a job).
+bool abandons_a_rank(const std::vector<std::vector<Step>>& units);
+
 struct ExploreProgram {
     std::uint32_t devices = 2;
+    /// The ranks of the job it runs on (`devices / ranks` devices each, in order); 1: no job.
+    std::uint32_t ranks = 1;
     std::uint64_t seed = 1;
     /// Allocations, shares and initial writes: never dropped.
     std::vector<Step> setup;
     std::vector<std::vector<Step>> units;
-    /// For tests of the explorer itself: the last read that expects bytes expects its first
-    /// byte wrong, so the program is a violation however it shrinks.
-    bool planted_violation = false;
+    /// For tests of the explorer itself: the program is a violation on purpose, and stays one
+    /// however it shrinks.
+    PlantedViolation planted_violation = PlantedViolation::none;
 };
 
-/// A program of `unit_count` random units over `devices` devices, drawn from `seed`.
-ExploreProgram generate_program(std::uint32_t devices, std::size_t unit_count, std::uint64_t seed);
+/// A program of `unit_count` random units over `devices` devices, drawn from `seed`. Over
+/// `ranks` ranks (more than 1), a unit may abandon a rank (drawn from the seed), never the last
+/// one living; with one rank the program is the same as it always was.
+ExploreProgram generate_program(std::uint32_t devices, std::size_t unit_count, std::uint64_t seed,
+                                std::uint32_t ranks = 1);
 
 /// The program as a scenario, every read carrying the oracle's expectation.
 Scenario annotate(const ExploreProgram& program);

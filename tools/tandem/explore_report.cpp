@@ -16,10 +16,25 @@ double per_second(std::uint64_t count, double seconds) {
     return seconds > 0 ? static_cast<double>(count) / seconds : 0.0;
 }
 
+/// " --ranks N" for a run of jobs, else nothing.
+std::string ranks_flag(const ExploreRequest& request) {
+    return request.ranks > 1 ? " --ranks " + std::to_string(request.ranks) : std::string();
+}
+
+/// "4 devices" or, for a run of jobs, "4 devices in 2 ranks".
+std::string devices_text(const ExploreRequest& request) {
+    std::string text = std::to_string(request.devices) + " devices";
+    if (request.ranks > 1) {
+        text += " in " + std::to_string(request.ranks) + " ranks";
+    }
+    return text;
+}
+
 /// The command line that runs exactly this program again.
 std::string rerun_command(const ExploreRequest& request, std::uint64_t seed) {
     return "tandem explore --runs 1 --seed " + std::to_string(seed) + " --devices " +
-           std::to_string(request.devices) + " --steps " + std::to_string(request.steps);
+           std::to_string(request.devices) + ranks_flag(request) + " --steps " +
+           std::to_string(request.steps);
 }
 
 Json violation_json(const ExploreRequest& request, const ExploreViolation& violation) {
@@ -38,15 +53,13 @@ void ExploreReport::start() const {
         return;
     }
     if (request_.soak()) {
-        std::printf(
-            "tandem explore: programs from seed %llu for %g minutes, %u devices, %llu "
-            "steps each\n",
-            static_cast<ull>(request_.seed), request_.minutes, request_.devices,
-            static_cast<ull>(request_.steps));
+        std::printf("tandem explore: programs from seed %llu for %g minutes, %s, %llu steps each\n",
+                    static_cast<ull>(request_.seed), request_.minutes,
+                    devices_text(request_).c_str(), static_cast<ull>(request_.steps));
     } else {
-        std::printf("tandem explore: %llu programs from seed %llu, %u devices, %llu steps each\n",
+        std::printf("tandem explore: %llu programs from seed %llu, %s, %llu steps each\n",
                     static_cast<ull>(request_.runs), static_cast<ull>(request_.seed),
-                    request_.devices, static_cast<ull>(request_.steps));
+                    devices_text(request_).c_str(), static_cast<ull>(request_.steps));
     }
     std::fflush(stdout);
 }
@@ -112,6 +125,7 @@ void ExploreReport::print_json(const ExploreTally& tally, double seconds) const 
     Json document = json_document("explore");
     document["seed"] = request_.seed;
     document["devices"] = request_.devices;
+    document["ranks"] = request_.ranks;
     document["steps"] = request_.steps;
     document["runs"] = request_.soak() ? Json() : Json(request_.runs);
     document["minutes"] = request_.soak() ? Json(request_.minutes) : Json();

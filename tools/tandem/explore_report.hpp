@@ -16,6 +16,8 @@ namespace tandem::tool {
 struct ExploreRequest {
     std::uint64_t seed = 1;
     std::uint32_t devices = 2;
+    /// The ranks of the job each program runs on, simulated in one process; 1: no job.
+    std::uint32_t ranks = 1;
     std::uint64_t steps = 100;
     /// Programs to run; ignored by a soak.
     std::uint64_t runs = 100;

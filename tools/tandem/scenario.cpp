@@ -93,9 +93,9 @@ std::string ByteSpec::describe() const {
 
 std::string_view step_kind(const Action& action) {
     static constexpr std::string_view names[] = {
-        "allocate", "slice",         "stream",      "write",  "launch", "share",
-        "grant",    "copy",          "record",      "wait",   "sync",   "read",
-        "free",     "begin_capture", "end_capture", "replay", "inject", "destroy_stream"};
+        "allocate",    "slice",  "stream", "write",          "launch", "share", "grant",
+        "copy",        "record", "wait",   "sync",           "read",   "free",  "begin_capture",
+        "end_capture", "replay", "inject", "destroy_stream", "abandon"};
     static_assert(std::size(names) == std::variant_size_v<Action>);
     return names[action.index()];
 }
@@ -205,6 +205,8 @@ std::string step_body(const Action& action) {
                     << ", stream: " << step.stream;
             } else if constexpr (std::is_same_v<T, InjectStep>) {
                 out << fault_fields(step);
+            } else if constexpr (std::is_same_v<T, AbandonStep>) {
+                out << "rank: " << step.rank;
             }
         },
         action);

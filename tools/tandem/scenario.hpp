@@ -168,10 +168,16 @@ struct InjectStep {
     Fault fault;
 };
 
+/// Ends rank `rank` of a job as its death would (`Job::abandon`): a scenario of ranks with one
+/// runs as a job simulated in one process (scenario_in_process.hpp).
+struct AbandonStep {
+    std::uint32_t rank = 0;
+};
+
 using Action =
     std::variant<AllocateStep, SliceStep, StreamStep, WriteStep, LaunchStep, ShareStep, GrantStep,
                  CopyStep, RecordStep, WaitStep, SyncStep, ReadStep, FreeStep, BeginCaptureStep,
-                 EndCaptureStep, ReplayStep, InjectStep, DestroyStreamStep>;
+                 EndCaptureStep, ReplayStep, InjectStep, DestroyStreamStep, AbandonStep>;
 
 /// The step kind as the file spells it ("allocate", "launch", ...).
 std::string_view step_kind(const Action& action);

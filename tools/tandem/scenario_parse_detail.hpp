@@ -38,6 +38,8 @@ private:
     SliceStep slice(const YamlFields& fields);
     StreamStep stream_step(const YamlFields& fields);
     DestroyStreamStep destroy_stream_step(const YamlFields& fields);
+    /// An abandon step: a rank of the job's.
+    AbandonStep abandon(const YamlFields& fields);
     WriteStep write(const YamlFields& fields);
     LaunchStep launch(const YamlFields& fields);
     LaunchConfig launch_config(const YamlFields& fields) const;

@@ -160,11 +160,20 @@ public:
         }
     }
 
-    /// The handle of `name` as this rank reaches it: looked up when shared, else a slice of a
-    /// buffer it reaches; `InvalidArgument` for a buffer that was never shared.
-    Result<Handle> resolve(Job& job, const std::string& name) const {
+    /// The handle of `name` as this rank reaches it: looked up when shared (once: the handle is
+    /// kept, so that one looked up before its owner's loss reads as the lost owner's memory
+    /// after it, D1, rather than failing to be looked up), else a slice of a buffer it reaches;
+    /// `InvalidArgument` for a buffer that was never shared.
+    Result<Handle> resolve(Job& job, const std::string& name) {
         if (shared_.contains(name)) {
-            return job.lookup(name, rank_wait);
+            if (const auto kept = looked_up_.find(name); kept != looked_up_.end()) {
+                return kept->second;
+            }
+            Result<Handle> found = job.lookup(name, rank_wait);
+            if (found) {
+                looked_up_.insert_or_assign(name, *found);
+            }
+            return found;
         }
         if (auto slice = slices_.find(name); slice != slices_.end()) {
             Result<Handle> parent = resolve(job, slice->second.of);
@@ -178,6 +187,8 @@ public:
 private:
     std::set<std::string> shared_;
     std::map<std::string, SliceStep> slices_;
+    /// The shared buffers this rank looked up.
+    std::map<std::string, Handle> looked_up_;
 };
 
 /// This rank's clients by the file's device numbers, and the grants every peer gets when the
@@ -201,6 +212,33 @@ std::vector<std::optional<Client>> rank_clients(const Scenario& scenario, Job& j
 
 }  // namespace
 
+RankRun job_rank_run(const Scenario& scenario, Job& job) {
+    const std::uint32_t per_rank = scenario.devices / scenario.ranks;
+    const auto names = std::make_shared<SharedNames>(scenario);
+    RankRun run;
+    run.rank = job.rank();
+    run.clients = rank_clients(scenario, job);
+    run.hooks.resolve = [&job, names](const std::string& name) {
+        return names->resolve(job, name);
+    };
+    run.hooks.publish = [&job](const std::string& name, const Handle& handle) {
+        return job.publish(name, handle);
+    };
+    run.hooks.service_of = [&job, per_rank](std::uint32_t device) {
+        return *job.service(device / per_rank, device % per_rank);
+    };
+    run.hooks.publish_event = [&job](const std::string& name, const Event& event) {
+        return job.publish(name, event);
+    };
+    run.hooks.resolve_event = [&job](const std::string& name) {
+        return job.lookup_event(name, rank_wait);
+    };
+    run.rank_of = [per_rank](std::uint32_t device) { return device / per_rank; };
+    run.barrier = [&job] { return job.barrier(rank_wait); };
+    run.sync_all = [&job] { return job.runtime()->sync_all(); };
+    return run;
+}
+
 int run_as_scenario_rank(const std::string& path, std::uint64_t seed) {
     auto parsed = parse_scenario_file(path);
     if (const auto* error = std::get_if<ParseError>(&parsed)) {
@@ -216,29 +254,8 @@ int run_as_scenario_rank(const std::string& path, std::uint64_t seed) {
         std::fprintf(stderr, "tandem: %s", job.error().report().c_str());
         return 2;
     }
-    const std::uint32_t per_rank = scenario.devices / scenario.ranks;
-    const SharedNames names(scenario);
-    RankRun run;
-    run.rank = job->rank();
-    run.clients = rank_clients(scenario, *job);
-    run.hooks.resolve = [&](const std::string& name) { return names.resolve(*job, name); };
-    run.hooks.publish = [&](const std::string& name, const Handle& handle) {
-        return job->publish(name, handle);
-    };
-    run.hooks.service_of = [&](std::uint32_t device) {
-        return *job->service(device / per_rank, device % per_rank);
-    };
-    run.hooks.publish_event = [&](const std::string& name, const Event& event) {
-        return job->publish(name, event);
-    };
-    run.hooks.resolve_event = [&](const std::string& name) {
-        return job->lookup_event(name, rank_wait);
-    };
-    run.rank_of = [per_rank](std::uint32_t device) { return device / per_rank; };
-    run.barrier = [&] { return job->barrier(rank_wait); };
-    run.sync_all = [&] { return job->runtime()->sync_all(); };
     std::size_t failed_step = 0;
-    ScenarioResult result = run_scenario_rank(scenario, std::move(run), failed_step);
+    ScenarioResult result = run_scenario_rank(scenario, job_rank_run(scenario, *job), failed_step);
     if (result.passed) {  // No rank leaves while another may still look its buffers up.
         if (Status passed = job->barrier(rank_wait); !passed) {
             result.passed = false;

@@ -12,6 +12,8 @@
 
 #include "scenario_run.hpp"
 
+#include "tandem/job.hpp"
+
 #include <cstdint>
 #include <string>
 
@@ -23,6 +25,11 @@ std::string why_not_as_job(const Scenario& scenario, const RunOptions& options);
 /// found into `result`: passed iff every rank's steps did what the file expects; otherwise the
 /// first step, in the file's order, that did not.
 void run_as_job(const Scenario& scenario, ScenarioResult& result);
+/// Rank `job.rank()`'s part of `scenario` as `run_scenario_rank` takes it: its devices' clients
+/// (granting every other rank's devices when the file grants all), another rank's buffers looked
+/// up by the name they were shared under, events shared and looked up by record, and barriers of
+/// the job. `job` must outlive what it returns.
+RankRun job_rank_run(const Scenario& scenario, Job& job);
 /// One rank's part, in a process `run_as_job` started (`--as-scenario-rank PATH SEED`): joins
 /// the job its environment names, runs, and writes its result into the job folder. The exit
 /// code: 0 when it could write one.

@@ -29,6 +29,9 @@ struct RunOptions {
     bool share_gpus = false;
     /// Segments kept between the runs that share this pool (none: fresh ones for each run).
     std::shared_ptr<sim::SegmentPool> segments{};
+    /// A scenario of several ranks runs as a job simulated in this process, one thread driving
+    /// every rank (scenario_in_process.hpp), instead of as a job of processes.
+    bool ranks_in_one_process = false;
 };
 
 struct ScenarioResult {

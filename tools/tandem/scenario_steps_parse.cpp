@@ -155,10 +155,13 @@ Action ScenarioParser::action(const YAML::Node& key, const YAML::Node& body,
         }
         return injected;
     }
+    if (kind == "abandon") {
+        return abandon(fields({"rank", fails_key}));
+    }
     reader_.fail(key,
                  "expected a step kind (allocate, slice, stream, destroy_stream, write, "
                  "launch, share, grant, copy, record, wait, sync, read, free, begin_capture, "
-                 "end_capture, replay, inject), not '" +
+                 "end_capture, replay, inject, abandon), not '" +
                      kind + "'");
 }
 
@@ -201,6 +204,21 @@ StreamStep ScenarioParser::stream_step(const YamlFields& fields) {
     if (!streams_.insert({step.device, step.name}).second) {
         reader_.fail(fields.get("name"), "stream '" + step.name + "' already exists on device " +
                                              std::to_string(step.device));
+    }
+    return step;
+}
+
+AbandonStep ScenarioParser::abandon(const YamlFields& fields) {
+    const YAML::Node rank = fields.require("rank");
+    AbandonStep step{reader_.u32(rank, "a rank")};
+    if (scenario_.ranks < 2) {
+        reader_.fail(rank,
+                     "an abandon step needs a job of 2 ranks or more "
+                     "('devices: {count: D, ranks: N}')");
+    }
+    if (step.rank >= scenario_.ranks) {
+        reader_.fail(rank, "expected a rank below " + std::to_string(scenario_.ranks) +
+                               " (the ranks of 'devices'), not " + std::to_string(step.rank));
     }
     return step;
 }

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Checks of `tandem explore --ranks N`, programs on a job simulated in one process. The oracle is
+the byte model's, as for plain explore, rank deaths included; what this file checks is the
+explorer around it: a violation planted in a program of several ranks is found, shrunk and
+written as a scenario of ranks that `tandem replay` runs and that fails there too (one planted
+in a rank's death keeps the death); kept programs replay and pass, as a job of processes or,
+with a death, in one process; worker processes report what one process does; and a malformed
+abandon step, or ranks that cannot split the devices, are refused before anything runs."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def run(tool, *args):
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=300)
+
+
+def fail(message):
+    print("FAILED: " + message)
+    sys.exit(1)
+
+
+def explore(tool, folder, *args):
+    """Exit code and output lines of an explore run, timing and folder written out."""
+    result = run(tool, "explore", "--out", folder, *args)
+    lines = [re.sub(r" in [0-9.]+ s \([0-9]+ programs per second\)", "", line).replace(folder, "OUT")
+             for line in result.stdout.splitlines()]
+    return result.returncode, lines, result.stderr
+
+
+def check_planted_violation(tool, folder, ranks, seed):
+    """A wrong byte planted in one program is reported with a rerun that names the ranks, shrunk
+    to the one read that shows it, and written as a scenario of ranks that fails on replay."""
+    out = os.path.join(folder, f"planted-{ranks}")
+    code, lines, errors = explore(tool, out, "--runs", "20", "--seed", str(seed - 5), "--ranks",
+                                  str(ranks), "--jobs", "1", "--plant-violation", str(seed))
+    rerun = f"--ranks {ranks} "
+    if code != 1 or not any(line.startswith(f"violation: program seed {seed} ") and rerun in line
+                            for line in lines):
+        fail(f"--ranks {ranks}: the planted violation was not reported (exit {code}): {lines} {errors}")
+    if not any(re.match(r"shrunk from \d+ to 1 units", line) for line in lines):
+        fail(f"--ranks {ranks}: the planted violation was not shrunk to one unit: {lines}")
+    path = os.path.join(out, f"explore-{seed}.yaml")
+    with open(path) as file:
+        text = file.read()
+    if f"ranks: {ranks}" not in text:
+        fail(f"--ranks {ranks}: the shrunk program does not say its ranks:\n{text}")
+    replayed = run(tool, "replay", path)
+    if replayed.returncode != 1 or "FAIL" not in replayed.stdout:
+        fail(f"--ranks {ranks}: the shrunk program does not fail on replay: {replayed.stdout}")
+
+
+def check_planted_death(tool, folder):
+    """A violation planted in a program that abandons a rank (the last read expecting the loss
+    expects it not lost) shrinks to the death, the unit that read the lost memory and the read,
+    and the file, a job simulated in one process, fails on replay as it failed in explore."""
+    out = os.path.join(folder, "planted-death")
+    code, lines, errors = explore(tool, out, "--runs", "3", "--seed", "34", "--ranks", "2",
+                                  "--devices", "4", "--jobs", "1", "--plant-violation", "36")
+    if code != 1 or "shrunk from 116 to 3 units; written to OUT/explore-36.yaml" not in lines:
+        fail(f"the planted death was not found and shrunk to 3 units (exit {code}): {lines} {errors}")
+    path = os.path.join(out, "explore-36.yaml")
+    with open(path) as file:
+        text = file.read()
+    if "- abandon: {rank: 0}" not in text or '"of rank 0 is not lost"' not in text:
+        fail(f"the shrunk program lost the death or the planted read:\n{text}")
+    replayed = run(tool, "replay", path)
+    if replayed.returncode != 1 or "expected the report to contain 'of rank 0 is not lost'" not in replayed.stdout:
+        fail(f"the shrunk death does not fail on replay as in explore: {replayed.stdout}")
+
+
+def check_kept_programs_replay(tool, folder):
+    """Programs kept by --keep are scenarios of ranks that replay and pass: those without a
+    death as a job of processes (the driver's order in one process is the barriers' order
+    across processes), those with one in one process; a death's reads expect the loss."""
+    out = os.path.join(folder, "kept")
+    code, lines, errors = explore(tool, out, "--runs", "6", "--seed", "31", "--ranks", "2",
+                                  "--devices", "4", "--keep", "6", "--jobs", "1")
+    if code != 0:
+        fail(f"--keep with --ranks: exit {code}: {lines} {errors}")
+    deaths = 0
+    lost_reads = 0
+    for seed in range(31, 37):
+        path = os.path.join(out, f"program-{seed}.yaml")
+        with open(path) as file:
+            text = file.read()
+        deaths += text.count("- abandon: {rank: ")
+        lost_reads += len(re.findall(r'- read: .*"of rank [01] is lost"', text))
+        replayed = run(tool, "replay", path)
+        if replayed.returncode != 0:
+            fail(f"kept program {seed} does not pass on replay: {replayed.stdout}{replayed.stderr}")
+    # Seeds 34 to 36 abandon a rank, and 35 and 36 read what its loss claimed.
+    if deaths != 3 or lost_reads < 2:
+        fail(f"seeds 31 to 36 abandon {deaths} ranks and {lost_reads} reads expect a loss")
+
+
+def check_workers_agree(tool, folder):
+    """Worker processes run the same programs, faults and verdicts as one process."""
+    args = ("--runs", "40", "--seed", "500", "--ranks", "2")
+    serial = explore(tool, os.path.join(folder, "serial"), *args, "--jobs", "1")
+    parallel = explore(tool, os.path.join(folder, "parallel"), *args, "--jobs", "2")
+    if serial[0] != 0 or serial[:2] != parallel[:2]:
+        fail(f"explore --ranks 2 --jobs 2 differs from --jobs 1:\n{serial}\n{parallel}")
+    document = json.loads(run(tool, "explore", "--runs", "2", "--ranks", "4", "--json",
+                              "--out", folder).stdout)
+    if document.get("ranks") != 4 or document.get("devices") != 4:
+        fail(f"--json does not give the ranks and the devices they split: {document}")
+
+
+def check_malformed_abandon(tool, folder):
+    """An abandon step outside a job, or of a rank the job does not have, is malformed: said
+    with its line and column, and nothing runs."""
+    for devices, rank, needle in (("{count: 2}", 1, "needs a job of 2 ranks or more"),
+                                  ("{count: 2, ranks: 2}", 2, "expected a rank below 2")):
+        path = os.path.join(folder, "abandon.yaml")
+        with open(path, "w") as file:
+            file.write(f"name: x\ndevices: {devices}\nsteps:\n  - abandon: {{rank: {rank}}}\n")
+        result = run(tool, "replay", path)
+        if result.returncode != 2 or f"abandon.yaml:4:" not in result.stderr or needle not in result.stderr:
+            fail(f"abandon of rank {rank} in {devices}: exit {result.returncode}: {result.stderr}")
+
+
+def check_refused(tool):
+    """Ranks that cannot run are a usage error naming the option, before anything runs."""
+    for args, needle in ((["--ranks", "0"], "--ranks: must be from 1 to 16, not 0"),
+                         (["--ranks", "17"], "--ranks: must be from 1 to 16"),
+                         (["--ranks", "3", "--devices", "4"], "--ranks 3 does not split --devices 4"),
+                         (["--ranks", "2", "--devices", "3"], "--ranks 2 does not split --devices 3")):
+        result = run(tool, "explore", "--runs", "1", *args)
+        if result.returncode != 2 or needle not in result.stderr or result.stdout:
+            fail(f"explore {' '.join(args)}: exit {result.returncode}: {result.stdout}{result.stderr}")
+
+
+def main():
+    tool = sys.argv[1]
+    with tempfile.TemporaryDirectory() as folder:
+        # Seeds whose programs abandon no rank: the planted byte shrinks to its one read.
+        check_planted_violation(tool, folder, 2, 16)
+        check_planted_violation(tool, folder, 4, 22)
+        check_planted_death(tool, folder)
+        check_kept_programs_replay(tool, folder)
+        check_malformed_abandon(tool, folder)
+        check_workers_agree(tool, folder)
+    check_refused(tool)
+    print("explore --ranks: ok")
+
+
+if __name__ == "__main__":
+    main()
