@@ -134,6 +134,33 @@ std::string fault_fields(const InjectStep& step) {
 }
 
 /// The body of one step, as a flow mapping without its braces.
+/// A launch step's fields, as a file spells them.
+std::string launch_fields(const LaunchStep& step) {
+    std::ostringstream out;
+    out << "kernel: " << step.kernel << ", device: " << step.device << ", stream: " << step.stream
+        << ", grid: [" << step.config.grid.x << ", " << step.config.grid.y << ", "
+        << step.config.grid.z << "], block: [" << step.config.block.x << ", "
+        << step.config.block.y << ", " << step.config.block.z << "], resources: [";
+    for (std::size_t index = 0; index < step.resources.size(); ++index) {
+        out << (index ? ", " : "") << "{buffer: " << step.resources[index].buffer
+            << ", access: " << access_name(step.resources[index].access) << "}";
+    }
+    out << "], args: [";
+    for (std::size_t index = 0; index < step.args.size(); ++index) {
+        out << (index ? ", " : "") << (step.args[index].is_f64 ? "{f64: " : "{u64: ");
+        if (step.args[index].is_f64) {
+            // Every digit a double needs, so the program written back replays exactly (the
+            // default six digits rounded it).
+            out << std::setprecision(std::numeric_limits<double>::max_digits10)
+                << step.args[index].f64 << std::setprecision(6) << "}";
+        } else {
+            out << step.args[index].u64 << "}";
+        }
+    }
+    out << "]";
+    return out.str();
+}
+
 std::string step_body(const Action& action) {
     std::ostringstream out;
     std::visit(
@@ -152,28 +179,7 @@ std::string step_body(const Action& action) {
                 out << "buffer: " << step.buffer << ", device: " << step.device << ", "
                     << step.data.describe();
             } else if constexpr (std::is_same_v<T, LaunchStep>) {
-                out << "kernel: " << step.kernel << ", device: " << step.device
-                    << ", stream: " << step.stream << ", grid: [" << step.config.grid.x << ", "
-                    << step.config.grid.y << ", " << step.config.grid.z << "], block: ["
-                    << step.config.block.x << ", " << step.config.block.y << ", "
-                    << step.config.block.z << "], resources: [";
-                for (std::size_t index = 0; index < step.resources.size(); ++index) {
-                    out << (index ? ", " : "") << "{buffer: " << step.resources[index].buffer
-                        << ", access: " << access_name(step.resources[index].access) << "}";
-                }
-                out << "], args: [";
-                for (std::size_t index = 0; index < step.args.size(); ++index) {
-                    out << (index ? ", " : "") << (step.args[index].is_f64 ? "{f64: " : "{u64: ");
-                    if (step.args[index].is_f64) {
-                        // Every digit a double needs, so the program written back replays
-                        // exactly (the default six digits rounded it).
-                        out << std::setprecision(std::numeric_limits<double>::max_digits10)
-                            << step.args[index].f64 << std::setprecision(6) << "}";
-                    } else {
-                        out << step.args[index].u64 << "}";
-                    }
-                }
-                out << "]";
+                out << launch_fields(step);
             } else if constexpr (std::is_same_v<T, ShareStep>) {
                 out << "buffer: " << step.buffer;
             } else if constexpr (std::is_same_v<T, GrantStep>) {
