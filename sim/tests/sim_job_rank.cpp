@@ -8,6 +8,7 @@
 //   fill NAME VALUE      launches the catalog's fill kernel writing the handle: "ok"
 //   drop NAME            lets the handle go: "ok"
 //   size NAME            the bytes the handle addresses: "size N"
+//   label NAME           the handle's label, as this rank's reports give it: "label 'L'"
 //   publish NAME VALUE   allocates 64 bytes of its device filled with VALUE, grants rank 0's
 //                        device 0 and publishes them as NAME, keeping its handle: "ok"
 //   alloc NAME           allocates 64 bytes of its device and keeps them as NAME: "ok"
@@ -341,6 +342,9 @@ std::optional<std::string> handle_command(Rank& rank, const std::string& line,
     }
     if (command == "size") {
         return "size " + std::to_string(held->second.size_in_use());
+    }
+    if (command == "label") {
+        return "label '" + held->second.label() + "'";
     }
     if (command == "drop") {
         rank.handles.erase(held);

@@ -20,6 +20,22 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using namespace tandem::testing;
 
+// A label crosses with the memory: the rank that looks it up names it as its owner does, so a
+// report on either rank says "memory #N of rank 0 'weights'"; unlabelled memory stays unnamed.
+TEST_F(TwoRanks, a_published_allocations_label_names_it_on_the_other_rank_too) {
+    Result<Handle> weights = device->allocate(64, {.label = "weights"});
+    ASSERT_TRUE(weights.ok()) << weights.error().report();
+    ASSERT_TRUE(job->publish("weights", *weights));
+    ASSERT_TRUE(job->publish("plain", filled(3)));
+    ASSERT_EQ(peer.ask("lookup weights"), "ok");
+    ASSERT_EQ(peer.ask("lookup plain"), "ok");
+    EXPECT_EQ(peer.ask("label weights"), "label 'weights'");
+    EXPECT_EQ(peer.ask("label plain"), "label ''");
+    // Looked up again while the first handle lives: the same name, no second entry.
+    ASSERT_EQ(peer.ask("lookup weights"), "ok");
+    EXPECT_EQ(peer.ask("label weights"), "label 'weights'");
+}
+
 TEST_F(TwoRanks, a_peer_copies_published_memory_and_its_kernels_bind_it_once_granted) {
     Handle data = filled(5);
     ASSERT_TRUE(job->publish("data", data));

@@ -41,6 +41,10 @@ public:
     /// Labels `memory`'s allocation with `label` in `slot`; the allocation's last holder
     /// forgets it (`MemoryControl::forget_label`).
     static void name(Slot slot, const ManagedMemoryHandle& memory, std::string label);
+    /// Labels `memory`, a block of memory another rank shared, with the owner's `label` in
+    /// `slot`. Each lookup makes a block of its own: a label already there counts one more
+    /// holder (and the slot goes back), and the label goes with the last block that holds it.
+    static void name_shared(Slot slot, const ManagedMemoryHandle& memory, std::string label);
     /// Labels `stream` of `device` with `label` in `slot`, until the stream or the device goes.
     static void name(Slot slot, ServiceId device, StreamId stream, std::string label);
 
@@ -49,7 +53,8 @@ public:
     /// The label of `stream` of `device`, if it has one.
     static std::optional<std::string> of(ServiceId device, StreamId stream);
 
-    /// Forgets the label of `memory`, if any; its slot is free again.
+    /// Forgets one holder of the label of `memory`, if any; with the last, its slot is free
+    /// again.
     static void forget(MemoryId memory) noexcept;
     /// Forgets the label of `stream` of `device`, if any.
     static void forget(ServiceId device, StreamId stream) noexcept;

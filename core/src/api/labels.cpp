@@ -19,7 +19,13 @@ namespace {
 /// far from the launch path, so one lock is no contention worth splitting.
 struct Entries {
     std::mutex mutex;
-    std::unordered_map<MemoryId, std::string> memory;
+    /// An allocation's label, and how many memory blocks hold it: one for memory of this
+    /// process; for memory another rank shared, one a lookup whose handles live.
+    struct MemoryLabel {
+        std::string label;
+        std::uint32_t holders = 1;
+    };
+    std::unordered_map<MemoryId, MemoryLabel> memory;
     /// Ordered by device first, so that a device's streams are one range to forget.
     std::map<std::pair<ServiceId, std::uint64_t>, std::string> streams;
 };
@@ -61,13 +67,28 @@ std::optional<LabelTable::Slot> LabelTable::reserve() {
 void LabelTable::name(Slot slot, const ManagedMemoryHandle& memory, std::string label) {
     {
         std::lock_guard lock(entries().mutex);
-        const bool added = entries().memory.try_emplace(memory.id(), std::move(label)).second;
+        const bool added =
+            entries().memory.try_emplace(memory.id(), Entries::MemoryLabel{std::move(label)}).second;
         assert(added && "an allocation is labelled once, as it is made");
         if (!added) {
             return;  // The slot goes back as it drops.
         }
     }
     slot.held_ = false;  // The entry holds it now.
+    memory.control_->labelled.store(true, std::memory_order_relaxed);
+}
+
+void LabelTable::name_shared(Slot slot, const ManagedMemoryHandle& memory, std::string label) {
+    {
+        std::lock_guard lock(entries().mutex);
+        auto [entry, added] =
+            entries().memory.try_emplace(memory.id(), Entries::MemoryLabel{std::move(label)});
+        if (!added) {
+            ++entry->second.holders;  // Another lookup's block: the slot goes back as it drops.
+        } else {
+            slot.held_ = false;  // The entry holds it now.
+        }
+    }
     memory.control_->labelled.store(true, std::memory_order_relaxed);
 }
 
@@ -88,7 +109,7 @@ std::optional<std::string> LabelTable::of(MemoryId memory) {
     if (found == entries().memory.end()) {
         return std::nullopt;
     }
-    return found->second;
+    return found->second.label;
 }
 
 std::optional<std::string> LabelTable::of(ServiceId device, StreamId stream) {
@@ -105,7 +126,9 @@ std::optional<std::string> LabelTable::of(ServiceId device, StreamId stream) {
 
 void LabelTable::forget(MemoryId memory) noexcept {
     std::lock_guard lock(entries().mutex);
-    if (entries().memory.erase(memory) == 1) {
+    const auto found = entries().memory.find(memory);
+    if (found != entries().memory.end() && --found->second.holders == 0) {
+        entries().memory.erase(found);
         give_back_slots(1);
     }
 }

@@ -189,6 +189,8 @@ private:
         std::uint64_t offset_start = 0;
         std::uint64_t offset_end = 0;
         std::size_t slot = 0;
+        /// The owner's label of the allocation; empty for none.
+        std::string label;
     };
     class RemoteOwner;
     /// An event another rank published, as its frame said.

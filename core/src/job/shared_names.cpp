@@ -6,6 +6,9 @@
 #include "error_codec.hpp"
 #include "wire.hpp"
 
+#include "api/label_table.hpp"
+#include "tandem/core/labels.hpp"
+
 #include "tandem/backend/server.hpp"
 
 #include <unistd.h>
@@ -148,6 +151,7 @@ std::vector<JobPeers::Announcement> JobPeers::announce(std::string_view name, co
     out.u64(handle.offset_start());
     out.u64(handle.offset_end());
     out.u64(slot);
+    out.text(handle.label());  // Empty when it has none; reports on the other ranks use it.
     out.u64(region.base_address);
     out.u64(region.size_bytes);
     const std::string payload = out.take();
@@ -177,6 +181,10 @@ void JobPeers::on_publish(std::uint32_t rank, std::string_view payload, std::vec
     received.offset_start = in.u64();
     received.offset_end = in.u64();
     received.slot = in.u64();
+    received.label = in.text();
+    if (!check_label(received.label)) {
+        received.label.clear();  // A label this rank would refuse names nothing here.
+    }
     ExportedRegion region;
     region.base_address = in.u64();
     region.size_bytes = in.u64();
@@ -256,6 +264,13 @@ Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds
     Result<Handle> imported = member_->server(0).import_shared(std::move(share));
     if (!imported) {
         return imported;
+    }
+    if (!received.label.empty()) {
+        // Reports here name the owner's allocation by its label too; without a free slot in the
+        // table, by its id alone.
+        if (std::optional<detail::LabelTable::Slot> slot = detail::LabelTable::reserve()) {
+            detail::LabelTable::name_shared(std::move(*slot), imported->memory(), received.label);
+        }
     }
     // The bytes the owner published: its handle's offsets, checked when it was published.
     Result<Handle> trimmed = imported->add_offset_start(received.offset_start);
