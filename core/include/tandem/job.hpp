@@ -68,6 +68,9 @@
 
 namespace tandem {
 
+/// The most bytes one rank gives to one `Job::exchange`.
+inline constexpr std::size_t job_exchange_bytes_max = 65536;
+
 namespace job_detail {
 struct Collective;
 }  // namespace job_detail
@@ -278,6 +281,14 @@ public:
     /// when one is lost first, `PeerUnreachable` when one does not come within `timeout`; the
     /// errors of `sync_all` first.
     Status barrier(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+    /// Every rank's `value`, in rank order (this rank's own at `rank()`): a meeting of every rank
+    /// that carries up to `job_exchange_bytes_max` bytes from each, how ranks share what a
+    /// library needs to start (rank 0's NCCL unique id) without a store of their own. Every rank
+    /// calls it, in the same order as its other exchanges; it settles no work (a barrier does).
+    /// `InvalidArgument` for a longer value (before meeting anyone); `DeviceLost` naming the
+    /// rank when one is lost first, `PeerUnreachable` when one does not come within `timeout`.
+    Result<std::vector<std::string>> exchange(
+        std::string_view value, std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
     // The collectives of a job: calls every rank makes, in the same order, each with buffers of
     // one of its own devices. Each is built of the job's own steps (publish, look up, copies of

@@ -302,6 +302,11 @@ Status Job::barrier(std::chrono::milliseconds timeout) {
     return settled ? met : settled;
 }
 
+Result<std::vector<std::string>> Job::exchange(std::string_view value,
+                                               std::chrono::milliseconds timeout) {
+    return state_->peers->exchange(value, timeout);
+}
+
 std::uint64_t Job::next_collective() { return ++state_->collectives; }
 
 std::uint64_t Job::next_transfer(std::uint32_t rank, bool sending) {

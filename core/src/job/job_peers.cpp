@@ -168,6 +168,7 @@ void JobPeers::on_frame(std::uint32_t rank, const Frame& frame, std::vector<int>
             return;
         case FrameKind::barrier:
         case FrameKind::meeting:
+        case FrameKind::exchange:
             on_meeting(rank, frame);
             return;
         default:

@@ -61,6 +61,8 @@ class JobPeers final : public DeviceDirectory, public std::enable_shared_from_th
 public:
     /// The longest name memory or an event is published under.
     static constexpr std::size_t name_bytes_max = 255;
+    /// The most bytes a rank gives to one exchange (`Job::exchange`).
+    static constexpr std::size_t exchange_bytes_max = job_exchange_bytes_max;
     /// The events a rank publishes, over its life.
     static constexpr std::size_t events_max = 4096;
 
@@ -116,6 +118,9 @@ public:
     /// when it does not come within `timeout` (two ranks that both send to each other first).
     Status meet_pair(std::uint32_t rank, bool sending, std::chrono::milliseconds timeout,
                      const std::optional<Error>& failure = std::nullopt);
+    /// `Job::exchange`: every rank's value, in rank order, once every rank gave its own.
+    Result<std::vector<std::string>> exchange(std::string_view value,
+                                              std::chrono::milliseconds timeout);
 
     // The directory of the other ranks' devices.
     [[nodiscard]] ServiceId service_of(std::uint32_t device) const override;
@@ -351,18 +356,26 @@ private:
         std::map<std::uint32_t, std::uint64_t> seen;
         /// Failures voted, by (rank, generation), until that meeting is passed.
         std::map<std::pair<std::uint32_t, std::uint64_t>, Error> failed_votes;
+        /// Values given to an exchange, by (rank, generation), until it is passed.
+        std::map<std::pair<std::uint32_t, std::uint64_t>, std::string> values;
     };
     /// Every sequence of meetings, by `meetings_key`; under `mutex_`.
     std::map<std::uint64_t, Meetings> meetings_;
+    /// The key of the job's exchanges (`Job::exchange`), apart from every other meeting.
+    static constexpr std::uint64_t exchanges_key = ~std::uint64_t{0};
     /// The key of the job's barriers (none), or of the meetings with `rank` for transfers this
     /// rank sends (`sending`) or receives.
     [[nodiscard]] static std::uint64_t meetings_key(std::optional<std::uint32_t> rank,
                                                     bool sending);
-    /// Holds the next meeting of `key` with `ranks`, voting `failure`: tells each with a frame
-    /// of `kind` (`prefix` before the vote) and waits for each to reach it.
+    /// Holds the next meeting of `key` with `ranks`, voting `failure` and giving `value`: tells
+    /// each with a frame of `kind` (`prefix` before the vote) and waits for each to reach it.
+    /// Returns the vote, and the meeting's generation in `generation`.
     Status meet(std::uint64_t key, std::span<const std::uint32_t> ranks, FrameKind kind,
                 std::string_view prefix, std::chrono::milliseconds timeout,
-                const std::optional<Error>& failure);
+                const std::optional<Error>& failure, std::string_view value = {},
+                std::uint64_t* generation = nullptr);
+    /// Every rank but this one, in rank order.
+    [[nodiscard]] std::vector<std::uint32_t> other_ranks() const;
     /// A barrier or meeting frame of `rank`: what it reached and how it voted.
     void on_meeting(std::uint32_t rank, const Frame& frame);
     /// The outcome of meeting `generation` of `meetings`: the failure of the lowest rank that

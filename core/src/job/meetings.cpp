@@ -4,7 +4,8 @@
 // rank ends the wait at once, failed: never a hang). A vote is how a rank's failed step becomes
 // every rank's outcome (the collectives' agreements). A pair keeps one sequence of meetings per
 // direction, so two ranks that each send to the other first wait for the other's receive, and
-// say so when the time is up, instead of taking two sends for a send and its receive.
+// say so when the time is up, instead of taking two sends for a send and its receive. An exchange
+// is a meeting of every rank whose frame also carries a value (`Job::exchange`).
 
 #include "error_codec.hpp"
 #include "job_peers.hpp"
@@ -16,15 +17,46 @@ std::uint64_t JobPeers::meetings_key(std::optional<std::uint32_t> rank, bool sen
     return rank ? 1 + 2 * static_cast<std::uint64_t>(*rank) + (sending ? 1 : 0) : 0;
 }
 
-Status JobPeers::barrier(std::chrono::milliseconds timeout, const std::optional<Error>& failure) {
+std::vector<std::uint32_t> JobPeers::other_ranks() const {
     std::vector<std::uint32_t> others;
     for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
         if (rank != rank_) {
             others.push_back(rank);
         }
     }
-    return meet(meetings_key(std::nullopt, false), others, FrameKind::barrier, {}, timeout,
+    return others;
+}
+
+Status JobPeers::barrier(std::chrono::milliseconds timeout, const std::optional<Error>& failure) {
+    return meet(meetings_key(std::nullopt, false), other_ranks(), FrameKind::barrier, {}, timeout,
                 failure);
+}
+
+Result<std::vector<std::string>> JobPeers::exchange(std::string_view value,
+                                                    std::chrono::milliseconds timeout) {
+    if (value.size() > exchange_bytes_max) {
+        return Error::invalid_argument("an exchange carries at most " +
+                                       std::to_string(exchange_bytes_max) + " bytes a rank, not " +
+                                       std::to_string(value.size()));
+    }
+    std::uint64_t generation = 0;
+    if (Status met = meet(exchanges_key, other_ranks(), FrameKind::exchange, {}, timeout,
+                          std::nullopt, value, &generation);
+        !met) {
+        return met.error();
+    }
+    std::vector<std::string> values(world_size_);
+    values[rank_] = std::string(value);
+    std::lock_guard lock(mutex_);
+    Meetings& exchanges = meetings_[exchanges_key];
+    for (std::uint32_t rank : other_ranks()) {
+        auto given = exchanges.values.find({rank, generation});
+        if (given != exchanges.values.end()) {
+            values[rank] = std::move(given->second);
+            exchanges.values.erase(given);
+        }
+    }
+    return values;
 }
 
 Status JobPeers::meet_pair(std::uint32_t rank, bool sending, std::chrono::milliseconds timeout,
@@ -37,17 +69,20 @@ Status JobPeers::meet_pair(std::uint32_t rank, bool sending, std::chrono::millis
 
 Status JobPeers::meet(std::uint64_t key, std::span<const std::uint32_t> ranks, FrameKind kind,
                       std::string_view prefix, std::chrono::milliseconds timeout,
-                      const std::optional<Error>& failure) {
+                      const std::optional<Error>& failure, std::string_view value,
+                      std::uint64_t* generation_out) {
     std::unique_lock lock(mutex_);
     const std::uint64_t generation = ++meetings_[key].held;
     lock.unlock();
+    if (generation_out != nullptr) {
+        *generation_out = generation;
+    }
     WireWriter out;
     out.rest(prefix);
     out.u64(generation);
     out.u8(failure ? 1 : 0);
-    if (failure) {
-        out.rest(encode(*failure));
-    }
+    out.text(failure ? encode(*failure) : std::string());
+    out.text(value);
     const std::string payload = out.take();
     for (std::uint32_t rank : ranks) {
         (void)send(rank, kind, payload);
@@ -67,7 +102,9 @@ Status JobPeers::meet(std::uint64_t key, std::span<const std::uint32_t> ranks, F
     if (missing) {
         const std::string& loss = runtimes_[*missing].loss;
         return Error(met ? ErrorKind::DeviceLost : ErrorKind::PeerUnreachable,
-                     std::string(kind == FrameKind::barrier ? "the barrier" : "the meeting") +
+                     std::string(kind == FrameKind::barrier    ? "the barrier"
+                                 : kind == FrameKind::exchange ? "the exchange"
+                                                               : "the meeting") +
                          " cannot be passed: " +
                          (met ? loss
                               : "rank " + std::to_string(*missing) + " did not reach it within " +
@@ -79,16 +116,22 @@ Status JobPeers::meet(std::uint64_t key, std::span<const std::uint32_t> ranks, F
 void JobPeers::on_meeting(std::uint32_t rank, const Frame& frame) {
     WireReader in(frame.payload);
     // A meeting frame says which end of the transfer its sender is; this rank is the other.
-    const std::uint64_t key = frame.kind == FrameKind::barrier ? meetings_key(std::nullopt, false)
-                                                               : meetings_key(rank, in.u8() == 0);
+    const std::uint64_t key = frame.kind == FrameKind::barrier    ? meetings_key(std::nullopt, false)
+                              : frame.kind == FrameKind::exchange ? exchanges_key
+                                                                  : meetings_key(rank, in.u8() == 0);
     const std::uint64_t generation = in.u64();
     const bool failed = in.u8() != 0;
+    const std::string vote = in.text();
+    std::string value = in.text();
     std::optional<Error> failure;
     if (failed) {
-        failure = decode_error(in.rest());
+        failure = decode_error(vote);
     }
     std::lock_guard lock(mutex_);
     Meetings& meetings = meetings_[key];
+    if (frame.kind == FrameKind::exchange && in.ok()) {
+        meetings.values.insert_or_assign({rank, generation}, std::move(value));
+    }
     if (failed) {
         meetings.failed_votes.insert_or_assign(
             {rank, generation},

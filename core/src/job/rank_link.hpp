@@ -27,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 /// with its chain fits many times over.
 constexpr std::uint32_t frame_payload_max = std::uint32_t{1} << 20;
 /// The protocol version every frame carries; a rank of another version is refused.
-constexpr std::uint16_t protocol_version = 3;
+constexpr std::uint16_t protocol_version = 4;
 
 /// What a frame says.
 enum class FrameKind : std::uint16_t {
@@ -56,6 +56,8 @@ enum class FrameKind : std::uint16_t {
     /// A rank reached the meeting of the given generation with this rank alone (a send or a
     /// receive between the two).
     meeting = 11,
+    /// A rank reached the exchange of the given generation, with the value it gives.
+    exchange = 12,
 };
 
 /// One frame as received.
