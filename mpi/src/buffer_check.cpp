@@ -26,8 +26,4 @@ Status detail::check_buffer(const Client& device, const Handle& buffer, std::uin
     return {};
 }
 
-namespace {
-
-}  // namespace
-
 }  // namespace tandem::mpi
