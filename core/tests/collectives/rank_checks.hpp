@@ -1,0 +1,251 @@
+#pragma once
+
+// Checks of collectives between ranks of processes, each rank giving buffers of one device, run
+// alike by every rank of a job: the MPI communicator's (mpi/tests) and the NCCL communicator's
+// (cuda/tests). A check is a template over the communicator, whose calls have the same names and
+// promises on every transport; what differs is the word reports use for the transport
+// (`prefix`). Every check that fails prints the rank and what it saw.
+
+#include <tandem/core/client.hpp>
+#include <tandem/core/collectives.hpp>
+#include <tandem/core/fault.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace tandem::rank_checks {
+
+/// This process's rank, as failed checks name it.
+inline int rank = 0;
+/// The checks that failed on this rank.
+inline int failures = 0;
+/// What the communicator calls its collectives in reports: "mpi" for "mpi all_reduce".
+inline const char* prefix = "";
+
+inline void expect(bool holds, const std::string& what) {
+    if (!holds) {
+        std::fprintf(stderr, "rank %d: check failed: %s\n", rank, what.c_str());
+        ++failures;
+    }
+}
+
+inline std::vector<std::byte> floats(const std::vector<float>& values) {
+    std::vector<std::byte> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+}
+
+inline std::vector<float> as_floats(const std::vector<std::byte>& bytes) {
+    std::vector<float> values(bytes.size() / sizeof(float));
+    std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+    return values;
+}
+
+// Every rank's buffer becomes the sum over the ranks, in place.
+template <typename Communicator>
+void a_sum_reaches_every_rank(Communicator& comm, Client& device) {
+    Handle buffer = *device.allocate(16);
+    const auto r = static_cast<float>(comm.rank());
+    expect(static_cast<bool>(device.write(buffer, floats({r, 1, 2 * r, -r}))), "write");
+    const Status reduced = comm.all_reduce(buffer, ElementType::f32, ReduceOp::sum);
+    expect(static_cast<bool>(reduced), "all_reduce: " + (reduced ? "" : reduced.error().report()));
+    const float n = static_cast<float>(comm.size());
+    const float ranks = n * (n - 1) / 2;
+    auto read = device.read(buffer);
+    expect(read && as_floats(*read) == std::vector<float>{ranks, n, 2 * ranks, -ranks},
+           "the sum over the ranks");
+}
+
+// A claimed byte on rank 1 is never reduced: every rank's buffer is claimed with rank 1's root,
+// named on rank 1, and the collective as the hop; the call succeeds on every rank.
+template <typename Communicator>
+void a_claimed_source_on_rank_1_claims_every_buffer(Communicator& comm, Client& device) {
+    Handle buffer = *device.allocate(16);
+    expect(static_cast<bool>(device.write(buffer, floats({1, 2, 3, 4}))), "write");
+    if (comm.rank() == 1) {
+        expect(static_cast<bool>(device.launch("fail", LaunchConfig::linear(1),
+                                               {{buffer, AccessMode::Write}}, KernelArgs().u64(7))),
+               "launch of fail");
+    }
+    const Status reduced = comm.all_reduce(buffer, ElementType::f32, ReduceOp::max);
+    expect(static_cast<bool>(reduced), "all_reduce over a claimed source is taken");
+    auto read = device.read(buffer);
+    expect(!read, "a read of a buffer reduced with a claimed source fails");
+    if (read) {
+        return;
+    }
+    const std::string report = read.error().report();
+    expect(read.error().kind() == ErrorKind::Unwritten, "Unwritten: " + report);
+    expect(
+        report.find("kernel 'fail' failed with code 7 on device 0 of rank 1") != std::string::npos,
+        "the root named on rank 1: " + report);
+    if (comm.rank() != 1) {
+        expect(report.find("skipped '" + std::string(prefix) + " all_reduce' on device 0 of rank " +
+                           std::to_string(comm.rank())) != std::string::npos,
+               "the collective as the hop: " + report);
+    }
+}
+
+// A buffer of another size on one rank is refused on every rank, and nothing changes.
+template <typename Communicator>
+void a_size_mismatch_is_refused_everywhere(Communicator& comm, Client& device) {
+    Handle buffer = *device.allocate(comm.rank() == comm.size() - 1 ? 8 : 16);
+    expect(static_cast<bool>(device.write(
+               buffer, floats(comm.rank() == comm.size() - 1 ? std::vector<float>{5, 5}
+                                                             : std::vector<float>{5, 5, 5, 5}))),
+           "write");
+    const Status refused = comm.all_reduce(buffer, ElementType::f32, ReduceOp::sum);
+    expect(!refused && refused.error().kind() == ErrorKind::InvalidArgument,
+           "a size mismatch is InvalidArgument on every rank");
+    auto read = device.read(buffer);
+    expect(read && as_floats(*read)[0] == 5.0f, "a refused collective changes nothing");
+}
+
+// A broadcast copies the root's bytes; a claimed root claims every other rank's buffer.
+template <typename Communicator>
+void a_broadcast_copies_the_root_or_spreads_its_failure(Communicator& comm, Client& device) {
+    Handle buffer = *device.allocate(8);
+    const auto r = static_cast<float>(comm.rank());
+    expect(static_cast<bool>(device.write(buffer, floats({r, r}))), "write");
+    expect(static_cast<bool>(comm.broadcast(buffer, 1)), "broadcast from rank 1");
+    auto read = device.read(buffer);
+    expect(read && as_floats(*read) == std::vector<float>{1, 1}, "rank 1's bytes everywhere");
+    if (comm.rank() == 0) {
+        expect(static_cast<bool>(device.launch("fail", LaunchConfig::linear(1),
+                                               {{buffer, AccessMode::Write}}, KernelArgs().u64(9))),
+               "launch of fail");
+    }
+    expect(static_cast<bool>(comm.broadcast(buffer, 0)), "broadcast of a claimed root is taken");
+    auto spread = device.read(buffer);
+    expect(!spread &&
+               spread.error().report().find("code 9 on device 0 of rank 0") != std::string::npos,
+           "the root's failure everywhere");
+    const Status outside = comm.broadcast(buffer, comm.size());
+    expect(!outside && outside.error().kind() == ErrorKind::InvalidArgument,
+           "a root outside the communicator is InvalidArgument");
+}
+
+inline std::vector<std::byte> bytes_of(std::size_t count, int value) {
+    return std::vector<std::byte>(count, static_cast<std::byte>(value));
+}
+
+// Every rank's output is every rank's input in rank order; a claimed input on the last rank
+// claims every output, its own included.
+template <typename Communicator>
+void all_gather_orders_inputs_by_rank(Communicator& comm, Client& device) {
+    const int n = comm.size();
+    Handle input = *device.allocate(4);
+    Handle output = *device.allocate(4 * static_cast<std::uint64_t>(n));
+    expect(static_cast<bool>(device.write(input, bytes_of(4, comm.rank() + 1))), "write");
+    expect(static_cast<bool>(comm.all_gather(input, output)), "all_gather");
+    std::vector<std::byte> expected;
+    for (int r = 0; r < n; ++r) {
+        const std::vector<std::byte> part = bytes_of(4, r + 1);
+        expected.insert(expected.end(), part.begin(), part.end());
+    }
+    auto read = device.read(output);
+    expect(read && *read == expected, "the inputs in rank order");
+    if (comm.rank() == n - 1) {
+        expect(static_cast<bool>(device.launch("fail", LaunchConfig::linear(1),
+                                               {{input, AccessMode::Write}}, KernelArgs().u64(5))),
+               "launch of fail");
+    }
+    expect(static_cast<bool>(comm.all_gather(input, output)), "all_gather of a claimed input");
+    auto claimed = device.read(output);
+    expect(!claimed && claimed.error().report().find("code 5 on device 0 of rank " +
+                                                     std::to_string(n - 1)) != std::string::npos,
+           "every output claimed with the last rank's root");
+    const Status refused = comm.all_gather(input, input);
+    expect(!refused && refused.error().kind() == ErrorKind::InvalidArgument,
+           "an output that is not size() times the input is refused");
+}
+
+// Each rank's output is the sum of its chunk over the ranks.
+template <typename Communicator>
+void reduce_scatter_sums_each_ranks_chunk(Communicator& comm, Client& device) {
+    const int n = comm.size();
+    Handle input = *device.allocate(8 * static_cast<std::uint64_t>(n));
+    Handle output = *device.allocate(8);
+    std::vector<float> values;
+    for (int r = 0; r < n; ++r) {
+        values.push_back(static_cast<float>(comm.rank() + 1));
+        values.push_back(static_cast<float>(r));
+    }
+    expect(static_cast<bool>(device.write(input, floats(values))), "write");
+    expect(static_cast<bool>(comm.reduce_scatter(input, output, ElementType::f32, ReduceOp::sum)),
+           "reduce_scatter");
+    const auto total = static_cast<float>(n * (n + 1) / 2);
+    auto read = device.read(output);
+    expect(
+        read && as_floats(*read) == std::vector<float>{total, static_cast<float>(n * comm.rank())},
+        "chunk r of the sum on rank r");
+}
+
+// Rank 0 sends to rank 1: the bytes land; a claimed source is refused by the sender with its
+// Unwritten error and claims the receiver's target; a size mismatch is refused on both sides.
+template <typename Communicator>
+void send_and_recv_follow_k2(Communicator& comm, Client& device) {
+    if (comm.rank() > 1) {
+        return;  // Only ranks 0 and 1 meet.
+    }
+    Handle buffer = *device.allocate(8);
+    expect(static_cast<bool>(device.write(buffer, bytes_of(8, 1))), "write");
+    if (comm.rank() == 0) {
+        expect(static_cast<bool>(device.write(buffer, bytes_of(8, 6))), "write");
+        expect(static_cast<bool>(comm.send(buffer, 1)), "a clean send");
+        expect(static_cast<bool>(device.launch("fail", LaunchConfig::linear(1),
+                                               {{buffer, AccessMode::Write}}, KernelArgs().u64(8))),
+               "launch of fail");
+        const Status refused = comm.send(buffer, 1);
+        expect(!refused && refused.error().kind() == ErrorKind::Unwritten,
+               "a claimed source is refused with its Unwritten error");
+        Handle wide = *device.allocate(16);
+        (void)device.write(wide, bytes_of(16, 2));
+        const Status mismatch = comm.send(wide, 1);
+        expect(!mismatch && mismatch.error().kind() == ErrorKind::InvalidArgument,
+               "a source of another size than the target is refused");
+        const Status self = comm.send(wide, 0);
+        expect(!self && self.error().kind() == ErrorKind::InvalidArgument, "no send to itself");
+        return;
+    }
+    expect(static_cast<bool>(comm.recv(buffer, 0)), "a clean recv");
+    auto landed = device.read(buffer);
+    expect(landed && *landed == bytes_of(8, 6), "the sent bytes land");
+    expect(static_cast<bool>(comm.recv(buffer, 0)), "a recv of a claimed source succeeds");
+    auto claimed = device.read(buffer);
+    expect(!claimed &&
+               claimed.error().report().find("skipped '" + std::string(prefix) +
+                                             " recv' on device 0 of rank 1") != std::string::npos &&
+               claimed.error().report().find("code 8 on device 0 of rank 0") != std::string::npos,
+           "the target claimed with the sender's root and the hop: " +
+               (claimed ? std::string() : claimed.error().report()));
+    (void)device.write(buffer, bytes_of(8, 3));
+    const Status mismatch = comm.recv(buffer, 0);
+    expect(!mismatch && mismatch.error().kind() == ErrorKind::InvalidArgument,
+           "a recv of a source of another size is refused");
+    auto unchanged = device.read(buffer);
+    expect(unchanged && *unchanged == bytes_of(8, 3), "a refused recv changes nothing");
+}
+
+// Last, as it loses rank 1's device for good: a lost device is a failed source (D1) like a
+// claimed byte, so every other rank's buffer is claimed with the loss, named on rank 1.
+template <typename Communicator>
+void a_lost_device_on_rank_1_claims_every_other_buffer(Communicator& comm, Client& device) {
+    Handle buffer = *device.allocate(8);
+    expect(static_cast<bool>(device.write(buffer, floats({1, 1}))), "write");
+    if (comm.rank() == 1) {
+        expect(static_cast<bool>(device.inject(DeviceLossFault{0})), "the loss of rank 1's device");
+    }
+    const Status reduced = comm.all_reduce(buffer, ElementType::f32, ReduceOp::sum);
+    if (comm.rank() == 1) {
+        return;  // Its own calls fail from now on (D1); what it said is what the others got.
+    }
+    expect(static_cast<bool>(reduced), "all_reduce beside a lost device is taken");
+    auto read = device.read(buffer);
+    expect(!read && read.error().report().find("device 0 of rank 1 is lost") != std::string::npos,
+           "the loss named on rank 1: " + (read ? std::string() : read.error().report()));
+}
+
+}  // namespace tandem::rank_checks
