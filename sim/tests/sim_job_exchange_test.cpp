@@ -19,8 +19,8 @@ TEST_F(Exchange, every_rank_gets_every_ranks_value_in_rank_order_each_time) {
     for (int round = 0; round < 3; ++round) {
         std::vector<std::vector<std::string>> got(2);
         for (const Status& done : on_every_rank([&](std::uint32_t rank) -> Status {
-                 const std::string mine = "rank " + std::to_string(rank) + " round " +
-                                          std::to_string(round);
+                 const std::string mine =
+                     "rank " + std::to_string(rank) + " round " + std::to_string(round);
                  Result<std::vector<std::string>> values = ranks[rank].exchange(mine);
                  if (!values) {
                      return values.error();

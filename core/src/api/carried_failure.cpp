@@ -41,10 +41,10 @@ CarriedFailure decode_failure(std::string_view bytes, int from) {
     job_detail::WireReader in(bytes);
     const ClaimKey source = in.key();
     std::optional<Error> error = in.ok() ? job_detail::decode_error(in.rest()) : std::nullopt;
-    return CarriedFailure{error ? std::move(*error)
-                                : Error::torn_down("rank " + std::to_string(from) +
-                                                   "'s failure arrived unreadable"),
-                          source};
+    return CarriedFailure{
+        error ? std::move(*error)
+              : Error::torn_down("rank " + std::to_string(from) + "'s failure arrived unreadable"),
+        source};
 }
 
 Status claim_with(Client& device, const Handle& destination, const CarriedFailure& failure,
