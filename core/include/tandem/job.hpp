@@ -232,7 +232,8 @@ public:
     Status publish(std::string_view name, const Handle& handle);
     /// Withdraws `name`, memory or an event this rank published: later lookups of it
     /// (`lookup`, `lookup_event`) fail with `InvalidArgument` naming it and this rank. Memory's
-    /// pin goes once no rank holds it. An event a rank looked up already keeps its meaning there:
+    /// withdrawal returns once every other rank forgot the name (a question and its answer to
+    /// each, a lost rank skipped), and its pin goes once no rank holds it. An event a rank looked up already keeps its meaning there:
     /// it is reached once the work before it has run here, as if never withdrawn (an event is a
     /// value, a point in this rank's stream; the name is only how ranks find it). The name stays
     /// the event's: publishing it again is refused. `InvalidArgument` for a name this rank did
@@ -241,9 +242,12 @@ public:
     /// The memory another rank published under `name`, waiting up to `timeout` for it to be: a
     /// handle of the owner's device (its service, memory id and size) that this rank's devices
     /// bind in launches and copies as shared memory; kernels need the owner's grant (P7). The
-    /// owner counts this rank's pin until the last copy of the handle is gone. `InvalidArgument`
-    /// naming it when no rank published it in time, when it was withdrawn, or when it is this
-    /// rank's own; `DeviceLost` when its owner's rank is gone.
+    /// owner counts this rank's pin until the last copy of the handle is gone; the lookup does
+    /// not wait for the owner (the pin crosses on its own, and the owner's withdrawal waits for
+    /// the pins each rank sent). `InvalidArgument` naming it when no rank published it in time,
+    /// when it was withdrawn (at once: a name withdrawn and published again reads as withdrawn
+    /// here until the new publication reaches this rank, which a barrier after it ensures), or
+    /// when it is this rank's own; `DeviceLost` when its owner's rank is gone.
     Result<Handle> lookup(std::string_view name,
                           std::chrono::milliseconds timeout = std::chrono::seconds(10));
     /// Shares `event`, recorded by one of this rank's devices (`Client::record_event`), with

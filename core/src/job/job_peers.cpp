@@ -311,10 +311,15 @@ std::string JobPeers::answer_about_name(std::uint32_t rank, Op op, WireReader& i
         out.u8(found != published_events_.end() && !found->second.withdrawn ? 1 : 0);
         return out.take();
     }
+    if (op == Op::withdrawn) {
+        return forget_withdrawn(rank, name);
+    }
     auto found = published_.find(name);
     const bool held = found != published_.end() && !found->second.withdrawn;
-    if (op == Op::pin && held) {
+    if (op == Op::pin && found != published_.end()) {
+        // Withdrawn or not: a pin sent before the rank heard of the withdrawal still holds it.
         ++found->second.holders[rank];
+        ++found->second.pins_arrived[rank];
     } else if (op == Op::unpin && found != published_.end()) {
         auto holder = found->second.holders.find(rank);
         if (holder != found->second.holders.end() && --holder->second == 0) {
@@ -330,7 +335,8 @@ std::string JobPeers::answer(std::uint32_t rank, Op op, std::uint32_t device,
                              std::string_view body) {
     WireReader in(body);
     WireWriter out;
-    if (op == Op::stream_failure || op == Op::event_published || op == Op::pin || op == Op::unpin) {
+    if (op == Op::stream_failure || op == Op::event_published || op == Op::pin || op == Op::unpin ||
+        op == Op::withdrawn) {
         return answer_about_name(rank, op, in);
     }
     if (!member_ || device >= device_count_) {

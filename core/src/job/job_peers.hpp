@@ -41,6 +41,7 @@
 #include <chrono>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -164,6 +165,9 @@ public:
         stream_failure = 9,
         /// Whether a name still names an event this rank published (not withdrawn).
         event_published = 10,
+        /// The owner withdrew a name: the asker forgets it and answers how many pins of it it
+        /// sent, so the owner keeps the memory until every one of them arrived.
+        withdrawn = 11,
     };
 
 private:
@@ -182,8 +186,13 @@ private:
         ServiceId owner;
         std::size_t slot = 0;
         /// Ranks that hold it, with how many handles each looked up.
-        std::map<std::uint32_t, std::uint64_t> holders;
+        std::map<std::uint32_t, std::uint64_t> holders{};
+        /// The pins each rank sent, as they arrived; and, once every rank answered the
+        /// withdrawal (`withdrawals_answered`), how many each said it sent.
+        std::map<std::uint32_t, std::uint64_t> pins_arrived{};
+        std::map<std::uint32_t, std::uint64_t> pins_sent{};
         bool withdrawn = false;
+        bool withdrawals_answered = false;
     };
     /// Memory another rank published, as its publish frame said.
     struct Received {
@@ -305,6 +314,17 @@ private:
     std::vector<std::unique_ptr<JobBoard>> boards_;
     std::map<std::string, Publication, std::less<>> published_;
     std::map<std::string, Received, std::less<>> received_;
+    /// The pins this rank sent of each name it looked up, until the owner withdraws it.
+    std::map<std::string, std::uint64_t, std::less<>> pins_sent_;
+    /// Names other ranks withdrew, and by which rank, so a later lookup says so; the oldest
+    /// forgotten past `withdrawn_names_max`.
+    std::map<std::string, std::uint32_t, std::less<>> withdrawn_names_;
+    /// `withdrawn_names_`'s names, oldest first.
+    std::deque<std::string> withdrawn_order_;
+    static constexpr std::size_t withdrawn_names_max = 4096;
+    /// This rank's answer to rank `owner`'s withdrawal of `name`: it forgets the name and says
+    /// how many pins of it it sent; under `mutex_`.
+    std::string forget_withdrawn(std::uint32_t owner, const std::string& name);
     /// The board slot of each allocation other ranks published, by memory id; under
     /// `slots_mutex_`, read on every launch binding another rank's memory.
     mutable std::shared_mutex slots_mutex_;

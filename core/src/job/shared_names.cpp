@@ -100,7 +100,7 @@ Status JobPeers::publish(std::string_view name, const Handle& handle) {
                                        " allocations already, the most it may at once");
     }
     published_.emplace(std::string(name),
-                       Publication{std::move(*pin), handle.service(), *slot, {}, false});
+                       Publication{.pin = std::move(*pin), .owner = handle.service(), .slot = *slot});
     std::vector<Announcement> announcements = announce(name, handle, *slot, *region);
     lock.unlock();  // A send may wait for a rank to read; the watcher needs the lock meanwhile.
     for (const Announcement& announcement : announcements) {
@@ -210,6 +210,7 @@ void JobPeers::on_publish(std::uint32_t rank, std::string_view payload, std::vec
     }
     std::lock_guard lock(mutex_);
     received_[name] = received;
+    withdrawn_names_.erase(name);  // Published again: its order entry goes as it ages out.
     changed_.notify_all();
 }
 
@@ -224,11 +225,16 @@ Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds
     std::unique_lock lock(mutex_);
     const bool found = changed_.wait_for(lock, timeout, [&] {
         return stopped_ || received_.find(name) != received_.end() ||
-               published_.find(name) != published_.end();
+               published_.find(name) != published_.end() || withdrawn_names_.contains(name);
     });
     if (published_.find(name) != published_.end()) {
         return Error::invalid_argument("'" + std::string(name) +
                                        "' is this rank's own memory: use the handle it published");
+    }
+    if (auto withdrawn = withdrawn_names_.find(name);
+        withdrawn != withdrawn_names_.end() && !received_.contains(name)) {
+        return Error::invalid_argument("'" + std::string(name) + "' was withdrawn by rank " +
+                                       std::to_string(withdrawn->second));
     }
     if (!found || stopped_) {
         return Error::invalid_argument(
@@ -241,17 +247,14 @@ Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds
         owner = std::make_shared<RemoteOwner>(*this, received.owner);
     }
     std::weak_ptr<PeerOwner> owner_view = owner;
+    // Counted before the pin goes, under the lock the answer to a withdrawal takes: the owner
+    // learns of every pin sent before that answer, and keeps the memory until each arrived. So
+    // the pin needs no answer, and a lookup no round trip.
+    ++pins_sent_[std::string(name)];
     lock.unlock();
     WireWriter body;
     body.text(name);
-    Result<std::string> pinned = ask(received.owner, Op::pin, body.take());
-    if (!pinned) {
-        return pinned.error();
-    }
-    if (*pinned != std::string(1, '\1')) {
-        return Error::invalid_argument("'" + std::string(name) + "' was withdrawn by rank " +
-                                       std::to_string(received.rank));
-    }
+    tell(received.owner, Op::pin, body.take());
     // The job may be gone when the last handle goes: then there is no one left to tell.
     ImportedShare share{received.owner, received.allocation, owner_view,
                         [peers = weak_from_this(), owner = received.owner, key = std::string(name)] {
@@ -278,7 +281,7 @@ Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds
 }
 
 Status JobPeers::withdraw(std::string_view name) {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (auto event = published_events_.find(name);
         event != published_events_.end() && !event->second.withdrawn) {
         event->second.withdrawn = true;  // Lookups ask the owner (`Op::event_published`).
@@ -290,14 +293,62 @@ Status JobPeers::withdraw(std::string_view name) {
                                        "' is not published by this rank");
     }
     found->second.withdrawn = true;
-    drop_if_unheld(found->first);
+    const std::string kept = found->first;
+    lock.unlock();
+    // Every rank forgets the name before this returns, and says how many pins of it it sent.
+    std::map<std::uint32_t, std::uint64_t> sent;
+    for (std::uint32_t rank = 0; rank < world_size_; ++rank) {
+        if (rank == rank_) {
+            continue;
+        }
+        WireWriter body;
+        body.text(kept);
+        ServiceId to;
+        to.rank = rank;
+        Result<std::string> answer = ask(to, Op::withdrawn, body.take());
+        WireReader in(answer ? std::string_view(*answer) : std::string_view());
+        const std::uint64_t count = in.u64();
+        sent[rank] = answer && in.done() ? count : 0;  // A lost rank holds nothing.
+    }
+    lock.lock();
+    if (auto still = published_.find(kept); still != published_.end()) {
+        still->second.pins_sent = std::move(sent);
+        still->second.withdrawals_answered = true;
+        drop_if_unheld(kept);
+    }
     return {};
+}
+
+std::string JobPeers::forget_withdrawn(std::uint32_t owner, const std::string& name) {
+    received_.erase(name);
+    if (withdrawn_names_.insert_or_assign(name, owner).second) {
+        withdrawn_order_.push_back(name);
+        if (withdrawn_order_.size() > withdrawn_names_max) {
+            withdrawn_names_.erase(withdrawn_order_.front());
+            withdrawn_order_.pop_front();
+        }
+    }
+    WireWriter out;
+    auto sent = pins_sent_.find(name);
+    out.u64(sent != pins_sent_.end() ? sent->second : 0);
+    if (sent != pins_sent_.end()) {
+        pins_sent_.erase(sent);
+    }
+    return out.take();
 }
 
 void JobPeers::drop_if_unheld(const std::string& name) {
     auto found = published_.find(name);
-    if (found == published_.end() || !found->second.withdrawn || !found->second.holders.empty()) {
+    if (found == published_.end() || !found->second.withdrawals_answered ||
+        !found->second.holders.empty()) {
         return;
+    }
+    for (const auto& [rank, sent] : found->second.pins_sent) {
+        auto arrived = found->second.pins_arrived.find(rank);
+        const std::uint64_t count = arrived != found->second.pins_arrived.end() ? arrived->second : 0;
+        if (count < sent && runtimes_[rank].loss.empty()) {
+            return;  // A pin on its way: it holds the memory when it comes.
+        }
     }
     member_->server(found->second.owner.device_index)
         .claims()
