@@ -1,5 +1,5 @@
 // `Job::exchange`: a meeting of every rank that carries a value from each, on a job simulated in
-// this process (ranks_in_one_process.hpp).
+// this process (ranks_in_one_process.hpp); and the bounds of a simulated job's message delay.
 
 #include "ranks_in_one_process.hpp"
 
@@ -92,6 +92,20 @@ TEST_F(Exchange, a_rank_that_never_comes_ends_it_with_peer_unreachable) {
     ASSERT_FALSE(values);
     EXPECT_EQ(values.error().kind(), ErrorKind::PeerUnreachable) << values.error().report();
     EXPECT_THAT(values.error().message(), HasSubstr("rank 1 did not reach it"));
+}
+
+TEST(MessageDelay, a_delay_outside_0_to_1_s_is_refused_before_any_rank_is_met) {
+    for (const auto delay : {std::chrono::microseconds(-1), std::chrono::microseconds(1'000'001)}) {
+        JoinOptions options;
+        options.runtime.from_environment = false;
+        options.runtime.backend = "sim";
+        options.message_delay_max = delay;
+        Result<std::vector<Job>> joined = Job::join_in_process(2, options);
+        ASSERT_FALSE(joined);
+        EXPECT_EQ(joined.error().kind(), ErrorKind::InvalidArgument);
+        EXPECT_THAT(joined.error().message(),
+                    HasSubstr("JoinOptions::message_delay_max is 0 to 1 s"));
+    }
 }
 
 }  // namespace

@@ -61,29 +61,33 @@ struct ExploreFlags {
     std::string jobs;
     /// For tests of the explorer: the program of this seed is a violation on purpose.
     std::optional<std::uint64_t> plant_violation;
+    /// The longest delay of a frame between ranks (`JoinOptions::message_delay_max`), in us.
+    std::uint64_t message_delay_us = 0;
 };
 
-/// How every program runs: a program of several ranks as a job simulated in this process.
-RunOptions run_options() {
+/// How every program runs: a program of several ranks as a job simulated in this process, its
+/// frames between ranks delayed as `flags` says.
+RunOptions run_options(const ExploreFlags& flags) {
     RunOptions options;
     options.ranks_in_one_process = true;
+    options.message_delay_max = std::chrono::microseconds(flags.message_delay_us);
     return options;
 }
 
-bool violates(const ExploreProgram& program) {
-    return !run_scenario(annotate(program), run_options()).passed;
+bool violates(const ExploreFlags& flags, const ExploreProgram& program) {
+    return !run_scenario(annotate(program), run_options(flags)).passed;
 }
 
 /// Drops whole units while the program still fails, until no single unit can go. Bounded:
 /// every pass removes at least one unit or ends the loop.
-ExploreProgram shrink(ExploreProgram program) {
+ExploreProgram shrink(const ExploreFlags& flags, ExploreProgram program) {
     bool removed = true;
     while (removed) {
         removed = false;
         for (std::size_t index = program.units.size(); index-- > 0;) {
             ExploreProgram candidate = program;
             candidate.units.erase(candidate.units.begin() + static_cast<std::ptrdiff_t>(index));
-            if (violates(candidate)) {
+            if (violates(flags, candidate)) {
                 program = std::move(candidate);
                 removed = true;
             }
@@ -120,7 +124,7 @@ ExploreViolation record_violation(const ExploreFlags& flags, const ExploreProgra
     if (!shrink_it) {
         return violation;
     }
-    const ExploreProgram shrunk = shrink(program);
+    const ExploreProgram shrunk = shrink(flags, program);
     violation.shrunk_units = shrunk.units.size();
     Scenario scenario = annotate(shrunk);
     scenario.name = "explore violation, seed " + std::to_string(program.seed);
@@ -175,7 +179,7 @@ ExploreProgram program_at(const ExploreFlags& flags, std::uint64_t index) {
 /// Runs programs of `flags` by index, on segments the runner keeps between its programs.
 std::function<ProgramRunner()> program_runner(const ExploreFlags& flags) {
     return [&flags] {
-        RunOptions options = run_options();
+        RunOptions options = run_options(flags);
         options.segments = std::make_shared<sim::SegmentPool>();
         return [&flags, options](std::uint64_t index) {
             const ExploreProgram program = program_at(flags, index);
@@ -221,11 +225,17 @@ std::optional<std::uint32_t> check_flags(const ExploreFlags& flags) {
     return jobs;
 }
 
-/// The devices of a run of jobs: one a rank unless --devices says, and then a multiple of the
-/// ranks. Refuses, saying why, devices that the ranks do not split evenly.
-bool resolve_devices(ExploreFlags& flags) {
+/// The flags of a run of jobs: one device a rank unless --devices says, and then a multiple of
+/// the ranks; delayed frames only between ranks. Refuses, saying why, what does not fit.
+bool resolve_job_flags(ExploreFlags& flags) {
     if (flags.ranks > 1 && !flags.devices_given) {
         flags.devices = flags.ranks;
+    }
+    if (flags.message_delay_us > 0 && flags.ranks < 2) {
+        std::fprintf(stderr,
+                     "tandem: --message-delay-us delays frames between ranks: give "
+                     "--ranks 2 or more\n");
+        return false;
     }
     if (flags.devices % flags.ranks != 0) {
         std::fprintf(stderr,
@@ -238,7 +248,7 @@ bool resolve_devices(ExploreFlags& flags) {
 }
 
 int explore(ExploreFlags flags) {
-    if (!resolve_devices(flags)) {
+    if (!resolve_job_flags(flags)) {
         return 2;
     }
     const std::optional<std::uint32_t> jobs = check_flags(flags);
@@ -247,7 +257,7 @@ int explore(ExploreFlags flags) {
     }
     const bool soak = flags.minutes > 0;
     const ExploreReport report(ExploreRequest{flags.seed, flags.devices, flags.ranks, flags.steps,
-                                              flags.runs, flags.minutes},
+                                              flags.runs, flags.minutes, flags.message_delay_us},
                                flags.json);
     report.start();
     const auto started = std::chrono::steady_clock::now();
@@ -285,7 +295,7 @@ int explore(ExploreFlags flags) {
             progress.clear();
             // Run again here, from its seed, for the report: it replays exactly.
             const ExploreProgram program = program_at(flags, run);
-            const ScenarioResult result = run_scenario(annotate(program), run_options());
+            const ScenarioResult result = run_scenario(annotate(program), run_options(flags));
             ++tally.violations;
             record(tally, report,
                    record_violation(flags, program, result,
@@ -337,6 +347,12 @@ Run add_explore(CLI::App& app) {
                      "a rank's death drawn from the seed")
         ->check(whole_number(1, explore_devices_max))
         ->capture_default_str();
+    command
+        ->add_option("--message-delay-us", flags->message_delay_us,
+                     "With --ranks: delay every frame between ranks by a time drawn from 0 to "
+                     "this many microseconds (from each rank's seed): outcomes must not change")
+        ->check(whole_number(0, 1'000'000))
+        ->capture_default_str();
     command->add_option("--steps", flags->steps, "Random units per program")
         ->check(whole_number(1, explore_units_max))
         ->capture_default_str();
@@ -353,7 +369,8 @@ Run add_explore(CLI::App& app) {
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
     set_help_footer(
         *command,
-        "{schema, command: \"explore\", seed, devices, ranks, steps, runs (null in a soak), "
+        "{schema, command: \"explore\", seed, devices, ranks, message_delay_us, steps, runs (null "
+        "in a soak), "
         "minutes (null unless a soak), programs, faults, violations, violating_programs: [{seed, "
         "rerun, failure, units, shrunk_units, file}], kept: [file], seconds, programs_per_second, "
         "peak_resident_kib: {after_programs, at_start, at_end}}. violating_programs lists the "

@@ -16,9 +16,16 @@ double per_second(std::uint64_t count, double seconds) {
     return seconds > 0 ? static_cast<double>(count) / seconds : 0.0;
 }
 
-/// " --ranks N" for a run of jobs, else nothing.
+/// " --ranks N" for a run of jobs (with " --message-delay-us D" where frames are delayed),
+/// else nothing.
 std::string ranks_flag(const ExploreRequest& request) {
-    return request.ranks > 1 ? " --ranks " + std::to_string(request.ranks) : std::string();
+    if (request.ranks <= 1) {
+        return {};
+    }
+    return " --ranks " + std::to_string(request.ranks) +
+           (request.message_delay_us > 0
+                ? " --message-delay-us " + std::to_string(request.message_delay_us)
+                : std::string());
 }
 
 /// "4 devices" or, for a run of jobs, "4 devices in 2 ranks".
@@ -26,6 +33,10 @@ std::string devices_text(const ExploreRequest& request) {
     std::string text = std::to_string(request.devices) + " devices";
     if (request.ranks > 1) {
         text += " in " + std::to_string(request.ranks) + " ranks";
+    }
+    if (request.message_delay_us > 0) {
+        text += " (frames between them delayed up to " +
+                std::to_string(request.message_delay_us) + " us)";
     }
     return text;
 }
@@ -126,6 +137,7 @@ void ExploreReport::print_json(const ExploreTally& tally, double seconds) const 
     document["seed"] = request_.seed;
     document["devices"] = request_.devices;
     document["ranks"] = request_.ranks;
+    document["message_delay_us"] = request_.message_delay_us;
     document["steps"] = request_.steps;
     document["runs"] = request_.soak() ? Json() : Json(request_.runs);
     document["minutes"] = request_.soak() ? Json(request_.minutes) : Json();

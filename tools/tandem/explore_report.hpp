@@ -23,6 +23,8 @@ struct ExploreRequest {
     std::uint64_t runs = 100;
     /// A soak when positive: programs run until this many minutes have passed.
     double minutes = 0;
+    /// The longest delay of a frame between ranks, in microseconds; zero: none.
+    std::uint64_t message_delay_us = 0;
 
     [[nodiscard]] bool soak() const { return minutes > 0; }
 };

@@ -221,6 +221,7 @@ void run_in_one_process(const Scenario& scenario, const RunOptions& options,
     join.runtime.seed = effective_seed(scenario, options);
     join.runtime.from_environment = false;
     join.timeout = join_wait;
+    join.message_delay_max = options.message_delay_max;
     Result<std::vector<Job>> joined = Job::join_in_process(scenario.ranks, join);
     if (!joined) {
         result.failure = scenario.path + ": the job could not start:\n" + joined.error().report();

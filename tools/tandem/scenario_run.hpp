@@ -7,6 +7,7 @@
 
 #include "tandem/sim/runtime.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +33,9 @@ struct RunOptions {
     /// A scenario of several ranks runs as a job simulated in this process, one thread driving
     /// every rank (scenario_in_process.hpp), instead of as a job of processes.
     bool ranks_in_one_process = false;
+    /// In one process: the longest delay of a frame between ranks
+    /// (`JoinOptions::message_delay_max`); zero: none.
+    std::chrono::microseconds message_delay_max{0};
 };
 
 struct ScenarioResult {

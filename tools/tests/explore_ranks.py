@@ -111,6 +111,29 @@ def check_workers_agree(tool, folder):
         fail(f"--json does not give the ranks and the devices they split: {document}")
 
 
+def check_delayed_frames(tool, folder):
+    """Frames between ranks delayed from the seed change no outcome: the same programs pass with
+    the same faults as without delays, and a violation's rerun names the delay."""
+    args = ("--runs", "40", "--seed", "700", "--ranks", "2", "--jobs", "1")
+    plain = explore(tool, os.path.join(folder, "plain"), *args)
+    delayed = explore(tool, os.path.join(folder, "delayed"), *args, "--message-delay-us", "300")
+    # The first line names the run (the delay with it); the rest says what the programs did.
+    if plain[0] != 0 or delayed[0] != 0 or plain[1][1:] != delayed[1][1:]:
+        fail(f"delayed frames changed what explore found:\n{plain}\n{delayed}")
+    if not any("delayed up to 300 us" in line for line in delayed[1]):
+        fail(f"the run does not say its frames are delayed: {delayed[1]}")
+    out = os.path.join(folder, "planted-delayed")
+    code, lines, errors = explore(tool, out, "--runs", "3", "--seed", "14", "--ranks", "2",
+                                  "--jobs", "1", "--message-delay-us", "100",
+                                  "--plant-violation", "16")
+    if code != 1 or not any("--ranks 2 --message-delay-us 100 " in line for line in lines):
+        fail(f"a violation under delays does not rerun with them (exit {code}): {lines} {errors}")
+    document = json.loads(run(tool, "explore", "--runs", "1", "--ranks", "2", "--json",
+                              "--message-delay-us", "50", "--out", folder).stdout)
+    if document.get("message_delay_us") != 50:
+        fail(f"--json does not give the delay: {document}")
+
+
 def check_malformed_abandon(tool, folder):
     """An abandon step outside a job, or of a rank the job does not have, is malformed: said
     with its line and column, and nothing runs."""
@@ -129,7 +152,10 @@ def check_refused(tool):
     for args, needle in ((["--ranks", "0"], "--ranks: must be from 1 to 16, not 0"),
                          (["--ranks", "17"], "--ranks: must be from 1 to 16"),
                          (["--ranks", "3", "--devices", "4"], "--ranks 3 does not split --devices 4"),
-                         (["--ranks", "2", "--devices", "3"], "--ranks 2 does not split --devices 3")):
+                         (["--ranks", "2", "--devices", "3"], "--ranks 2 does not split --devices 3"),
+                         (["--message-delay-us", "5"], "delays frames between ranks: give --ranks 2"),
+                         (["--ranks", "2", "--message-delay-us", "1000001"],
+                          "--message-delay-us: must be from 0 to 1000000")):
         result = run(tool, "explore", "--runs", "1", *args)
         if result.returncode != 2 or needle not in result.stderr or result.stdout:
             fail(f"explore {' '.join(args)}: exit {result.returncode}: {result.stdout}{result.stderr}")
@@ -145,6 +171,7 @@ def main():
         check_kept_programs_replay(tool, folder)
         check_malformed_abandon(tool, folder)
         check_workers_agree(tool, folder)
+        check_delayed_frames(tool, folder)
     check_refused(tool)
     print("explore --ranks: ok")
 

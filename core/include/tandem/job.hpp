@@ -162,6 +162,12 @@ struct JoinOptions {
     /// stream's, `Client::wait_event`) before it fails with `PeerUnreachable`: the owner may
     /// never run the work before it.
     std::chrono::milliseconds event_wait_timeout{std::chrono::seconds(60)};
+    /// A fault of a simulated job: every frame this rank sends another rank (a publication, a
+    /// question about a claim or its answer, a vote, an exchange) first waits a time drawn from
+    /// 0 to this, by a generator seeded with the rank's runtime seed; zero, the default, sends
+    /// at once. What ranks see must not change under it, only when (`tandem explore
+    /// --message-delay-us` runs programs so). At most one second.
+    std::chrono::microseconds message_delay_max{0};
 };
 
 /// A rank's membership in a job: its rank, the other ranks' liveness and this rank's runtime.

@@ -111,6 +111,12 @@ Result<Job> Job::join(const JoinOptions& options) {
     if (!environment) {
         return environment.error();
     }
+    if (options.message_delay_max < std::chrono::microseconds(0) ||
+        options.message_delay_max > std::chrono::seconds(1)) {
+        return Error::invalid_argument("a message delay of " +
+                                       std::to_string(options.message_delay_max.count()) +
+                                       " us: JoinOptions::message_delay_max is 0 to 1 s");
+    }
     // The runtime's options are checked before any rank is met: a typo in TANDEM_BACKEND fails
     // every rank at once, not after they have all waited for one another.
     Result<RuntimeOptions> runtime_options = RuntimeOptions{};
@@ -144,6 +150,8 @@ Result<Job> Job::join(const JoinOptions& options) {
     state->peers =
         std::make_shared<job_detail::JobPeers>(environment->rank, environment->world_size,
                                                environment->job_folder, options.event_wait_timeout);
+    state->peers->delay_messages(options.message_delay_max,
+                                 runtime_options->seed.value_or(environment->rank));
     state->watcher = std::make_unique<job_detail::RankWatcher>(
         environment->rank, std::move(*peers),
         [peers = state->peers.get()](std::uint32_t rank, const job_detail::Frame& frame,

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <thread>
+
 namespace tandem::job_detail {
 namespace {
 
@@ -53,6 +55,24 @@ JobPeers::JobPeers(std::uint32_t rank, std::uint32_t world_size, std::string fol
       event_wait_limit_(event_wait_limit) {}
 
 JobPeers::~JobPeers() { stop(); }
+
+void JobPeers::delay_messages(std::chrono::microseconds most, std::uint64_t seed) {
+    message_delay_max_ = most;
+    delay_draws_.seed(seed);
+}
+
+void JobPeers::delay_frame() const {
+    if (message_delay_max_.count() <= 0) {
+        return;
+    }
+    std::uint64_t draw = 0;
+    {
+        std::lock_guard lock(delay_mutex_);
+        draw = delay_draws_();
+    }
+    const auto most = static_cast<std::uint64_t>(message_delay_max_.count());
+    std::this_thread::sleep_for(std::chrono::microseconds(draw % (most + 1)));
+}
 
 Status JobPeers::start(RankWatcher& watcher, std::shared_ptr<JobMember> member,
                        std::uint64_t runtime_id, std::uint32_t device_count,
@@ -220,8 +240,9 @@ std::optional<Error> JobPeers::gone(std::uint32_t rank, const ServiceId& device)
     }
     if (const JobBoard* board = board_of(rank);
         board != nullptr && board->lost(device.device_index)) [[unlikely]] {
-        return Error::device_lost(device, "lost on its rank, which lives on (a sticky fault of "
-                                          "the device; its own reads say why)");
+        return Error::device_lost(device,
+                                  "lost on its rank, which lives on (a sticky fault of "
+                                  "the device; its own reads say why)");
     }
     return std::nullopt;
 }
@@ -283,6 +304,7 @@ void JobPeers::serve(std::uint32_t rank, std::string_view payload) {
 
 Status JobPeers::send(std::uint32_t rank, FrameKind kind, std::string_view payload,
                       int passed) const {
+    delay_frame();  // Before the gate: a delayed frame holds up no rank's leaving.
     std::shared_lock gate(gate_);
     if (watcher_ == nullptr) {
         return Error(ErrorKind::PeerUnreachable, "this rank left the job");

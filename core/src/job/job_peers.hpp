@@ -38,15 +38,16 @@
 #include "tandem/backend/job_member.hpp"
 #include "tandem/core/handle.hpp"
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <shared_mutex>
 #include <span>
@@ -72,12 +73,15 @@ public:
     /// its watcher and runtime once both are there.
     JobPeers(std::uint32_t rank, std::uint32_t world_size, std::string folder,
              std::chrono::milliseconds event_wait_limit);
+    /// Delays every frame this rank sends by a time drawn from 0 to `most`, from a generator
+    /// seeded with `seed` (`JoinOptions::message_delay_max`); before `start`.
+    void delay_messages(std::chrono::microseconds most, std::uint64_t seed);
     ~JobPeers() override;
 
     /// Sends frames through `watcher`, answers for `member`'s devices (null: a rank with no
     /// runtime, or one whose backend shares nothing) and creates this rank's board.
-    Status start(RankWatcher& watcher, std::shared_ptr<JobMember> member,
-                 std::uint64_t runtime_id, std::uint32_t device_count, std::string_view backend);
+    Status start(RankWatcher& watcher, std::shared_ptr<JobMember> member, std::uint64_t runtime_id,
+                 std::uint32_t device_count, std::string_view backend);
     /// Tells every rank this rank's runtime, then waits until every rank told its own (or is
     /// lost), until `deadline`; maps their boards.
     Status meet(std::chrono::steady_clock::time_point deadline);
@@ -135,11 +139,9 @@ public:
         ServiceId owner, std::span<const ClaimKey> keys) const override;
     [[nodiscard]] std::optional<Error> report(ServiceId owner, FailureId failure,
                                               const ClaimKey& needed) const override;
-    void claim_failed(ServiceId owner, std::span<const ClaimKey> keys,
-                      const Error& error) override;
+    void claim_failed(ServiceId owner, std::span<const ClaimKey> keys, const Error& error) override;
     void claim_skipped(ServiceId owner, std::span<const ClaimKey> keys,
-                       std::optional<FailureId> join, const Error& error,
-                       SkipRecord skip) override;
+                       std::optional<FailureId> join, const Error& error, SkipRecord skip) override;
     void release(ServiceId owner, const ClaimKey& key) override;
     void granted_remote(ServiceId owner, ServiceId accessor) override;
     void lost_here(ServiceId device) override;
@@ -354,6 +356,13 @@ private:
     std::map<std::pair<ServiceId, std::uint64_t>, std::pair<std::uint32_t, std::size_t>>
         event_slots_;
     const std::chrono::milliseconds event_wait_limit_;
+    /// The longest delay of a frame (`delay_messages`); zero: none.
+    std::chrono::microseconds message_delay_max_{0};
+    /// Draws each frame's delay; under `delay_mutex_`.
+    mutable std::mt19937_64 delay_draws_;
+    mutable std::mutex delay_mutex_;
+    /// Waits the delay of the next frame, drawn.
+    void delay_frame() const;
     /// Set by `end_event_waits`: read by every look at another rank's event.
     std::atomic<bool> leaving_{false};
     /// Regions whose descriptor went to a rank already: (rank, base address).

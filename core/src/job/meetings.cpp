@@ -116,9 +116,10 @@ Status JobPeers::meet(std::uint64_t key, std::span<const std::uint32_t> ranks, F
 void JobPeers::on_meeting(std::uint32_t rank, const Frame& frame) {
     WireReader in(frame.payload);
     // A meeting frame says which end of the transfer its sender is; this rank is the other.
-    const std::uint64_t key = frame.kind == FrameKind::barrier    ? meetings_key(std::nullopt, false)
-                              : frame.kind == FrameKind::exchange ? exchanges_key
-                                                                  : meetings_key(rank, in.u8() == 0);
+    const std::uint64_t key = frame.kind == FrameKind::barrier ? meetings_key(std::nullopt, false)
+                              : frame.kind == FrameKind::exchange
+                                  ? exchanges_key
+                                  : meetings_key(rank, in.u8() == 0);
     const std::uint64_t generation = in.u64();
     const bool failed = in.u8() != 0;
     const std::string vote = in.text();

@@ -74,9 +74,9 @@ Status JobPeers::publish(std::string_view name, const Handle& handle) {
     // Published as written so far: the writers of its bytes enqueued before run and settle now,
     // so a peer reads what they wrote or their failure (later writes are ordered by a barrier).
     const ClaimKey keys[] = {handle.claim_key()};
-    if (Status settled = owner.sync(keys);
-        !settled && settled.error().kind() != ErrorKind::Unwritten &&
-        settled.error().kind() != ErrorKind::Several) {
+    if (Status settled = owner.sync(keys); !settled &&
+                                           settled.error().kind() != ErrorKind::Unwritten &&
+                                           settled.error().kind() != ErrorKind::Several) {
         return settled;
     }
     Result<ExportedRegion> region = member_->export_region(handle);
@@ -99,8 +99,9 @@ Status JobPeers::publish(std::string_view name, const Handle& handle) {
         return Error::invalid_argument("this rank shares " + std::to_string(JobBoard::slots) +
                                        " allocations already, the most it may at once");
     }
-    published_.emplace(std::string(name),
-                       Publication{.pin = std::move(*pin), .owner = handle.service(), .slot = *slot});
+    published_.emplace(
+        std::string(name),
+        Publication{.pin = std::move(*pin), .owner = handle.service(), .slot = *slot});
     std::vector<Announcement> announcements = announce(name, handle, *slot, *region);
     lock.unlock();  // A send may wait for a rank to read; the watcher needs the lock meanwhile.
     for (const Announcement& announcement : announcements) {
@@ -115,7 +116,8 @@ Status JobPeers::name_free(std::string_view name, MemoryId memory) const {
         return Error::invalid_argument("'" + std::string(name) + "' is published already");
     }
     if (auto other = received_.find(name); other != received_.end()) {
-        return Error::invalid_argument("'" + std::string(name) + "' is published already, by rank " +
+        return Error::invalid_argument("'" + std::string(name) +
+                                       "' is published already, by rank " +
                                        std::to_string(other->second.rank));
     }
     if (published_events_.contains(name)) {
@@ -138,8 +140,8 @@ Status JobPeers::name_free(std::string_view name, MemoryId memory) const {
 }
 
 std::vector<JobPeers::Announcement> JobPeers::announce(std::string_view name, const Handle& handle,
-                                                      std::size_t slot,
-                                                      const ExportedRegion& region) {
+                                                       std::size_t slot,
+                                                       const ExportedRegion& region) {
     const AllocationInfo& allocation = handle.memory().allocation();
     WireWriter out;
     out.text(name);
@@ -237,9 +239,9 @@ Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds
                                        std::to_string(withdrawn->second));
     }
     if (!found || stopped_) {
-        return Error::invalid_argument(
-            "no rank published '" + std::string(name) + "' within " +
-            std::to_string(timeout.count()) + " ms (a name is published by `Job::publish`)");
+        return Error::invalid_argument("no rank published '" + std::string(name) + "' within " +
+                                       std::to_string(timeout.count()) +
+                                       " ms (a name is published by `Job::publish`)");
     }
     const Received received = received_.find(name)->second;
     std::shared_ptr<RemoteOwner>& owner = owners_[received.owner];
@@ -256,14 +258,15 @@ Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds
     body.text(name);
     tell(received.owner, Op::pin, body.take());
     // The job may be gone when the last handle goes: then there is no one left to tell.
-    ImportedShare share{received.owner, received.allocation, owner_view,
-                        [peers = weak_from_this(), owner = received.owner, key = std::string(name)] {
-                            if (std::shared_ptr<JobPeers> alive = peers.lock()) {
-                                WireWriter unpin;
-                                unpin.text(key);
-                                alive->tell(owner, Op::unpin, unpin.take());
-                            }
-                        }};
+    ImportedShare share{
+        received.owner, received.allocation, owner_view,
+        [peers = weak_from_this(), owner = received.owner, key = std::string(name)] {
+            if (std::shared_ptr<JobPeers> alive = peers.lock()) {
+                WireWriter unpin;
+                unpin.text(key);
+                alive->tell(owner, Op::unpin, unpin.take());
+            }
+        }};
     Result<Handle> imported = member_->server(0).import_shared(std::move(share));
     if (!imported) {
         return imported;
@@ -289,8 +292,7 @@ Status JobPeers::withdraw(std::string_view name) {
     }
     auto found = published_.find(name);
     if (found == published_.end() || found->second.withdrawn) {
-        return Error::invalid_argument("'" + std::string(name) +
-                                       "' is not published by this rank");
+        return Error::invalid_argument("'" + std::string(name) + "' is not published by this rank");
     }
     found->second.withdrawn = true;
     const std::string kept = found->first;
@@ -345,7 +347,8 @@ void JobPeers::drop_if_unheld(const std::string& name) {
     }
     for (const auto& [rank, sent] : found->second.pins_sent) {
         auto arrived = found->second.pins_arrived.find(rank);
-        const std::uint64_t count = arrived != found->second.pins_arrived.end() ? arrived->second : 0;
+        const std::uint64_t count =
+            arrived != found->second.pins_arrived.end() ? arrived->second : 0;
         if (count < sent && runtimes_[rank].loss.empty()) {
             return;  // A pin on its way: it holds the memory when it comes.
         }
