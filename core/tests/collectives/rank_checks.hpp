@@ -2,9 +2,10 @@
 
 // Checks of collectives between ranks of processes, each rank giving buffers of one device, run
 // alike by every rank of a job: the MPI communicator's (mpi/tests) and the NCCL communicator's
-// (cuda/tests). A check is a template over the communicator, whose calls have the same names and
-// promises on every transport; what differs is the word reports use for the transport
-// (`prefix`). Every check that fails prints the rank and what it saw.
+// (cuda/tests), and a job's own (sim/tests, through an adapter). A check is a template over the
+// communicator, whose calls have the same names and promises on every transport; what differs
+// is what reports call the work a claimed source skipped (`hop_name`). Every check that fails
+// prints the rank and what it saw.
 
 #include <tandem/core/client.hpp>
 #include <tandem/core/collectives.hpp>
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,10 @@ inline int rank = 0;
 inline int failures = 0;
 /// What the communicator calls its collectives in reports: "mpi" for "mpi all_reduce".
 inline const char* prefix = "";
+/// What reports call the work on this rank that `collective` ("all_reduce", "recv") skipped:
+/// "mpi all_reduce" through MPI (`prefix` and the collective) unless a transport says otherwise.
+inline std::function<std::string(const std::string& collective)> hop_name =
+    [](const std::string& collective) { return std::string(prefix) + " " + collective; };
 
 inline void expect(bool holds, const std::string& what) {
     if (!holds) {
@@ -82,7 +88,7 @@ void a_claimed_source_on_rank_1_claims_every_buffer(Communicator& comm, Client& 
         report.find("kernel 'fail' failed with code 7 on device 0 of rank 1") != std::string::npos,
         "the root named on rank 1: " + report);
     if (comm.rank() != 1) {
-        expect(report.find("skipped '" + std::string(prefix) + " all_reduce' on device 0 of rank " +
+        expect(report.find("skipped '" + hop_name("all_reduce") + "' on device 0 of rank " +
                            std::to_string(comm.rank())) != std::string::npos,
                "the collective as the hop: " + report);
     }
@@ -216,8 +222,8 @@ void send_and_recv_follow_k2(Communicator& comm, Client& device) {
     expect(static_cast<bool>(comm.recv(buffer, 0)), "a recv of a claimed source succeeds");
     auto claimed = device.read(buffer);
     expect(!claimed &&
-               claimed.error().report().find("skipped '" + std::string(prefix) +
-                                             " recv' on device 0 of rank 1") != std::string::npos &&
+               claimed.error().report().find("skipped '" + hop_name("recv") +
+                                             "' on device 0 of rank 1") != std::string::npos &&
                claimed.error().report().find("code 8 on device 0 of rank 0") != std::string::npos,
            "the target claimed with the sender's root and the hop: " +
                (claimed ? std::string() : claimed.error().report()));
