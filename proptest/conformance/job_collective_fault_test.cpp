@@ -75,14 +75,9 @@ TYPED_TEST(JobCollectiveFaults, k1_a_partly_claimed_source_claims_all_of_every_b
 // A claimed destination that is no source (a broadcast's buffer on a rank other than the root)
 // takes the root's bytes, which release it (C3), on every rank.
 TYPED_TEST(JobCollectiveFaults, a_broadcast_over_a_claimed_destination_releases_it) {
-    std::vector<Handle> buffers;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        buffers.push_back(this->bytes_on(rank, 16, static_cast<std::uint8_t>(rank + 1)));
-    }
+    const std::vector<Handle> buffers = this->ranked_bytes_on_every_rank(16);
     this->claim(this->last_rank(), buffers[this->last_rank()], 60);
-    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).broadcast(buffers[rank], 0, call_timeout);
-    });
+    const std::vector<Status> outcomes = this->on_every_rank(this->broadcast_of(buffers, 0));
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
         ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
         EXPECT_EQ(this->read_bytes(rank, buffers[rank]), filled(16, 1)) << "rank " << rank;
@@ -90,15 +85,10 @@ TYPED_TEST(JobCollectiveFaults, a_broadcast_over_a_claimed_destination_releases_
 }
 
 TYPED_TEST(JobCollectiveFaults, k1_a_broadcast_of_a_claimed_root_claims_every_rank) {
-    std::vector<Handle> buffers;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        buffers.push_back(this->bytes_on(rank, 16, 7));
-    }
+    const std::vector<Handle> buffers = this->same_bytes_on_every_rank(16, 7);
     const std::uint32_t root = this->last_rank();
     this->claim(root, buffers[root], 52);
-    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).broadcast(buffers[rank], root, call_timeout);
-    });
+    const std::vector<Status> outcomes = this->on_every_rank(this->broadcast_of(buffers, root));
     // The root's buffer is the result: it keeps its own claim and gains no hop.
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
         this->expect_claimed_on(rank, outcomes[rank], buffers[rank], 52, root, rank != root);
@@ -108,40 +98,24 @@ TYPED_TEST(JobCollectiveFaults, k1_a_broadcast_of_a_claimed_root_claims_every_ra
 // Atomic: every output is claimed all of it, the chunks of clean inputs too.
 TYPED_TEST(JobCollectiveFaults,
            k1_an_all_gather_with_one_claimed_input_claims_all_of_every_output) {
-    std::vector<Handle> inputs;
-    std::vector<Handle> outputs;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        inputs.push_back(this->bytes_on(rank, 8, static_cast<std::uint8_t>(rank + 1)));
-        outputs.push_back(this->bytes_on(rank, 8 * this->world_size(), 0));
-    }
-    this->claim(this->last_rank(), inputs[this->last_rank()], 53);
-    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).all_gather(inputs[rank], outputs[rank], call_timeout);
-    });
+    const auto gather = this->gather_buffers(8);
+    this->claim(this->last_rank(), gather.inputs[this->last_rank()], 53);
+    const std::vector<Status> outcomes = this->on_every_rank(this->all_gather_of(gather));
     std::vector<Handle> first_chunks;
-    for (const Handle& output : outputs) {
+    for (const Handle& output : gather.outputs) {
         first_chunks.push_back(*output.slice(0, 8));  // Rank 0's clean chunk.
     }
     this->expect_claimed_everywhere(outcomes, first_chunks, 53, this->last_rank());
-    this->expect_claimed_everywhere(outcomes, outputs, 53, this->last_rank());
+    this->expect_claimed_everywhere(outcomes, gather.outputs, 53, this->last_rank());
 }
 
 // Only chunk 0 of the last rank's input is claimed, the chunk rank 0's output takes: every other
 // rank's output, of clean chunks, is claimed all the same.
 TYPED_TEST(JobCollectiveFaults, k1_a_reduce_scatter_with_one_claimed_chunk_claims_every_output) {
-    std::vector<Handle> inputs;
-    std::vector<Handle> outputs;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        inputs.push_back(this->template values_on<float>(
-            rank, std::vector<float>(2 * this->world_size(), 1.0F)));
-        outputs.push_back(this->template values_on<float>(rank, {0, 0}));
-    }
-    this->claim(this->last_rank(), *inputs[this->last_rank()].slice(0, 8), 54);
-    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).reduce_scatter(inputs[rank], outputs[rank], ElementType::f32,
-                                              ReduceOp::sum, call_timeout);
-    });
-    this->expect_claimed_everywhere(outcomes, outputs, 54, this->last_rank());
+    const auto scatter = this->scatter_buffers();
+    this->claim(this->last_rank(), *scatter.inputs[this->last_rank()].slice(0, 8), 54);
+    const std::vector<Status> outcomes = this->on_every_rank(this->reduce_scatter_of(scatter));
+    this->expect_claimed_everywhere(outcomes, scatter.outputs, 54, this->last_rank());
 }
 
 // K2: the sender refuses with its source's failure and claims nothing new; the receiver's
@@ -153,12 +127,7 @@ TYPED_TEST(JobCollectiveFaults, k2_a_send_of_a_claimed_source_claims_only_the_re
     this->claim(sender, source, 55);
     const std::optional<Error> before = this->read_error(sender, source);
     ASSERT_TRUE(before);
-    const std::vector<Status> outcomes = this->on_every_rank(
-        [&](std::uint32_t rank) {
-            return rank == sender ? this->job(rank).send(0, source, call_timeout)
-                                  : this->job(rank).recv(sender, target, call_timeout);
-        },
-        {0, sender});
+    const std::vector<Status> outcomes = this->send_and_receive(sender, source, target);
     ASSERT_FALSE(outcomes[sender]) << "a claimed source was sent";
     EXPECT_EQ(outcomes[sender].error().kind(), ErrorKind::Unwritten);
     EXPECT_EQ(root_code(outcomes[sender].error()), 55u);
@@ -192,22 +161,17 @@ TYPED_TEST(JobCollectiveFaults, a_delayed_rank_still_gives_every_rank_the_right_
 
 // The delay is on rank 0, which builds the result: every rank waits for it.
 TYPED_TEST(JobCollectiveFaults, a_delayed_root_still_gives_every_rank_the_right_all_gather) {
-    std::vector<Handle> inputs;
-    std::vector<Handle> outputs;
+    const auto gather = this->gather_buffers(8);
     std::vector<std::byte> expected;
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        inputs.push_back(this->bytes_on(rank, 8, static_cast<std::uint8_t>(rank + 1)));
-        outputs.push_back(this->bytes_on(rank, 8 * this->world_size(), 0));
         const std::vector<std::byte> mine = filled(8, static_cast<std::uint8_t>(rank + 1));
         expected.insert(expected.end(), mine.begin(), mine.end());
     }
     delay(*this, 0);
-    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).all_gather(inputs[rank], outputs[rank], call_timeout);
-    });
+    const std::vector<Status> outcomes = this->on_every_rank(this->all_gather_of(gather));
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
         ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
-        EXPECT_EQ(this->read_bytes(rank, outputs[rank]), expected) << "rank " << rank;
+        EXPECT_EQ(this->read_bytes(rank, gather.outputs[rank]), expected) << "rank " << rank;
     }
 }
 
@@ -216,12 +180,7 @@ TYPED_TEST(JobCollectiveFaults, a_delayed_sender_still_lands_in_the_receive) {
     Handle source = this->bytes_on(sender, 16, 5);
     Handle target = this->bytes_on(0, 16, 0);
     delay(*this, sender);
-    const std::vector<Status> outcomes = this->on_every_rank(
-        [&](std::uint32_t rank) {
-            return rank == sender ? this->job(rank).send(0, source, call_timeout)
-                                  : this->job(rank).recv(sender, target, call_timeout);
-        },
-        {0, sender});
+    const std::vector<Status> outcomes = this->send_and_receive(sender, source, target);
     ASSERT_TRUE(outcomes[0]) << outcomes[0].error().report();
     ASSERT_TRUE(outcomes[sender]) << outcomes[sender].error().report();
     EXPECT_EQ(this->read_bytes(0, target), filled(16, 5));
@@ -267,12 +226,7 @@ TYPED_TEST(JobCollectiveFaults, k5_a_senders_device_lost_fails_the_send_and_the_
     Handle source = this->bytes_on(sender, 16, 5);
     Handle target = this->bytes_on(0, 16, 0);
     ASSERT_TRUE(this->device(sender).inject(DeviceLossFault{0}));
-    const std::vector<Status> outcomes = this->on_every_rank(
-        [&](std::uint32_t rank) {
-            return rank == sender ? this->job(rank).send(0, source, call_timeout)
-                                  : this->job(rank).recv(sender, target, call_timeout);
-        },
-        {0, sender});
+    const std::vector<Status> outcomes = this->send_and_receive(sender, source, target);
     for (const std::uint32_t rank : {0U, sender}) {
         ASSERT_FALSE(outcomes[rank]) << "rank " << rank << " passed";
         EXPECT_EQ(outcomes[rank].error().kind(), ErrorKind::DeviceLost)
@@ -289,17 +243,11 @@ TYPED_TEST(JobCollectiveFaults, k5_a_senders_device_lost_fails_the_send_and_the_
 // Refused before any rank is met, on every rank: the call takes no place in the job's order, so
 // the next broadcast of every rank meets the others'.
 TYPED_TEST(JobCollectiveFaults, k5_a_bad_root_is_refused_on_every_rank_without_a_meeting) {
-    std::vector<Handle> buffers;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        buffers.push_back(this->bytes_on(rank, 8, static_cast<std::uint8_t>(rank + 1)));
-    }
-    this->expect_the_same_error(this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).broadcast(buffers[rank], this->world_size(), call_timeout);
-    }),
-                                ErrorKind::InvalidArgument, "is not a rank of this job");
-    const std::vector<Status> outcomes = this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).broadcast(buffers[rank], 0, call_timeout);
-    });
+    const std::vector<Handle> buffers = this->ranked_bytes_on_every_rank(8);
+    this->expect_the_same_error(
+        this->on_every_rank(this->broadcast_of(buffers, this->world_size())),
+        ErrorKind::InvalidArgument, "is not a rank of this job");
+    const std::vector<Status> outcomes = this->on_every_rank(this->broadcast_of(buffers, 0));
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
         ASSERT_TRUE(outcomes[rank]) << outcomes[rank].error().report();
         EXPECT_EQ(this->read_bytes(rank, buffers[rank]), filled(8, 1));
@@ -317,12 +265,7 @@ TYPED_TEST(JobCollectiveFaults, k5_a_transfer_to_no_other_rank_is_refused_withou
         ASSERT_FALSE(refused) << "a send to rank " << to;
         EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument) << refused.error().report();
     }
-    const std::vector<Status> outcomes = this->on_every_rank(
-        [&](std::uint32_t rank) {
-            return rank == sender ? this->job(rank).send(0, source, call_timeout)
-                                  : this->job(rank).recv(sender, target, call_timeout);
-        },
-        {0, sender});
+    const std::vector<Status> outcomes = this->send_and_receive(sender, source, target);
     ASSERT_TRUE(outcomes[0]) << outcomes[0].error().report();
     ASSERT_TRUE(outcomes[sender]) << outcomes[sender].error().report();
     EXPECT_EQ(this->read_bytes(0, target), filled(8, 4));
@@ -333,12 +276,7 @@ TYPED_TEST(JobCollectiveFaults, k5_a_send_and_a_receive_of_different_sizes_fail_
     const std::uint32_t sender = this->last_rank();
     Handle source = this->bytes_on(sender, 16, 4);
     Handle target = this->bytes_on(0, 8, 0);
-    const std::vector<Status> outcomes = this->on_every_rank(
-        [&](std::uint32_t rank) {
-            return rank == sender ? this->job(rank).send(0, source, call_timeout)
-                                  : this->job(rank).recv(sender, target, call_timeout);
-        },
-        {0, sender});
+    const std::vector<Status> outcomes = this->send_and_receive(sender, source, target);
     for (const std::uint32_t rank : {0U, sender}) {
         ASSERT_FALSE(outcomes[rank]) << "rank " << rank << " passed";
         EXPECT_EQ(outcomes[rank].error().kind(), ErrorKind::InvalidArgument);
@@ -351,16 +289,13 @@ TYPED_TEST(JobCollectiveFaults, k5_a_send_and_a_receive_of_different_sizes_fail_
 
 // The last rank's input is twice the others': the step that meets it fails on every rank.
 TYPED_TEST(JobCollectiveFaults, k5_all_gather_sizes_that_differ_fail_on_every_rank_alike) {
-    std::vector<Handle> inputs;
-    std::vector<Handle> outputs;
+    typename TestFixture::InputsAndOutputs gather;
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
         const std::uint64_t size = rank == this->last_rank() ? 16 : 8;
-        inputs.push_back(this->bytes_on(rank, size, 3));
-        outputs.push_back(this->bytes_on(rank, size * this->world_size(), 0));
+        gather.inputs.push_back(this->bytes_on(rank, size, 3));
+        gather.outputs.push_back(this->bytes_on(rank, size * this->world_size(), 0));
     }
-    this->expect_the_same_error(this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).all_gather(inputs[rank], outputs[rank], call_timeout);
-    }),
+    this->expect_the_same_error(this->on_every_rank(this->all_gather_of(gather)),
                                 ErrorKind::InvalidArgument,
                                 "rank " + std::to_string(this->last_rank()) + "'s input has");
 }
@@ -387,9 +322,7 @@ TYPED_TEST(JobCollectiveFaults, k5_broadcast_sizes_that_differ_fail_on_every_ran
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
         buffers.push_back(this->bytes_on(rank, rank == 0 ? 8 : 16, 2));
     }
-    this->expect_the_same_error(this->on_every_rank([&](std::uint32_t rank) {
-        return this->job(rank).broadcast(buffers[rank], 0, call_timeout);
-    }),
+    this->expect_the_same_error(this->on_every_rank(this->broadcast_of(buffers, 0)),
                                 ErrorKind::InvalidArgument, "rank 0's result has 8 bytes");
 }
 

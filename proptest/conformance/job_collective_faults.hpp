@@ -169,6 +169,81 @@ protected:
                                               call_timeout);
         };
     }
+    /// Every rank's `size` bytes, all `value`, written and settled.
+    std::vector<Handle> same_bytes_on_every_rank(std::uint64_t size, std::uint8_t value) {
+        std::vector<Handle> buffers;
+        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+            buffers.push_back(this->bytes_on(rank, size, value));
+        }
+        return buffers;
+    }
+    /// Every rank's `size` bytes, rank r's all r + 1, written and settled.
+    std::vector<Handle> ranked_bytes_on_every_rank(std::uint64_t size) {
+        std::vector<Handle> buffers;
+        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+            buffers.push_back(this->bytes_on(rank, size, static_cast<std::uint8_t>(rank + 1)));
+        }
+        return buffers;
+    }
+    /// The buffers of a collective that takes an input and an output on every rank.
+    struct InputsAndOutputs {
+        std::vector<Handle> inputs;
+        std::vector<Handle> outputs;
+    };
+    /// An all-gather's buffers: rank r's input `chunk` bytes all r + 1, its output world size
+    /// times `chunk` bytes of zeros.
+    InputsAndOutputs gather_buffers(std::uint64_t chunk) {
+        InputsAndOutputs buffers;
+        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+            buffers.inputs.push_back(
+                this->bytes_on(rank, chunk, static_cast<std::uint8_t>(rank + 1)));
+            buffers.outputs.push_back(this->bytes_on(rank, chunk * this->world_size(), 0));
+        }
+        return buffers;
+    }
+    /// A reduce-scatter's buffers: every rank's input two floats a rank, all 1, and its output
+    /// two floats of zero.
+    InputsAndOutputs scatter_buffers() {
+        InputsAndOutputs buffers;
+        for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
+            buffers.inputs.push_back(this->template values_on<float>(
+                rank, std::vector<float>(2 * this->world_size(), 1.0F)));
+            buffers.outputs.push_back(this->template values_on<float>(rank, {0, 0}));
+        }
+        return buffers;
+    }
+    /// The broadcast of rank `root`'s `buffers[root]` into `buffers[r]` on rank r.
+    Call broadcast_of(const std::vector<Handle>& buffers, std::uint32_t root) {
+        return [this, &buffers, root](std::uint32_t rank) {
+            return this->job(rank).broadcast(buffers[rank], root, call_timeout);
+        };
+    }
+    /// The all-gather of `buffers.inputs[r]` into `buffers.outputs[r]` on rank r.
+    Call all_gather_of(const InputsAndOutputs& buffers) {
+        return [this, &buffers](std::uint32_t rank) {
+            return this->job(rank).all_gather(buffers.inputs[rank], buffers.outputs[rank],
+                                              call_timeout);
+        };
+    }
+    /// The reduce-scatter (a sum of floats) of `buffers.inputs[r]` into `buffers.outputs[r]` on
+    /// rank r.
+    Call reduce_scatter_of(const InputsAndOutputs& buffers) {
+        return [this, &buffers](std::uint32_t rank) {
+            return this->job(rank).reduce_scatter(buffers.inputs[rank], buffers.outputs[rank],
+                                                  ElementType::f32, ReduceOp::sum, call_timeout);
+        };
+    }
+    /// Rank `sender` sends `source` to rank 0, which receives it into `target`, each on a thread
+    /// of its own; both outcomes, in rank order (a default `Status` for the ranks left out).
+    std::vector<Status> send_and_receive(std::uint32_t sender, const Handle& source,
+                                         const Handle& target) {
+        return this->on_every_rank(
+            [&](std::uint32_t rank) {
+                return rank == sender ? this->job(rank).send(0, source, call_timeout)
+                                      : this->job(rank).recv(sender, target, call_timeout);
+            },
+            {0, sender});
+    }
     /// The sum every rank's all-reduce of `float_buffers` gives.
     static float sum_of_ranks() {
         return static_cast<float>(JobRanks<Kind>::world_size() *

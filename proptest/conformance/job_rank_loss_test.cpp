@@ -28,35 +28,15 @@ TYPED_TEST(JobRankLoss, k5_the_folding_rank_ended_mid_all_reduce_fails_every_oth
 }
 
 TYPED_TEST(JobRankLoss, k5_a_rank_ended_mid_all_gather_fails_every_other_rank_naming_it) {
-    std::vector<Handle> inputs;
-    std::vector<Handle> outputs;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        inputs.push_back(this->bytes_on(rank, 8, 1));
-        outputs.push_back(this->bytes_on(rank, 8 * this->world_size(), 0));
-    }
+    const auto gather = this->gather_buffers(8);
     this->expect_a_rank_ended_mid_call_fails_the_others(
-        this->last_rank(),
-        [&](std::uint32_t rank) {
-            return this->job(rank).all_gather(inputs[rank], outputs[rank], call_timeout);
-        },
-        this->inputs_but(this->last_rank()));
+        this->last_rank(), this->all_gather_of(gather), this->inputs_but(this->last_rank()));
 }
 
 TYPED_TEST(JobRankLoss, k5_a_rank_ended_mid_reduce_scatter_fails_every_other_rank) {
-    std::vector<Handle> inputs;
-    std::vector<Handle> outputs;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        inputs.push_back(this->template values_on<float>(
-            rank, std::vector<float>(2 * this->world_size(), 1.0F)));
-        outputs.push_back(this->template values_on<float>(rank, {0, 0}));
-    }
+    const auto scatter = this->scatter_buffers();
     this->expect_a_rank_ended_mid_call_fails_the_others(
-        this->last_rank(),
-        [&](std::uint32_t rank) {
-            return this->job(rank).reduce_scatter(inputs[rank], outputs[rank], ElementType::f32,
-                                                  ReduceOp::sum, call_timeout);
-        },
-        this->inputs_but(this->last_rank()));
+        this->last_rank(), this->reduce_scatter_of(scatter), this->inputs_but(this->last_rank()));
 }
 
 // The last rank takes part in the first step, then ends while rank 0 has built and published
@@ -68,33 +48,17 @@ TYPED_TEST(JobRankLoss, k5_a_rank_ended_after_the_first_step_fails_every_other_r
 }
 
 TYPED_TEST(JobRankLoss, k5_a_rank_ended_after_the_first_step_of_a_reduce_scatter_fails) {
-    std::vector<Handle> inputs;
-    std::vector<Handle> outputs;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        inputs.push_back(this->template values_on<float>(
-            rank, std::vector<float>(2 * this->world_size(), 1.0F)));
-        outputs.push_back(this->template values_on<float>(rank, {0, 0}));
-    }
+    const auto scatter = this->scatter_buffers();
     this->expect_a_rank_ended_after_step_one_fails_the_others(
-        this->last_rank(), inputs[this->last_rank()], [&](std::uint32_t rank) {
-            return this->job(rank).reduce_scatter(inputs[rank], outputs[rank], ElementType::f32,
-                                                  ReduceOp::sum, call_timeout);
-        });
+        this->last_rank(), scatter.inputs[this->last_rank()], this->reduce_scatter_of(scatter));
 }
 
 // A broadcast publishes nothing before its first agreement, so the gate opens once the others'
 // calls have begun, inside the call or before it: either way, the same outcome.
 TYPED_TEST(JobRankLoss, k5_a_rank_ended_during_a_broadcast_fails_every_other_rank) {
-    std::vector<Handle> buffers;
-    for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {
-        buffers.push_back(this->bytes_on(rank, 8, 1));
-    }
+    const std::vector<Handle> buffers = this->same_bytes_on_every_rank(8, 1);
     this->expect_a_rank_ended_mid_call_fails_the_others(this->last_rank(),
-                                                        [&](std::uint32_t rank) {
-                                                            return this->job(rank).broadcast(
-                                                                buffers[rank], 0, call_timeout);
-                                                        },
-                                                        {});
+                                                        this->broadcast_of(buffers, 0), {});
 }
 
 // The receiver waits for a sender that ends instead of sending.

@@ -9,6 +9,7 @@
 // One seed drives the runtimes (a rank's is the seed plus its rank, as `Job::join` makes it);
 // the fixture prints it first, so a failure under the deterministic scheduler replays.
 
+#include "job_test_support.hpp"
 #include "support.hpp"
 
 #include "tandem/job.hpp"
@@ -63,13 +64,8 @@ template <typename Kind>
 class JobRanks : public ::testing::Test {
 protected:
     void SetUp() override {
-        JoinOptions options;
-        options.runtime.from_environment = false;
-        options.runtime.backend = "sim";
-        options.runtime.devices = 1;
+        JoinOptions options = tandem::testing::sim_ranks_in_one_process(Kind::scheduler());
         options.runtime.seed = job_seed;
-        options.runtime.scheduler = Kind::scheduler();
-        options.timeout = std::chrono::seconds(60);
         options.event_wait_timeout = call_timeout;
         std::cout << "job of " << Kind::ranks << " ranks, scheduler " << Kind::scheduler()
                   << ", seed " << job_seed << "\n";

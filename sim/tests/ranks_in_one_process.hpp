@@ -23,12 +23,7 @@ namespace tandem::testing {
 class RanksInOneProcess : public ::testing::Test {
 protected:
     void SetUp() override {
-        JoinOptions options;
-        options.runtime.from_environment = false;
-        options.runtime.backend = "sim";
-        options.runtime.devices = 1;
-        options.timeout = guard_timeout;
-        Result<std::vector<Job>> joined = Job::join_in_process(2, options);
+        Result<std::vector<Job>> joined = Job::join_in_process(2, sim_ranks_in_one_process());
         ASSERT_TRUE(joined.ok()) << joined.error().report();
         ranks = std::move(*joined);
         for (Job& rank : ranks) {

@@ -7,7 +7,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -38,8 +37,7 @@ TEST_F(TwoRanks, a_published_allocations_label_names_it_on_the_other_rank_too) {
 
 TEST_F(TwoRanks, a_peer_copies_published_memory_and_its_kernels_bind_it_once_granted) {
     Handle data = filled(5);
-    ASSERT_TRUE(job->publish("data", data));
-    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    share_with_peer("data", data, /*granted=*/false);
     EXPECT_EQ(peer.ask("copy data"), "bytes 5 5 5 5 5 5 5 5");  // A copy needs no grant.
     // P7: a kernel of a device the owner never granted faults on every access.
     const std::string refused = peer.ask("kernel data");
@@ -51,11 +49,8 @@ TEST_F(TwoRanks, a_peer_copies_published_memory_and_its_kernels_bind_it_once_gra
 
 TEST_F(TwoRanks, a_peer_reading_claimed_owner_bytes_gets_the_owners_report) {
     Handle data = filled(5);
-    ASSERT_TRUE(device->launch("fail", LaunchConfig::linear(1), {{data, AccessMode::Write}},
-                               KernelArgs().u64(9)));
-    ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
-    ASSERT_TRUE(job->publish("data", data));
-    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    ASSERT_TRUE(fail(data, 9));
+    share_with_peer("data", data);
     for (const char* how : {"copy data", "kernel data"}) {  // P3: skipped, never stale bytes.
         const std::string answer = peer.ask(how);
         EXPECT_THAT(answer, StartsWith("error Unwritten")) << how;
@@ -67,9 +62,7 @@ TEST_F(TwoRanks, a_peer_reading_claimed_owner_bytes_gets_the_owners_report) {
 
 TEST_F(TwoRanks, a_peers_failed_write_claims_the_owners_bytes_until_a_clean_write_lands) {
     Handle data = filled(5);
-    ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
-    ASSERT_TRUE(job->publish("data", data));
-    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    share_with_peer("data", data);
     ASSERT_EQ(peer.ask("fail data 7"), "ok");
     barrier_with_peer();
     Result<std::vector<std::byte>> read = device->read(data);  // P4: claimed on the owner.
@@ -138,16 +131,14 @@ TEST_F(TwoRanks, bad_publications_are_refused_and_change_nothing) {
 }
 
 TEST_F(TwoRanks, memory_a_killed_rank_published_is_lost_to_its_readers) {
-    ASSERT_EQ(peer.ask("publish theirs 4"), "ok");
-    Result<Handle> theirs = job->lookup("theirs", guard_timeout);
-    ASSERT_TRUE(theirs.ok()) << theirs.error().report();
+    const std::optional<Handle> theirs = peers_memory("theirs", 4);
+    ASSERT_TRUE(theirs);
     Handle mine = *device->allocate(64);
     ASSERT_TRUE(device->copy(*theirs, mine));
     Result<std::vector<std::byte>> read = device->read(mine);
     ASSERT_TRUE(read.ok()) << read.error().report();
     EXPECT_EQ((*read)[0], std::byte{4});
-    ASSERT_EQ(::kill(peer.pid, SIGKILL), 0);
-    ASSERT_TRUE(job->wait_for_loss_of(1, guard_timeout).has_value());
+    kill_peer();
     // D1: work reading the dead rank's memory is skipped with its loss, naming the rank.
     ASSERT_TRUE(device->copy(*theirs, mine));
     read = device->read(mine);
@@ -155,14 +146,11 @@ TEST_F(TwoRanks, memory_a_killed_rank_published_is_lost_to_its_readers) {
     EXPECT_THAT(read.error().report(), HasSubstr("DeviceLost"));
     EXPECT_THAT(read.error().report(), HasSubstr("device 0 of rank 1"));
     EXPECT_THAT(read.error().report(), HasSubstr("was killed by signal 9"));
-    EXPECT_TRUE(WIFSIGNALED(peer.reap()));
-    peer.pid = -1;
 }
 
 TEST_F(TwoRanks, memory_of_a_device_lost_on_a_living_rank_reads_as_lost) {
-    ASSERT_EQ(peer.ask("publish theirs 4"), "ok");
-    Result<Handle> theirs = job->lookup("theirs", guard_timeout);
-    ASSERT_TRUE(theirs.ok()) << theirs.error().report();
+    const std::optional<Handle> theirs = peers_memory("theirs", 4);
+    ASSERT_TRUE(theirs);
     ASSERT_EQ(peer.ask("lose"), "ok");  // Answered once the loss is on its board.
     Handle mine = *device->allocate(64);
     ASSERT_TRUE(device->copy(*theirs, mine));
@@ -174,9 +162,8 @@ TEST_F(TwoRanks, memory_of_a_device_lost_on_a_living_rank_reads_as_lost) {
 }
 
 TEST_F(TwoRanks, memory_looked_up_reads_as_lost_once_this_rank_left_the_job) {
-    ASSERT_EQ(peer.ask("publish theirs 4"), "ok");
-    Result<Handle> theirs = job->lookup("theirs", guard_timeout);
-    ASSERT_TRUE(theirs.ok()) << theirs.error().report();
+    const std::optional<Handle> theirs = peers_memory("theirs", 4);
+    ASSERT_TRUE(theirs);
     Client kept = *device;
     std::shared_ptr<Runtime> runtime = job->runtime();  // Kept past the job, as a program may.
     job->leave();
@@ -203,8 +190,7 @@ TEST_F(TwoRanks, a_withdrawn_publication_is_unpinned_when_its_last_holder_dies) 
     const std::uint64_t before = device->memory_usage()->in_use_bytes;
     {
         Handle data = filled(5);
-        ASSERT_TRUE(job->publish("data", data));
-        ASSERT_EQ(peer.ask("lookup data"), "ok");
+        share_with_peer("data", data, /*granted=*/false);
         ASSERT_TRUE(job->withdraw("data"));
     }
     // P2: the peer's handle pins it past the withdrawal and the owner's own handle.
@@ -212,27 +198,18 @@ TEST_F(TwoRanks, a_withdrawn_publication_is_unpinned_when_its_last_holder_dies) 
     EXPECT_GT(device->memory_usage()->in_use_bytes, before);
     Result<Handle> again = job->lookup("data", std::chrono::milliseconds(20));
     ASSERT_FALSE(again.ok());
-    ASSERT_EQ(::kill(peer.pid, SIGKILL), 0);
-    ASSERT_TRUE(job->wait_for_loss_of(1, guard_timeout).has_value());
+    kill_peer();
     ASSERT_TRUE(device->sync());
     EXPECT_EQ(device->memory_usage()->in_use_bytes, before);  // Its pin went with it.
-    EXPECT_TRUE(WIFSIGNALED(peer.reap()));
-    peer.pid = -1;
 }
 
 // ---------------------------------------------------------------- events across ranks
 
 TEST_F(TwoRanks, a_peers_launch_waiting_on_the_owners_event_sees_the_owners_write) {
     Handle data = filled(5);
-    ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
-    ASSERT_TRUE(job->publish("data", data));  // Published as written so far: fives.
-    ASSERT_EQ(peer.ask("lookup data"), "ok");
-    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{data, AccessMode::Write}},
-                               KernelArgs().u64(7)));
-    Result<Event> written = device->record_event(device->default_stream());
-    ASSERT_TRUE(written.ok());
-    ASSERT_TRUE(job->publish("written", *written));
-    ASSERT_EQ(peer.ask("lookup-event written"), "ok");
+    share_with_peer("data", data);  // Published as written so far: fives.
+    ASSERT_TRUE(fill(data, 7));
+    ASSERT_TRUE(event_for_peer("written"));
     ASSERT_EQ(peer.ask("wait-event written"), "ok");
     // This rank runs its work when it syncs: until then the event is not reached.
     EXPECT_EQ(peer.ask("complete written"), "false");
@@ -246,15 +223,9 @@ TEST_F(TwoRanks, a_peers_launch_waiting_on_the_owners_event_sees_the_owners_writ
 
 TEST_F(TwoRanks, a_peers_write_ordered_after_the_owners_failed_write_by_its_event_repairs_it) {
     Handle data = filled(5);
-    ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
-    ASSERT_TRUE(job->publish("data", data));
-    ASSERT_EQ(peer.ask("lookup data"), "ok");
-    ASSERT_TRUE(device->launch("fail", LaunchConfig::linear(1), {{data, AccessMode::Write}},
-                               KernelArgs().u64(9)));
-    Result<Event> failed = device->record_event(device->default_stream());
-    ASSERT_TRUE(failed.ok());
-    ASSERT_TRUE(job->publish("failed", *failed));
-    ASSERT_EQ(peer.ask("lookup-event failed"), "ok");
+    share_with_peer("data", data);
+    ASSERT_TRUE(fail(data, 9));
+    ASSERT_TRUE(event_for_peer("failed"));
     ASSERT_EQ(peer.ask("wait-event failed"), "ok");
     ASSERT_EQ(peer.ask("fill data 3"), "ok");  // Enqueued after the wait; runs after the failure.
     auto synced = std::async(std::launch::async, [this] { return peer.ask("sync"); });
@@ -269,19 +240,16 @@ TEST_F(TwoRanks, a_peers_write_ordered_after_the_owners_failed_write_by_its_even
 }
 
 TEST_F(TwoRanks, a_wait_on_an_event_of_a_killed_rank_fails_naming_the_rank) {
-    ASSERT_EQ(peer.ask("event gate 4"), "ok");  // Its work waits for a sync that never comes.
-    Result<Event> gate = job->lookup_event("gate", guard_timeout);
-    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    const std::optional<Event> gate = peers_gate();  // Its work waits for a sync that never comes.
+    ASSERT_TRUE(gate);
     Result<bool> complete = device->event_complete(*gate);
     ASSERT_TRUE(complete.ok()) << complete.error().report();
     EXPECT_FALSE(*complete);
     Handle mine = *device->allocate(64);
     ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
-    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{mine, AccessMode::Write}},
-                               KernelArgs().u64(1)));
+    ASSERT_TRUE(fill(mine, 1));
     auto waited = std::async(std::launch::async, [this, &gate] { return device->wait(*gate); });
-    ASSERT_EQ(::kill(peer.pid, SIGKILL), 0);
-    ASSERT_TRUE(job->wait_for_loss_of(1, guard_timeout).has_value());
+    kill_peer();
     const Status host = waited.get();  // Never a hang: the loss ends the wait.
     ASSERT_FALSE(host.ok());
     EXPECT_EQ(host.error().kind(), ErrorKind::DeviceLost);
@@ -307,8 +275,6 @@ TEST_F(TwoRanks, a_wait_on_an_event_of_a_killed_rank_fails_naming_the_rank) {
     Result<std::vector<std::byte>> clean = device->read(other);
     ASSERT_TRUE(clean.ok()) << clean.error().report();
     EXPECT_EQ((*clean)[0], std::byte{2});
-    EXPECT_TRUE(WIFSIGNALED(peer.reap()));
-    peer.pid = -1;
 }
 
 TEST_F(TwoRanks, bad_event_publications_and_lookups_are_refused_and_change_nothing) {
@@ -363,10 +329,8 @@ TEST_F(TwoRanks, bad_event_publications_and_lookups_are_refused_and_change_nothi
 
 TEST_F(TwoRanks, a_withdrawn_event_is_looked_up_no_more_and_keeps_its_meaning_for_its_holders) {
     Handle data = filled(7);  // Not run: this rank runs its work when it syncs.
-    Result<Event> written = device->record_event(device->default_stream());
-    ASSERT_TRUE(written.ok());
-    ASSERT_TRUE(job->publish("written", *written));
-    ASSERT_EQ(peer.ask("lookup-event written"), "ok");  // The peer holds it from here on.
+    const std::optional<Event> written = event_for_peer("written");  // The peer holds it now.
+    ASSERT_TRUE(written);
     ASSERT_TRUE(job->withdraw("written"));
     EXPECT_EQ(peer.ask("lookup-event written"),
               "error InvalidArgument: 'written' was withdrawn by rank 0");
@@ -404,9 +368,8 @@ protected:
 // whatever this rank runs meanwhile, a read ordered after the peer's event never sees the bytes
 // from before it. A stream wait that did not hold would copy the fives at once.
 TEST_F(TwoRanksWaitingBriefly, a_stream_wait_holds_the_work_after_it_while_the_owner_is_held_back) {
-    ASSERT_EQ(peer.ask("publish data 5"), "ok");  // Published as written: fives.
-    Result<Handle> theirs = job->lookup("data", guard_timeout);
-    ASSERT_TRUE(theirs.ok()) << theirs.error().report();
+    const std::optional<Handle> theirs = peers_memory("data", 5);  // Published as written: fives.
+    ASSERT_TRUE(theirs);
     ASSERT_EQ(peer.ask("fill data 7"), "ok");  // Enqueued behind the gate, not run.
     ASSERT_EQ(peer.ask("record written"), "ok");
     Result<Event> written = job->lookup_event("written", guard_timeout);
@@ -445,17 +408,15 @@ TEST_F(TwoRanksWaitingBriefly, a_stream_wait_holds_the_work_after_it_while_the_o
 }
 
 TEST_F(TwoRanksWaitingBriefly, a_wait_on_an_event_its_owner_never_reaches_ends_at_its_limit) {
-    ASSERT_EQ(peer.ask("event gate 4"), "ok");  // The gate is never opened.
-    Result<Event> gate = job->lookup_event("gate", guard_timeout);
-    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    const std::optional<Event> gate = peers_gate();  // The gate is never opened.
+    ASSERT_TRUE(gate);
     const Status host = device->wait(*gate);
     ASSERT_FALSE(host.ok());
     EXPECT_EQ(host.error().kind(), ErrorKind::PeerUnreachable);
     EXPECT_THAT(host.error().message(), HasSubstr("was not done within 50 ms"));
     Handle mine = *device->allocate(64);
     ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
-    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{mine, AccessMode::Write}},
-                               KernelArgs().u64(1)));
+    ASSERT_TRUE(fill(mine, 1));
     Result<std::vector<std::byte>> read = device->read(mine);  // Skipped, never stale.
     ASSERT_FALSE(read.ok());
     EXPECT_EQ(read.error().kind(), ErrorKind::Unwritten);
@@ -469,9 +430,8 @@ TEST_F(TwoRanksWaitingBriefly, a_wait_on_an_event_its_owner_never_reaches_ends_a
 // wait as a local stream would: its later work is skipped with that error, named on this rank.
 TEST_F(TwoRanksWaitingBriefly,
        a_wait_on_an_event_recorded_after_a_failed_wait_passes_the_failure_on) {
-    ASSERT_EQ(peer.ask("event gate 4"), "ok");
-    Result<Event> gate = job->lookup_event("gate", guard_timeout);
-    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    const std::optional<Event> gate = peers_gate();
+    ASSERT_TRUE(gate);
     ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
     Result<Event> after = device->record_event(device->default_stream());
     ASSERT_TRUE(after.ok());
@@ -524,16 +484,11 @@ protected:
 TEST_F(TwoRanksThreaded, a_peers_copy_waiting_on_the_owners_event_holds_until_the_owner_passes_it) {
     Handle data = filled(5);
     ASSERT_TRUE(device->sync());
-    ASSERT_TRUE(job->publish("data", data));
-    ASSERT_EQ(peer.ask("lookup data"), "ok");
+    share_with_peer("data", data, /*granted=*/false);
     std::promise<void> gate;
     enqueue_gate(gate.get_future().share());
-    ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{data, AccessMode::Write}},
-                               KernelArgs().u64(7)));
-    Result<Event> written = device->record_event(device->default_stream());
-    ASSERT_TRUE(written.ok());
-    ASSERT_TRUE(job->publish("written", *written));
-    ASSERT_EQ(peer.ask("lookup-event written"), "ok");
+    ASSERT_TRUE(fill(data, 7));
+    ASSERT_TRUE(event_for_peer("written"));
     ASSERT_EQ(peer.ask("alloc mine"), "ok");
     ASSERT_EQ(peer.ask("wait-event written"), "ok");
     ASSERT_EQ(peer.ask("copy-into data mine"), "ok");
@@ -551,14 +506,12 @@ TEST_F(TwoRanksThreaded, a_peers_copy_waiting_on_the_owners_event_holds_until_th
 // The peer lives on but never runs the work before its event: this rank's wait on it would hold
 // for its whole limit (a minute here) if leaving the job did not end it.
 TEST_F(TwoRanks, leaving_the_job_ends_a_stream_wait_on_a_living_idle_rank_at_once) {
-    ASSERT_EQ(peer.ask("event gate 4"), "ok");  // The gate is never opened.
-    Result<Event> gate = job->lookup_event("gate", guard_timeout);
-    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    const std::optional<Event> gate = peers_gate();  // The gate is never opened.
+    ASSERT_TRUE(gate);
     {
         Handle mine = *device->allocate(64);
         ASSERT_TRUE(device->wait_event(device->default_stream(), *gate));
-        ASSERT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{mine, AccessMode::Write}},
-                                   KernelArgs().u64(1)));
+        ASSERT_TRUE(fill(mine, 1));
     }
     const auto leaving = std::chrono::steady_clock::now();
     device.reset();
@@ -568,9 +521,8 @@ TEST_F(TwoRanks, leaving_the_job_ends_a_stream_wait_on_a_living_idle_rank_at_onc
 }
 
 TEST_F(TwoRanks, work_after_a_wait_that_leaving_the_job_ended_is_skipped_as_torn_down) {
-    ASSERT_EQ(peer.ask("event gate 4"), "ok");
-    Result<Event> gate = job->lookup_event("gate", guard_timeout);
-    ASSERT_TRUE(gate.ok()) << gate.error().report();
+    const std::optional<Event> gate = peers_gate();
+    ASSERT_TRUE(gate);
     Client kept = *device;  // The runtime outlives the job, as a program may keep it.
     Handle mine = *kept.allocate(64);
     ASSERT_TRUE(kept.wait_event(kept.default_stream(), *gate));

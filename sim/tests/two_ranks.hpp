@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <future>
 #include <optional>
@@ -45,6 +46,10 @@ protected:
         device.emplace(job->runtime()->client(0));
     }
     void TearDown() override {
+        if (peer_killed) {  // Reaped only now: until then this rank could still ask how it ended.
+            EXPECT_TRUE(WIFSIGNALED(peer.reap()));
+            peer.pid = -1;
+        }
         device.reset();
         job.reset();
         if (peer.pid > 0) {
@@ -58,9 +63,62 @@ protected:
     /// 64 bytes of this rank's device, filled with `value`.
     Handle filled(std::uint64_t value) {
         Handle buffer = *device->allocate(64);
-        EXPECT_TRUE(device->launch("fill", LaunchConfig::linear(64), {{buffer, AccessMode::Write}},
-                                   KernelArgs().u64(value)));
+        EXPECT_TRUE(fill(buffer, value));
         return buffer;
+    }
+    /// Enqueues the catalog's fill kernel writing all of `buffer` (64 bytes) with `value`.
+    Status fill(const Handle& buffer, std::uint64_t value) {
+        return device->launch("fill", LaunchConfig::linear(64), {{buffer, AccessMode::Write}},
+                              KernelArgs().u64(value));
+    }
+    /// Enqueues the catalog's fail kernel writing `buffer`: its bytes are claimed by `code`.
+    Status fail(const Handle& buffer, std::uint64_t code) {
+        return device->launch("fail", LaunchConfig::linear(1), {{buffer, AccessMode::Write}},
+                              KernelArgs().u64(code));
+    }
+    /// Publishes `memory` as `name`, granted first to the peer's device unless `granted` is
+    /// false, and has the peer look it up.
+    void share_with_peer(const std::string& name, const Handle& memory, bool granted = true) {
+        if (granted) {
+            ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
+        }
+        ASSERT_TRUE(job->publish(name, memory));
+        ASSERT_EQ(peer.ask("lookup " + name), "ok");
+    }
+    /// An event after the work enqueued so far on this rank's default stream, published as
+    /// `name` and looked up by the peer; none when it could not be recorded.
+    std::optional<Event> event_for_peer(const std::string& name) {
+        Result<Event> event = device->record_event(device->default_stream());
+        EXPECT_TRUE(event.ok()) << event.error().report();
+        if (!event.ok()) {
+            return std::nullopt;
+        }
+        EXPECT_TRUE(job->publish(name, *event));
+        EXPECT_EQ(peer.ask("lookup-event " + name), "ok");
+        return *event;
+    }
+    /// 64 bytes of the peer's device filled with `value`, which the peer publishes as `name`,
+    /// looked up here; none when the lookup fails.
+    std::optional<Handle> peers_memory(const std::string& name, std::uint64_t value) {
+        EXPECT_EQ(peer.ask("publish " + name + " " + std::to_string(value)), "ok");
+        Result<Handle> theirs = job->lookup(name, guard_timeout);
+        EXPECT_TRUE(theirs.ok()) << theirs.error().report();
+        return theirs.ok() ? std::optional(*theirs) : std::nullopt;
+    }
+    /// The peer's event "gate", after a fill it runs only once told to `sync`, looked up here;
+    /// none when the lookup fails.
+    std::optional<Event> peers_gate() {
+        EXPECT_EQ(peer.ask("event gate 4"), "ok");
+        Result<Event> gate = job->lookup_event("gate", guard_timeout);
+        EXPECT_TRUE(gate.ok()) << gate.error().report();
+        return gate.ok() ? std::optional(*gate) : std::nullopt;
+    }
+    /// Kills the peer (SIGKILL) and waits until this rank has noticed. It stays unreaped until
+    /// TearDown, so this rank's reports can say how it ended.
+    void kill_peer() {
+        ASSERT_EQ(::kill(peer.pid, SIGKILL), 0);
+        peer_killed = true;
+        ASSERT_TRUE(job->wait_for_loss_of(1, guard_timeout).has_value());
     }
     /// Both ranks pass a barrier: this one on a thread, the peer by command.
     void barrier_with_peer() {
@@ -76,6 +134,8 @@ protected:
     std::chrono::milliseconds event_wait_timeout{std::chrono::seconds(60)};
     std::string id_;
     RankProcess peer;
+    /// Whether the test killed the peer (`kill_peer`).
+    bool peer_killed = false;
     std::optional<Job> job;
     std::optional<Client> device;
 };

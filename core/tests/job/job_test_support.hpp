@@ -69,6 +69,20 @@ inline std::vector<Result<Job>> join_all(const std::string& job_id, std::uint32_
     return joined;
 }
 
+/// The options of a job simulated in this process (`Job::join_in_process`) as the tests join it:
+/// every rank a simulated runtime of one device, scheduled as `scheduler` says ("deterministic"
+/// or "threads"), from these options alone (the environment is not read), waiting up to
+/// `guard_timeout` for the other ranks.
+inline JoinOptions sim_ranks_in_one_process(const std::string& scheduler = "deterministic") {
+    JoinOptions options;
+    options.runtime.from_environment = false;
+    options.runtime.backend = "sim";
+    options.runtime.devices = 1;
+    options.runtime.scheduler = scheduler;
+    options.timeout = guard_timeout;
+    return options;
+}
+
 /// Waits until `path` exists: the gate on a rank that has reached a point of its join. Woken by
 /// the system as entries appear in the nearest folder of `path` that exists (inotify), never by
 /// a clock; the guard bound only stops a broken build from hanging.
@@ -138,6 +152,46 @@ struct RankProcess {
     }
 };
 
+/// The environment of a process that is `environment`'s rank: this process's, without its
+/// TANDEM_ variables (an outer job's, or a runtime's this test did not mean for the rank), with
+/// the rank's variables and those in `extra`.
+inline std::vector<std::string> rank_variables(const JobEnvironment& environment,
+                                               const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> variables;
+    for (char** variable = environ; *variable != nullptr; ++variable) {
+        if (std::string(*variable).rfind("TANDEM_", 0) != 0) {
+            variables.emplace_back(*variable);
+        }
+    }
+    variables.push_back("TANDEM_RANK=" + std::to_string(environment.rank));
+    variables.push_back("TANDEM_WORLD_SIZE=" + std::to_string(environment.world_size));
+    variables.push_back("TANDEM_JOB_ID=" + environment.job_id);
+    variables.push_back("TANDEM_JOB_DIR=" + environment.job_folder);
+    variables.insert(variables.end(), extra.begin(), extra.end());
+    return variables;
+}
+
+/// Starts `words` (the program, then its arguments) with exactly `variables` as its environment
+/// and `actions` on its descriptors; its pid, or -1 when it could not start.
+inline pid_t spawn(std::vector<std::string> words, std::vector<std::string> variables,
+                   const posix_spawn_file_actions_t* actions) {
+    // What posix_spawn takes: pointers into the strings, which outlive the call, then a null.
+    const auto pointers = [](std::vector<std::string>& texts) {
+        std::vector<char*> into;
+        for (std::string& text : texts) {
+            into.push_back(text.data());
+        }
+        into.push_back(nullptr);
+        return into;
+    };
+    std::vector<char*> argv = pointers(words);
+    std::vector<char*> envp = pointers(variables);
+    pid_t pid = -1;
+    EXPECT_EQ(::posix_spawn(&pid, argv[0], actions, nullptr, argv.data(), envp.data()), 0)
+        << "cannot start " << words[0];
+    return pid;
+}
+
 /// Starts `program` as `environment`'s rank, with `arguments` and the variables of the rank in its
 /// environment (and no other TANDEM_ variable of this one but those in `extra`).
 inline RankProcess start_program(const std::string& program, const JobEnvironment& environment,
@@ -151,31 +205,10 @@ inline RankProcess start_program(const std::string& program, const JobEnvironmen
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, to_rank[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, from_rank[1], STDOUT_FILENO);
-    std::vector<std::string> variables;
-    for (char** variable = environ; *variable != nullptr; ++variable) {
-        if (std::string(*variable).rfind("TANDEM_", 0) != 0) {
-            variables.emplace_back(*variable);
-        }
-    }
-    variables.push_back("TANDEM_RANK=" + std::to_string(environment.rank));
-    variables.push_back("TANDEM_WORLD_SIZE=" + std::to_string(environment.world_size));
-    variables.push_back("TANDEM_JOB_ID=" + environment.job_id);
-    variables.push_back("TANDEM_JOB_DIR=" + environment.job_folder);
-    variables.insert(variables.end(), extra.begin(), extra.end());
     std::vector<std::string> words{program};
     words.insert(words.end(), arguments.begin(), arguments.end());
-    std::vector<char*> argv;
-    std::vector<char*> envp;
-    for (std::string& word : words) {
-        argv.push_back(word.data());
-    }
-    for (std::string& variable : variables) {
-        envp.push_back(variable.data());
-    }
-    argv.push_back(nullptr);
-    envp.push_back(nullptr);
     RankProcess process;
-    EXPECT_EQ(::posix_spawn(&process.pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
+    process.pid = spawn(std::move(words), rank_variables(environment, extra), &actions);
     posix_spawn_file_actions_destroy(&actions);
     ::close(to_rank[0]);
     ::close(from_rank[1]);
