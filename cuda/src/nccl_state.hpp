@@ -11,6 +11,7 @@
 
 #include "api/carried_failure.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,13 @@ struct NcclCollective {
     /// The NCCL work.
     NcclCall call;
 };
+
+/// The words of an agreement on the device. In a collective's, the first five are reduced by
+/// their maximum: the highest refusing rank plus one, the largest size, the complement of the
+/// smallest, the communicator's size less the lowest rank that could not read its source, and
+/// the longest failure to carry. In a send's or receive's, the first five are this end's and the
+/// next five the other end's.
+using AgreementWords = std::array<std::uint64_t, 10>;
 
 /// What the ranks agreed before a collective.
 struct NcclAgreement {
@@ -91,6 +99,9 @@ struct NcclCommunicator::State {
     /// Success while the communicator works; once an abort was asked, aborts it (if no call did
     /// yet) and returns why, so a call fails before it touches anything.
     Status usable();
+    /// Writes `words` to the agreement's buffer, runs `call` on it, and reads back what the
+    /// other ranks made of them.
+    Result<AgreementWords> swap_words(const AgreementWords& words, const NcclCall& call);
     /// Gives `mine` to rank `peer` and takes its words (an NCCL send and receive in a group).
     Result<PairWords> exchange_words(int peer, const PairWords& mine);
     /// Rank `from`'s failure, of `failure_bytes` encoded, at rank `to` (`encoded` is the
@@ -111,6 +122,10 @@ private:
                                   std::uint64_t failure_bytes);
     /// The failure rank `from` carried into `buffer`, read back.
     Result<detail::CarriedFailure> received_failure(const Handle& buffer, int from);
+    /// Rank `from`'s failure, of `failure_bytes` encoded (`encoded` on that rank), carried by
+    /// `call` (a broadcast, or a send and its receive) on a buffer of that size.
+    Result<detail::CarriedFailure> carry_by(int from, const std::string& encoded,
+                                            std::uint64_t failure_bytes, const NcclCall& call);
     /// Waits for `event`, aborting the communicator when NCCL reports an error, a rank is lost
     /// or the time limit passes.
     Status wait(const Event& event);

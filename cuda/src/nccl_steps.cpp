@@ -16,12 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// The words of an agreement, each reduced by its maximum: the highest refusing rank plus one,
-/// the largest size, the complement of the smallest, the communicator's size less the lowest
-/// rank that could not read its source, and the longest failure to carry. Then five words of
-/// another rank's, for a send or receive.
-using AgreementWords = std::array<std::uint64_t, 10>;
-
 /// How long a wait sleeps between looks once it has looked `polls` times: not at all at first
 /// (most collectives end within microseconds), then briefly, so a long one costs no core.
 void pause_after(int polls) {
@@ -150,25 +144,16 @@ Result<NcclAgreement> NcclCommunicator::State::agree(const Status& valid, std::u
     AgreementWords words{valid ? 0 : me + 1, valid ? bytes : 0, valid ? ~bytes : 0,
                          valid && !read ? ranks - me : 0, valid && !read ? failure_bytes : 0};
     // The all-reduce takes the first five; the rest go as they are and come back unchanged.
-    if (Status written = device.write(agreement, std::as_bytes(std::span(words))); !written) {
-        return abort_now(written.error());
-    }
-    const nccl::Communicator comm = communicator;
-    const NcclEntryPoints* entry = nccl;
-    if (Status ran = run("nccl agreement", {{agreement, AccessMode::ReadWrite}},
-                         [comm, entry](const DeviceWorkContext& context) {
-                             return entry->all_reduce(context.pointers[0], context.pointers[0], 5,
-                                                      nccl::DataType::uint64, nccl::ReduceOp::max,
-                                                      comm, context.stream);
-                         });
-        !ran) {
-        return ran.error();
-    }
-    Result<std::vector<std::byte>> agreed = device.read(agreement);
+    Result<AgreementWords> agreed =
+        swap_words(words, [comm = communicator, entry = nccl](const DeviceWorkContext& context) {
+            return entry->all_reduce(context.pointers[0], context.pointers[0], 5,
+                                     nccl::DataType::uint64, nccl::ReduceOp::max, comm,
+                                     context.stream);
+        });
     if (!agreed) {
-        return abort_now(agreed.error());
+        return agreed.error();
     }
-    std::memcpy(words.data(), agreed->data(), sizeof(words));
+    words = *agreed;
     NcclAgreement outcome{{}, words[3] == 0 ? size : static_cast<int>(ranks - words[3]), words[4]};
     if (!valid) {
         outcome.call = valid;
@@ -216,87 +201,87 @@ Result<detail::CarriedFailure> NcclCommunicator::State::received_failure(const H
         from);
 }
 
-Result<detail::CarriedFailure> NcclCommunicator::State::carry(int from, const std::string& encoded,
-                                                              std::uint64_t failure_bytes) {
-    // Rank `from` writes its encoding, counted, into a buffer every rank makes of the agreed
-    // size; an NCCL broadcast gives every rank its bytes.
+Result<detail::CarriedFailure> NcclCommunicator::State::carry_by(int from,
+                                                                 const std::string& encoded,
+                                                                 std::uint64_t failure_bytes,
+                                                                 const NcclCall& call) {
     Result<Handle> carried = failure_buffer(from, encoded, failure_bytes);
     if (!carried) {
         return carried.error();
     }
-    const nccl::Communicator comm = communicator;
-    const NcclEntryPoints* entry = nccl;
-    if (Status ran = run("nccl failure", {{*carried, AccessMode::ReadWrite}},
-                         [comm, entry, from, failure_bytes](const DeviceWorkContext& context) {
-                             return entry->broadcast(context.pointers[0], context.pointers[0],
-                                                     failure_bytes, nccl::DataType::uint8, from,
-                                                     comm, context.stream);
-                         });
-        !ran) {
+    if (Status ran = run("nccl failure", {{*carried, AccessMode::ReadWrite}}, call); !ran) {
         return ran.error();
     }
     return received_failure(*carried, from);
+}
+
+Result<detail::CarriedFailure> NcclCommunicator::State::carry(int from, const std::string& encoded,
+                                                              std::uint64_t failure_bytes) {
+    // Rank `from` writes its encoding, counted, into a buffer every rank makes of the agreed
+    // size; an NCCL broadcast gives every rank its bytes.
+    return carry_by(
+        from, encoded, failure_bytes,
+        [comm = communicator, entry = nccl, from, failure_bytes](const DeviceWorkContext& context) {
+            return entry->broadcast(context.pointers[0], context.pointers[0], failure_bytes,
+                                    nccl::DataType::uint8, from, comm, context.stream);
+        });
 }
 
 Result<detail::CarriedFailure> NcclCommunicator::State::carry_between(int from, int to,
                                                                       const std::string& encoded,
                                                                       std::uint64_t failure_bytes) {
-    Result<Handle> carried = failure_buffer(from, encoded, failure_bytes);
-    if (!carried) {
-        return carried.error();
-    }
-    const nccl::Communicator comm = communicator;
-    const NcclEntryPoints* entry = nccl;
     const bool sending = rank == from;
-    if (Status ran = run(
-            "nccl failure", {{*carried, AccessMode::ReadWrite}},
-            [comm, entry, sending, peer = sending ? to : from,
-             failure_bytes](const DeviceWorkContext& context) {
-                return sending ? entry->send(context.pointers[0], failure_bytes,
-                                             nccl::DataType::uint8, peer, comm, context.stream)
-                               : entry->receive(context.pointers[0], failure_bytes,
-                                                nccl::DataType::uint8, peer, comm, context.stream);
-            });
-        !ran) {
-        return ran.error();
-    }
-    return received_failure(*carried, from);
+    return carry_by(
+        from, encoded, failure_bytes,
+        [comm = communicator, entry = nccl, sending, peer = sending ? to : from,
+         failure_bytes](const DeviceWorkContext& context) {
+            return sending ? entry->send(context.pointers[0], failure_bytes, nccl::DataType::uint8,
+                                         peer, comm, context.stream)
+                           : entry->receive(context.pointers[0], failure_bytes,
+                                            nccl::DataType::uint8, peer, comm, context.stream);
+        });
 }
 
 Result<NcclCommunicator::State::PairWords> NcclCommunicator::State::exchange_words(
     int peer, const PairWords& mine) {
-    std::array<std::uint64_t, 10> words{mine.refused ? 1u : 0u, mine.bytes,
-                                        mine.unreadable ? 1u : 0u, mine.failure_bytes};
+    const AgreementWords mine_words{mine.refused ? 1u : 0u, mine.bytes, mine.unreadable ? 1u : 0u,
+                                    mine.failure_bytes};
+    Result<AgreementWords> words = swap_words(
+        mine_words, [comm = communicator, entry = nccl, peer](const DeviceWorkContext& context) {
+            auto* base = static_cast<std::uint64_t*>(context.pointers[0]);
+            if (nccl::Result started = entry->group_start(); started != nccl::Result::success) {
+                return started;
+            }
+            const nccl::Result sent =
+                entry->send(base, 5, nccl::DataType::uint64, peer, comm, context.stream);
+            const nccl::Result received =
+                entry->receive(base + 5, 5, nccl::DataType::uint64, peer, comm, context.stream);
+            const nccl::Result ended = entry->group_end();
+            return sent != nccl::Result::success       ? sent
+                   : received != nccl::Result::success ? received
+                                                       : ended;
+        });
+    if (!words) {
+        return words.error();
+    }
+    return PairWords{(*words)[5] != 0, (*words)[6], (*words)[7] != 0, (*words)[8]};
+}
+
+Result<AgreementWords> NcclCommunicator::State::swap_words(const AgreementWords& words,
+                                                           const NcclCall& call) {
     if (Status written = device.write(agreement, std::as_bytes(std::span(words))); !written) {
         return abort_now(written.error());
     }
-    const nccl::Communicator comm = communicator;
-    const NcclEntryPoints* entry = nccl;
-    if (Status ran = run(
-            "nccl agreement", {{agreement, AccessMode::ReadWrite}},
-            [comm, entry, peer](const DeviceWorkContext& context) {
-                auto* base = static_cast<std::uint64_t*>(context.pointers[0]);
-                if (nccl::Result started = entry->group_start(); started != nccl::Result::success) {
-                    return started;
-                }
-                const nccl::Result sent =
-                    entry->send(base, 5, nccl::DataType::uint64, peer, comm, context.stream);
-                const nccl::Result received =
-                    entry->receive(base + 5, 5, nccl::DataType::uint64, peer, comm, context.stream);
-                const nccl::Result ended = entry->group_end();
-                return sent != nccl::Result::success       ? sent
-                       : received != nccl::Result::success ? received
-                                                           : ended;
-            });
-        !ran) {
+    if (Status ran = run("nccl agreement", {{agreement, AccessMode::ReadWrite}}, call); !ran) {
         return ran.error();
     }
     Result<std::vector<std::byte>> agreed = device.read(agreement);
     if (!agreed) {
         return abort_now(agreed.error());
     }
-    std::memcpy(words.data(), agreed->data(), sizeof(words));
-    return PairWords{words[5] != 0, words[6], words[7] != 0, words[8]};
+    AgreementWords swapped{};
+    std::memcpy(swapped.data(), agreed->data(), sizeof(swapped));
+    return swapped;
 }
 
 Status NcclCommunicator::State::run_collective(const NcclCollective& collective) {

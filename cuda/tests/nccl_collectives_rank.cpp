@@ -59,22 +59,8 @@ int main() {
         Result<cuda::NcclCommunicator> comm = cuda::NcclCommunicator::create(*job, device);
         expect(static_cast<bool>(comm), "create: " + (comm ? "" : comm.error().report()));
         if (comm) {
-            a_sum_reaches_every_rank(*comm, device);
-            a_claimed_source_on_rank_1_claims_every_buffer(*comm, device);
-            a_size_mismatch_is_refused_everywhere(*comm, device);
-            a_broadcast_copies_the_root_or_spreads_its_failure(*comm, device);
-            all_gather_orders_inputs_by_rank(*comm, device);
-            reduce_scatter_sums_each_ranks_chunk(*comm, device);
-            send_and_recv_follow_k2(*comm, device);
+            every_check(*comm, device);
         }
     }
-    Result<std::vector<std::string>> all = job->exchange(std::to_string(failures));
-    int total = all ? 0 : 1;
-    for (const std::string& each : all ? *all : std::vector<std::string>{}) {
-        total += std::atoi(each.c_str());
-    }
-    if (rank == 0 && total == 0) {
-        std::printf("all checks passed on %u ranks\n", job->world_size());
-    }
-    return total == 0 ? 0 : 1;
+    return job_verdict(*job);
 }

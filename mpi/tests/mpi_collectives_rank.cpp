@@ -32,13 +32,7 @@ int main(int argc, char** argv) {
     {
         auto comm = mpi::Communicator::create(MPI_COMM_WORLD, device);
         expect(static_cast<bool>(comm), "create");
-        a_sum_reaches_every_rank(*comm, device);
-        a_claimed_source_on_rank_1_claims_every_buffer(*comm, device);
-        a_size_mismatch_is_refused_everywhere(*comm, device);
-        a_broadcast_copies_the_root_or_spreads_its_failure(*comm, device);
-        all_gather_orders_inputs_by_rank(*comm, device);
-        reduce_scatter_sums_each_ranks_chunk(*comm, device);
-        send_and_recv_follow_k2(*comm, device);
+        every_check(*comm, device);
         a_lost_device_on_rank_1_claims_every_other_buffer(*comm, device);
     }
     int total = 0;

@@ -64,20 +64,6 @@ int main() {
     hop_name = [](const std::string&) { return std::string("peer copy from device 0"); };
     Client device = job->runtime()->client(0);
     JobCommunicator comm(*job);
-    a_sum_reaches_every_rank(comm, device);
-    a_claimed_source_on_rank_1_claims_every_buffer(comm, device);
-    a_size_mismatch_is_refused_everywhere(comm, device);
-    a_broadcast_copies_the_root_or_spreads_its_failure(comm, device);
-    all_gather_orders_inputs_by_rank(comm, device);
-    reduce_scatter_sums_each_ranks_chunk(comm, device);
-    send_and_recv_follow_k2(comm, device);
-    Result<std::vector<std::string>> all = job->exchange(std::to_string(failures));
-    int total = all ? 0 : 1;
-    for (const std::string& each : all ? *all : std::vector<std::string>{}) {
-        total += std::atoi(each.c_str());
-    }
-    if (rank == 0 && total == 0) {
-        std::printf("all checks passed on %u ranks\n", job->world_size());
-    }
-    return total == 0 ? 0 : 1;
+    every_check(comm, device);
+    return job_verdict(*job);
 }

@@ -10,8 +10,10 @@
 #include <tandem/core/client.hpp>
 #include <tandem/core/collectives.hpp>
 #include <tandem/core/fault.hpp>
+#include <tandem/job.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -252,6 +254,33 @@ void a_lost_device_on_rank_1_claims_every_other_buffer(Communicator& comm, Clien
     auto read = device.read(buffer);
     expect(!read && read.error().report().find("device 0 of rank 1 is lost") != std::string::npos,
            "the loss named on rank 1: " + (read ? std::string() : read.error().report()));
+}
+
+/// Every check above but the lost device's (which ends the device it loses), in order.
+template <typename Communicator>
+void every_check(Communicator& comm, Client& device) {
+    a_sum_reaches_every_rank(comm, device);
+    a_claimed_source_on_rank_1_claims_every_buffer(comm, device);
+    a_size_mismatch_is_refused_everywhere(comm, device);
+    a_broadcast_copies_the_root_or_spreads_its_failure(comm, device);
+    all_gather_orders_inputs_by_rank(comm, device);
+    reduce_scatter_sums_each_ranks_chunk(comm, device);
+    send_and_recv_follow_k2(comm, device);
+}
+
+/// The job's verdict, the same on every rank: the failed checks of every rank, counted through
+/// `Job::exchange`; rank 0 prints "all checks passed on N ranks" when there are none. The exit
+/// code of the rank: 0, or 1.
+inline int job_verdict(Job& job) {
+    Result<std::vector<std::string>> all = job.exchange(std::to_string(failures));
+    int total = all ? 0 : 1;
+    for (const std::string& each : all ? *all : std::vector<std::string>{}) {
+        total += std::atoi(each.c_str());
+    }
+    if (rank == 0 && total == 0) {
+        std::printf("all checks passed on %u ranks\n", job.world_size());
+    }
+    return total == 0 ? 0 : 1;
 }
 
 }  // namespace tandem::rank_checks
