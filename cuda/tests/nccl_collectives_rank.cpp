@@ -60,6 +60,8 @@ int main() {
         expect(static_cast<bool>(comm), "create: " + (comm ? "" : comm.error().report()));
         if (comm) {
             a_sum_reaches_every_rank(*comm, device);
+            a_bf16_sum_rounds_to_nearest_even_on_every_rank(*comm, device);
+            bf16_max_and_min_let_a_nan_give_way(*comm, device);
             a_claimed_source_on_rank_1_claims_every_buffer(*comm, device);
             a_size_mismatch_is_refused_everywhere(*comm, device);
             a_broadcast_copies_the_root_or_spreads_its_failure(*comm, device);
