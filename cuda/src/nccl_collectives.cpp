@@ -21,6 +21,8 @@ nccl::DataType nccl_type(ElementType type) {
             return nccl::DataType::int32;
         case ElementType::i64:
             return nccl::DataType::int64;
+        case ElementType::bf16:
+            return nccl::DataType::bfloat16;
     }
     return nccl::DataType::uint8;
 }

@@ -1,5 +1,6 @@
 #include "tandem/mpi/communicator.hpp"
 
+#include "bf16_ops.hpp"
 #include "buffer_check.hpp"
 #include "carried_failure.hpp"
 
@@ -19,11 +20,16 @@ MPI_Datatype mpi_type(ElementType type) {
         case ElementType::f64: return MPI_DOUBLE;
         case ElementType::i32: return MPI_INT32_T;
         case ElementType::i64: return MPI_INT64_T;
+        case ElementType::bf16: return detail::bf16_datatype();
     }
     return MPI_DATATYPE_NULL;
 }
 
-MPI_Op mpi_op(ReduceOp op) {
+// MPI's own operations for the types it knows; tandem's for bf16, which it does not.
+MPI_Op mpi_op(ElementType type, ReduceOp op) {
+    if (type == ElementType::bf16) {
+        return detail::bf16_op(op);
+    }
     switch (op) {
         case ReduceOp::sum: return MPI_SUM;
         case ReduceOp::max: return MPI_MAX;
@@ -159,8 +165,8 @@ Status Communicator::all_reduce(const Handle& buffer, ElementType type, ReduceOp
         return spread_failure(buffer, buffer, from, read, "mpi all_reduce");
     }
     const std::uint64_t bytes = buffer.size_in_use();
-    MPI_Allreduce(MPI_IN_PLACE, staging_.data(), static_cast<int>(bytes / element),
-                  mpi_type(type), mpi_op(op), comm_);
+    MPI_Allreduce(MPI_IN_PLACE, staging_.data(), static_cast<int>(bytes / element), mpi_type(type),
+                  mpi_op(type, op), comm_);
     return device_.write(buffer, std::span(staging_.data(), bytes));
 }
 
@@ -237,7 +243,7 @@ Status Communicator::reduce_scatter(const Handle& input, const Handle& output, E
     const std::uint64_t bytes = output.size_in_use();
     std::vector<std::byte> chunk(bytes);
     MPI_Reduce_scatter_block(staging_.data(), chunk.data(), static_cast<int>(bytes / element),
-                             mpi_type(type), mpi_op(op), comm_);
+                             mpi_type(type), mpi_op(type, op), comm_);
     return device_.write(output, chunk);
 }
 

@@ -100,6 +100,25 @@ TYPED_TEST(CollectiveRefusals, buffers_of_mismatched_sizes_are_invalid_arguments
     });
 }
 
+TYPED_TEST(CollectiveRefusals, a_bf16_buffer_of_an_odd_count_of_bytes_is_invalid_naming_its_size) {
+    std::vector<Handle> odd{*this->inputs[0].slice(0, 7), *this->inputs[1].slice(0, 7)};
+    std::vector<Handle> twice_odd{*this->outputs[0].slice(0, 14), *this->outputs[1].slice(0, 14)};
+    const auto names_the_element_size = [](const Status& refused) {
+        EXPECT_NE(
+            refused ? std::string::npos : refused.error().message().find("of 2-byte elements"),
+            std::string::npos);
+        return refused;
+    };
+    this->expect_refused(ErrorKind::InvalidArgument, [&] {
+        return names_the_element_size(
+            all_reduce(this->devices, odd, ElementType::bf16, ReduceOp::sum));
+    });
+    this->expect_refused(ErrorKind::InvalidArgument, [&] {
+        return names_the_element_size(
+            reduce_scatter(this->devices, twice_odd, odd, ElementType::bf16, ReduceOp::max));
+    });
+}
+
 TYPED_TEST(CollectiveRefusals, a_count_of_buffers_that_is_not_the_count_of_devices_is_invalid) {
     std::vector<Handle> one{this->inputs[0]};
     this->expect_every_collective_refused(ErrorKind::InvalidArgument, this->devices, one,

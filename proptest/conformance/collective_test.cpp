@@ -3,10 +3,12 @@
 // claimed, all of it, with the root and the hops, the same on every device (phase 3). What a
 // collective refuses is in collective_refusal_test.cpp.
 
+#include "bf16_cases.hpp"
 #include "support.hpp"
 
 #include "tandem/core/collectives.hpp"
 
+#include <array>
 #include <cstring>
 
 namespace tandem::conformance {
@@ -66,6 +68,103 @@ TYPED_TEST(Collectives, max_and_min_combine_integers_and_doubles_element_by_elem
                   (std::vector<std::int32_t>{-5, -9}));
         EXPECT_EQ(values_of<double>(this->read_bytes(devices[index], doubles[index])),
                   (std::vector<double>{0.75}));
+    }
+}
+
+/// An all-reduce by `op` of bf16 over the devices of `runtime`, device i's buffer holding
+/// `inputs[i]`: every device's buffer holds `expected` after.
+template <typename Test>
+void expect_bf16_all_reduce(Test& test, Runtime& runtime, ReduceOp op,
+                            const std::array<bf16_cases::Values, 3>& inputs,
+                            const bf16_cases::Values& expected) {
+    std::vector<Client> devices;
+    std::vector<Handle> buffers;
+    for (std::size_t index = 0; index < runtime.device_count(); ++index) {
+        devices.push_back(runtime.client(index));
+        buffers.push_back(test.allocate(devices.back(), inputs[index].size() * 2));
+        ASSERT_TRUE(devices.back().write(buffers.back(), bytes_of(inputs[index])));
+    }
+    ASSERT_TRUE(all_reduce(devices, buffers, ElementType::bf16, op));
+    for (std::size_t index = 0; index < devices.size(); ++index) {
+        EXPECT_EQ(values_of<std::uint16_t>(test.read_bytes(devices[index], buffers[index])),
+                  expected)
+            << "device " << index << " of " << devices.size() << ", op " << static_cast<int>(op);
+    }
+}
+
+// Each step rounds to nearest even, in device order: the cases are bf16_cases.hpp's, whose sums
+// of three come out otherwise in any other order.
+TYPED_TEST(Collectives, a_bf16_sum_folds_in_device_order_rounding_each_step_to_nearest_even) {
+    for (const std::uint32_t count : {2u, 3u}) {
+        TANDEM_RUNTIME(runtime, count);
+        expect_bf16_all_reduce(*this, *runtime, ReduceOp::sum, bf16_cases::sum_inputs,
+                               bf16_cases::sum_of_first(count));
+    }
+}
+
+// A reduce-scatter folds as an all-reduce does: device i takes chunk i of the same sum.
+TYPED_TEST(Collectives, a_bf16_reduce_scatter_gives_device_i_chunk_i_of_the_rounded_sum) {
+    for (const std::uint32_t count : {2u, 3u}) {
+        TANDEM_RUNTIME(runtime, count);
+        const std::size_t chunk = bf16_cases::sum_inputs[0].size() / count;
+        std::vector<Client> devices;
+        std::vector<Handle> inputs;
+        std::vector<Handle> outputs;
+        for (std::size_t index = 0; index < count; ++index) {
+            devices.push_back(runtime->client(index));
+            inputs.push_back(this->allocate(devices.back(), chunk * count * 2));
+            outputs.push_back(this->allocate(devices.back(), chunk * 2));
+            ASSERT_TRUE(
+                devices.back().write(inputs.back(), bytes_of(bf16_cases::sum_inputs[index])));
+        }
+        ASSERT_TRUE(reduce_scatter(devices, inputs, outputs, ElementType::bf16, ReduceOp::sum));
+        const bf16_cases::Values sum = bf16_cases::sum_of_first(count);
+        for (std::size_t index = 0; index < count; ++index) {
+            const auto first = sum.begin() + static_cast<std::ptrdiff_t>(index * chunk);
+            EXPECT_EQ(values_of<std::uint16_t>(this->read_bytes(devices[index], outputs[index])),
+                      bf16_cases::Values(first, first + static_cast<std::ptrdiff_t>(chunk)))
+                << "device " << index << " of " << count;
+        }
+    }
+}
+
+TYPED_TEST(Collectives, bf16_max_and_min_skip_nans_and_order_minus_zero_below_plus_zero) {
+    for (const std::uint32_t count : {2u, 3u}) {
+        TANDEM_RUNTIME(runtime, count);
+        expect_bf16_all_reduce(*this, *runtime, ReduceOp::max, bf16_cases::order_inputs,
+                               bf16_cases::max_of_first(count));
+        expect_bf16_all_reduce(*this, *runtime, ReduceOp::min, bf16_cases::order_inputs,
+                               bf16_cases::min_of_first(count));
+    }
+}
+
+// The fold itself, on one device: a GPU runs the bf16 steps of the host's lines
+// (tandem/core/bfloat16.hpp), so one GPU gives these bytes too.
+TYPED_TEST(Collectives, the_combine_kernel_gives_the_same_bf16_bytes_on_every_backend) {
+    TANDEM_RUNTIME(runtime, 1);
+    Client device = runtime->client(0);
+    struct Case {
+        ReduceOp op;
+        const std::array<bf16_cases::Values, 3>& inputs;
+        bf16_cases::Values expected;
+    };
+    const Case cases[] = {
+        {ReduceOp::sum, bf16_cases::sum_inputs, bf16_cases::sum_of_first(2)},
+        {ReduceOp::max, bf16_cases::order_inputs, bf16_cases::max_of_first(2)},
+        {ReduceOp::min, bf16_cases::order_inputs, bf16_cases::min_of_first(2)},
+    };
+    for (const Case& each : cases) {
+        Handle into = this->allocate(device, each.inputs[0].size() * 2);
+        Handle from = this->allocate(device, each.inputs[1].size() * 2);
+        ASSERT_TRUE(device.write(into, bytes_of(each.inputs[0])));
+        ASSERT_TRUE(device.write(from, bytes_of(each.inputs[1])));
+        ASSERT_TRUE(device.launch("combine", LaunchConfig::linear(64),
+                                  {{into, AccessMode::ReadWrite}, {from, AccessMode::Read}},
+                                  KernelArgs()
+                                      .u64(static_cast<std::uint64_t>(each.op))
+                                      .u64(static_cast<std::uint64_t>(ElementType::bf16))));
+        EXPECT_EQ(values_of<std::uint16_t>(this->read_bytes(device, into)), each.expected)
+            << "op " << static_cast<int>(each.op);
     }
 }
 

@@ -300,6 +300,27 @@ TYPED_TEST(JobCollectiveFaults, k5_all_gather_sizes_that_differ_fail_on_every_ra
                                 "rank " + std::to_string(this->last_rank()) + "'s input has");
 }
 
+// A bf16 buffer of an odd number of bytes holds no whole number of elements: refused on the rank
+// that gives it before any rank is met, naming the element size, so the ranks' next all-reduce
+// still meets.
+TYPED_TEST(JobCollectiveFaults, k5_a_bf16_buffer_of_an_odd_count_of_bytes_is_refused_unmet) {
+    const std::uint32_t rank = this->last_rank();
+    Handle odd = this->bytes_on(rank, 7, 5);
+    const Status refused =
+        this->job(rank).all_reduce(odd, ElementType::bf16, ReduceOp::sum, call_timeout);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument) << refused.error().report();
+    EXPECT_THAT(refused.error().message(), HasSubstr("of 2-byte elements"));
+    EXPECT_EQ(this->read_bytes(rank, odd), filled(7, 5));
+    const std::vector<Handle> buffers = this->float_buffers(4);
+    const std::vector<Status> outcomes = this->on_every_rank(this->sum_of(buffers));
+    for (std::uint32_t each = 0; each < this->world_size(); ++each) {
+        ASSERT_TRUE(outcomes[each]) << outcomes[each].error().report();
+        EXPECT_EQ(this->template read_values<float>(each, buffers[each]),
+                  std::vector<float>(4, this->sum_of_ranks()));
+    }
+}
+
 TYPED_TEST(JobCollectiveFaults, k5_all_reduce_sizes_that_differ_fail_on_every_rank_alike) {
     std::vector<Handle> buffers;
     for (std::uint32_t rank = 0; rank < this->world_size(); ++rank) {

@@ -317,7 +317,8 @@ public:
     // call fails too); `PeerUnreachable` when a rank does not come within `timeout`.
 
     /// Each rank's `buffer` (the same size on every rank) becomes `op` of all of them, element by
-    /// element, in rank order (rank 0 folds them).
+    /// element, in rank order (rank 0 folds them from the left, with the kernel the devices of
+    /// one runtime fold with, so a float sum gives their bytes: tandem/core/collectives.hpp).
     Status all_reduce(const Handle& buffer, ElementType type, ReduceOp op,
                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
     /// Each rank's `buffer` (the same size on every rank) becomes a copy of rank `root`'s, which

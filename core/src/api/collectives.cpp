@@ -14,7 +14,17 @@ using detail::BufferList;
 using detail::CollectiveSteps;
 
 std::uint64_t element_size(ElementType type) {
-    return type == ElementType::f64 || type == ElementType::i64 ? 8 : 4;
+    switch (type) {
+        case ElementType::f64:
+        case ElementType::i64:
+            return 8;
+        case ElementType::f32:
+        case ElementType::i32:
+            return 4;
+        case ElementType::bf16:
+            return 2;
+    }
+    return 1;  // No such type: every size is whole bytes, and the combine leaves them as they are.
 }
 
 // The first device folds every other device's buffer into its own, then copies the result to

@@ -12,6 +12,7 @@
 #include <tandem/core/fault.hpp>
 #include <tandem/job.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,16 +40,30 @@ inline void expect(bool holds, const std::string& what) {
     }
 }
 
-inline std::vector<std::byte> floats(const std::vector<float>& values) {
-    std::vector<std::byte> bytes(values.size() * sizeof(float));
+template <typename T>
+std::vector<std::byte> bytes_of_values(const std::vector<T>& values) {
+    std::vector<std::byte> bytes(values.size() * sizeof(T));
     std::memcpy(bytes.data(), values.data(), bytes.size());
     return bytes;
 }
 
-inline std::vector<float> as_floats(const std::vector<std::byte>& bytes) {
-    std::vector<float> values(bytes.size() / sizeof(float));
-    std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+template <typename T>
+std::vector<T> values_of_bytes(const std::vector<std::byte>& bytes) {
+    std::vector<T> values(bytes.size() / sizeof(T));
+    std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
     return values;
+}
+
+inline std::vector<std::byte> floats(const std::vector<float>& values) {
+    return bytes_of_values(values);
+}
+
+inline std::vector<float> as_floats(const std::vector<std::byte>& bytes) {
+    return values_of_bytes<float>(bytes);
+}
+
+inline std::vector<std::byte> bytes_of(std::size_t count, int value) {
+    return std::vector<std::byte>(count, static_cast<std::byte>(value));
 }
 
 // Every rank's buffer becomes the sum over the ranks, in place.
@@ -64,6 +79,75 @@ void a_sum_reaches_every_rank(Communicator& comm, Client& device) {
     auto read = device.read(buffer);
     expect(read && as_floats(*read) == std::vector<float>{ranks, n, 2 * ranks, -ranks},
            "the sum over the ranks");
+}
+
+/// `values` (bf16 bits) on `device`, reduced by `op` through `comm`: what the buffer holds
+/// after, or nothing when a step failed (each failure is counted).
+template <typename Communicator>
+std::vector<std::uint16_t> reduced_bf16(Communicator& comm, Client& device,
+                                        const std::vector<std::uint16_t>& values, ReduceOp op) {
+    Handle buffer = *device.allocate(values.size() * 2);
+    expect(static_cast<bool>(device.write(buffer, bytes_of_values(values))), "write");
+    const Status reduced = comm.all_reduce(buffer, ElementType::bf16, op);
+    expect(static_cast<bool>(reduced),
+           "bf16 all_reduce: " + (reduced ? "" : reduced.error().report()));
+    auto read = device.read(buffer);
+    return read ? values_of_bytes<std::uint16_t>(*read) : std::vector<std::uint16_t>{};
+}
+
+// A bf16 sum over the ranks rounds to nearest even, the same bytes as a device's `combine`.
+// Only ranks 0 and 1 give numbers and the others +0, which changes no sum, so the bytes are
+// the same whatever order the library folds the ranks in: 1 + 2^-8 and -1 - 2^-8 are ties that
+// go to even (1, -1), as (1 + 2^-7) + 2^-8 does, up, and 256 + 3 (260); 2^24 + 1 loses the 1,
+// and the largest finite value twice is infinity.
+template <typename Communicator>
+void a_bf16_sum_rounds_to_nearest_even_on_every_rank(Communicator& comm, Client& device) {
+    std::vector<std::uint16_t> mine(6, 0x0000);
+    if (comm.rank() == 0) {
+        mine = {0x3F80, 0x3F81, 0x4380, 0xBF80, 0x7F7F, 0x4B80};
+    } else if (comm.rank() == 1) {
+        mine = {0x3B80, 0x3B80, 0x4040, 0xBB80, 0x7F7F, 0x3F80};
+    }
+    const std::vector<std::uint16_t> sum{0x3F80, 0x3F82, 0x4382, 0xBF80, 0x7F80, 0x4B80};
+    expect(reduced_bf16(comm, device, mine, ReduceOp::sum) == sum,
+           "the bf16 sum over the ranks, rounded to nearest even");
+    // A reduce-scatter of `mine` once for every rank gives every rank the same sum.
+    std::vector<std::uint16_t> chunks;
+    for (int r = 0; r < comm.size(); ++r) {
+        chunks.insert(chunks.end(), mine.begin(), mine.end());
+    }
+    Handle input = *device.allocate(chunks.size() * 2);
+    Handle output = *device.allocate(mine.size() * 2);
+    expect(static_cast<bool>(device.write(input, bytes_of_values(chunks))), "write");
+    expect(static_cast<bool>(comm.reduce_scatter(input, output, ElementType::bf16, ReduceOp::sum)),
+           "bf16 reduce_scatter");
+    auto read = device.read(output);
+    expect(read && values_of_bytes<std::uint16_t>(*read) == sum,
+           "chunk r of the bf16 sum on rank r");
+}
+
+// bf16 max and min let a NaN give way to a number, order -0 below +0, and give the canonical NaN
+// only when every rank has a NaN. Ranks past 1 give NaNs, which give way to every number.
+template <typename Communicator>
+void bf16_max_and_min_let_a_nan_give_way(Communicator& comm, Client& device) {
+    std::vector<std::uint16_t> mine(4, 0x7FC0);
+    if (comm.rank() == 0) {
+        mine = {0x7FC1, 0xBF80, 0x8000, 0x7FC0};
+    } else if (comm.rank() == 1) {
+        mine = {0xBF80, 0xC000, 0x0000, 0xFFC1};
+    }
+    expect(reduced_bf16(comm, device, mine, ReduceOp::max) ==
+               std::vector<std::uint16_t>{0xBF80, 0xBF80, 0x0000, 0x7FFF},
+           "the bf16 max over the ranks");
+    expect(reduced_bf16(comm, device, mine, ReduceOp::min) ==
+               std::vector<std::uint16_t>{0xBF80, 0xC000, 0x8000, 0x7FFF},
+           "the bf16 min over the ranks");
+    Handle odd = *device.allocate(7);
+    expect(static_cast<bool>(device.write(odd, bytes_of(7, 1))), "write");
+    const Status refused = comm.all_reduce(odd, ElementType::bf16, ReduceOp::max);
+    expect(!refused && refused.error().kind() == ErrorKind::InvalidArgument &&
+               refused.error().message().find("2-byte elements") != std::string::npos,
+           "a bf16 buffer of an odd number of bytes is refused, naming the element size");
 }
 
 // A claimed byte on rank 1 is never reduced: every rank's buffer is claimed with rank 1's root,
@@ -133,10 +217,6 @@ void a_broadcast_copies_the_root_or_spreads_its_failure(Communicator& comm, Clie
     const Status outside = comm.broadcast(buffer, comm.size());
     expect(!outside && outside.error().kind() == ErrorKind::InvalidArgument,
            "a root outside the communicator is InvalidArgument");
-}
-
-inline std::vector<std::byte> bytes_of(std::size_t count, int value) {
-    return std::vector<std::byte>(count, static_cast<std::byte>(value));
 }
 
 // Every rank's output is every rank's input in rank order; a claimed input on the last rank
@@ -260,6 +340,8 @@ void a_lost_device_on_rank_1_claims_every_other_buffer(Communicator& comm, Clien
 template <typename Communicator>
 void every_check(Communicator& comm, Client& device) {
     a_sum_reaches_every_rank(comm, device);
+    a_bf16_sum_rounds_to_nearest_even_on_every_rank(comm, device);
+    bf16_max_and_min_let_a_nan_give_way(comm, device);
     a_claimed_source_on_rank_1_claims_every_buffer(comm, device);
     a_size_mismatch_is_refused_everywhere(comm, device);
     a_broadcast_copies_the_root_or_spreads_its_failure(comm, device);

@@ -16,6 +16,17 @@
 // streams; the work enqueued on those streams after the call waits for the collective on every
 // device, so a source is not overwritten while another device still reads it. A call it cannot
 // take is refused before anything is enqueued, and changes nothing.
+//
+// A reduction folds in device order, from the left: element e becomes
+// `((b0[e] op b1[e]) op b2[e]) op ...`, where bi is device i's buffer, every step computed on the
+// first device by the catalog's `combine`. For integers, and for max and min (of bf16 even with
+// NaNs), the order changes nothing; for a float sum it is part of the result, and most visibly
+// for bf16, whose every step rounds to 8 significant bits: 1 + 2^-8 + 2^-8 is 1 in this order
+// (each 2^-8 is half of the last place of 1, and the tie goes to even), where 1 + (2^-8 + 2^-8)
+// would be 1 + 2^-7. A job's collectives (tandem/job.hpp) fold so in rank order, on the same
+// kernel, so they give the same bytes. Through MPI or NCCL the library picks the order (a ring,
+// a tree), so a float sum over more than two ranks may round differently; each step is still
+// one of this file's (tandem/core/bfloat16.hpp for bf16).
 
 #include "tandem/core/client.hpp"
 #include "tandem/core/handle.hpp"
@@ -46,17 +57,24 @@ enum class ElementType : std::uint8_t {
     i32 = 2,
     /// 64-bit signed integer.
     i64 = 3,
+    /// bfloat16: the upper 16 bits of a 32-bit float (tandem/core/bfloat16.hpp). A step of a
+    /// reduction computes in float and rounds to nearest, ties to even, so a sum of several is
+    /// rounded once per step, in the order the reduction folds (the fold's order is part of
+    /// its result). A step that yields a NaN gives the canonical NaN 0x7FFF; max and min let
+    /// a NaN give way to a number and order -0 below +0, as NCCL does.
+    bf16 = 4,
 };
 
 /// The size of one element of `type`, in bytes.
 [[nodiscard]] std::uint64_t element_size(ElementType type);
 
-/// Every `buffers[i]` (of `devices[i]`) becomes `op` of all of them, element by element, in
-/// device order. A claimed byte of any buffer claims every buffer, with the root and the hops.
-/// Errors, changing nothing: `InvalidArgument` for no device, a count of buffers that is not the
-/// count of devices, a device named twice, devices of different runtimes, buffers of different
-/// sizes or of a size no whole number of elements, an empty buffer; `WrongService` for a buffer
-/// that is not its device's; `DeviceLost` for a lost device.
+/// Every `buffers[i]` (of `devices[i]`) becomes `op` of all of them, element by element, folded
+/// in device order from the left (above: a float sum depends on it). A claimed byte of any
+/// buffer claims every buffer, with the root and the hops. Errors, changing nothing:
+/// `InvalidArgument` for no device, a count of buffers that is not the count of devices, a
+/// device named twice, devices of different runtimes, buffers of different sizes or of a size no
+/// whole number of elements (a bf16 buffer of an odd number of bytes), an empty buffer;
+/// `WrongService` for a buffer that is not its device's; `DeviceLost` for a lost device.
 Status all_reduce(std::span<Client> devices, std::span<const Handle> buffers, ElementType type,
                   ReduceOp op);
 
@@ -77,10 +95,11 @@ Status all_gather(std::span<Client> devices, std::span<const Handle> inputs,
                   std::span<const Handle> outputs);
 
 /// Every `outputs[i]` (of `devices[i]`, n bytes) becomes `op` of chunk i (the n bytes at
-/// `i * n`) of every device's input (`D * n` bytes each), element by element, in device order.
-/// An output may lie inside its device's input (in place). A claimed byte of any input reduces
-/// nothing: every output is claimed with that failure and the hops. Errors, changing nothing:
-/// those of `all_reduce` for the inputs and the outputs (an input of another size than `D * n`).
+/// `i * n`) of every device's input (`D * n` bytes each), element by element, folded in device
+/// order from the left as `all_reduce` folds. An output may lie inside its device's input (in
+/// place). A claimed byte of any input reduces nothing: every output is claimed with that
+/// failure and the hops. Errors, changing nothing: those of `all_reduce` for the inputs and the
+/// outputs (an input of another size than `D * n`).
 Status reduce_scatter(std::span<Client> devices, std::span<const Handle> inputs,
                       std::span<const Handle> outputs, ElementType type, ReduceOp op);
 

@@ -93,13 +93,16 @@ public:
     /// The device whose buffers this rank gives.
     [[nodiscard]] const Client& device() const;
 
-    /// Every rank's `buffer` becomes `op` of all of them, element by element. When any rank's
+    /// Every rank's `buffer` becomes `op` of all of them, element by element, folded in the order
+    /// NCCL picks (tandem/core/collectives.hpp says when that shows in a float sum); bf16 by
+    /// NCCL's own bfloat16, whose steps round as tandem/core/bfloat16.hpp's do. When any rank's
     /// buffer has a claimed byte (or its device is lost), no rank reduces: every rank's buffer
     /// is claimed with the lowest such rank's failure, and the call succeeds, as a launch whose
     /// input was claimed does. Errors, the same on every rank and changing nothing:
     /// `InvalidArgument` for a buffer that is empty, not of this rank's device, no whole number
-    /// of elements, or of another size than another rank's (naming the ranks); then the errors
-    /// an aborted communicator gives (see the top of this header).
+    /// of elements (a bf16 buffer of an odd number of bytes), or of another size than another
+    /// rank's (naming the ranks); then the errors an aborted communicator gives (see the top of
+    /// this header).
     Status all_reduce(const Handle& buffer, ElementType type, ReduceOp op);
 
     /// Every rank's `buffer` becomes a copy of rank `root`'s. A claimed byte of the root's

@@ -60,14 +60,17 @@ public:
     /// The device whose buffers this rank gives.
     [[nodiscard]] const Client& device() const { return device_; }
 
-    /// Every rank's `buffer` becomes `op` of all of them, element by element. Returns once this
-    /// rank's buffer holds the result, or is claimed: when any rank's buffer has a claimed byte
-    /// (or its device is lost), no rank reduces, and every rank's buffer is claimed with that
-    /// rank's failure (the lowest such rank's), the root named on its rank and this collective
-    /// as the hop; the call itself succeeds, as a launch whose input was claimed does. Errors,
-    /// the same on every rank and changing nothing: `InvalidArgument` for a buffer that is
-    /// empty, not of this rank's device, no whole number of elements, of more than 2^31 - 1
-    /// elements, or of another size than another rank's (naming the ranks).
+    /// Every rank's `buffer` becomes `op` of all of them, element by element, folded in the order
+    /// MPI picks (tandem/core/collectives.hpp says when that shows in a float sum); bf16, which
+    /// MPI does not know, by tandem's own operations, each step as the devices' `combine` takes
+    /// it (tandem/core/bfloat16.hpp). Returns once this rank's buffer holds the result, or is
+    /// claimed: when any rank's buffer has a claimed byte (or its device is lost), no rank
+    /// reduces, and every rank's buffer is claimed with that rank's failure (the lowest such
+    /// rank's), the root named on its rank and this collective as the hop; the call itself
+    /// succeeds, as a launch whose input was claimed does. Errors, the same on every rank and
+    /// changing nothing: `InvalidArgument` for a buffer that is empty, not of this rank's
+    /// device, no whole number of elements (a bf16 buffer of an odd number of bytes), of more
+    /// than 2^31 - 1 elements, or of another size than another rank's (naming the ranks).
     Status all_reduce(const Handle& buffer, ElementType type, ReduceOp op);
 
     /// Every rank's `buffer` becomes a copy of rank `root`'s. When the root's buffer has a

@@ -5,6 +5,7 @@
 // Each kernel shares its elements among its threads (`ThreadShare`: a grid stride on a GPU, a
 // contiguous run a thread on a host backend), so any launch size covers the data.
 
+#include "tandem/core/bfloat16.hpp"
 #include "tandem/core/kernel.hpp"
 
 #include <array>
@@ -149,9 +150,11 @@ struct ReduceSum {
 };
 
 /// Buffer 0 (read-write) = buffer 0 `op` buffer 1 (read), element-wise, over the element type
-/// u64 argument 1 names (0 float32, 1 float64, 2 int32, 3 int64) with the operation u64
-/// argument 0 names (0 sum, 1 max, 2 min): a step of an all-reduce (`tandem/core/collectives.hpp`,
-/// whose enumerations give these numbers). An unknown number leaves buffer 0 as it is.
+/// u64 argument 1 names (0 float32, 1 float64, 2 int32, 3 int64, 4 bfloat16) with the operation
+/// u64 argument 0 names (0 sum, 1 max, 2 min): a step of an all-reduce
+/// (`tandem/core/collectives.hpp`, whose enumerations give these numbers). An unknown number
+/// leaves buffer 0 as it is. A bfloat16 step is tandem/core/bfloat16.hpp's, the same lines on a
+/// host backend and on a GPU, so every backend gives the same bytes.
 struct Combine {
     /// The name a launch gives to run it.
     static constexpr const char* name = "combine";
@@ -159,40 +162,66 @@ struct Combine {
     template <typename Context>
     TANDEM_HOST_DEVICE void operator()(Context& ctx) const {
         switch (ctx.u64(1)) {
-            case 0: combine<float>(ctx); break;
-            case 1: combine<double>(ctx); break;
-            case 2: combine<std::int32_t>(ctx); break;
-            case 3: combine<std::int64_t>(ctx); break;
+            case 0: combine<Numbers<float>>(ctx); break;
+            case 1: combine<Numbers<double>>(ctx); break;
+            case 2: combine<Numbers<std::int32_t>>(ctx); break;
+            case 3: combine<Numbers<std::int64_t>>(ctx); break;
+            case 4: combine<Bfloat16>(ctx); break;
             default: break;
         }
     }
 
 private:
+    /// The steps over a type the device computes in: its own `+`, `>` and `<`.
     template <typename Element>
-    struct Sum {
-        TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
-            return static_cast<Element>(mine + theirs);
-        }
-    };
-    template <typename Element>
-    struct Max {
-        TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
-            return theirs > mine ? theirs : mine;
-        }
-    };
-    template <typename Element>
-    struct Min {
-        TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
-            return theirs < mine ? theirs : mine;
-        }
+    struct Numbers {
+        /// What a buffer holds an element as.
+        using Stored = Element;
+        struct Sum {
+            TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
+                return static_cast<Element>(mine + theirs);
+            }
+        };
+        struct Max {
+            TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
+                return theirs > mine ? theirs : mine;
+            }
+        };
+        struct Min {
+            TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
+                return theirs < mine ? theirs : mine;
+            }
+        };
     };
 
-    template <typename Element, typename Context>
+    /// The steps over bfloat16, on its bits.
+    struct Bfloat16 {
+        /// What a buffer holds an element as: its bits.
+        using Stored = std::uint16_t;
+        struct Sum {
+            TANDEM_HOST_DEVICE Stored operator()(Stored mine, Stored theirs) const {
+                return bf16_sum(mine, theirs);
+            }
+        };
+        struct Max {
+            TANDEM_HOST_DEVICE Stored operator()(Stored mine, Stored theirs) const {
+                return bf16_max(mine, theirs);
+            }
+        };
+        struct Min {
+            TANDEM_HOST_DEVICE Stored operator()(Stored mine, Stored theirs) const {
+                return bf16_min(mine, theirs);
+            }
+        };
+    };
+
+    template <typename Steps, typename Context>
     TANDEM_HOST_DEVICE static void combine(Context& ctx) {
+        using Stored = typename Steps::Stored;
         switch (ctx.u64(0)) {
-            case 0: combine_with<Element>(ctx, Sum<Element>{}); break;
-            case 1: combine_with<Element>(ctx, Max<Element>{}); break;
-            case 2: combine_with<Element>(ctx, Min<Element>{}); break;
+            case 0: combine_with<Stored>(ctx, typename Steps::Sum{}); break;
+            case 1: combine_with<Stored>(ctx, typename Steps::Max{}); break;
+            case 2: combine_with<Stored>(ctx, typename Steps::Min{}); break;
             default: break;
         }
     }
