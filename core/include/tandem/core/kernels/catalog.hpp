@@ -177,38 +177,50 @@ private:
     struct Numbers {
         /// What a buffer holds an element as.
         using Stored = Element;
+        /// The sum (wrapping for integers).
         struct Sum {
+            /// `mine` + `theirs`.
             TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
                 return static_cast<Element>(mine + theirs);
             }
         };
+        /// The larger.
         struct Max {
+            /// `theirs` where it is larger, else `mine`.
             TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
                 return theirs > mine ? theirs : mine;
             }
         };
+        /// The smaller.
         struct Min {
+            /// `theirs` where it is smaller, else `mine`.
             TANDEM_HOST_DEVICE Element operator()(Element mine, Element theirs) const {
                 return theirs < mine ? theirs : mine;
             }
         };
     };
 
-    /// The steps over bfloat16, on its bits.
+    /// The steps over bfloat16, on its bits (tandem/core/bfloat16.hpp).
     struct Bfloat16 {
         /// What a buffer holds an element as: its bits.
         using Stored = std::uint16_t;
+        /// The sum, rounded to nearest even.
         struct Sum {
+            /// `bf16_sum(mine, theirs)`.
             TANDEM_HOST_DEVICE Stored operator()(Stored mine, Stored theirs) const {
                 return bf16_sum(mine, theirs);
             }
         };
+        /// The larger, a NaN giving way to a number.
         struct Max {
+            /// `bf16_max(mine, theirs)`.
             TANDEM_HOST_DEVICE Stored operator()(Stored mine, Stored theirs) const {
                 return bf16_max(mine, theirs);
             }
         };
+        /// The smaller, a NaN giving way to a number.
         struct Min {
+            /// `bf16_min(mine, theirs)`.
             TANDEM_HOST_DEVICE Stored operator()(Stored mine, Stored theirs) const {
                 return bf16_min(mine, theirs);
             }
