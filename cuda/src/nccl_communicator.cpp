@@ -5,8 +5,6 @@
 #include "device_guard.hpp"
 #include "nccl_state.hpp"
 
-#include <cuda_runtime_api.h>
-
 #include <cstring>
 #include <string>
 #include <utility>
@@ -87,13 +85,6 @@ Result<NcclCommunicator> NcclCommunicator::create(Client device, int rank, int s
     nccl::UniqueId raw{};
     std::memcpy(raw.internal, id.bytes.data(), sizeof(raw.internal));
     DeviceGuard current(*ordinal);  // NCCL works on the calling thread's current device.
-    void* pinned = nullptr;
-    if (cudaMallocHost(&pinned, State::pinned_bytes) != cudaSuccess) {
-        return Error(ErrorKind::OutOfMemory, "the " + std::to_string(State::pinned_bytes) +
-                                                 " page-locked bytes of an NCCL communicator's "
-                                                 "agreement could not be had");
-    }
-    state->pinned = static_cast<std::byte*>(pinned);
     if (nccl::Result joined = (*nccl)->comm_init_rank(&state->communicator, size, raw, rank);
         joined != nccl::Result::success) {
         state->communicator = nullptr;

@@ -65,10 +65,6 @@ struct NcclAgreement {
 struct NcclCommunicator::State {
     State(Client device_, Handle agreement_)
         : device(std::move(device_)), agreement(std::move(agreement_)) {}
-    /// Frees `pinned`.
-    ~State();
-    State(const State&) = delete;
-    State& operator=(const State&) = delete;
 
     /// NCCL's entry points (of the process's load, never unloaded).
     const NcclEntryPoints* nccl = nullptr;
@@ -81,12 +77,6 @@ struct NcclCommunicator::State {
     /// The words of an agreement, on the device: five this rank gives (reduced by NCCL with
     /// every rank's in a collective), then five another rank gives (a send's or receive's).
     Handle agreement;
-    /// Page-locked host memory for the agreement's words, those going (first) and those coming
-    /// back: the unit of work that reduces them copies them in and out itself, so an agreement
-    /// is one unit and one wait (`swap_words`).
-    std::byte* pinned = nullptr;
-    /// The bytes of `pinned`.
-    static constexpr std::size_t pinned_bytes = 2 * sizeof(AgreementWords);
 
     /// The words of the agreement of a send or receive, as each end gives them.
     struct PairWords {
@@ -109,9 +99,8 @@ struct NcclCommunicator::State {
     /// Success while the communicator works; once an abort was asked, aborts it (if no call did
     /// yet) and returns why, so a call fails before it touches anything.
     Status usable();
-    /// Runs `call` on the agreement's buffer holding `words`, and gives back what the other
-    /// ranks made of them: one unit of work that copies the words in from `pinned`, runs `call`
-    /// and copies them back out.
+    /// Writes `words` to the agreement's buffer, runs `call` on it, and reads back what the
+    /// other ranks made of them.
     Result<AgreementWords> swap_words(const AgreementWords& words, const NcclCall& call);
     /// Gives `mine` to rank `peer` and takes its words (an NCCL send and receive in a group).
     Result<PairWords> exchange_words(int peer, const PairWords& mine);

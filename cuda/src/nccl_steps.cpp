@@ -3,8 +3,6 @@
 
 #include "nccl_state.hpp"
 
-#include <cuda_runtime_api.h>
-
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -17,9 +15,6 @@ namespace tandem::cuda {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/// What `run` holds for NCCL's answer until the work was called.
-constexpr int not_called = -1;
 
 /// How long a wait sleeps between looks once it has looked `polls` times: not at all at first
 /// (most collectives end within microseconds), then briefly, so a long one costs no core.
@@ -38,12 +33,6 @@ void claim_destination(Client& device, const NcclCollective& collective, const E
 }
 
 }  // namespace
-
-NcclCommunicator::State::~State() {
-    if (pinned != nullptr) {
-        cudaFreeHost(pinned);
-    }
-}
 
 Error nccl_error(const NcclEntryPoints& nccl, nccl::Result result, const std::string& what) {
     const bool peer = result == nccl::Result::remote_error || result == nccl::Result::system_error;
@@ -121,19 +110,18 @@ Status NcclCommunicator::State::run(const char* name, std::vector<LaunchArgument
     if (Status works = usable(); !works) {
         return works;
     }
-    // What NCCL answered, kept past the call: a refusal, or work never called, means the other
-    // ranks wait in vain.
-    auto answered = std::make_shared<std::atomic<int>>(not_called);
+    // What NCCL answered, kept past the call: a refusal means the other ranks wait in vain.
+    auto answered = std::make_shared<std::atomic<nccl::Result>>(nccl::Result::success);
     ExternalCallables callables;
     callables.cuda = [call, answered, entry = nccl, name](const DeviceWorkContext& context) {
         const nccl::Result result = call(context);
-        answered->store(static_cast<int>(result));
+        answered->store(result);
         return result == nccl::Result::success ? Status{}
                                                : Status(nccl_error(*entry, result, name));
     };
     if (Status enqueued = device.enqueue(ExternalWork{name, std::move(arguments), callables});
         !enqueued) {
-        return abort_now(enqueued.error());
+        return enqueued;
     }
     Result<Event> event = device.record_event(device.default_stream());
     if (!event) {
@@ -142,13 +130,8 @@ Status NcclCommunicator::State::run(const char* name, std::vector<LaunchArgument
     if (Status waited = wait(*event); !waited) {
         return waited;
     }
-    const int result = answered->load();
-    if (result == not_called) {
-        return abort_now(
-            Error::torn_down(std::string(name) + " never ran on rank " + std::to_string(rank)));
-    }
-    if (result != static_cast<int>(nccl::Result::success)) {
-        return abort_now(nccl_error(*nccl, static_cast<nccl::Result>(result), name));
+    if (const nccl::Result result = answered->load(); result != nccl::Result::success) {
+        return abort_now(nccl_error(*nccl, result, name));
     }
     return {};
 }
@@ -286,30 +269,18 @@ Result<NcclCommunicator::State::PairWords> NcclCommunicator::State::exchange_wor
 
 Result<AgreementWords> NcclCommunicator::State::swap_words(const AgreementWords& words,
                                                            const NcclCall& call) {
-    std::byte* going = pinned;
-    std::byte* coming = pinned + sizeof(AgreementWords);
-    std::memcpy(going, words.data(), sizeof(AgreementWords));
-    // Written whole by the unit itself, so never read as claimed (C9) whatever an earlier
-    // agreement left; released when the unit succeeds (C3).
-    const NcclCall in_and_out = [call, going, coming](const DeviceWorkContext& context) {
-        auto* stream = static_cast<cudaStream_t>(context.stream);
-        if (cudaMemcpyAsync(context.pointers[0], going, sizeof(AgreementWords),
-                            cudaMemcpyHostToDevice, stream) != cudaSuccess) {
-            return nccl::Result::unhandled_cuda_error;
-        }
-        if (const nccl::Result reduced = call(context); reduced != nccl::Result::success) {
-            return reduced;
-        }
-        return cudaMemcpyAsync(coming, context.pointers[0], sizeof(AgreementWords),
-                               cudaMemcpyDeviceToHost, stream) == cudaSuccess
-                   ? nccl::Result::success
-                   : nccl::Result::unhandled_cuda_error;
-    };
-    if (Status ran = run("nccl agreement", {{agreement, AccessMode::Write}}, in_and_out); !ran) {
+    if (Status written = device.write(agreement, std::as_bytes(std::span(words))); !written) {
+        return abort_now(written.error());
+    }
+    if (Status ran = run("nccl agreement", {{agreement, AccessMode::ReadWrite}}, call); !ran) {
         return ran.error();
     }
+    Result<std::vector<std::byte>> agreed = device.read(agreement);
+    if (!agreed) {
+        return abort_now(agreed.error());
+    }
     AgreementWords swapped{};
-    std::memcpy(swapped.data(), coming, sizeof(swapped));
+    std::memcpy(swapped.data(), agreed->data(), sizeof(swapped));
     return swapped;
 }
 
