@@ -7,8 +7,8 @@
 #include <array>
 #include <climits>
 #include <cstdint>
-#include <string>
 #include <span>
+#include <string>
 #include <utility>
 
 namespace tandem::mpi {
@@ -16,11 +16,16 @@ namespace {
 
 MPI_Datatype mpi_type(ElementType type) {
     switch (type) {
-        case ElementType::f32: return MPI_FLOAT;
-        case ElementType::f64: return MPI_DOUBLE;
-        case ElementType::i32: return MPI_INT32_T;
-        case ElementType::i64: return MPI_INT64_T;
-        case ElementType::bf16: return detail::bf16_datatype();
+        case ElementType::f32:
+            return MPI_FLOAT;
+        case ElementType::f64:
+            return MPI_DOUBLE;
+        case ElementType::i32:
+            return MPI_INT32_T;
+        case ElementType::i64:
+            return MPI_INT64_T;
+        case ElementType::bf16:
+            return detail::bf16_datatype();
     }
     return MPI_DATATYPE_NULL;
 }
@@ -31,9 +36,12 @@ MPI_Op mpi_op(ElementType type, ReduceOp op) {
         return detail::bf16_op(op);
     }
     switch (op) {
-        case ReduceOp::sum: return MPI_SUM;
-        case ReduceOp::max: return MPI_MAX;
-        case ReduceOp::min: return MPI_MIN;
+        case ReduceOp::sum:
+            return MPI_SUM;
+        case ReduceOp::max:
+            return MPI_MAX;
+        case ReduceOp::min:
+            return MPI_MIN;
     }
     return MPI_OP_NULL;
 }
@@ -54,8 +62,9 @@ Result<Communicator> Communicator::create(MPI_Comm comm, Client device) {
             "MPI is not initialised, or already finalised: call MPI_Init first");
     }
     if (comm == MPI_COMM_NULL) {
-        return Error::invalid_argument("a communicator needs an MPI communicator, not "
-                                       "MPI_COMM_NULL");
+        return Error::invalid_argument(
+            "a communicator needs an MPI communicator, not "
+            "MPI_COMM_NULL");
     }
     MPI_Comm own = MPI_COMM_NULL;
     MPI_Comm_dup(comm, &own);
@@ -112,7 +121,8 @@ Status Communicator::agree_on_call(const Status& local, std::uint64_t bytes) {
     if (words[1] != ~words[2]) {
         return Error::invalid_argument("the ranks' buffers differ in size (from " +
                                        std::to_string(~words[2]) + " to " +
-                                       std::to_string(words[1]) + " bytes), so no rank runs the "
+                                       std::to_string(words[1]) +
+                                       " bytes), so no rank runs the "
                                        "collective");
     }
     return {};
@@ -129,8 +139,8 @@ Status Communicator::spread_failure(const Handle& source, const Handle& destinat
     // Rank `from` sends its failure and the key of its source; every rank learns the same, and
     // every destination is claimed with it, but a source that is its own destination on the
     // rank it failed on: that claim is the failure the others get.
-    const detail::CarriedFailure failure =
-        detail::broadcast_failure(comm_, from, read, rank_ == from ? source.claim_key() : ClaimKey{});
+    const detail::CarriedFailure failure = detail::broadcast_failure(
+        comm_, from, read, rank_ == from ? source.claim_key() : ClaimKey{});
     if (rank_ == from && destination.claim_key() == source.claim_key()) {
         return {};
     }
@@ -153,16 +163,25 @@ Status Communicator::read_source(const Handle& buffer) {
     return read ? device_.wait(*read) : Status(read.error());
 }
 
-Status Communicator::all_reduce(const Handle& buffer, ElementType type, ReduceOp op) {
-    const std::uint64_t element = element_size(type);
-    if (Status agreed = agree_on_call(detail::check_buffer(device_, buffer, element),
-                                      buffer.empty() ? 0 : buffer.size_in_use());
-        !agreed) {
+std::optional<Status> Communicator::gate(const Status& local, std::uint64_t bytes,
+                                         const Handle& source, const Handle& destination,
+                                         const char* name, std::optional<int> root) {
+    if (Status agreed = agree_on_call(local, bytes); !agreed) {
         return agreed;
     }
-    const Status read = read_source(buffer);
+    const Status read = !root || rank_ == *root ? read_source(source) : Status{};
     if (const int from = first_unreadable(!read); from != size_) {
-        return spread_failure(buffer, buffer, from, read, "mpi all_reduce");
+        return spread_failure(source, destination, from, read, name);
+    }
+    return std::nullopt;
+}
+
+Status Communicator::all_reduce(const Handle& buffer, ElementType type, ReduceOp op) {
+    const std::uint64_t element = element_size(type);
+    if (std::optional<Status> ended =
+            gate(detail::check_buffer(device_, buffer, element),
+                 buffer.empty() ? 0 : buffer.size_in_use(), buffer, buffer, "mpi all_reduce")) {
+        return *ended;
     }
     const std::uint64_t bytes = buffer.size_in_use();
     MPI_Allreduce(MPI_IN_PLACE, staging_.data(), static_cast<int>(bytes / element), mpi_type(type),
@@ -174,19 +193,14 @@ Status Communicator::broadcast(const Handle& buffer, int root) {
     if (root < 0 || root >= size_) {
         // Every rank sees the same root and refuses alike: nothing to agree on.
         return Error::invalid_argument("rank " + std::to_string(root) +
-                                       " is no rank of a communicator of " +
-                                       std::to_string(size_));
+                                       " is no rank of a communicator of " + std::to_string(size_));
     }
-    if (Status agreed = agree_on_call(detail::check_buffer(device_, buffer, 1),
-                                      buffer.empty() ? 0 : buffer.size_in_use());
-        !agreed) {
-        return agreed;
+    if (std::optional<Status> ended = gate(detail::check_buffer(device_, buffer, 1),
+                                           buffer.empty() ? 0 : buffer.size_in_use(), buffer,
+                                           buffer, "mpi broadcast", root)) {
+        return *ended;
     }
     const std::uint64_t bytes = buffer.size_in_use();
-    const Status read = rank_ == root ? read_source(buffer) : Status{};
-    if (first_unreadable(!read) != size_) {
-        return spread_failure(buffer, buffer, root, read, "mpi broadcast");
-    }
     if (staging_.size() < bytes) {
         staging_.resize(bytes);
     }
@@ -204,22 +218,18 @@ Status Communicator::check_pair(const Handle& small, const Handle& large,
     }
     if (large.size_in_use() / static_cast<std::uint64_t>(size_) != small.size_in_use() ||
         large.size_in_use() % static_cast<std::uint64_t>(size_) != 0) {
-        return Error::invalid_argument(
-            "a buffer of " + std::to_string(large.size_in_use()) + " bytes is not " +
-            std::to_string(size_) + " times one of " + std::to_string(small.size_in_use()));
+        return Error::invalid_argument("a buffer of " + std::to_string(large.size_in_use()) +
+                                       " bytes is not " + std::to_string(size_) + " times one of " +
+                                       std::to_string(small.size_in_use()));
     }
     return {};
 }
 
 Status Communicator::all_gather(const Handle& input, const Handle& output) {
-    if (Status agreed = agree_on_call(check_pair(input, output, 1),
-                                      input.empty() ? 0 : input.size_in_use());
-        !agreed) {
-        return agreed;
-    }
-    const Status read = read_source(input);
-    if (const int from = first_unreadable(!read); from != size_) {
-        return spread_failure(input, output, from, read, "mpi all_gather");
+    if (std::optional<Status> ended =
+            gate(check_pair(input, output, 1), input.empty() ? 0 : input.size_in_use(), input,
+                 output, "mpi all_gather")) {
+        return *ended;
     }
     const std::uint64_t bytes = input.size_in_use();
     std::vector<std::byte> gathered(bytes * static_cast<std::uint64_t>(size_));
@@ -231,14 +241,10 @@ Status Communicator::all_gather(const Handle& input, const Handle& output) {
 Status Communicator::reduce_scatter(const Handle& input, const Handle& output, ElementType type,
                                     ReduceOp op) {
     const std::uint64_t element = element_size(type);
-    if (Status agreed = agree_on_call(check_pair(output, input, element),
-                                      input.empty() ? 0 : input.size_in_use());
-        !agreed) {
-        return agreed;
-    }
-    const Status read = read_source(input);
-    if (const int from = first_unreadable(!read); from != size_) {
-        return spread_failure(input, output, from, read, "mpi reduce_scatter");
+    if (std::optional<Status> ended =
+            gate(check_pair(output, input, element), input.empty() ? 0 : input.size_in_use(), input,
+                 output, "mpi reduce_scatter")) {
+        return *ended;
     }
     const std::uint64_t bytes = output.size_in_use();
     std::vector<std::byte> chunk(bytes);

@@ -30,6 +30,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 namespace tandem::mpi {
@@ -93,8 +94,7 @@ public:
     /// any rank's input claims every rank's output instead, and the call succeeds. Errors, the
     /// same on every rank: `InvalidArgument` as `all_gather` refuses, and for sizes that are no
     /// whole number of elements.
-    Status reduce_scatter(const Handle& input, const Handle& output, ElementType type,
-                          ReduceOp op);
+    Status reduce_scatter(const Handle& input, const Handle& output, ElementType type, ReduceOp op);
 
     /// Sends `source` to rank `to`, whose matching `recv` (the same count of sends from this rank
     /// to it, in order) receives it; returns once it went. Only the two ranks meet. A claimed
@@ -128,6 +128,14 @@ private:
     /// `from`, a destination that is its source keeps its own claim.
     Status spread_failure(const Handle& source, const Handle& destination, int from,
                           const Status& read, const char* collective);
+    /// The steps every collective takes before MPI moves its bytes: agrees on `local` (this
+    /// rank's call is valid) and `bytes`, reads `source` into `staging_` (on every rank, or on
+    /// rank `root` alone when it is set), and agrees on whether every rank could. The status the
+    /// call returns at once (a refusal, or `destination` claimed with the failure rank's error,
+    /// as `name`), or none when MPI is to move the staged bytes.
+    std::optional<Status> gate(const Status& local, std::uint64_t bytes, const Handle& source,
+                               const Handle& destination, const char* name,
+                               std::optional<int> root = std::nullopt);
     /// Waits for every writer of `buffer`'s bytes, then copies them into `staging_`: success
     /// iff no byte is claimed (C6), or why not.
     Status read_source(const Handle& buffer);
