@@ -39,18 +39,6 @@ nccl::ReduceOp nccl_op(ReduceOp op) {
     return nccl::ReduceOp::sum;
 }
 
-/// `InvalidArgument` unless `buffer` is a non-empty buffer of `device` of `bytes` bytes, whole
-/// `element`-byte elements; the message names `collective` and the buffer's `role`.
-Status check_own(const Client& device, std::string_view collective, std::string_view role,
-                 const Handle& buffer, std::uint64_t bytes, std::uint64_t element) {
-    if (buffer.empty() || buffer.service() != device.service()) {
-        return Error::invalid_argument(std::string(collective) + " takes an " + std::string(role) +
-                                       " of the communicator's device on this rank (" +
-                                       to_string(device.service()) + ")");
-    }
-    return detail::check_buffer_size(collective, role, buffer, bytes, element);
-}
-
 }  // namespace
 
 Status NcclCommunicator::all_reduce(const Handle& buffer, ElementType type, ReduceOp op) {
@@ -60,7 +48,7 @@ Status NcclCommunicator::all_reduce(const Handle& buffer, ElementType type, Redu
     const NcclEntryPoints* entry = state_->nccl;
     return state_->run_collective(
         {.name = "nccl all_reduce",
-         .valid = check_own(device(), "an all_reduce", "buffer", buffer, bytes, element),
+         .valid = check_nccl_buffer(device(), "an all_reduce", "buffer", buffer, bytes, element),
          .bytes = bytes,
          .source = &buffer,
          .destination = &buffer,
@@ -84,7 +72,7 @@ Status NcclCommunicator::broadcast(const Handle& buffer, int root) {
     const NcclEntryPoints* entry = state_->nccl;
     return state_->run_collective(
         {.name = "nccl broadcast",
-         .valid = check_own(device(), "a broadcast", "buffer", buffer, bytes, 1),
+         .valid = check_nccl_buffer(device(), "a broadcast", "buffer", buffer, bytes, 1),
          .bytes = bytes,
          .source = rank() == root ? &buffer : nullptr,
          .destination = &buffer,
@@ -97,10 +85,10 @@ Status NcclCommunicator::broadcast(const Handle& buffer, int root) {
 
 Status NcclCommunicator::all_gather(const Handle& input, const Handle& output) {
     const std::uint64_t bytes = input.empty() ? 0 : input.size_in_use();
-    Status valid = check_own(device(), "an all_gather", "input", input, bytes, 1);
+    Status valid = check_nccl_buffer(device(), "an all_gather", "input", input, bytes, 1);
     if (valid) {
-        valid = check_own(device(), "an all_gather", "output", output,
-                          detail::times(bytes, static_cast<std::size_t>(size())), 1);
+        valid = check_nccl_buffer(device(), "an all_gather", "output", output,
+                                  detail::times(bytes, static_cast<std::size_t>(size())), 1);
     }
     const nccl::Communicator comm = state_->communicator;
     const NcclEntryPoints* entry = state_->nccl;
@@ -121,10 +109,11 @@ Status NcclCommunicator::reduce_scatter(const Handle& input, const Handle& outpu
                                         ReduceOp op) {
     const std::uint64_t element = element_size(type);
     const std::uint64_t bytes = output.empty() ? 0 : output.size_in_use();
-    Status valid = check_own(device(), "a reduce_scatter", "output", output, bytes, element);
+    Status valid =
+        check_nccl_buffer(device(), "a reduce_scatter", "output", output, bytes, element);
     if (valid) {
-        valid = check_own(device(), "a reduce_scatter", "input", input,
-                          detail::times(bytes, static_cast<std::size_t>(size())), element);
+        valid = check_nccl_buffer(device(), "a reduce_scatter", "input", input,
+                                  detail::times(bytes, static_cast<std::size_t>(size())), element);
     }
     const nccl::Communicator comm = state_->communicator;
     const NcclEntryPoints* entry = state_->nccl;

@@ -5,8 +5,6 @@
 
 #include "nccl_state.hpp"
 
-#include "api/collective_steps.hpp"
-
 #include <string>
 
 namespace tandem::cuda {
@@ -21,17 +19,6 @@ Status check_other_rank(std::string_view call, int rank, int self, int size) {
                                        std::to_string(size));
     }
     return {};
-}
-
-/// `InvalidArgument` unless `buffer` is a non-empty buffer of `device`.
-Status check_buffer(const Client& device, std::string_view call, const Handle& buffer) {
-    if (buffer.empty() || buffer.service() != device.service()) {
-        return Error::invalid_argument(std::string(call) +
-                                       " takes a buffer of the communicator's device on this "
-                                       "rank (" +
-                                       to_string(device.service()) + ")");
-    }
-    return detail::check_buffer_size(call, "buffer", buffer, buffer.size_in_use(), 1);
 }
 
 /// The error both ends return when `mine` and `theirs` (of rank `peer`) do not pair up; none
@@ -61,7 +48,8 @@ Status NcclCommunicator::send(const Handle& source, int to) {
     if (Status works = state.usable(); !works) {
         return works;
     }
-    const Status valid = check_buffer(device(), "send", source);
+    const Status valid = check_nccl_buffer(device(), "send", "buffer", source,
+                                           source.empty() ? 0 : source.size_in_use(), 1);
     const Status read = valid ? state.device.sync(std::span(&source, 1)) : Status{};
     const std::string encoded =
         read ? std::string() : detail::encode_failure(read, source.claim_key());
@@ -100,7 +88,8 @@ Status NcclCommunicator::recv(const Handle& target, int from) {
     if (Status works = state.usable(); !works) {
         return works;
     }
-    const Status valid = check_buffer(device(), "recv", target);
+    const Status valid = check_nccl_buffer(device(), "recv", "buffer", target,
+                                           target.empty() ? 0 : target.size_in_use(), 1);
     const State::PairWords mine{!valid, valid ? target.size_in_use() : 0, false, 0};
     Result<State::PairWords> theirs = state.exchange_words(from, mine);
     if (!theirs) {

@@ -138,6 +138,11 @@ private:
     std::optional<Error> abort_reason_;
 };
 
+/// `InvalidArgument` unless `buffer` is a non-empty buffer of `device` of `bytes` bytes, whole
+/// `element`-byte elements; the message names `collective` and the buffer's `role`.
+Status check_nccl_buffer(const Client& device, std::string_view collective, std::string_view role,
+                         const Handle& buffer, std::uint64_t bytes, std::uint64_t element);
+
 /// NCCL's `result` of `what` as tandem's error: `PeerUnreachable` for a remote or system error,
 /// `TornDown` otherwise.
 Error nccl_error(const NcclEntryPoints& nccl, nccl::Result result, const std::string& what);

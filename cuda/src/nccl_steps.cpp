@@ -3,6 +3,8 @@
 
 #include "nccl_state.hpp"
 
+#include "api/collective_steps.hpp"
+
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -33,6 +35,17 @@ void claim_destination(Client& device, const NcclCollective& collective, const E
 }
 
 }  // namespace
+
+Status check_nccl_buffer(const Client& device, std::string_view collective, std::string_view role,
+                         const Handle& buffer, std::uint64_t bytes, std::uint64_t element) {
+    if (buffer.empty() || buffer.service() != device.service()) {
+        return Error::invalid_argument(std::string(collective) + "'s " + std::string(role) +
+                                       " must be a buffer of the communicator's device on this "
+                                       "rank (" +
+                                       to_string(device.service()) + ")");
+    }
+    return detail::check_buffer_size(collective, role, buffer, bytes, element);
+}
 
 Error nccl_error(const NcclEntryPoints& nccl, nccl::Result result, const std::string& what) {
     const bool peer = result == nccl::Result::remote_error || result == nccl::Result::system_error;
