@@ -56,7 +56,8 @@ bool mpi_usable() {
 
 }  // namespace
 
-Result<Communicator> Communicator::create(MPI_Comm comm, Client device) {
+Result<Communicator> Communicator::create(MPI_Comm comm, Client device,
+                                          CommunicatorOptions options) {
     if (!mpi_usable()) {
         return Error::invalid_argument(
             "MPI is not initialised, or already finalised: call MPI_Init first");
@@ -72,11 +73,12 @@ Result<Communicator> Communicator::create(MPI_Comm comm, Client device) {
     int size = 0;
     MPI_Comm_rank(own, &rank);
     MPI_Comm_size(own, &size);
-    return Communicator(own, std::move(device), rank, size);
+    return Communicator(own, std::move(device), rank, size, options);
 }
 
-Communicator::Communicator(MPI_Comm comm, Client device, int rank, int size)
-    : comm_(comm), device_(std::move(device)), rank_(rank), size_(size) {}
+Communicator::Communicator(MPI_Comm comm, Client device, int rank, int size,
+                           CommunicatorOptions options)
+    : comm_(comm), device_(std::move(device)), rank_(rank), size_(size), options_(options) {}
 
 Communicator::~Communicator() {
     if (comm_ != MPI_COMM_NULL && mpi_usable()) {
@@ -89,7 +91,9 @@ Communicator::Communicator(Communicator&& other) noexcept
       device_(other.device_),
       rank_(other.rank_),
       size_(other.size_),
-      staging_(std::move(other.staging_)) {}
+      options_(other.options_),
+      staging_(std::move(other.staging_)),
+      landing_(std::move(other.landing_)) {}
 
 Communicator& Communicator::operator=(Communicator&& other) noexcept {
     if (this != &other) {
@@ -100,7 +104,9 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
         device_ = other.device_;
         rank_ = other.rank_;
         size_ = other.size_;
+        options_ = other.options_;
         staging_ = std::move(other.staging_);
+        landing_ = std::move(other.landing_);
     }
     return *this;
 }
@@ -147,46 +153,89 @@ Status Communicator::spread_failure(const Handle& source, const Handle& destinat
     return detail::claim_with(device_, destination, failure, collective);
 }
 
-Status Communicator::read_source(const Handle& buffer) {
+std::optional<std::span<std::byte>> Communicator::host_bytes(const Handle& buffer) {
+    if (!options_.host_memory_in_place) {
+        return std::nullopt;
+    }
+    Result<NativeView> view = device_.native(buffer);
+    if (!view || view->on_gpu || view->pointer == nullptr) {
+        return std::nullopt;
+    }
+    return std::span(static_cast<std::byte*>(view->pointer), buffer.size_in_use());
+}
+
+Result<Communicator::Bytes> Communicator::read_source(const Handle& buffer) {
     // Every writer of its bytes first, on any device, and none of them may have failed (C6);
-    // then a copy into the staging buffer this communicator keeps from call to call, so a large
-    // buffer is not a fresh allocation (and its page faults) every time.
+    // then the bytes where they are, or a copy into the staging buffer this communicator keeps
+    // from call to call, so a large buffer is not a fresh allocation (and its page faults) every
+    // time.
     const Handle handles[] = {buffer};
     if (Status ready = device_.sync(handles); !ready) {
-        return ready;
+        return ready.error();
+    }
+    if (std::optional<std::span<std::byte>> own = host_bytes(buffer)) {
+        return Bytes{*own, true};
     }
     if (staging_.size() < buffer.size_in_use()) {
         staging_.resize(buffer.size_in_use());
     }
-    Result<PendingRead> read = device_.read_async(
-        buffer, std::span(staging_.data(), buffer.size_in_use()), device_.default_stream());
-    return read ? device_.wait(*read) : Status(read.error());
+    const std::span<std::byte> staged(staging_.data(), buffer.size_in_use());
+    Result<PendingRead> read = device_.read_async(buffer, staged, device_.default_stream());
+    if (Status landed = read ? device_.wait(*read) : Status(read.error()); !landed) {
+        return landed.error();
+    }
+    return Bytes{staged, false};
 }
 
-std::optional<Status> Communicator::gate(const Status& local, std::uint64_t bytes,
-                                         const Handle& source, const Handle& destination,
-                                         const char* name, std::optional<int> root) {
+Communicator::Bytes Communicator::landing(const Handle& destination,
+                                          std::span<const std::byte> source) {
+    const std::uint64_t bytes = destination.size_in_use();
+    if (std::optional<std::span<std::byte>> own = host_bytes(destination)) {
+        const bool apart = own->data() + own->size() <= source.data() ||
+                           source.data() + source.size() <= own->data();
+        // A claimed byte, or pending work of this device on them, makes this fail: a write then
+        // releases the claims and lands after that work.
+        const Handle handles[] = {destination};
+        if (apart && device_.sync(handles)) {
+            return Bytes{*own, true};
+        }
+    }
+    if (landing_.size() < bytes) {
+        landing_.resize(bytes);
+    }
+    return Bytes{std::span(landing_.data(), bytes), false};
+}
+
+Status Communicator::land(const Handle& destination, const Bytes& bytes) {
+    return bytes.in_place ? Status{} : device_.write(destination, bytes.span);
+}
+
+Communicator::Gate Communicator::gate(const Status& local, std::uint64_t bytes,
+                                      const Handle& source, const Handle& destination,
+                                      const char* name, std::optional<int> root) {
     if (Status agreed = agree_on_call(local, bytes); !agreed) {
-        return agreed;
+        return {agreed, {}};
     }
-    const Status read = !root || rank_ == *root ? read_source(source) : Status{};
-    if (const int from = first_unreadable(!read); from != size_) {
-        return spread_failure(source, destination, from, read, name);
+    Result<Bytes> read = !root || rank_ == *root ? read_source(source) : Result<Bytes>(Bytes{});
+    const Status readable = read ? Status{} : Status(read.error());
+    if (const int from = first_unreadable(!readable); from != size_) {
+        return {spread_failure(source, destination, from, readable, name), {}};
     }
-    return std::nullopt;
+    return {std::nullopt, *read};
 }
 
 Status Communicator::all_reduce(const Handle& buffer, ElementType type, ReduceOp op) {
     const std::uint64_t element = element_size(type);
-    if (std::optional<Status> ended =
-            gate(detail::check_buffer(device_, buffer, element),
-                 buffer.empty() ? 0 : buffer.size_in_use(), buffer, buffer, "mpi all_reduce")) {
-        return *ended;
+    Gate gated = gate(detail::check_buffer(device_, buffer, element),
+                      buffer.empty() ? 0 : buffer.size_in_use(), buffer, buffer, "mpi all_reduce");
+    if (gated.ended) {
+        return *gated.ended;
     }
-    const std::uint64_t bytes = buffer.size_in_use();
-    MPI_Allreduce(MPI_IN_PLACE, staging_.data(), static_cast<int>(bytes / element), mpi_type(type),
-                  mpi_op(type, op), comm_);
-    return device_.write(buffer, std::span(staging_.data(), bytes));
+    // The source was readable, so no byte of it is claimed: in place there is nothing to release.
+    const Bytes& bytes = gated.source;
+    MPI_Allreduce(MPI_IN_PLACE, bytes.span.data(), static_cast<int>(bytes.span.size() / element),
+                  mpi_type(type), mpi_op(type, op), comm_);
+    return land(buffer, bytes);
 }
 
 Status Communicator::broadcast(const Handle& buffer, int root) {
@@ -195,17 +244,16 @@ Status Communicator::broadcast(const Handle& buffer, int root) {
         return Error::invalid_argument("rank " + std::to_string(root) +
                                        " is no rank of a communicator of " + std::to_string(size_));
     }
-    if (std::optional<Status> ended = gate(detail::check_buffer(device_, buffer, 1),
-                                           buffer.empty() ? 0 : buffer.size_in_use(), buffer,
-                                           buffer, "mpi broadcast", root)) {
-        return *ended;
+    Gate gated = gate(detail::check_buffer(device_, buffer, 1),
+                      buffer.empty() ? 0 : buffer.size_in_use(), buffer, buffer, "mpi broadcast",
+                      root);
+    if (gated.ended) {
+        return *gated.ended;
     }
-    const std::uint64_t bytes = buffer.size_in_use();
-    if (staging_.size() < bytes) {
-        staging_.resize(bytes);
-    }
-    MPI_Bcast(staging_.data(), static_cast<int>(bytes), MPI_BYTE, root, comm_);
-    return rank_ == root ? Status{} : device_.write(buffer, std::span(staging_.data(), bytes));
+    // The root sends its source and keeps it; every other rank's buffer is a destination.
+    const Bytes bytes = rank_ == root ? gated.source : landing(buffer, {});
+    MPI_Bcast(bytes.span.data(), static_cast<int>(bytes.span.size()), MPI_BYTE, root, comm_);
+    return rank_ == root ? Status{} : land(buffer, bytes);
 }
 
 Status Communicator::check_pair(const Handle& small, const Handle& large,
@@ -226,31 +274,31 @@ Status Communicator::check_pair(const Handle& small, const Handle& large,
 }
 
 Status Communicator::all_gather(const Handle& input, const Handle& output) {
-    if (std::optional<Status> ended =
-            gate(check_pair(input, output, 1), input.empty() ? 0 : input.size_in_use(), input,
-                 output, "mpi all_gather")) {
-        return *ended;
+    Gate gated = gate(check_pair(input, output, 1), input.empty() ? 0 : input.size_in_use(),
+                      input, output, "mpi all_gather");
+    if (gated.ended) {
+        return *gated.ended;
     }
-    const std::uint64_t bytes = input.size_in_use();
-    std::vector<std::byte> gathered(bytes * static_cast<std::uint64_t>(size_));
-    MPI_Allgather(staging_.data(), static_cast<int>(bytes), MPI_BYTE, gathered.data(),
-                  static_cast<int>(bytes), MPI_BYTE, comm_);
-    return device_.write(output, gathered);
+    const std::span<std::byte> source = gated.source.span;
+    const Bytes gathered = landing(output, source);
+    MPI_Allgather(source.data(), static_cast<int>(source.size()), MPI_BYTE, gathered.span.data(),
+                  static_cast<int>(source.size()), MPI_BYTE, comm_);
+    return land(output, gathered);
 }
 
 Status Communicator::reduce_scatter(const Handle& input, const Handle& output, ElementType type,
                                     ReduceOp op) {
     const std::uint64_t element = element_size(type);
-    if (std::optional<Status> ended =
-            gate(check_pair(output, input, element), input.empty() ? 0 : input.size_in_use(), input,
-                 output, "mpi reduce_scatter")) {
-        return *ended;
+    Gate gated = gate(check_pair(output, input, element), input.empty() ? 0 : input.size_in_use(),
+                      input, output, "mpi reduce_scatter");
+    if (gated.ended) {
+        return *gated.ended;
     }
-    const std::uint64_t bytes = output.size_in_use();
-    std::vector<std::byte> chunk(bytes);
-    MPI_Reduce_scatter_block(staging_.data(), chunk.data(), static_cast<int>(bytes / element),
-                             mpi_type(type), mpi_op(type, op), comm_);
-    return device_.write(output, chunk);
+    const Bytes chunk = landing(output, gated.source.span);
+    MPI_Reduce_scatter_block(gated.source.span.data(), chunk.span.data(),
+                             static_cast<int>(chunk.span.size() / element), mpi_type(type),
+                             mpi_op(type, op), comm_);
+    return land(output, chunk);
 }
 
 }  // namespace tandem::mpi

@@ -42,20 +42,21 @@ Status Communicator::send(const Handle& source, int to) {
                                         std::to_string(wanted) + " bytes, not the " +
                                         std::to_string(source.size_in_use()) + " sent");
     }
-    const Status read = local && wanted != refused ? read_source(source) : Status{};
+    Result<Bytes> read = local && wanted != refused ? read_source(source) : Result<Bytes>(Bytes{});
     const Answer answer = !local || wanted == refused ? Answer::refusal
                           : read                      ? Answer::bytes
                                                       : Answer::failure;
     const auto word = static_cast<std::uint64_t>(answer);
     MPI_Send(&word, 1, MPI_UINT64_T, to, transfer_tag, comm_);
     if (answer == Answer::bytes) {
-        MPI_Send(staging_.data(), static_cast<int>(source.size_in_use()), MPI_BYTE, to,
+        MPI_Send(read->span.data(), static_cast<int>(read->span.size()), MPI_BYTE, to,
                  transfer_tag, comm_);
         return {};
     }
     if (answer == Answer::failure) {
-        detail::send_failure(comm_, to, transfer_tag, read, source.claim_key());
-        return read;  // K2: the source's failure, and no claim on this rank.
+        const Status failure(read.error());
+        detail::send_failure(comm_, to, transfer_tag, failure, source.claim_key());
+        return failure;  // K2: the source's failure, and no claim on this rank.
     }
     return local ? Status(Error::invalid_argument("rank " + std::to_string(to) +
                                                   " refused to receive: nothing was sent"))
@@ -73,13 +74,10 @@ Status Communicator::recv(const Handle& target, int from) {
     MPI_Recv(&word, 1, MPI_UINT64_T, from, transfer_tag, comm_, MPI_STATUS_IGNORE);
     switch (static_cast<Answer>(word)) {
         case Answer::bytes: {
-            const std::uint64_t bytes = target.size_in_use();
-            if (staging_.size() < bytes) {
-                staging_.resize(bytes);
-            }
-            MPI_Recv(staging_.data(), static_cast<int>(bytes), MPI_BYTE, from, transfer_tag,
-                     comm_, MPI_STATUS_IGNORE);
-            return device_.write(target, std::span(staging_.data(), bytes));  // C3.
+            const Bytes bytes = landing(target, {});
+            MPI_Recv(bytes.span.data(), static_cast<int>(bytes.span.size()), MPI_BYTE, from,
+                     transfer_tag, comm_, MPI_STATUS_IGNORE);
+            return land(target, bytes);  // C3: a claimed target is written back, released.
         }
         case Answer::failure:
             // K2: the target is claimed with the sender's failure and the hop; the call succeeds.

@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
     }
     Client device = (*runtime)->client(0);
     {
+        // MPI through a staging buffer, as on a GPU, then in place in the simulator's memory.
+        auto staged = mpi::Communicator::create(MPI_COMM_WORLD, device, {.host_memory_in_place = false});
+        expect(static_cast<bool>(staged), "create");
+        every_check(*staged, device);
         auto comm = mpi::Communicator::create(MPI_COMM_WORLD, device);
         expect(static_cast<bool>(comm), "create");
         every_check(*comm, device);

@@ -317,6 +317,81 @@ void send_and_recv_follow_k2(Communicator& comm, Client& device) {
     expect(unchanged && *unchanged == bytes_of(8, 3), "a refused recv changes nothing");
 }
 
+// A collective that lands releases the claims its destination had (C3): an all-gather's output
+// and a broadcast's buffers past the root, each claimed before by a failing kernel.
+template <typename Communicator>
+void a_collective_that_lands_releases_a_claimed_destination(Communicator& comm, Client& device) {
+    const int n = comm.size();
+    Handle input = *device.allocate(4);
+    Handle output = *device.allocate(4 * static_cast<std::uint64_t>(n));
+    expect(static_cast<bool>(device.write(input, bytes_of(4, comm.rank() + 1))), "write");
+    expect(static_cast<bool>(device.launch("fail", LaunchConfig::linear(1),
+                                           {{output, AccessMode::Write}}, KernelArgs().u64(4))),
+           "launch of fail");
+    expect(static_cast<bool>(comm.all_gather(input, output)), "all_gather into a claimed output");
+    std::vector<std::byte> expected;
+    for (int r = 0; r < n; ++r) {
+        const std::vector<std::byte> part = bytes_of(4, r + 1);
+        expected.insert(expected.end(), part.begin(), part.end());
+    }
+    auto gathered = device.read(output);
+    expect(gathered && *gathered == expected,
+           "the claimed output released, holding the inputs: " +
+               (gathered ? std::string() : gathered.error().report()));
+    Handle buffer = *device.allocate(8);
+    if (comm.rank() == 0) {
+        expect(static_cast<bool>(device.write(buffer, bytes_of(8, 7))), "write");
+    } else {
+        expect(static_cast<bool>(device.launch("fail", LaunchConfig::linear(1),
+                                               {{buffer, AccessMode::Write}}, KernelArgs().u64(4))),
+               "launch of fail");
+    }
+    expect(static_cast<bool>(comm.broadcast(buffer, 0)), "broadcast into claimed buffers");
+    auto broadcast = device.read(buffer);
+    expect(broadcast && *broadcast == bytes_of(8, 7),
+           "every claimed buffer released, holding the root's bytes: " +
+               (broadcast ? std::string() : broadcast.error().report()));
+}
+
+// A destination is written after the work enqueued before the collective that reads it: a copy
+// of the output enqueued just before an all-gather copies the bytes the output held then.
+template <typename Communicator>
+void a_destination_is_written_after_the_work_reading_it(Communicator& comm, Client& device) {
+    const std::uint64_t bytes = 4 * static_cast<std::uint64_t>(comm.size());
+    Handle input = *device.allocate(4);
+    Handle output = *device.allocate(bytes);
+    Handle before = *device.allocate(bytes);
+    expect(static_cast<bool>(device.write(input, bytes_of(4, comm.rank() + 1))), "write");
+    expect(static_cast<bool>(device.write(output, bytes_of(bytes, 9))), "write");
+    expect(static_cast<bool>(device.copy(output, before)), "copy of the output");
+    expect(static_cast<bool>(comm.all_gather(input, output)), "all_gather");
+    auto copied = device.read(before);
+    expect(copied && *copied == bytes_of(bytes, 9),
+           "the copy enqueued first holds the output's earlier bytes");
+}
+
+// An all-gather whose input is its own rank's part of the output (in place, as NCCL allows)
+// gives every rank the inputs in rank order.
+template <typename Communicator>
+void an_all_gather_in_place_orders_inputs_by_rank(Communicator& comm, Client& device) {
+    const int n = comm.size();
+    Handle output = *device.allocate(4 * static_cast<std::uint64_t>(n));
+    expect(static_cast<bool>(device.write(output, bytes_of(4 * static_cast<std::size_t>(n), 0))),
+           "write");
+    Handle input = *output.slice(4 * static_cast<std::uint64_t>(comm.rank()), 4);
+    expect(static_cast<bool>(device.write(input, bytes_of(4, comm.rank() + 1))), "write");
+    const Status gathered = comm.all_gather(input, output);
+    expect(static_cast<bool>(gathered),
+           "all_gather in place: " + (gathered ? std::string() : gathered.error().report()));
+    std::vector<std::byte> expected;
+    for (int r = 0; r < n; ++r) {
+        const std::vector<std::byte> part = bytes_of(4, r + 1);
+        expected.insert(expected.end(), part.begin(), part.end());
+    }
+    auto read = device.read(output);
+    expect(read && *read == expected, "the inputs in rank order, in place");
+}
+
 // Last, as it loses rank 1's device for good: a lost device is a failed source (D1) like a
 // claimed byte, so every other rank's buffer is claimed with the loss, named on rank 1.
 template <typename Communicator>
@@ -348,6 +423,9 @@ void every_check(Communicator& comm, Client& device) {
     all_gather_orders_inputs_by_rank(comm, device);
     reduce_scatter_sums_each_ranks_chunk(comm, device);
     send_and_recv_follow_k2(comm, device);
+    a_collective_that_lands_releases_a_claimed_destination(comm, device);
+    a_destination_is_written_after_the_work_reading_it(comm, device);
+    an_all_gather_in_place_orders_inputs_by_rank(comm, device);
 }
 
 /// The job's verdict, the same on every rank: the failed checks of every rank, counted through

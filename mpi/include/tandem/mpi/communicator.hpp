@@ -11,10 +11,15 @@
 // and never some ranks with a result and others with an error. A call another rank cannot take
 // (a buffer of another size, say) is refused on every rank alike, and nothing changes.
 //
-// Each rank gives a buffer of its own device. Its bytes cross through host memory: a rank reads
-// its buffer (waiting for its writers, as `Client::read` does), MPI reduces the host copies, and
-// the result is written back (`Client::write`, which releases the claims it covers, C3). Peer
-// memory stays within a host (`Job::publish`); across hosts data moves by collectives only.
+// Each rank gives a buffer of its own device, and MPI finds its bytes where they are. On a
+// device whose memory is the host's (the simulator, the reference backend) MPI reads and writes
+// the buffer in place, as a CUDA-aware MPI takes a GPU's memory, once its writers are done and
+// its claims checked (C6). Elsewhere (a GPU) the bytes cross through host memory: a rank reads
+// its buffer into a staging buffer (waiting for its writers, as `Client::read` does), MPI
+// reduces the host copies, and the result is written back (`Client::write`, which releases the
+// claims it covers, C3). A destination with claimed bytes is written back so too, wherever it
+// is, since only a write releases claims. Peer memory stays within a host (`Job::publish`);
+// across hosts data moves by collectives only.
 //
 // Reports name ranks when each rank's runtime knows its rank: open it with
 // `RuntimeOptions::rank` set to the MPI rank (`Job::join` does this for jobs tandem starts).
@@ -30,10 +35,20 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace tandem::mpi {
+
+/// How a communicator moves a rank's bytes.
+struct CommunicatorOptions {
+    /// Whether MPI reads and writes a buffer in place when its device's memory is the host's
+    /// (the default), or always through a staging buffer, as it does a GPU's: for an MPI that
+    /// cannot take that memory, and to compare the two.
+    bool host_memory_in_place = true;
+};
 
 /// Collectives between the ranks of an MPI communicator, each rank giving buffers of one device.
 /// Every call is collective: every rank of the communicator makes it, in the same order.
@@ -43,7 +58,8 @@ public:
     /// keeps `comm` alive while the communicator is used; tandem duplicates it, so its own
     /// messages never meet the program's. Collective over `comm`. `InvalidArgument` when MPI is
     /// not initialised (or already finalised) or `comm` is null.
-    static Result<Communicator> create(MPI_Comm comm, Client device);
+    static Result<Communicator> create(MPI_Comm comm, Client device,
+                                       CommunicatorOptions options = {});
 
     /// Frees tandem's duplicate of the communicator (collective, as `MPI_Comm_free` is).
     ~Communicator();
@@ -113,7 +129,20 @@ public:
     Status recv(const Handle& target, int from);
 
 private:
-    Communicator(MPI_Comm comm, Client device, int rank, int size);
+    /// Where MPI finds a buffer's bytes for one call: the buffer's own (`in_place`), or a
+    /// staging buffer copied from the device or to be written back to it.
+    struct Bytes {
+        std::span<std::byte> span;
+        bool in_place = false;
+    };
+    /// What the steps before MPI end with: the status the call returns at once, or none and the
+    /// bytes of the source MPI reads (none on a rank that reads no source).
+    struct Gate {
+        std::optional<Status> ended;
+        Bytes source;
+    };
+
+    Communicator(MPI_Comm comm, Client device, int rank, int size, CommunicatorOptions options);
     /// `InvalidArgument` unless `small` and `large` are buffers of this rank's device with
     /// `large` `size()` times `small`, both whole numbers of `element`-byte elements.
     [[nodiscard]] Status check_pair(const Handle& small, const Handle& large,
@@ -129,23 +158,34 @@ private:
     Status spread_failure(const Handle& source, const Handle& destination, int from,
                           const Status& read, const char* collective);
     /// The steps every collective takes before MPI moves its bytes: agrees on `local` (this
-    /// rank's call is valid) and `bytes`, reads `source` into `staging_` (on every rank, or on
-    /// rank `root` alone when it is set), and agrees on whether every rank could. The status the
-    /// call returns at once (a refusal, or `destination` claimed with the failure rank's error,
-    /// as `name`), or none when MPI is to move the staged bytes.
-    std::optional<Status> gate(const Status& local, std::uint64_t bytes, const Handle& source,
-                               const Handle& destination, const char* name,
-                               std::optional<int> root = std::nullopt);
-    /// Waits for every writer of `buffer`'s bytes, then copies them into `staging_`: success
-    /// iff no byte is claimed (C6), or why not.
-    Status read_source(const Handle& buffer);
+    /// rank's call is valid) and `bytes`, reads `source` (on every rank, or on rank `root`
+    /// alone when it is set), and agrees on whether every rank could. Ends the call (a refusal,
+    /// or `destination` claimed with the failure rank's error, as `name`), or gives where MPI
+    /// reads the source.
+    Gate gate(const Status& local, std::uint64_t bytes, const Handle& source,
+              const Handle& destination, const char* name, std::optional<int> root = std::nullopt);
+    /// Waits for every writer of `buffer`'s bytes and checks that none is claimed (C6), then
+    /// gives its bytes in place where they are the host's, else copied into `staging_`.
+    Result<Bytes> read_source(const Handle& buffer);
+    /// `buffer`'s own bytes, when its device's memory is the host's and this communicator
+    /// takes it in place.
+    std::optional<std::span<std::byte>> host_bytes(const Handle& buffer);
+    /// Where MPI writes `destination`'s `bytes` bytes: in place when they are the host's, no work
+    /// of this device is pending and none is claimed (nothing to release) and they share no byte
+    /// with `source`; else `landing_`, which `land` writes back.
+    Bytes landing(const Handle& destination, std::span<const std::byte> source);
+    /// Writes `bytes` into `destination` unless MPI wrote them there in place.
+    Status land(const Handle& destination, const Bytes& bytes);
 
     MPI_Comm comm_ = MPI_COMM_NULL;
     Client device_;
     int rank_ = 0;
     int size_ = 0;
-    /// The host copy MPI reduces, kept from call to call (the largest buffer's size so far).
+    CommunicatorOptions options_;
+    /// The host copy of a source MPI reads, kept from call to call (the largest size so far).
     std::vector<std::byte> staging_;
+    /// The host copy of a destination MPI writes, kept so too.
+    std::vector<std::byte> landing_;
 };
 
 }  // namespace tandem::mpi
