@@ -111,33 +111,32 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
     return *this;
 }
 
-Status Communicator::agree_on_call(const Status& local, std::uint64_t bytes) {
-    // One all-reduce of three words: the highest rank (plus one) that refused its part, the
-    // largest size and the complement of the smallest.
-    std::array<std::uint64_t, 3> words{local ? 0 : static_cast<std::uint64_t>(rank_) + 1,
-                                       local ? bytes : 0, local ? ~bytes : 0};
-    MPI_Allreduce(MPI_IN_PLACE, words.data(), 3, MPI_UINT64_T, MPI_MAX, comm_);
+Communicator::Agreement Communicator::agree(const Status& local, std::uint64_t bytes,
+                                            bool unreadable) {
+    // One all-reduce of four words, the largest of each: the highest rank (plus one) that
+    // refused its part, the largest size, the complement of the smallest, and the size less the
+    // lowest rank whose source could not be read.
+    std::array<std::uint64_t, 4> words{
+        local ? 0 : static_cast<std::uint64_t>(rank_) + 1, local ? bytes : 0, local ? ~bytes : 0,
+        unreadable ? static_cast<std::uint64_t>(size_ - rank_) : 0};
+    MPI_Allreduce(MPI_IN_PLACE, words.data(), 4, MPI_UINT64_T, MPI_MAX, comm_);
+    const int first_unreadable = size_ - static_cast<int>(words[3]);
     if (!local) {
-        return local;
+        return {local, first_unreadable};
     }
     if (words[0] != 0) {
-        return Error::invalid_argument("rank " + std::to_string(words[0] - 1) +
-                                       " refused its part of the collective, so no rank runs it");
+        return {Error::invalid_argument("rank " + std::to_string(words[0] - 1) +
+                                        " refused its part of the collective, so no rank runs it"),
+                first_unreadable};
     }
     if (words[1] != ~words[2]) {
-        return Error::invalid_argument("the ranks' buffers differ in size (from " +
-                                       std::to_string(~words[2]) + " to " +
-                                       std::to_string(words[1]) +
-                                       " bytes), so no rank runs the "
-                                       "collective");
+        return {Error::invalid_argument("the ranks' buffers differ in size (from " +
+                                        std::to_string(~words[2]) + " to " +
+                                        std::to_string(words[1]) +
+                                        " bytes), so no rank runs the collective"),
+                first_unreadable};
     }
-    return {};
-}
-
-int Communicator::first_unreadable(bool unreadable) const {
-    int first = unreadable ? rank_ : size_;
-    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm_);
-    return first;
+    return {Status{}, first_unreadable};
 }
 
 Status Communicator::spread_failure(const Handle& source, const Handle& destination, int from,
@@ -213,13 +212,18 @@ Status Communicator::land(const Handle& destination, const Bytes& bytes) {
 Communicator::Gate Communicator::gate(const Status& local, std::uint64_t bytes,
                                       const Handle& source, const Handle& destination,
                                       const char* name, std::optional<int> root) {
-    if (Status agreed = agree_on_call(local, bytes); !agreed) {
-        return {agreed, {}};
-    }
-    Result<Bytes> read = !root || rank_ == *root ? read_source(source) : Result<Bytes>(Bytes{});
+    // The source is read before the ranks agree, so that one small all-reduce says both whether
+    // every call is valid and whether every source could be read; reading changes nothing, so
+    // a call refused after it is refused as if nothing happened.
+    const bool reads = local && (!root || rank_ == *root);
+    Result<Bytes> read = reads ? read_source(source) : Result<Bytes>(Bytes{});
     const Status readable = read ? Status{} : Status(read.error());
-    if (const int from = first_unreadable(!readable); from != size_) {
-        return {spread_failure(source, destination, from, readable, name), {}};
+    const Agreement agreed = agree(local, bytes, !readable);
+    if (!agreed.valid) {
+        return {agreed.valid, {}};
+    }
+    if (agreed.first_unreadable != size_) {
+        return {spread_failure(source, destination, agreed.first_unreadable, readable, name), {}};
     }
     return {std::nullopt, *read};
 }

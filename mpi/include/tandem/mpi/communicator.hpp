@@ -147,21 +147,27 @@ private:
     /// `large` `size()` times `small`, both whole numbers of `element`-byte elements.
     [[nodiscard]] Status check_pair(const Handle& small, const Handle& large,
                                     std::uint64_t element) const;
-    /// Agrees on whether every rank's call is valid (`local`) with a buffer of `bytes` bytes:
-    /// the error every rank returns when not.
-    Status agree_on_call(const Status& local, std::uint64_t bytes);
-    /// Agrees on the lowest rank whose source could not be read; `size()` when every one could.
-    [[nodiscard]] int first_unreadable(bool unreadable) const;
+    /// What the ranks agree on before MPI moves a byte.
+    struct Agreement {
+        /// Success when every rank's call is valid and the sizes match; else the error every
+        /// rank returns.
+        Status valid;
+        /// The lowest rank whose source could not be read; `size()` when every one could.
+        int first_unreadable = 0;
+    };
+    /// Agrees, in one all-reduce, on whether every rank's call is valid (`local`) with a buffer
+    /// of `bytes` bytes, and on the lowest rank whose source was `unreadable`.
+    Agreement agree(const Status& local, std::uint64_t bytes, bool unreadable);
     /// Claims this rank's `destination` with the failure rank `from` met reading its `source`
     /// (`read` there), which rank `from` sends to every rank with the key of its source; on rank
     /// `from`, a destination that is its source keeps its own claim.
     Status spread_failure(const Handle& source, const Handle& destination, int from,
                           const Status& read, const char* collective);
-    /// The steps every collective takes before MPI moves its bytes: agrees on `local` (this
-    /// rank's call is valid) and `bytes`, reads `source` (on every rank, or on rank `root`
-    /// alone when it is set), and agrees on whether every rank could. Ends the call (a refusal,
-    /// or `destination` claimed with the failure rank's error, as `name`), or gives where MPI
-    /// reads the source.
+    /// The steps every collective takes before MPI moves its bytes: reads `source` (on every
+    /// rank, or on rank `root` alone when it is set; not where `local` says this rank's call is
+    /// invalid), then agrees on `local`, `bytes` and whether every rank could read. Ends the
+    /// call (a refusal, or `destination` claimed with the failure rank's error, as `name`), or
+    /// gives where MPI reads the source.
     Gate gate(const Status& local, std::uint64_t bytes, const Handle& source,
               const Handle& destination, const char* name, std::optional<int> root = std::nullopt);
     /// Waits for every writer of `buffer`'s bytes and checks that none is claimed (C6), then
