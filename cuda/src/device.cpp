@@ -11,7 +11,8 @@
 namespace tandem::cuda {
 
 CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
-                       std::uint64_t capacity_bytes, bool shares_gpu)
+                       std::uint64_t capacity_bytes, bool shares_gpu,
+                       std::vector<int> peer_ordinals)
     : Server(ServiceId{engine.runtime_id, index, engine.runtime_number,
                        engine.options.rank.value_or(ServiceId::no_rank)},
              engine.groups, engine.directory, engine.options.seed, memory_),
@@ -19,7 +20,8 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       index_(index),
       ordinal_(ordinal),
       shares_gpu_(shares_gpu),
-      storage_(ordinal, capacity_bytes),
+      storage_(ordinal, capacity_bytes, engine.options.exportable_memory,
+               std::move(peer_ordinals)),
       memory_(storage_, order_, engine.options.pools, service().rank),
       next_launch_id_(engine.options.first_launch_id) {
     DeviceGuard guard(ordinal_);

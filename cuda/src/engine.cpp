@@ -2,8 +2,6 @@
 
 #include "engine.hpp"
 
-#include "tandem/backend/held_ranges.hpp"
-
 #include "launcher.hpp"
 
 #include <algorithm>
@@ -36,66 +34,6 @@ bool sticky(cudaError_t error) {
         default:
             return false;
     }
-}
-
-// ---------------------------------------------------------------- CudaStorage
-
-CudaStorage::CudaStorage(int ordinal, std::uint64_t capacity_bytes)
-    : ordinal_(ordinal), capacity_bytes_(capacity_bytes) {}
-
-CudaStorage::~CudaStorage() {
-    for (const auto& [address, size] : regions_) {
-        HeldRanges::process().release(address);
-    }
-}
-
-Result<StorageRegion> CudaStorage::reserve(std::uint64_t size_bytes) {
-    if (size_bytes > capacity_bytes_ - reserved_bytes_) {
-        return Error::out_of_memory(
-            "device pools are at their capacity",
-            OutOfMemoryDetails{size_bytes, capacity_bytes_ - reserved_bytes_, reserved_bytes_,
-                               largest_reservable_bytes()});
-    }
-    DeviceGuard guard(ordinal_);
-    void* pointer = nullptr;
-    const cudaError_t status = cudaMalloc(&pointer, size_bytes);
-    if (status != cudaSuccess) {
-        cudaGetLastError();  // Out of memory is not sticky: clear it.
-        std::size_t free_bytes = 0;
-        std::size_t total_bytes = 0;
-        cudaMemGetInfo(&free_bytes, &total_bytes);
-        return Error::out_of_memory(
-            "cudaMalloc of " + std::to_string(size_bytes) +
-                " bytes failed: " + cuda_error_text(status),
-            OutOfMemoryDetails{size_bytes, free_bytes, reserved_bytes_, free_bytes});
-    }
-    const auto address = reinterpret_cast<std::uint64_t>(pointer);
-    (void)HeldRanges::process().hold(address, size_bytes);  // Fresh: no one else holds it.
-    regions_.emplace(address, size_bytes);
-    reserved_bytes_ += size_bytes;
-    return StorageRegion{address, size_bytes};
-}
-
-void CudaStorage::release(StorageRegion region) {
-    auto found = regions_.find(region.address);
-    if (found == regions_.end()) {
-        return;
-    }
-    DeviceGuard guard(ordinal_);
-    HeldRanges::process().release(region.address);
-    cudaFree(reinterpret_cast<void*>(region.address));
-    reserved_bytes_ -= found->second;
-    regions_.erase(found);
-}
-
-std::uint64_t CudaStorage::largest_reservable_bytes() const {
-    std::size_t free_bytes = 0;
-    std::size_t total_bytes = 0;
-    {
-        DeviceGuard guard(ordinal_);
-        cudaMemGetInfo(&free_bytes, &total_bytes);
-    }
-    return std::min<std::uint64_t>(free_bytes, capacity_bytes_ - reserved_bytes_);
 }
 
 // ---------------------------------------------------------------- PendingOp

@@ -3,6 +3,7 @@
 // The CUDA backend's internals: devices (each a `Server`) and the engine that keeps the work
 // whose outcome the host does not know yet.
 
+#include "cuda_storage.hpp"
 #include "device_guard.hpp"
 #include "launcher.hpp"
 
@@ -39,29 +40,6 @@ namespace tandem::cuda {
 
 class CudaEngine;
 class CudaGroup;
-
-/// Regions of device memory from cudaMalloc, which the core pools carve.
-class CudaStorage final : public Storage {
-public:
-    CudaStorage(int ordinal, std::uint64_t capacity_bytes);
-    /// Lets go of the regions still held in `HeldRanges` (the pools give theirs back first).
-    ~CudaStorage() override;
-    CudaStorage(const CudaStorage&) = delete;
-    CudaStorage& operator=(const CudaStorage&) = delete;
-    /// A region from cudaMalloc, held in `HeldRanges` until it is given back: memory adopted
-    /// from elsewhere never aliases it.
-    Result<StorageRegion> reserve(std::uint64_t size_bytes) override;
-    void release(StorageRegion region) override;
-    [[nodiscard]] std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
-    [[nodiscard]] std::uint64_t reserved_bytes() const override { return reserved_bytes_; }
-    [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
-
-private:
-    int ordinal_;
-    std::uint64_t capacity_bytes_;
-    std::uint64_t reserved_bytes_ = 0;
-    std::unordered_map<std::uint64_t, std::uint64_t> regions_;
-};
 
 /// Work enqueued on a GPU: what the settle pipeline needs, and what the GPU needs to run it and
 /// report on it. The engine reuses settled ones (`CudaEngine::new_op`), so their vectors keep
@@ -159,12 +137,17 @@ public:
     /// Work resolved at once when unsettled work reaches its bound, oldest first.
     static constexpr std::size_t resolve_batch = 1024;
 
+    /// Device `index` of `engine` on GPU `ordinal`, reserving at most `capacity_bytes`;
+    /// `shares_gpu` when other devices of the runtime run on that GPU, and `peer_ordinals` the
+    /// other GPUs of the runtime whose kernels can reach this one's memory.
     CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes,
-               bool shares_gpu = false);
+               bool shares_gpu, std::vector<int> peer_ordinals);
     ~CudaDevice() override;
 
     [[nodiscard]] int ordinal() const { return ordinal_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
+    /// Where the device's pools get their regions.
+    [[nodiscard]] CudaStorage& storage() { return storage_; }
     [[nodiscard]] std::size_t live_allocations() const { return memory_.live_count(); }
     /// Waits for every stream; a sticky CUDA error loses the device (D1).
     void synchronize();
