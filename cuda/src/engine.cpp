@@ -48,6 +48,7 @@ void PendingOp::reset() {
     word_on_host = false;
     lands = false;
     issue_error = cudaSuccess;
+    remote_wait.reset();
     slot = 0;
     launch_id = 0;
 }
@@ -81,6 +82,11 @@ void CudaGroup::absorb(DeviceGroup& other, const MovedSequences& moved) {
         state.before = moved.translate(state.before);
     }
     events.merge(leaver.events);  // Event ids are the runtime's: none is in both.
+    for (ExportedEvent& each : leaver.exported) {
+        each.before = moved.translate(each.before);
+        exported.push_back(each);
+    }
+    leaver.exported.clear();
     for (const auto& [device, event] : leaver.held_back_events_) {
         give_back_event(device, event);
     }
@@ -94,6 +100,12 @@ CudaDevice* CudaEngine::device_of(ServiceId service) const {
         return nullptr;
     }
     return devices[service.device_index].get();
+}
+
+std::string CudaEngine::unmapped_words(const PeerBinding& peer) const {
+    return "it binds memory of " + to_string(peer.memory().owner_service()) +
+           " that is not mapped in this process (its region could not be mapped when it was "
+           "published here)";
 }
 
 std::shared_ptr<PendingOp> CudaGroup::new_op(PendingOp::Kind kind) {
@@ -123,6 +135,9 @@ void CudaGroup::settle_known() {
     mutex.wait_for_issues();
     pipeline.settle_known(
         [this](std::shared_ptr<Work>&& work) { spare_ops_.give_back(std::move(work)); });
+    if (!exported.empty()) [[unlikely]] {
+        reach_exported();  // Another process may wait for what just settled.
+    }
 }
 
 bool CudaGroup::waits_for(std::span<const std::pair<std::uint32_t, StreamId>> waited,
@@ -379,6 +394,14 @@ void CudaGroup::fill_report(PendingOp& op) {
     if (const std::optional<Error> gone = device.lost_locked()) {
         op.lost_with(*gone);  // D1: the host cannot tell what a lost device did.
         return;
+    }
+    if (op.remote_wait != nullptr && op.remote_wait->over()) [[unlikely]] {
+        // Its stream was waited for, so the waits before it have ended: if one failed, what it
+        // was ordered after never happened, whatever it did meanwhile on the GPU.
+        if (const std::optional<Error>& failed = op.remote_wait->failure()) {
+            op.follow_failed_wait(*failed);
+        }
+        op.remote_wait.reset();
     }
     if (op.issue_error != cudaSuccess) [[unlikely]] {
         op.refuse(device.refusal_of(op.label, op.issue_error));  // The driver did not take it.

@@ -143,6 +143,8 @@ public:
 
 private:
     explicit CudaRuntime(std::unique_ptr<CudaEngine> engine);
+    /// The engine, for the side of the runtime a job reaches (the backend's own, internal).
+    friend std::shared_ptr<CudaEngine> engine_of(const CudaRuntime& runtime);
     /// Shared with every client it hands out (`client`), which point at one of its devices.
     std::shared_ptr<CudaEngine> engine_;
 };
