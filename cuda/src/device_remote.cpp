@@ -27,8 +27,8 @@ void CudaDevice::fold_waits(CudaStream& stream) {
         failed && !stream.failed_wait) {
         // The oldest wait that failed: the events of the stream recorded after it carry it.
         const RemoteWait* first = stream.remote_waits.get();
-        for (const RemoteWait* wait = first; wait != nullptr && wait->previous != nullptr &&
-                                             wait->previous->failure().has_value();
+        for (const RemoteWait* wait = first;
+             wait != nullptr && wait->previous != nullptr && wait->previous->failure().has_value();
              wait = wait->previous.get()) {
             first = wait->previous.get();
         }
@@ -67,15 +67,20 @@ Status CudaDevice::wait_other_process(CudaStream& stream, const Event& event) {
             std::to_string(RemoteWait::max_chain) +
             " waits on other processes' events pending, the most it may; sync the stream first");
     }
+    std::shared_ptr<DeviceDirectory> owners = engine_.directory.remote();
+    if (owners == nullptr) {
+        // Not expected: the event's owner is reached through the job, or the event was refused.
+        return Error::invalid_argument(
+            "an event of another process, but this runtime is in no job");
+    }
     std::shared_ptr<RemoteWait> wait =
-        remote_wait(event, service_, directory_, stream.remote_waits, from_event);
+        remote_wait(event, service_, std::move(owners), stream.remote_waits, from_event);
     auto* held = new std::shared_ptr<RemoteWait>(wait);  // The host function's: it deletes it.
     DeviceGuard guard(ordinal_);
     if (const cudaError_t status = cudaLaunchHostFunc(stream.handle, &RemoteWait::run, held);
         status != cudaSuccess) {
         delete held;
-        return call_error("enqueueing a wait for an event of " + to_string(event.device()),
-                          status);
+        return call_error("enqueueing a wait for an event of " + to_string(event.device()), status);
     }
     stream.remote_waits = std::move(wait);
     return {};

@@ -67,13 +67,13 @@ void RemoteWait::run(void* data) {
 }
 
 std::shared_ptr<RemoteWait> remote_wait(const Event& event, ServiceId waiter,
-                                        const DeviceDirectory& directory,
+                                        std::shared_ptr<const DeviceDirectory> directory,
                                         std::shared_ptr<RemoteWait> previous,
                                         std::uint64_t from_event) {
     auto wait = std::make_shared<RemoteWait>();
     wait->event = event;
     wait->waiter = waiter;
-    wait->directory = &directory;
+    wait->directory = std::move(directory);
     wait->depth = previous != nullptr ? previous->depth + 1 : 1;
     wait->previous = std::move(previous);
     wait->from_event = from_event;

@@ -37,8 +37,9 @@ struct RemoteWait {
     Event event;
     /// The device whose stream waits, as reports name it.
     ServiceId waiter;
-    /// The directory that answers for the event's owner; outlives the wait.
-    const DeviceDirectory* directory = nullptr;
+    /// The directory that answers for the event's owner (the job's, held: the host function may
+    /// run after the runtime that enqueued it is gone, its device lost).
+    std::shared_ptr<const DeviceDirectory> directory;
     /// The stream's earlier waits, newest first, or null.
     std::shared_ptr<RemoteWait> previous;
     /// For a join: the other stream's waits that the local event was recorded after; null for a
@@ -78,7 +79,7 @@ private:
 
 /// A wait of `waiter` on `event` of another process, after the stream's `previous` waits.
 std::shared_ptr<RemoteWait> remote_wait(const Event& event, ServiceId waiter,
-                                        const DeviceDirectory& directory,
+                                        std::shared_ptr<const DeviceDirectory> directory,
                                         std::shared_ptr<RemoteWait> previous,
                                         std::uint64_t from_event);
 

@@ -55,8 +55,8 @@ public:
     void claim_failed(ServiceId, std::span<const ClaimKey>, const Error&) override {}
     std::optional<std::string> check_invariants(ServiceId) const override { return std::nullopt; }
     std::size_t claims_size(ServiceId) const override { return 0; }
-    void claim_skipped(ServiceId, std::span<const ClaimKey>, std::optional<FailureId>,
-                       const Error&, SkipRecord) override {}
+    void claim_skipped(ServiceId, std::span<const ClaimKey>, std::optional<FailureId>, const Error&,
+                       SkipRecord) override {}
     void release(ServiceId, const ClaimKey&) override {}
 };
 
@@ -66,7 +66,8 @@ Event event_of_owner(std::uint64_t sequence) {
 
 /// A wait of the stream whose earlier waits are `previous`, on the owner's event `sequence`,
 /// enqueued when the runtime's next event was `from_event`.
-std::shared_ptr<RemoteWait> wait_on(const OtherRanks& ranks, std::uint64_t sequence,
+std::shared_ptr<RemoteWait> wait_on(const std::shared_ptr<OtherRanks>& ranks,
+                                    std::uint64_t sequence,
                                     std::shared_ptr<RemoteWait> previous = nullptr,
                                     std::uint64_t from_event = 1) {
     return remote_wait(event_of_owner(sequence), waiter, ranks, std::move(previous), from_event);
@@ -78,7 +79,7 @@ void run_host_function(const std::shared_ptr<RemoteWait>& wait) {
 }
 
 TEST(RemoteWaits, a_wait_is_over_only_once_its_host_function_returned) {
-    OtherRanks ranks;
+    auto ranks = std::make_shared<OtherRanks>();
     std::shared_ptr<RemoteWait> wait = wait_on(ranks, 1);
     EXPECT_FALSE(wait->over());
     EXPECT_FALSE(wait->failure());  // Not known yet, so nothing follows from it.
@@ -88,23 +89,25 @@ TEST(RemoteWaits, a_wait_is_over_only_once_its_host_function_returned) {
 }
 
 TEST(RemoteWaits, a_wait_on_a_reached_event_ends_clean_and_asks_the_owner_nothing_more) {
-    OtherRanks ranks;
+    auto ranks = std::make_shared<OtherRanks>();
     std::shared_ptr<RemoteWait> wait = wait_on(ranks, 1);
     run_host_function(wait);
     EXPECT_FALSE(wait->failure());
     EXPECT_FALSE(wait->failure());
-    EXPECT_EQ(ranks.reached_asked, 1);
-    EXPECT_EQ(ranks.failed_before_asked, 1);  // One word read, once.
+    EXPECT_EQ(ranks->reached_asked, 1);
+    EXPECT_EQ(ranks->failed_before_asked, 1);  // One word read, once.
 }
 
-TEST(RemoteWaits, a_wait_on_a_lost_owner_fails_with_the_loss_and_the_streams_later_waits_follow_it) {
-    OtherRanks ranks;
-    ranks.reached.emplace(1, Error(ErrorKind::DeviceLost, "rank 1 was killed by signal 9"));
+TEST(RemoteWaits,
+     a_wait_on_a_lost_owner_fails_with_the_loss_and_the_streams_later_waits_follow_it) {
+    auto ranks = std::make_shared<OtherRanks>();
+    ranks->reached.emplace(1, Error(ErrorKind::DeviceLost, "rank 1 was killed by signal 9"));
     std::shared_ptr<RemoteWait> first = wait_on(ranks, 1);
     std::shared_ptr<RemoteWait> second = wait_on(ranks, 2, first, 5);
     run_host_function(first);
     run_host_function(second);
-    EXPECT_EQ(ranks.reached_asked, 1);  // The second did not wait: its stream skips from the first.
+    EXPECT_EQ(ranks->reached_asked,
+              1);  // The second did not wait: its stream skips from the first.
     const std::optional<Error>& failed = second->failure();
     ASSERT_TRUE(failed);
     EXPECT_EQ(failed->kind(), ErrorKind::DeviceLost) << failed->report();
@@ -113,8 +116,8 @@ TEST(RemoteWaits, a_wait_on_a_lost_owner_fails_with_the_loss_and_the_streams_lat
 }
 
 TEST(RemoteWaits, a_reached_event_recorded_after_a_failed_wait_on_its_owner_fails_the_wait) {
-    OtherRanks ranks;
-    ranks.failed_before.emplace(1, Error(ErrorKind::PeerUnreachable, "owner's own wait failed"));
+    auto ranks = std::make_shared<OtherRanks>();
+    ranks->failed_before.emplace(1, Error(ErrorKind::PeerUnreachable, "owner's own wait failed"));
     std::shared_ptr<RemoteWait> first = wait_on(ranks, 1);
     std::shared_ptr<RemoteWait> second = wait_on(ranks, 2, first, 5);
     run_host_function(first);
@@ -124,11 +127,11 @@ TEST(RemoteWaits, a_reached_event_recorded_after_a_failed_wait_on_its_owner_fail
     EXPECT_EQ(failed->kind(), ErrorKind::PeerUnreachable);
     EXPECT_TRUE(first->failure());  // The first failed too: its event came after the failure.
     (void)second->failure();
-    EXPECT_EQ(ranks.failed_before_asked, 1);  // Asked once, of the first; the second follows it.
+    EXPECT_EQ(ranks->failed_before_asked, 1);  // Asked once, of the first; the second follows it.
 }
 
 TEST(RemoteWaits, the_waits_before_an_event_are_the_newest_enqueued_before_it_was_recorded) {
-    OtherRanks ranks;
+    auto ranks = std::make_shared<OtherRanks>();
     std::shared_ptr<RemoteWait> first = wait_on(ranks, 1, nullptr, 5);
     std::shared_ptr<RemoteWait> second = wait_on(ranks, 2, first, 9);
     EXPECT_EQ(wait_before_event(second, 4), nullptr);  // Recorded before any wait.
@@ -140,8 +143,8 @@ TEST(RemoteWaits, the_waits_before_an_event_are_the_newest_enqueued_before_it_wa
 }
 
 TEST(RemoteWaits, a_join_follows_the_failure_of_either_side_once_both_are_over) {
-    OtherRanks ranks;
-    ranks.reached.emplace(1, Error(ErrorKind::DeviceLost, "the owner is gone"));
+    auto ranks = std::make_shared<OtherRanks>();
+    ranks->reached.emplace(1, Error(ErrorKind::DeviceLost, "the owner is gone"));
     std::shared_ptr<RemoteWait> other_stream = wait_on(ranks, 1);
     std::shared_ptr<RemoteWait> this_stream = wait_on(ranks, 2);
     std::shared_ptr<RemoteWait> join = joined_wait(this_stream, other_stream, 7);
@@ -157,7 +160,7 @@ TEST(RemoteWaits, a_join_follows_the_failure_of_either_side_once_both_are_over) 
 }
 
 TEST(RemoteWaits, a_join_of_waits_that_ended_clean_fails_nothing) {
-    OtherRanks ranks;
+    auto ranks = std::make_shared<OtherRanks>();
     std::shared_ptr<RemoteWait> other_stream = wait_on(ranks, 1);
     run_host_function(other_stream);
     std::shared_ptr<RemoteWait> join = joined_wait(nullptr, other_stream, 3);
