@@ -1,6 +1,8 @@
 // The CUDA backend's entry for `open_runtime`. A program that links tandem::cuda pulls this unit
 // in by its anchor (cuda/CMakeLists.txt), so linking the backend is what makes it openable.
 
+#include "job_member.hpp"
+
 #include "tandem/backend/backend_registry.hpp"
 #include "tandem/cuda/runtime.hpp"
 
@@ -45,7 +47,8 @@ bool gpu_visible() {
     return report.problem.empty() && !report.names.empty();
 }
 
-const BackendRegistration registration{BackendEntry{"cuda", open_cuda, gpu_visible}};
+const BackendRegistration registration{
+    BackendEntry{"cuda", open_cuda, gpu_visible, job_member}};
 
 }  // namespace
 }  // namespace tandem::cuda

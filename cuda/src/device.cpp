@@ -11,7 +11,8 @@
 namespace tandem::cuda {
 
 CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
-                       std::uint64_t capacity_bytes, bool shares_gpu)
+                       std::uint64_t capacity_bytes, bool shares_gpu,
+                       std::vector<int> peer_ordinals)
     : Server(ServiceId{engine.runtime_id, index, engine.runtime_number,
                        engine.options.rank.value_or(ServiceId::no_rank)},
              engine.groups, engine.directory, engine.options.seed, memory_),
@@ -19,7 +20,8 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       index_(index),
       ordinal_(ordinal),
       shares_gpu_(shares_gpu),
-      storage_(ordinal, capacity_bytes),
+      storage_(ordinal, capacity_bytes, engine.options.exportable_memory,
+               std::move(peer_ordinals)),
       memory_(storage_, order_, engine.options.pools, service().rank),
       next_launch_id_(engine.options.first_launch_id) {
     DeviceGuard guard(ordinal_);
@@ -251,12 +253,15 @@ Status CudaDevice::do_write(const BufferBinding& target, std::span<const std::by
     CudaStream** found = &resolved->stream;
     std::uint8_t** pointer = &resolved->pointer;
     keep_status_words_bounded();  // It stays unsettled until its stream passes it (`lands`).
-    std::shared_ptr<PendingOp> op = group().new_op(PendingOp::Kind::Write);
+    std::shared_ptr<PendingOp> op = new_op(PendingOp::Kind::Write, **found);
     op->label = "host write";
-    op->device = index_;
-    op->stream = stream_id;
     op->outputs.push_back(Target{service_, target.claim_key()});
     op->held.add(target);
+    if (op->after_failed_wait()) [[unlikely]] {
+        op->did_not_run();  // Ordered after a wait that failed: it writes nothing.
+        push(std::move(op));
+        return {};
+    }
     DeviceGuard guard(ordinal_);
     // From pageable memory the call returns once the bytes are staged, so `bytes` may go. A
     // write of no bytes (into an empty view) has nothing to copy and no source pointer.
@@ -420,10 +425,8 @@ Result<Event> CudaDevice::do_read_async(const BufferBinding& source, std::span<s
         return found.error();
     }
     keep_status_words_bounded();
-    std::shared_ptr<PendingOp> op = group().new_op(PendingOp::Kind::Copy);
+    std::shared_ptr<PendingOp> op = new_op(PendingOp::Kind::Copy, **found);
     op->label = "asynchronous read";
-    op->device = index_;
-    op->stream = stream_id;
     op->inputs.push_back(Target{service_, source.claim_key()});
     op->held.add(source);
     op->read_back = std::move(state);
@@ -481,14 +484,14 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
         return resolved.error();
     }
     keep_status_words_bounded();
-    std::shared_ptr<PendingOp> op = group().new_op(PendingOp::Kind::Copy);
-    op->device = index_;
-    op->stream = stream_id;
+    std::shared_ptr<PendingOp> op = new_op(PendingOp::Kind::Copy, *resolved->stream);
     if (Status targets =
             group().pipeline.add_copy_targets(source, target, *op, resolved->stream->capture);
         !targets) {
         return targets;
     }
+    // Null for memory of another process (a job's other rank), which this GPU reads where it is
+    // mapped here.
     const CudaDevice* owner = engine_.device_of(op->inputs.front().owner);
     op->held.add(source);
     op->held.add(target);
@@ -497,7 +500,7 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
     // where this GPU cannot read them, the host learns their outcome first.
     SettlePipeline::Inputs inputs = host_inputs(*op);
     if (inputs == SettlePipeline::Inputs::Pending) {
-        if (owner == this || owner->granted_locked(service_)) {
+        if (owner == this || (owner != nullptr && owner->granted_locked(service_))) {
             return copy_as_launch(source, target, *resolved, op->label);
         }
         group().resolve_inputs(*op);
@@ -506,25 +509,30 @@ Status CudaDevice::do_copy(const KernelResource& source, const BufferBinding& ta
     if (inputs == SettlePipeline::Inputs::Claimed) {
         op->did_not_run();
     } else {
-        enqueue_copy(*op, *owner, source, *resolved);
+        enqueue_copy(*op, owner, source, *resolved);
     }
     push(std::move(op));
     return {};
 }
 
-void CudaDevice::enqueue_copy(PendingOp& op, const CudaDevice& owner, const KernelResource& source,
+void CudaDevice::enqueue_copy(PendingOp& op, const CudaDevice* owner, const KernelResource& source,
                               const WriteTarget& target) {
     const std::uint64_t size_bytes = source.buffer_binding().size_in_use();
+    const PeerBinding* peer = source.peer_binding();
+    const void* from = peer != nullptr ? engine_.peer_pointer(*peer)
+                                       : device_pointer(source.buffer_binding());
+    if (from == nullptr) {
+        op.refuse(Error::launch_refused(op.label, engine_.unmapped_words(*peer)));
+        return;
+    }
     cudaError_t status = cudaSuccess;
     if (size_bytes != 0) {
-        const void* from = source.peer_binding() != nullptr
-                               ? reinterpret_cast<const void*>(source.peer_binding()->address())
-                               : device_pointer(source.buffer_binding());
         DeviceGuard guard(ordinal_);
-        status = &owner == this
+        // Another process's memory is mapped here, for this GPU: a copy within its address space.
+        status = owner == this || owner == nullptr
                      ? cudaMemcpyAsync(target.pointer, from, size_bytes, cudaMemcpyDeviceToDevice,
                                        target.stream->handle)
-                     : cudaMemcpyPeerAsync(target.pointer, ordinal_, from, owner.ordinal_,
+                     : cudaMemcpyPeerAsync(target.pointer, ordinal_, from, owner->ordinal_,
                                            size_bytes, target.stream->handle);
     }
     if (status != cudaSuccess) {
@@ -648,6 +656,12 @@ Status CudaDevice::do_wait_event(StreamId stream_id, const Event& event) {
     Result<CudaStream*> found = stream(stream_id);
     if (!found) {
         return found.error();
+    }
+    if (of_other_process(event)) [[unlikely]] {
+        return wait_other_process(**found, event);
+    }
+    if (Status joined = join_waits(**found, event); !joined) {
+        return joined;
     }
     auto recorded = group().events.find(event.sequence());
     if (recorded == group().events.end()) {

@@ -60,9 +60,7 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id,
     if (!found) {
         return found.error();
     }
-    std::shared_ptr<PendingOp> op = group().new_op(PendingOp::Kind::Replay);
-    op->device = index_;
-    op->stream = stream_id;
+    std::shared_ptr<PendingOp> op = new_op(PendingOp::Kind::Replay, **found);
     keep_status_words_bounded();
     op->issued = next_slot_;
     op->slot = next_slot_++ % status_slots;
@@ -79,6 +77,11 @@ Status CudaDevice::do_replay(const CaptureGraph& graph, StreamId stream_id,
     // simulator recorded) replays launch by launch, and is refused there like any launch. So does
     // a graph with external work while kernel faults are armed: its external nodes read no
     // ticket, and a fault due for one is delivered as it is to external work called directly.
+    if (op->after_failed_wait()) [[unlikely]] {
+        op->did_not_run();  // Ordered after a wait that failed: the graph does not run.
+        push(std::move(op));
+        return {};
+    }
     const auto* native = static_cast<const CudaGraph*>(graph.work().native.get());
     if (native != nullptr && graph.device() == service_ &&
         !(native->has_external() && !injected.empty())) {

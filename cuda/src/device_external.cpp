@@ -34,7 +34,7 @@ std::size_t CudaDevice::external_arguments(
     for (std::size_t index = 0; index < count; ++index) {
         const KernelResource& resource = request.resources[index];
         const PeerBinding* peer = resource.peer_binding();
-        pointers[index] = peer != nullptr ? reinterpret_cast<void*>(peer->address())
+        pointers[index] = peer != nullptr ? static_cast<void*>(engine_.peer_pointer(*peer))
                                           : static_cast<void*>(device_pointer(
                                                 resource.buffer_binding()));
         sizes[index] = resource.buffer_binding().size_in_use();

@@ -14,10 +14,11 @@ namespace tandem::cuda {
 namespace {
 
 /// The resources and tensor maps of `request` as the kernel receives them. `local_pointer`
-/// resolves a buffer of the launching device; shared memory of a peer is bound at its address.
-template <typename LocalPointer>
+/// resolves a buffer of the launching device, `peer_pointer` shared memory of a peer (its address,
+/// or where another process's memory is mapped here).
+template <typename LocalPointer, typename PeerPointer>
 void encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
-                      const LocalPointer& local_pointer) {
+                      const LocalPointer& local_pointer, const PeerPointer& peer_pointer) {
     // The block is reused from launch to launch: every field a kernel may read is written here,
     // and what this launch does not bind is left as a fresh block has it (null, zero).
     for (std::uint32_t map = 0; map < params.tensor_maps_encoded; ++map) {
@@ -35,7 +36,7 @@ void encode_resources(const LaunchRequest& request, TensorLaunchParams& params,
         DeviceResource& bound = params.resources[index];
         bound.size_bytes = resource.buffer_binding().size_in_use();
         if (const PeerBinding* peer = resource.peer_binding()) {
-            bound.pointer = reinterpret_cast<std::uint8_t*>(peer->address());
+            bound.pointer = peer_pointer(*peer);
         } else {
             bound.pointer = local_pointer(resource.buffer_binding());
         }
@@ -104,8 +105,9 @@ void encode_tma(const LaunchRequest& request, TensorLaunchParams& params) {
 }  // namespace
 
 void CudaDevice::encode_params(const LaunchRequest& request, TensorLaunchParams& params) const {
-    encode_resources(request, params,
-                     [this](const BufferBinding& binding) { return device_pointer(binding); });
+    encode_resources(
+        request, params, [this](const BufferBinding& binding) { return device_pointer(binding); },
+        [this](const PeerBinding& peer) { return engine_.peer_pointer(peer); });
     for (std::size_t word = 0; word < KernelArgs::max_words; ++word) {
         params.args[word] = request.args.u64_at(word);  // Zero past the arguments given.
     }
@@ -120,6 +122,16 @@ const unsigned long long* CudaDevice::readable_status_word(const PendingOp& prod
         return nullptr;
     }
     return owner.status_device_ + producer.slot;
+}
+
+std::optional<Error> CudaDevice::unmapped_peer(const LaunchRequest& request) const {
+    for (const KernelResource& resource : request.resources) {
+        const PeerBinding* peer = resource.peer_binding();
+        if (peer != nullptr && engine_.peer_pointer(*peer) == nullptr) [[unlikely]] {
+            return Error::launch_refused(request.kernel, engine_.unmapped_words(*peer));
+        }
+    }
+    return std::nullopt;
 }
 
 bool CudaDevice::do_can_run(const LaunchRequest& request) const {
@@ -205,10 +217,8 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
                                            : launcher != nullptr;
     // A copy run as a kernel stays a copy: a window records launches only (C14).
     std::shared_ptr<PendingOp> op =
-        mine.new_op(as_copy != nullptr ? PendingOp::Kind::Copy : PendingOp::Kind::Launch);
+        new_op(as_copy != nullptr ? PendingOp::Kind::Copy : PendingOp::Kind::Launch, target_stream);
     op->label = as_copy != nullptr ? *as_copy : request.kernel;
-    op->device = index_;
-    op->stream = request.stream;
     if (Status found = mine.pipeline.add_targets(request, *op); !found) {
         return found;
     }
@@ -230,6 +240,11 @@ Status CudaDevice::enqueue_launch(LaunchRequest& request, CudaStream& target_str
                                       as_copy == nullptr ? target_stream.capture : nullptr);
         if (as_copy != nullptr) {
             SettlePipeline::place_copy(*op, target_stream.capture);
+        }
+        if (!op->refusal()) [[likely]] {
+            if (std::optional<Error> unmapped = unmapped_peer(request)) [[unlikely]] {
+                op->refuse(std::move(*unmapped));
+            }
         }
         if (op->refusal()) [[unlikely]] {
             runs = false;

@@ -2,8 +2,6 @@
 
 #include "engine.hpp"
 
-#include "tandem/backend/held_ranges.hpp"
-
 #include "launcher.hpp"
 
 #include <algorithm>
@@ -38,66 +36,6 @@ bool sticky(cudaError_t error) {
     }
 }
 
-// ---------------------------------------------------------------- CudaStorage
-
-CudaStorage::CudaStorage(int ordinal, std::uint64_t capacity_bytes)
-    : ordinal_(ordinal), capacity_bytes_(capacity_bytes) {}
-
-CudaStorage::~CudaStorage() {
-    for (const auto& [address, size] : regions_) {
-        HeldRanges::process().release(address);
-    }
-}
-
-Result<StorageRegion> CudaStorage::reserve(std::uint64_t size_bytes) {
-    if (size_bytes > capacity_bytes_ - reserved_bytes_) {
-        return Error::out_of_memory(
-            "device pools are at their capacity",
-            OutOfMemoryDetails{size_bytes, capacity_bytes_ - reserved_bytes_, reserved_bytes_,
-                               largest_reservable_bytes()});
-    }
-    DeviceGuard guard(ordinal_);
-    void* pointer = nullptr;
-    const cudaError_t status = cudaMalloc(&pointer, size_bytes);
-    if (status != cudaSuccess) {
-        cudaGetLastError();  // Out of memory is not sticky: clear it.
-        std::size_t free_bytes = 0;
-        std::size_t total_bytes = 0;
-        cudaMemGetInfo(&free_bytes, &total_bytes);
-        return Error::out_of_memory(
-            "cudaMalloc of " + std::to_string(size_bytes) +
-                " bytes failed: " + cuda_error_text(status),
-            OutOfMemoryDetails{size_bytes, free_bytes, reserved_bytes_, free_bytes});
-    }
-    const auto address = reinterpret_cast<std::uint64_t>(pointer);
-    (void)HeldRanges::process().hold(address, size_bytes);  // Fresh: no one else holds it.
-    regions_.emplace(address, size_bytes);
-    reserved_bytes_ += size_bytes;
-    return StorageRegion{address, size_bytes};
-}
-
-void CudaStorage::release(StorageRegion region) {
-    auto found = regions_.find(region.address);
-    if (found == regions_.end()) {
-        return;
-    }
-    DeviceGuard guard(ordinal_);
-    HeldRanges::process().release(region.address);
-    cudaFree(reinterpret_cast<void*>(region.address));
-    reserved_bytes_ -= found->second;
-    regions_.erase(found);
-}
-
-std::uint64_t CudaStorage::largest_reservable_bytes() const {
-    std::size_t free_bytes = 0;
-    std::size_t total_bytes = 0;
-    {
-        DeviceGuard guard(ordinal_);
-        cudaMemGetInfo(&free_bytes, &total_bytes);
-    }
-    return std::min<std::uint64_t>(free_bytes, capacity_bytes_ - reserved_bytes_);
-}
-
 // ---------------------------------------------------------------- PendingOp
 
 void PendingOp::reset() {
@@ -110,6 +48,7 @@ void PendingOp::reset() {
     word_on_host = false;
     lands = false;
     issue_error = cudaSuccess;
+    remote_wait.reset();
     slot = 0;
     launch_id = 0;
 }
@@ -143,6 +82,11 @@ void CudaGroup::absorb(DeviceGroup& other, const MovedSequences& moved) {
         state.before = moved.translate(state.before);
     }
     events.merge(leaver.events);  // Event ids are the runtime's: none is in both.
+    for (ExportedEvent& each : leaver.exported) {
+        each.before = moved.translate(each.before);
+        exported.push_back(each);
+    }
+    leaver.exported.clear();
     for (const auto& [device, event] : leaver.held_back_events_) {
         give_back_event(device, event);
     }
@@ -156,6 +100,12 @@ CudaDevice* CudaEngine::device_of(ServiceId service) const {
         return nullptr;
     }
     return devices[service.device_index].get();
+}
+
+std::string CudaEngine::unmapped_words(const PeerBinding& peer) const {
+    return "it binds memory of " + to_string(peer.memory().owner_service()) +
+           " that is not mapped in this process (its region could not be mapped when it was "
+           "published here)";
 }
 
 std::shared_ptr<PendingOp> CudaGroup::new_op(PendingOp::Kind kind) {
@@ -185,6 +135,9 @@ void CudaGroup::settle_known() {
     mutex.wait_for_issues();
     pipeline.settle_known(
         [this](std::shared_ptr<Work>&& work) { spare_ops_.give_back(std::move(work)); });
+    if (!exported.empty()) [[unlikely]] {
+        reach_exported();  // Another process may wait for what just settled.
+    }
 }
 
 bool CudaGroup::waits_for(std::span<const std::pair<std::uint32_t, StreamId>> waited,
@@ -441,6 +394,14 @@ void CudaGroup::fill_report(PendingOp& op) {
     if (const std::optional<Error> gone = device.lost_locked()) {
         op.lost_with(*gone);  // D1: the host cannot tell what a lost device did.
         return;
+    }
+    if (op.remote_wait != nullptr && op.remote_wait->over()) [[unlikely]] {
+        // Its stream was waited for, so the waits before it have ended: if one failed, what it
+        // was ordered after never happened, whatever it did meanwhile on the GPU.
+        if (const std::optional<Error>& failed = op.remote_wait->failure()) {
+            op.follow_failed_wait(*failed);
+        }
+        op.remote_wait.reset();
     }
     if (op.issue_error != cudaSuccess) [[unlikely]] {
         op.refuse(device.refusal_of(op.label, op.issue_error));  // The driver did not take it.

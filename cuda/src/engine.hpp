@@ -3,8 +3,11 @@
 // The CUDA backend's internals: devices (each a `Server`) and the engine that keeps the work
 // whose outcome the host does not know yet.
 
+#include "cuda_storage.hpp"
 #include "device_guard.hpp"
+#include "imported_memory.hpp"
 #include "launcher.hpp"
+#include "remote_wait.hpp"
 
 #include "tandem/backend/claim_store.hpp"
 #include "tandem/backend/detail/id_table.hpp"
@@ -39,29 +42,6 @@ namespace tandem::cuda {
 
 class CudaEngine;
 class CudaGroup;
-
-/// Regions of device memory from cudaMalloc, which the core pools carve.
-class CudaStorage final : public Storage {
-public:
-    CudaStorage(int ordinal, std::uint64_t capacity_bytes);
-    /// Lets go of the regions still held in `HeldRanges` (the pools give theirs back first).
-    ~CudaStorage() override;
-    CudaStorage(const CudaStorage&) = delete;
-    CudaStorage& operator=(const CudaStorage&) = delete;
-    /// A region from cudaMalloc, held in `HeldRanges` until it is given back: memory adopted
-    /// from elsewhere never aliases it.
-    Result<StorageRegion> reserve(std::uint64_t size_bytes) override;
-    void release(StorageRegion region) override;
-    [[nodiscard]] std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
-    [[nodiscard]] std::uint64_t reserved_bytes() const override { return reserved_bytes_; }
-    [[nodiscard]] std::uint64_t largest_reservable_bytes() const override;
-
-private:
-    int ordinal_;
-    std::uint64_t capacity_bytes_;
-    std::uint64_t reserved_bytes_ = 0;
-    std::unordered_map<std::uint64_t, std::uint64_t> regions_;
-};
 
 /// Work enqueued on a GPU: what the settle pipeline needs, and what the GPU needs to run it and
 /// report on it. The engine reuses settled ones (`CudaEngine::new_op`), so their vectors keep
@@ -106,10 +86,14 @@ struct PendingOp final : Work {
     /// What the driver's call that put it on its stream returned, where that call was made with
     /// the group's lock let go (`CudaDevice::issue`): read only after waiting for open issues.
     cudaError_t issue_error = cudaSuccess;
+    /// The newest wait of its stream on another process's event that was pending when it was
+    /// enqueued (remote_wait.hpp): it follows that wait's failure when its report is filled in.
+    std::shared_ptr<RemoteWait> remote_wait;
 
     void on_settled() override {
         held.clear();
         keep_alive.reset();
+        remote_wait.reset();
     }
     /// Empties the op for its next use, keeping the storage of its vectors and label.
     void reset();
@@ -138,6 +122,12 @@ struct CudaStream : DeviceStream {
     /// Held from before a launch lets go of the group's lock until its call to the driver
     /// returns: launches reach the stream in the order the pipeline recorded them.
     std::mutex issue_mutex;
+    /// The stream's waits on other processes' events not yet known to have ended clean, newest
+    /// first (remote_wait.hpp); null when none.
+    std::shared_ptr<RemoteWait> remote_waits;
+    /// Once a wait of the stream is known to have failed: the first sequence of an event recorded
+    /// after it, and why. Every later work of the stream is skipped with it.
+    std::optional<std::pair<std::uint64_t, Error>> failed_wait;
 };
 
 /// A launch recorded and encoded under the group's lock whose call to the driver is still to
@@ -159,12 +149,17 @@ public:
     /// Work resolved at once when unsettled work reaches its bound, oldest first.
     static constexpr std::size_t resolve_batch = 1024;
 
+    /// Device `index` of `engine` on GPU `ordinal`, reserving at most `capacity_bytes`;
+    /// `shares_gpu` when other devices of the runtime run on that GPU, and `peer_ordinals` the
+    /// other GPUs of the runtime whose kernels can reach this one's memory.
     CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal, std::uint64_t capacity_bytes,
-               bool shares_gpu = false);
+               bool shares_gpu, std::vector<int> peer_ordinals);
     ~CudaDevice() override;
 
     [[nodiscard]] int ordinal() const { return ordinal_; }
     [[nodiscard]] MemoryManager& memory() { return memory_; }
+    /// Where the device's pools get their regions.
+    [[nodiscard]] CudaStorage& storage() { return storage_; }
     [[nodiscard]] std::size_t live_allocations() const { return memory_.live_count(); }
     /// Waits for every stream; a sticky CUDA error loses the device (D1).
     void synchronize();
@@ -211,6 +206,10 @@ public:
     Error refusal_of(const std::string& label, cudaError_t status);
     /// A CUDA event of this device to record: one a completed event left, or a new one.
     Result<cudaEvent_t> take_event();
+    /// The waits of stream `id` on other processes' events that event `sequence`, recorded on it,
+    /// was recorded after and that are not known to have ended clean: what a stream waiting on
+    /// that event joins (null when none, or when the stream is gone). Under the group's lock.
+    std::shared_ptr<RemoteWait> waits_before(StreamId id, std::uint64_t sequence);
     /// `event`, complete, for a later `take_event`.
     void reuse_event(cudaEvent_t event) { spare_events_.push_back(event); }
 
@@ -245,6 +244,25 @@ private:
     Status do_admit_peer(ServiceId accessor) override;
     Result<CaptureGraph> do_make_graph(CaptureWindow& window) override;
     Result<CudaStream*> stream(StreamId id);
+    /// A pending op of `kind` for work on `stream` of this device, ordered after the stream's
+    /// waits on other processes' events (`follow_waits`).
+    std::shared_ptr<PendingOp> new_op(PendingOp::Kind kind, CudaStream& stream);
+
+    // Waits on other processes' events (device_remote.cpp, remote_wait.hpp).
+    /// Folds `stream`'s waits into `failed_wait` once they are over, forgetting them.
+    void fold_waits(CudaStream& stream);
+    /// Orders `op`, work enqueued on `stream`, after the stream's waits: it is skipped with the
+    /// failure of a wait known to have failed, and otherwise holds the newest pending wait, whose
+    /// failure it follows when its report is filled in.
+    void follow_waits(PendingOp& op, CudaStream& stream);
+    /// Enqueues on `stream` a wait for `event`, recorded by a device of another process: a host
+    /// function that returns once the event is reached (or will never be). `InvalidArgument`,
+    /// and nothing enqueued, past `RemoteWait::max_chain` pending waits of the stream.
+    Status wait_other_process(CudaStream& stream, const Event& event);
+    /// Orders `stream` after the waits of another stream of the runtime that `event`, an event of
+    /// this runtime it waits on, was recorded after. `InvalidArgument`, and nothing changes, when
+    /// the stream would follow more than `RemoteWait::max_chain` pending waits.
+    Status join_waits(CudaStream& stream, const Event& event);
     /// Whether `quick_allocation_` may hold now; call after `lost_` or the fault plan changed.
     void update_quick_allocation();
     /// Where the first byte of `binding`'s range is. The binding must be of this device (callers
@@ -311,8 +329,12 @@ private:
                                        std::span<void* const> pointers,
                                        std::span<const std::uint64_t> sizes, CudaStream& stream);
     /// Enqueues a copy whose inputs are clean (or claimed: then `op` is known not to run).
-    void enqueue_copy(PendingOp& op, const CudaDevice& owner, const KernelResource& source,
+    /// `owner` is the source's device, null for memory of another process.
+    void enqueue_copy(PendingOp& op, const CudaDevice* owner, const KernelResource& source,
                       const WriteTarget& target);
+    /// The refusal of `request` when it binds memory of another process that is not mapped here
+    /// (its region failed to import); none otherwise.
+    [[nodiscard]] std::optional<Error> unmapped_peer(const LaunchRequest& request) const;
     /// Enqueues a copy as the catalog's copy kernel, which checks its producers' status words.
     Status copy_as_launch(const KernelResource& source, const BufferBinding& target,
                           const WriteTarget& resolved, const std::string& label);
@@ -452,12 +474,36 @@ public:
     /// Whether `event` has completed; a sticky error loses its device (D1).
     bool event_complete(const Event& event);
 
+    /// An event of a device of the group that another process waits on, not reached yet.
+    struct ExportedEvent {
+        std::uint64_t sequence = 0;
+        std::uint32_t device = 0;
+        StreamId stream;
+        /// The pipeline's next sequence when the event was recorded (or exported, when its record
+        /// was forgotten by then): the work it was recorded after has a lower one.
+        std::uint64_t before = 0;
+        /// What the job keeps of the event's stream (`JobMember::export_event`).
+        ExportedStream* to = nullptr;
+    };
+    /// The most exported events not reached yet: as many as a rank may publish.
+    static constexpr std::size_t max_exported = 4096;
+    /// Exported events not reached yet, oldest first.
+    std::vector<ExportedEvent> exported;
+    /// Tells the stream of each exported event that is reached now (`ExportedStream::reach`),
+    /// with the failed wait it was recorded after, if any, and forgets it: after work settles.
+    void reach_exported();
+
 private:
     /// What the GPU reported for `op`, read from its status word (after its stream was waited
     /// for).
     void fill_report(PendingOp& op);
-    /// Settles what can be, recycling settled ops no one else holds.
+    /// Settles what can be, recycling settled ops no one else holds; then reaches the exported
+    /// events that are.
     void settle_known();
+    /// Whether `event` is reached: its record completed (a sticky error loses its device), and
+    /// every work of the group enqueued before it settled, the work it was recorded after among
+    /// them (on any stream: more than that, never less).
+    bool exported_reached(const ExportedEvent& event);
     /// Waits for the streams in `waited_`, and the whole devices of `whole`; fills in the reports
     /// of the work that was pending on them when it began, and settles what can be. With
     /// `may_unlock`, where this thread holds the group's lock once (the top of a read, a sync, a
@@ -512,11 +558,26 @@ public:
     ~CudaEngine();
 
     [[nodiscard]] CudaDevice* device_of(ServiceId service) const;
+    /// Where the first byte `peer` binds is in this process: its address, for shared memory of a
+    /// device of this runtime; where it is mapped here, for memory of another process (null when
+    /// no region mapped here holds it).
+    [[nodiscard]] std::uint8_t* peer_pointer(const PeerBinding& peer) const {
+        const ServiceId owner = peer.memory().owner_service();
+        if (owner.runtime_id == runtime_id) [[likely]] {
+            return reinterpret_cast<std::uint8_t*>(peer.address());
+        }
+        return imported.local(owner, peer.address(), peer.size());
+    }
+    /// Why work binding `peer`, memory of another process not mapped here, cannot run.
+    [[nodiscard]] std::string unmapped_words(const PeerBinding& peer) const;
 
     CudaOptions options;
     std::uint64_t runtime_id;
     /// How messages name the runtime (`ServiceId::runtime_number`).
     std::uint32_t runtime_number = next_runtime_number();
+    /// The regions of other processes mapped here (a job's other ranks); unmapped after the
+    /// devices are gone, once nothing can run on them.
+    ImportedMemory imported;
     std::vector<std::shared_ptr<CudaDevice>> devices;
     /// The devices as the pipelines reach them.
     LocalDirectory directory{runtime_id};
@@ -525,6 +586,12 @@ public:
     /// The sequence the next recorded event gets, on any device: unique in the runtime, so that
     /// joined groups keep their events apart.
     std::atomic<std::uint64_t> next_event{1};
+
+    /// Tells `stream` that `event`, recorded on a device of this runtime, is reached once the work
+    /// enqueued before it has run and is settled (`JobMember::export_event`). `InvalidArgument`
+    /// for an event of no device of this runtime, or past `CudaGroup::max_exported` events not
+    /// reached yet.
+    Status export_event(const Event& event, ExportedStream& stream);
 
     /// Calls `visit(group)` once for each group that holds devices, under its lock; the caller
     /// holds no group's lock.

@@ -99,6 +99,19 @@ std::uint64_t device_capacity(const CudaOptions& options, int ordinal, std::uint
     return free_bytes / sharing / 256 * 256;
 }
 
+/// The GPUs among `ordinals`, other than `ordinal`, whose kernels can reach `ordinal`'s memory.
+std::vector<int> peers_of(int ordinal, const std::vector<int>& ordinals, const GpuReport& report) {
+    std::vector<int> peers;
+    for (const int other : ordinals) {
+        const bool reaches = report.peer[static_cast<std::size_t>(other)]
+                                        [static_cast<std::size_t>(ordinal)];
+        if (other != ordinal && reaches && std::ranges::count(peers, other) == 0) {
+            peers.push_back(other);
+        }
+    }
+    return peers;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
@@ -132,7 +145,8 @@ Result<std::shared_ptr<CudaRuntime>> CudaRuntime::create(CudaOptions options) {
     for (std::uint32_t index = 0; index < ordinals.size(); ++index) {
         engine->groups.add_device();  // Before the device, which may lock its group.
         engine->devices.push_back(std::make_shared<CudaDevice>(
-            *engine, index, ordinals[index], capacities[index], sharing[index] > 1));
+            *engine, index, ordinals[index], capacities[index], sharing[index] > 1,
+            peers_of(ordinals[index], ordinals, report)));
         engine->directory.add(*engine->devices.back());
     }
     return std::shared_ptr<CudaRuntime>(new CudaRuntime(std::move(engine)));

@@ -306,7 +306,8 @@ private:
 };
 
 /// The kinds of pair the peer rules run on, each a type with a name, a `make`, and whether one
-/// process holds both devices (`one_process`).
+/// process holds both devices (`one_process`). A kind of processes also says whether its ranks can
+/// run here (`why_not_here`): the test's own process asks before it starts them.
 template <typename Backend>
 struct OneRuntimeOf {
     static constexpr bool one_process = true;
@@ -344,6 +345,7 @@ struct ProcessesOfSim {
         return {"TANDEM_BACKEND=sim", "TANDEM_DEVICES=1",
                 std::string("TANDEM_SCHEDULER=") + Scheduler::name};
     }
+    static std::optional<std::string> why_not_here() { return std::nullopt; }
     static std::unique_ptr<PeerPair> make(std::string& why_not) {
         return RankOfProcesses::make(why_not);
     }
@@ -360,6 +362,29 @@ struct ThreadedRanks {
 };
 #endif
 
+#ifdef TANDEM_HAVE_CUDA
+/// Two ranks of a job, each a process of its own with one device on GPU 0, as a machine of one GPU
+/// has them (each rank's memory crosses to the other exported, a region once). Where no GPU is
+/// usable, the test's own process skips, naming why, and starts no rank.
+struct ProcessesOfCuda {
+    static constexpr bool one_process = false;
+    static std::string name() { return "processes_cuda"; }
+    static std::vector<std::string> variables() {
+        return {"TANDEM_BACKEND=cuda", "TANDEM_DEVICES=1", "TANDEM_GPUS=0"};
+    }
+    static std::optional<std::string> why_not_here() {
+        const cuda::GpuReport gpus = cuda::probe_gpus();
+        if (!gpus.problem.empty()) {
+            return "no usable GPU here: " + gpus.problem;
+        }
+        return std::nullopt;
+    }
+    static std::unique_ptr<PeerPair> make(std::string& why_not) {
+        return RankOfProcesses::make(why_not);
+    }
+};
+#endif
+
 using PeerPairKinds =
     ::testing::Types<OneRuntimeOf<ReferenceBackend>
 #ifdef TANDEM_HAVE_SIM
@@ -367,6 +392,10 @@ using PeerPairKinds =
                      OneRuntimeOf<SimBackend>, OneRuntimeOf<SimThreadsBackend>, JobOfSim,
                      JobOfSimThreads, ProcessesOfSim<DeterministicRanks>,
                      ProcessesOfSim<ThreadedRanks>
+#endif
+#ifdef TANDEM_HAVE_CUDA
+                     ,
+                     OneRuntimeOf<CudaBackend>, ProcessesOfCuda
 #endif
                      >;
 /// The kinds where one process holds both devices, for what only such a process can do.
@@ -376,6 +405,10 @@ using OneProcessPeerPairKinds =
                      ,
                      OneRuntimeOf<SimBackend>, OneRuntimeOf<SimThreadsBackend>, JobOfSim,
                      JobOfSimThreads
+#endif
+#ifdef TANDEM_HAVE_CUDA
+                     ,
+                     OneRuntimeOf<CudaBackend>
 #endif
                      >;
 

@@ -27,54 +27,9 @@ using namespace tandem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-void check(const Status& status, const char* what) {
-    if (!status) {
-        std::fprintf(stderr, "%s: %s", what, status.error().report().c_str());
-        std::exit(2);
-    }
-}
-
-Handle filled(Client& device, std::uint64_t bytes) {
-    Result<Handle> buffer = device.allocate(bytes);
-    check(buffer ? Status{} : Status(buffer.error()), "allocate");
-    check(device.launch("fill", LaunchConfig::linear(256), {{*buffer, AccessMode::Write}},
-                        KernelArgs().u64(3)),
-          "fill");
-    return *buffer;
-}
-
-/// Rank 1: publishes "small" and "large" for rank 0's two devices, then waits at the barrier.
-int be_rank_one(std::uint64_t large_bytes) {
-    Result<Job> job = Job::join();
-    check(job ? Status{} : Status(job.error()), "join");
-    Client device = job->runtime()->client(0);
-    for (std::uint32_t accessor : {0u, 1u}) {
-        check(device.grant_peer_access(*job->service(0, accessor)), "grant");
-    }
-    check(job->publish("small", filled(device, 256)), "publish");
-    check(job->publish("large", filled(device, large_bytes)), "publish");
-    (void)!::write(STDOUT_FILENO, "p", 1);
-    check(job->barrier(std::chrono::minutes(30)), "barrier");
-    return 0;
-}
-
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// `launches` one-thread copies of `source` into `target` on `device`, then a sync: seconds each.
-double launch_batch(Client& device, const Handle& source, const Handle& target, int launches) {
-    const Clock::time_point start = Clock::now();
-    for (int index = 0; index < launches; ++index) {
-        check(device.launch("copy", LaunchConfig::linear(1),
-                            {{source, AccessMode::Read}, {target, AccessMode::Write}}),
-              "launch");
-    }
-    check(device.sync(), "sync");
-    return seconds_since(start) / launches;
-}
+using bench::check;
+using bench::Clock;
+using bench::seconds_since;
 
 double read_once(Client& device, const Handle& source, const Handle& target) {
     const Clock::time_point start = Clock::now();
@@ -83,14 +38,6 @@ double read_once(Client& device, const Handle& source, const Handle& target) {
           "read");
     check(device.sync(), "sync");
     return seconds_since(start);
-}
-
-double lookup_once(Job& job) {
-    const Clock::time_point start = Clock::now();
-    Result<Handle> found = job.lookup("small");
-    const double took = seconds_since(start);
-    check(found ? Status{} : Status(found.error()), "lookup");
-    return took;
 }
 
 struct Figures {
@@ -109,7 +56,8 @@ void print_ratio(const char* what, const std::vector<double>& remote,
 
 int main(int argc, char** argv) {
     if (argc == 3 && std::strcmp(argv[1], "--as-rank-one") == 0) {
-        return be_rank_one(std::strtoull(argv[2], nullptr, 10));
+        return bench::be_rank_one(std::strtoull(argv[2], nullptr, 10),
+                                  LaunchConfig::linear(256));
     }
     int rounds = 7;
     int launches = 2000;
@@ -146,25 +94,30 @@ int main(int argc, char** argv) {
     check(owner.grant_peer_access(device.service()), "grant");
     const Handle remote_small = *job->lookup("small");
     const Handle remote_large = *job->lookup("large");
-    const Handle local_small = *owner.share_with_peers(filled(owner, 256));
-    const Handle local_large = *owner.share_with_peers(filled(owner, large));
-    const Handle small_out = filled(device, 256);
-    const Handle large_out = filled(device, large);
+    const LaunchConfig fill = LaunchConfig::linear(256);
+    const Handle local_small = *owner.share_with_peers(bench::filled(owner, 256, 3, fill));
+    const Handle local_large = *owner.share_with_peers(bench::filled(owner, large, 3, fill));
+    const Handle small_out = bench::filled(device, 256, 3, fill);
+    const Handle large_out = bench::filled(device, large, 3, fill);
     check(job->runtime()->sync_all(), "sync");  // The fills run now, not inside a round.
     Figures figures;
     for (int round = 0; round < rounds; ++round) {
         // Each first in every other round: neither gains from coming second.
         if (round % 2 == 0) {
-            figures.launch_remote.push_back(launch_batch(device, remote_small, small_out, launches));
-            figures.launch_local.push_back(launch_batch(device, local_small, small_out, launches));
+            figures.launch_remote.push_back(
+                bench::launch_batch(device, remote_small, small_out, launches));
+            figures.launch_local.push_back(
+                bench::launch_batch(device, local_small, small_out, launches));
         } else {
-            figures.launch_local.push_back(launch_batch(device, local_small, small_out, launches));
-            figures.launch_remote.push_back(launch_batch(device, remote_small, small_out, launches));
+            figures.launch_local.push_back(
+                bench::launch_batch(device, local_small, small_out, launches));
+            figures.launch_remote.push_back(
+                bench::launch_batch(device, remote_small, small_out, launches));
         }
         figures.read_remote.push_back(read_once(device, remote_large, large_out));
         figures.read_local.push_back(read_once(device, local_large, large_out));
         for (int lookup = 0; lookup < 50; ++lookup) {
-            figures.lookup.push_back(lookup_once(*job));
+            figures.lookup.push_back(bench::lookup_once(*job, "small"));
         }
         std::printf("round %d: launch %.2f / %.2f us, read %.1f / %.1f ms\n", round + 1,
                     figures.launch_remote.back() * 1e6, figures.launch_local.back() * 1e6,

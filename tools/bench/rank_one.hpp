@@ -1,14 +1,17 @@
 #pragma once
 
 // What the job benchmarks share: this program started again as rank 1 of a job of two, its
-// stdout a pipe this process reads as a gate, and the median of a run of figures.
+// stdout a pipe this process reads as a gate; what rank 1 publishes; the figures both backends'
+// benchmarks take the same way, and the median of a run of them.
 
+#include "tandem/job.hpp"
 #include "tandem/job_folder.hpp"
 
 #include <spawn.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -63,6 +66,76 @@ inline std::pair<pid_t, int> start_rank_one(const std::string& id,
     posix_spawn_file_actions_destroy(&actions);
     ::close(gate[1]);
     return {pid, gate[0]};
+}
+
+using Clock = std::chrono::steady_clock;
+
+/// Ends the benchmark with exit code 2, saying what failed and why.
+[[noreturn]] inline void fail(const char* what, const std::string& why) {
+    std::fprintf(stderr, "%s: %s\n", what, why.c_str());
+    std::exit(2);
+}
+
+/// `fail` when `status` is an error.
+inline void check(const Status& status, const char* what) {
+    if (!status) {
+        fail(what, status.error().report());
+    }
+}
+
+inline double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// `bytes` of `device` set to `value` by the fill kernel launched as `config`.
+inline Handle filled(Client& device, std::uint64_t bytes, std::uint8_t value,
+                     const LaunchConfig& config) {
+    Result<Handle> buffer = device.allocate(bytes);
+    check(buffer ? Status{} : Status(buffer.error()), "allocate");
+    check(device.launch("fill", config, {{*buffer, AccessMode::Write, std::nullopt}},
+                        KernelArgs().u64(value)),
+          "fill");
+    return *buffer;
+}
+
+/// Rank 1: publishes "small" (256 bytes) and "large" (`large_bytes`), each filled with 3 by
+/// launches of `config`, for rank 0's two devices, says so on its stdout (the gate), then waits at
+/// the barrier rank 0 reaches when it is done.
+inline int be_rank_one(std::uint64_t large_bytes, const LaunchConfig& config) {
+    Result<Job> job = Job::join();
+    check(job ? Status{} : Status(job.error()), "join");
+    Client device = job->runtime()->client(0);
+    for (std::uint32_t accessor : {0u, 1u}) {
+        check(device.grant_peer_access(*job->service(0, accessor)), "grant");
+    }
+    check(job->publish("small", filled(device, 256, 3, config)), "publish");
+    check(job->publish("large", filled(device, large_bytes, 3, config)), "publish");
+    (void)!::write(STDOUT_FILENO, "p", 1);
+    check(job->barrier(std::chrono::minutes(30)), "barrier");
+    return 0;
+}
+
+/// `launches` one-thread copies of `source` into `target` on `device`, then a sync: seconds each.
+inline double launch_batch(Client& device, const Handle& source, const Handle& target,
+                           int launches) {
+    const Clock::time_point start = Clock::now();
+    for (int index = 0; index < launches; ++index) {
+        check(device.launch("copy", LaunchConfig::linear(1),
+                            {{source, AccessMode::Read, std::nullopt},
+                             {target, AccessMode::Write, std::nullopt}}),
+              "launch");
+    }
+    check(device.sync(), "sync");
+    return seconds_since(start) / launches;
+}
+
+/// One `Job::lookup` of `name`, the handle dropped: seconds.
+inline double lookup_once(Job& job, const char* name) {
+    const Clock::time_point start = Clock::now();
+    Result<Handle> found = job.lookup(name);
+    const double took = seconds_since(start);
+    check(found ? Status{} : Status(found.error()), "lookup");
+    return took;
 }
 
 /// The median of `figures` (sorted here).

@@ -190,6 +190,7 @@ void JobPeers::on_publish(std::uint32_t rank, std::string_view payload, std::vec
     ExportedRegion region;
     region.base_address = in.u64();
     region.size_bytes = in.u64();
+    region.owner = received.owner;
     const bool carries = in.u8() != 0;
     if (carries && !passed.empty()) {
         region.descriptor = passed.front();

@@ -141,6 +141,9 @@ public:
         remote_kept_ = std::move(remote);
         remote_.store(remote_kept_.get(), std::memory_order_release);
     }
+    /// The directory of other processes' devices (`reach_remote`), or null: what a wait that may
+    /// outlive this directory (a GPU stream's host function) holds on to.
+    [[nodiscard]] std::shared_ptr<DeviceDirectory> remote() const { return remote_kept_; }
     /// Whether `service` is a device of this runtime (not one reached through `reach_remote`).
     [[nodiscard]] bool local(ServiceId service) const { return find(service) != nullptr; }
 

@@ -20,14 +20,18 @@ namespace tandem {
 class Server;
 
 /// Where an allocation's memory is, as another process of the host maps it: a descriptor of the
-/// region holding it, and where that region sits among its device's addresses.
+/// region holding it, where that region sits among its owner's device addresses, and the owner.
 struct ExportedRegion {
     /// An open descriptor of the region's memory.
     int descriptor = -1;
-    /// The device address of the region's first byte.
+    /// The device address of the region's first byte, as its owner addresses it.
     std::uint64_t base_address = 0;
     /// The region's size.
     std::uint64_t size_bytes = 0;
+    /// The device the region belongs to: set by the job for `JobMember::import_region`. Device
+    /// addresses of two processes may coincide (two processes on one GPU each address their own
+    /// memory from the same place), so a region is known by its owner and its base together.
+    ServiceId owner{};
 };
 
 /// A stream whose events other processes wait on, as the job keeps it: what its device tells it

@@ -2,8 +2,9 @@
 
 // The CUDA backend: the same Server contract as the simulator, on real NVIDIA GPUs.
 //
-// Memory comes from the core pools over regions reserved with cudaMalloc, so an allocation after
-// warm-up is a pool operation, not a driver call. Work goes straight to CUDA streams; every
+// Memory comes from the core pools over regions of exportable device memory (virtual memory
+// management, so that another process of a job maps them; cudaMalloc where the GPU lacks it), so
+// an allocation after warm-up is a pool operation, not a driver call. Work goes straight to CUDA streams; every
 // launch carries a status word the kernel sets when it fails (or did not run because a producer
 // of its inputs failed), and the server resolves status words in enqueue order when the host
 // synchronises, applying the same claims the simulator applies (rules C8, C9, C13).
@@ -39,11 +40,16 @@ struct CudaOptions {
     static constexpr std::uint32_t max_devices = 64;
     /// Draws injected faults by probability.
     std::uint64_t seed = 1;
-    /// How each GPU's pools carve what they reserve with `cudaMalloc`.
+    /// How each GPU's pools carve the regions they reserve.
     PoolOptions pools{
         .slice_max_bytes = 1 << 20, .page_size_bytes = 8 << 20, .index_addresses = false};
     /// Bytes each device's pools may reserve; 0 means the device's free memory at start.
     std::uint64_t capacity_bytes = 0;
+    /// Whether the pools reserve memory that another process of the host can map (virtual memory
+    /// management, exported to a POSIX file descriptor once per region), where the GPU and driver
+    /// offer it: what lets a job's other ranks bind this runtime's memory. False, or a GPU without
+    /// it, reserves with cudaMalloc, and publishing memory to another rank is refused saying why.
+    bool exportable_memory = true;
     /// Whether a launch makes its call to the driver after letting go of the runtime's lock, so
     /// that threads launching on other streams or GPUs reach the driver at the same time (the
     /// call is most of a launch's host time). Launches on one stream still reach it in the order
@@ -137,6 +143,8 @@ public:
 
 private:
     explicit CudaRuntime(std::unique_ptr<CudaEngine> engine);
+    /// The engine, for the side of the runtime a job reaches (the backend's own, internal).
+    friend std::shared_ptr<CudaEngine> engine_of(const CudaRuntime& runtime);
     /// Shared with every client it hands out (`client`), which point at one of its devices.
     std::shared_ptr<CudaEngine> engine_;
 };
