@@ -4,8 +4,10 @@ the byte model's, as for plain explore, rank deaths included; what this file che
 explorer around it: a violation planted in a program of several ranks is found, shrunk and
 written as a scenario of ranks that `tandem replay` runs and that fails there too (one planted
 in a rank's death keeps the death); kept programs replay and pass, as a job of processes or,
-with a death, in one process; worker processes report what one process does; and a malformed
-abandon step, or ranks that cannot split the devices, are refused before anything runs."""
+with a death, in one process; worker processes report what one process does; connections cut
+between living ranks (--cut-percent) cut off the higher rank as the model says, and the programs
+replay; and a malformed abandon or cut step, or ranks that cannot split the devices, are refused
+before anything runs."""
 
 import json
 import os
@@ -134,6 +136,68 @@ def check_delayed_frames(tool, folder):
         fail(f"--json does not give the delay: {document}")
 
 
+def check_cut_connections(tool, folder):
+    """Connections cut between living ranks, drawn from the seed: the programs pass against the
+    model (the higher rank cut off, its memory lost to the others with the lost connection
+    named), the kept ones replay in one process and pass, a planted denial of a cut-off rank's
+    loss shrinks to the cut, the read and what reads it, and fails on replay, and the run names
+    the option, in its first line, its reruns and its JSON."""
+    out = os.path.join(folder, "cut")
+    code, lines, errors = explore(tool, out, "--runs", "8", "--seed", "1", "--ranks", "3",
+                                  "--cut-percent", "3", "--keep", "8", "--jobs", "1")
+    if code != 0 or not any("a unit cuts a connection between two of them with a chance of 3%" in line
+                            for line in lines):
+        fail(f"--cut-percent 3: exit {code}: {lines} {errors}")
+    cuts = 0
+    cut_reads = 0
+    for seed in range(1, 9):
+        path = os.path.join(out, f"program-{seed}.yaml")
+        with open(path) as file:
+            text = file.read()
+        if "--cut-percent 3" not in text:
+            fail(f"kept program {seed} does not say how it was drawn:\n{text[:300]}")
+        cuts += len(re.findall(r"- cut: \{ranks: \[[0-2], [0-2]\]\}", text))
+        cut_reads += len(re.findall(r'- read: .*"was cut off from the job: its connection to rank', text))
+        replayed = run(tool, "replay", path)
+        if replayed.returncode != 0:
+            fail(f"kept program {seed} with a cut does not pass on replay: {replayed.stdout}{replayed.stderr}")
+    if cuts < 8 or cut_reads < 8:
+        fail(f"seeds 1 to 8 cut {cuts} connections and {cut_reads} reads expect a cut-off rank")
+    planted = os.path.join(folder, "planted-cut")
+    code, lines, errors = explore(tool, planted, "--runs", "3", "--seed", "40", "--ranks", "3",
+                                  "--cut-percent", "3", "--jobs", "1", "--plant-violation", "41")
+    if code != 1 or not any("--ranks 3 --cut-percent 3 " in line for line in lines) or \
+            not any(re.match(r"shrunk from \d+ to 3 units", line) for line in lines):
+        fail(f"a planted violation of a cut was not found, named and shrunk (exit {code}): {lines} {errors}")
+    path = os.path.join(planted, "explore-41.yaml")
+    with open(path) as file:
+        text = file.read()
+    if "- cut: {ranks: [" not in text or '"of rank 2 is not lost"' not in text:
+        fail(f"the shrunk program lost the cut or the planted read:\n{text}")
+    replayed = run(tool, "replay", path)
+    if replayed.returncode != 1 or "expected the report to contain 'of rank 2 is not lost'" not in replayed.stdout:
+        fail(f"the shrunk cut does not fail on replay as in explore: {replayed.stdout}")
+    document = json.loads(run(tool, "explore", "--runs", "1", "--ranks", "2", "--json",
+                              "--cut-percent", "7", "--out", folder).stdout)
+    if document.get("cut_percent") != 7:
+        fail(f"--json does not give the chance of a cut: {document}")
+
+
+def check_malformed_cut(tool, folder):
+    """A cut step outside a job, of a rank the job does not have, of one rank twice or not of
+    two ranks is malformed: said with its line and column, and nothing runs."""
+    for devices, ranks, needle in (("{count: 2}", "[0, 1]", "needs a job of 2 ranks or more"),
+                                   ("{count: 2, ranks: 2}", "[0, 2]", "expected a rank below 2"),
+                                   ("{count: 2, ranks: 2}", "[1, 1]", "expected two different ranks"),
+                                   ("{count: 3, ranks: 3}", "[0, 1, 2]", "as [A, B]")):
+        path = os.path.join(folder, "cut.yaml")
+        with open(path, "w") as file:
+            file.write(f"name: x\ndevices: {devices}\nsteps:\n  - cut: {{ranks: {ranks}}}\n")
+        result = run(tool, "replay", path)
+        if result.returncode != 2 or "cut.yaml:4:" not in result.stderr or needle not in result.stderr:
+            fail(f"cut of {ranks} in {devices}: exit {result.returncode}: {result.stderr}")
+
+
 def check_malformed_abandon(tool, folder):
     """An abandon step outside a job, or of a rank the job does not have, is malformed: said
     with its line and column, and nothing runs."""
@@ -154,6 +218,8 @@ def check_refused(tool):
                          (["--ranks", "3", "--devices", "4"], "--ranks 3 does not split --devices 4"),
                          (["--ranks", "2", "--devices", "3"], "--ranks 2 does not split --devices 3"),
                          (["--message-delay-us", "5"], "delays frames between ranks: give --ranks 2"),
+                         (["--cut-percent", "5"], "cuts connections between ranks: give --ranks 2"),
+                         (["--ranks", "2", "--cut-percent", "101"], "--cut-percent: must be from 0 to 100"),
                          (["--ranks", "2", "--message-delay-us", "1000001"],
                           "--message-delay-us: must be from 0 to 1000000")):
         result = run(tool, "explore", "--runs", "1", *args)
@@ -170,6 +236,8 @@ def main():
         check_planted_death(tool, folder)
         check_kept_programs_replay(tool, folder)
         check_malformed_abandon(tool, folder)
+        check_malformed_cut(tool, folder)
+        check_cut_connections(tool, folder)
         check_workers_agree(tool, folder)
         check_delayed_frames(tool, folder)
     check_refused(tool)
