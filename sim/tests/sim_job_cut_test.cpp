@@ -233,6 +233,22 @@ TEST_F(CutRanks, a_rank_cut_off_keeps_its_device_and_reads_every_other_ranks_mem
     EXPECT_EQ((*read)[0], std::byte{3});
 }
 
+TEST_F(CutRanks, no_work_crosses_the_cut_to_write_the_other_sides_memory) {
+    join(2);
+    cut_and_wait(0, 1);
+    // D1 for writes too: a kernel binding a lost device's memory is skipped, whatever it does
+    // with it, so neither side's bytes change under work the other side's job no longer sees.
+    for (const auto& [writer, owner] : {std::pair(0u, 1u), std::pair(1u, 0u)}) {
+        ASSERT_TRUE(devices[writer].launch("fill", LaunchConfig::linear(64),
+                                           {{theirs.at({writer, owner}), AccessMode::Write}},
+                                           KernelArgs().u64(99)));
+        ASSERT_TRUE(devices[writer].sync());
+        Result<std::vector<std::byte>> read = devices[owner].read(own[owner]);
+        ASSERT_TRUE(read.ok()) << read.error().report();
+        EXPECT_EQ((*read)[0], std::byte{static_cast<unsigned char>(10 + owner)}) << owner;
+    }
+}
+
 TEST_F(CutRanks,
        the_other_ranks_of_three_go_on_together_and_read_the_cut_off_ranks_memory_as_lost) {
     join(3);

@@ -280,6 +280,9 @@ void SettlePipeline::settle(Work& work) {
         // order: a claimed input means it was skipped (C9), or consumed bytes of failed work
         // before anyone knew (C13), whatever it reported itself.
         cause = first_claimed_input(devices_, work.inputs);
+        if (!cause) {
+            cause = first_lost_output(devices_, work.outputs);  // D1, as `examine` held it back.
+        }
     }
     work.failed_ = true;
     if (work.refused_) {
