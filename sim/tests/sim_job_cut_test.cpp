@@ -41,6 +41,15 @@ std::string was_cut_off(std::uint32_t cut, std::uint32_t rank) {
            " was lost while both ranks lived";
 }
 
+/// The loss of `rank` as `job` reported it, once it has, expected to be `how` with `code`.
+RankLoss expect_loss(const Job& job, std::uint32_t rank, RankEnd how, int code) {
+    const std::optional<RankLoss> seen = job.wait_for_loss_of(rank, guard_timeout);
+    EXPECT_TRUE(seen.has_value()) << "rank " << job.rank() << " did not lose rank " << rank;
+    EXPECT_EQ(seen.value_or(RankLoss{}).how, how);
+    EXPECT_EQ(seen.value_or(RankLoss{}).code, code);
+    return seen.value_or(RankLoss{});
+}
+
 /// `result`'s error, or success: a call's outcome as a status.
 template <typename T>
 Status status_of(const Result<T>& result) {
@@ -115,12 +124,6 @@ protected:
             ASSERT_TRUE(ranks[cut].wait_for_loss_of(rank, guard_timeout)) << rank;
         }
     }
-    /// The loss of `lost` as rank `seen_by` reported it.
-    RankLoss loss(std::uint32_t seen_by, std::uint32_t lost) {
-        std::optional<RankLoss> found = ranks[seen_by].wait_for_loss_of(lost, guard_timeout);
-        EXPECT_TRUE(found.has_value()) << "rank " << seen_by << " did not lose rank " << lost;
-        return found.value_or(RankLoss{});
-    }
     /// What rank `reader` reads of a copy of rank `owner`'s shared memory into its own.
     Result<std::vector<std::byte>> read_copy(std::uint32_t reader, std::uint32_t owner) {
         Handle mine = *devices[reader].allocate(64);
@@ -155,14 +158,10 @@ protected:
 TEST_F(CutRanks, a_cut_between_two_living_ranks_cuts_off_the_higher_and_each_sees_the_other_lost) {
     join(2);
     cut_and_wait(0, 1);
-    const RankLoss seen_by_lower = loss(0, 1);
-    EXPECT_EQ(seen_by_lower.how, RankEnd::cut_off);
-    EXPECT_EQ(seen_by_lower.code, 0);
+    const RankLoss seen_by_lower = expect_loss(ranks[0], 1, RankEnd::cut_off, 0);
     EXPECT_EQ(seen_by_lower.pid, ::getpid());
     EXPECT_THAT(seen_by_lower.describe(), HasSubstr(was_cut_off(1, 0)));
-    const RankLoss seen_by_higher = loss(1, 0);
-    EXPECT_EQ(seen_by_higher.how, RankEnd::this_rank_cut_off);
-    EXPECT_EQ(seen_by_higher.code, 0);
+    const RankLoss seen_by_higher = expect_loss(ranks[1], 0, RankEnd::this_rank_cut_off, 0);
     EXPECT_THAT(seen_by_higher.describe(),
                 HasSubstr("rank 0 (pid " + std::to_string(::getpid()) +
                           ") is out of this rank's reach: " + cut_off_words(0)));
@@ -213,7 +212,7 @@ TEST_F(CutRanks, a_rank_cut_off_refuses_every_job_call_saying_which_connection_w
 TEST_F(CutRanks, a_rank_cut_off_keeps_its_device_and_reads_every_other_ranks_memory_as_lost) {
     join(2);
     cut_and_wait(1, 0);  // Cut at the higher end: the same rank goes.
-    EXPECT_EQ(loss(0, 1).how, RankEnd::cut_off);
+    expect_loss(ranks[0], 1, RankEnd::cut_off, 0);
     Handle local = filled(1, 9);
     Result<std::vector<std::byte>> read = devices[1].read(local);
     ASSERT_TRUE(read.ok()) << read.error().report();
@@ -254,9 +253,7 @@ TEST_F(CutRanks,
     join(3);
     cut_and_wait(0, 1);
     for (std::uint32_t rank : {0u, 2u}) {
-        const RankLoss seen = loss(rank, 1);
-        EXPECT_EQ(seen.how, RankEnd::cut_off) << rank;
-        EXPECT_EQ(seen.code, 0) << rank;
+        expect_loss(ranks[rank], 1, RankEnd::cut_off, 0);
         EXPECT_TRUE(ranks[rank].rank_alive(rank == 0 ? 2 : 0)) << rank;
         EXPECT_EQ(ranks[rank].lost_ranks().size(), 1u) << rank;
         Result<std::vector<std::byte>> read = read_copy(rank, 1);
@@ -265,9 +262,7 @@ TEST_F(CutRanks,
         EXPECT_THAT(read.error().report(), HasSubstr(was_cut_off(1, 0)));
     }
     for (std::uint32_t rank : {0u, 2u}) {
-        const RankLoss seen = loss(1, rank);
-        EXPECT_EQ(seen.how, RankEnd::this_rank_cut_off) << rank;
-        EXPECT_EQ(seen.code, 0) << rank;
+        expect_loss(ranks[1], rank, RankEnd::this_rank_cut_off, 0);
     }
     // Ranks 0 and 2 still reach each other: memory shared before, and a send between the two.
     Result<std::vector<std::byte>> read = read_copy(2, 0);
@@ -289,12 +284,10 @@ TEST_F(CutRanks, a_cut_between_two_higher_ranks_cuts_off_the_higher_of_those_two
     join(3);
     cut_and_wait(2, 1);
     for (std::uint32_t rank : {0u, 1u}) {
-        const RankLoss seen = loss(rank, 2);
-        EXPECT_EQ(seen.how, RankEnd::cut_off) << rank;
-        EXPECT_EQ(seen.code, 1) << rank;  // The lost connection was rank 1's, on every rank.
+        // The lost connection was rank 1's, on every rank.
+        const RankLoss seen = expect_loss(ranks[rank], 2, RankEnd::cut_off, 1);
         EXPECT_THAT(seen.describe(), HasSubstr(was_cut_off(2, 1)));
-        EXPECT_EQ(loss(2, rank).how, RankEnd::this_rank_cut_off) << rank;
-        EXPECT_EQ(loss(2, rank).code, 1) << rank;
+        expect_loss(ranks[2], rank, RankEnd::this_rank_cut_off, 1);
     }
     EXPECT_TRUE(ranks[0].rank_alive(1));
     EXPECT_TRUE(ranks[1].rank_alive(0));
@@ -307,8 +300,7 @@ TEST_F(CutRanks, a_lower_rank_abandoned_is_a_death_and_cuts_no_one_off) {
     join(3);
     ranks[0].abandon();
     for (std::uint32_t rank : {1u, 2u}) {
-        const RankLoss seen = loss(rank, 0);
-        EXPECT_EQ(seen.how, RankEnd::abandoned) << rank;
+        expect_loss(ranks[rank], 0, RankEnd::abandoned, 0);
         EXPECT_TRUE(ranks[rank].rank_alive(rank)) << rank;
         EXPECT_EQ(ranks[rank].lost_ranks().size(), 1u) << rank;
     }
@@ -376,11 +368,8 @@ TEST_F(TwoRanks, a_connection_cut_between_two_living_processes_cuts_off_the_high
     ASSERT_TRUE(theirs);
     share_with_peer("mine", filled(5));
     ASSERT_TRUE(job->cut_connection(1));
-    const std::optional<RankLoss> seen = job->wait_for_loss_of(1, guard_timeout);
-    ASSERT_TRUE(seen);
-    EXPECT_EQ(seen->how, RankEnd::cut_off);
-    EXPECT_EQ(seen->code, 0);
-    EXPECT_THAT(seen->describe(),
+    const RankLoss seen = expect_loss(*job, 1, RankEnd::cut_off, 0);
+    EXPECT_THAT(seen.describe(),
                 HasSubstr("rank 1 (pid " + std::to_string(peer.pid) +
                           ") was cut off from the job: its connection to rank 0 was lost"));
     EXPECT_THAT(peer.ask("loss 0"),
@@ -409,10 +398,7 @@ TEST_F(TwoRanks, a_connection_cut_between_two_living_processes_cuts_off_the_high
 
 TEST_F(TwoRanks, a_connection_cut_at_the_higher_processs_end_cuts_that_process_off) {
     EXPECT_EQ(peer.ask("cut 0"), "ok");
-    const std::optional<RankLoss> seen = job->wait_for_loss_of(1, guard_timeout);
-    ASSERT_TRUE(seen);
-    EXPECT_EQ(seen->how, RankEnd::cut_off);
-    EXPECT_EQ(seen->code, 0);
+    expect_loss(*job, 1, RankEnd::cut_off, 0);
     EXPECT_THAT(peer.ask("loss 0"), StartsWith("loss this_rank_cut_off 0: "));
     EXPECT_THAT(peer.ask("cut 0"),
                 StartsWith("error InvalidArgument: cut_connection: this rank has no connection to "
@@ -438,10 +424,7 @@ protected:
 
 TEST_F(TwoRanksLowerPeer, a_lower_rank_killed_is_a_death_and_not_a_lost_connection) {
     kill_peer();
-    const std::optional<RankLoss> seen = job->wait_for_loss_of(0, guard_timeout);
-    ASSERT_TRUE(seen);
-    EXPECT_EQ(seen->how, RankEnd::killed);
-    EXPECT_EQ(seen->code, SIGKILL);
+    expect_loss(*job, 0, RankEnd::killed, SIGKILL);
     EXPECT_TRUE(job->rank_alive(1));  // Not cut off: its calls meet the loss, not a refusal.
     Result<std::vector<std::string>> exchanged = job->exchange("x", guard_timeout);
     ASSERT_FALSE(exchanged.ok());
@@ -452,10 +435,7 @@ TEST_F(TwoRanksLowerPeer, a_lower_rank_killed_is_a_death_and_not_a_lost_connecti
 
 TEST_F(TwoRanksLowerPeer, a_lower_process_that_cuts_its_connection_stays_and_this_one_is_cut_off) {
     EXPECT_EQ(peer.ask("cut 1"), "ok");
-    const std::optional<RankLoss> seen = job->wait_for_loss_of(0, guard_timeout);
-    ASSERT_TRUE(seen);
-    EXPECT_EQ(seen->how, RankEnd::this_rank_cut_off);
-    EXPECT_EQ(seen->code, 0);
+    expect_loss(*job, 0, RankEnd::this_rank_cut_off, 0);
     EXPECT_THAT(peer.ask("loss 1"),
                 StartsWith("loss cut_off 0: rank 1 (pid " + std::to_string(::getpid()) +
                            ") was cut off from the job: its connection to rank 0 was lost"));

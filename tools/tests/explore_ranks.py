@@ -56,45 +56,58 @@ def check_planted_violation(tool, folder, ranks, seed):
         fail(f"--ranks {ranks}: the shrunk program does not fail on replay: {replayed.stdout}")
 
 
-def check_planted_death(tool, folder):
-    """A violation planted in a program that abandons a rank (the last read expecting the loss
-    expects it not lost) shrinks to the death, the unit that read the lost memory and the read,
-    and the file, a job simulated in one process, fails on replay as it failed in explore."""
-    out = os.path.join(folder, "planted-death")
-    code, lines, errors = explore(tool, out, "--runs", "3", "--seed", "34", "--ranks", "2",
-                                  "--devices", "4", "--jobs", "1", "--plant-violation", "36")
-    if code != 1 or "shrunk from 116 to 3 units; written to OUT/explore-36.yaml" not in lines:
-        fail(f"the planted death was not found and shrunk to 3 units (exit {code}): {lines} {errors}")
-    path = os.path.join(out, "explore-36.yaml")
+def check_planted_loss(tool, out, seed, units, step, rank, *args):
+    """A violation planted in program `seed` (of `units` units) that loses rank `rank` by `step`
+    (the last read expecting the loss expects it not lost) shrinks to the loss, the unit that
+    read the lost memory and the read, and the file, a job simulated in one process, fails on
+    replay as it failed in explore. Returns the explorer's output lines."""
+    code, lines, errors = explore(tool, out, *args, "--jobs", "1", "--plant-violation", str(seed))
+    if code != 1 or f"shrunk from {units} to 3 units; written to OUT/explore-{seed}.yaml" not in lines:
+        fail(f"the planted loss by '{step}' was not found and shrunk to 3 units (exit {code}): {lines} {errors}")
+    path = os.path.join(out, f"explore-{seed}.yaml")
     with open(path) as file:
         text = file.read()
-    if "- abandon: {rank: 0}" not in text or '"of rank 0 is not lost"' not in text:
-        fail(f"the shrunk program lost the death or the planted read:\n{text}")
+    if step not in text or f'"of rank {rank} is not lost"' not in text:
+        fail(f"the shrunk program lost '{step}' or the planted read:\n{text}")
     replayed = run(tool, "replay", path)
-    if replayed.returncode != 1 or "expected the report to contain 'of rank 0 is not lost'" not in replayed.stdout:
-        fail(f"the shrunk death does not fail on replay as in explore: {replayed.stdout}")
+    if replayed.returncode != 1 or \
+            f"expected the report to contain 'of rank {rank} is not lost'" not in replayed.stdout:
+        fail(f"the shrunk loss by '{step}' does not fail on replay as in explore: {replayed.stdout}")
+    return lines
+
+
+def check_planted_death(tool, folder):
+    """A planted violation that denies an abandoned rank's loss (`check_planted_loss`)."""
+    check_planted_loss(tool, os.path.join(folder, "planted-death"), 36, 116, "- abandon: {rank: 0}",
+                       0, "--runs", "3", "--seed", "34", "--ranks", "2", "--devices", "4")
+
+
+def kept_programs(tool, out, seed, runs, *args):
+    """Runs `runs` programs from `seed` (with `args`), keeping every one, and checks that each
+    kept file replays and passes. Returns the explorer's output lines and the files' texts."""
+    code, lines, errors = explore(tool, out, "--runs", str(runs), "--seed", str(seed), *args,
+                                  "--keep", str(runs), "--jobs", "1")
+    if code != 0:
+        fail(f"--keep with {args}: exit {code}: {lines} {errors}")
+    texts = []
+    for each in range(seed, seed + runs):
+        path = os.path.join(out, f"program-{each}.yaml")
+        with open(path) as file:
+            texts.append(file.read())
+        replayed = run(tool, "replay", path)
+        if replayed.returncode != 0:
+            fail(f"kept program {each} does not pass on replay: {replayed.stdout}{replayed.stderr}")
+    return lines, texts
 
 
 def check_kept_programs_replay(tool, folder):
     """Programs kept by --keep are scenarios of ranks that replay and pass: those without a
     death as a job of processes (the driver's order in one process is the barriers' order
     across processes), those with one in one process; a death's reads expect the loss."""
-    out = os.path.join(folder, "kept")
-    code, lines, errors = explore(tool, out, "--runs", "6", "--seed", "31", "--ranks", "2",
-                                  "--devices", "4", "--keep", "6", "--jobs", "1")
-    if code != 0:
-        fail(f"--keep with --ranks: exit {code}: {lines} {errors}")
-    deaths = 0
-    lost_reads = 0
-    for seed in range(31, 37):
-        path = os.path.join(out, f"program-{seed}.yaml")
-        with open(path) as file:
-            text = file.read()
-        deaths += text.count("- abandon: {rank: ")
-        lost_reads += len(re.findall(r'- read: .*"of rank [01] is lost"', text))
-        replayed = run(tool, "replay", path)
-        if replayed.returncode != 0:
-            fail(f"kept program {seed} does not pass on replay: {replayed.stdout}{replayed.stderr}")
+    _, texts = kept_programs(tool, os.path.join(folder, "kept"), 31, 6, "--ranks", "2",
+                             "--devices", "4")
+    deaths = sum(text.count("- abandon: {rank: ") for text in texts)
+    lost_reads = sum(len(re.findall(r'- read: .*"of rank [01] is lost"', text)) for text in texts)
     # Seeds 34 to 36 abandon a rank, and 35 and 36 read what its loss claimed.
     if deaths != 3 or lost_reads < 2:
         fail(f"seeds 31 to 36 abandon {deaths} ranks and {lost_reads} reads expect a loss")
@@ -111,6 +124,14 @@ def check_workers_agree(tool, folder):
                               "--out", folder).stdout)
     if document.get("ranks") != 4 or document.get("devices") != 4:
         fail(f"--json does not give the ranks and the devices they split: {document}")
+
+
+def check_json_gives(tool, folder, option, value, key):
+    """A run of two ranks with `option value` gives `value` as `key` of its --json document."""
+    document = json.loads(run(tool, "explore", "--runs", "1", "--ranks", "2", "--json",
+                              option, str(value), "--out", folder).stdout)
+    if document.get(key) != value:
+        fail(f"--json does not give {option} as {key}: {document}")
 
 
 def check_delayed_frames(tool, folder):
@@ -130,57 +151,33 @@ def check_delayed_frames(tool, folder):
                                   "--plant-violation", "16")
     if code != 1 or not any("--ranks 2 --message-delay-us 100 " in line for line in lines):
         fail(f"a violation under delays does not rerun with them (exit {code}): {lines} {errors}")
-    document = json.loads(run(tool, "explore", "--runs", "1", "--ranks", "2", "--json",
-                              "--message-delay-us", "50", "--out", folder).stdout)
-    if document.get("message_delay_us") != 50:
-        fail(f"--json does not give the delay: {document}")
+    check_json_gives(tool, folder, "--message-delay-us", 50, "message_delay_us")
 
 
 def check_cut_connections(tool, folder):
     """Connections cut between living ranks, drawn from the seed: the programs pass against the
     model (the higher rank cut off, its memory lost to the others with the lost connection
     named), the kept ones replay in one process and pass, a planted denial of a cut-off rank's
-    loss shrinks to the cut, the read and what reads it, and fails on replay, and the run names
-    the option, in its first line, its reruns and its JSON."""
-    out = os.path.join(folder, "cut")
-    code, lines, errors = explore(tool, out, "--runs", "8", "--seed", "1", "--ranks", "3",
-                                  "--cut-percent", "3", "--keep", "8", "--jobs", "1")
-    if code != 0 or not any("a unit cuts a connection between two of them with a chance of 3%" in line
-                            for line in lines):
-        fail(f"--cut-percent 3: exit {code}: {lines} {errors}")
-    cuts = 0
-    cut_reads = 0
-    for seed in range(1, 9):
-        path = os.path.join(out, f"program-{seed}.yaml")
-        with open(path) as file:
-            text = file.read()
-        if "--cut-percent 3" not in text:
-            fail(f"kept program {seed} does not say how it was drawn:\n{text[:300]}")
-        cuts += len(re.findall(r"- cut: \{ranks: \[[0-2], [0-2]\]\}", text))
-        cut_reads += len(re.findall(r'- read: .*"was cut off from the job: its connection to rank', text))
-        replayed = run(tool, "replay", path)
-        if replayed.returncode != 0:
-            fail(f"kept program {seed} with a cut does not pass on replay: {replayed.stdout}{replayed.stderr}")
+    loss is found as a death's is (`check_planted_loss`), and the run names the option, in its
+    first line, its reruns and its JSON."""
+    lines, texts = kept_programs(tool, os.path.join(folder, "cut"), 1, 8, "--ranks", "3",
+                                 "--cut-percent", "3")
+    if not any("a unit cuts a connection between two of them with a chance of 3%" in line
+               for line in lines):
+        fail(f"--cut-percent 3: the run does not say it cuts connections: {lines}")
+    if not all("--cut-percent 3" in text for text in texts):
+        fail("a kept program does not say it was drawn with --cut-percent 3")
+    cuts = sum(len(re.findall(r"- cut: \{ranks: \[[0-2], [0-2]\]\}", text)) for text in texts)
+    cut_reads = sum(len(re.findall(r'- read: .*"was cut off from the job: its connection to rank',
+                                   text)) for text in texts)
     if cuts < 8 or cut_reads < 8:
         fail(f"seeds 1 to 8 cut {cuts} connections and {cut_reads} reads expect a cut-off rank")
-    planted = os.path.join(folder, "planted-cut")
-    code, lines, errors = explore(tool, planted, "--runs", "3", "--seed", "40", "--ranks", "3",
-                                  "--cut-percent", "3", "--jobs", "1", "--plant-violation", "41")
-    if code != 1 or not any("--ranks 3 --cut-percent 3 " in line for line in lines) or \
-            not any(re.match(r"shrunk from \d+ to 3 units", line) for line in lines):
-        fail(f"a planted violation of a cut was not found, named and shrunk (exit {code}): {lines} {errors}")
-    path = os.path.join(planted, "explore-41.yaml")
-    with open(path) as file:
-        text = file.read()
-    if "- cut: {ranks: [" not in text or '"of rank 2 is not lost"' not in text:
-        fail(f"the shrunk program lost the cut or the planted read:\n{text}")
-    replayed = run(tool, "replay", path)
-    if replayed.returncode != 1 or "expected the report to contain 'of rank 2 is not lost'" not in replayed.stdout:
-        fail(f"the shrunk cut does not fail on replay as in explore: {replayed.stdout}")
-    document = json.loads(run(tool, "explore", "--runs", "1", "--ranks", "2", "--json",
-                              "--cut-percent", "7", "--out", folder).stdout)
-    if document.get("cut_percent") != 7:
-        fail(f"--json does not give the chance of a cut: {document}")
+    lines = check_planted_loss(tool, os.path.join(folder, "planted-cut"), 41, 112,
+                               "- cut: {ranks: [1, 2]}", 2, "--runs", "3", "--seed", "40",
+                               "--ranks", "3", "--cut-percent", "3")
+    if not any("--ranks 3 --cut-percent 3 " in line for line in lines):
+        fail(f"the rerun of a violation with cuts does not name them: {lines}")
+    check_json_gives(tool, folder, "--cut-percent", 7, "cut_percent")
 
 
 def check_malformed_cut(tool, folder):
