@@ -53,9 +53,11 @@
 // from a death by the system's account (a process that exited or was killed died) and, for a
 // rank whose process runs on, by what that rank left in the job folder: a word on its board
 // (job_board.hpp), which an abandoned or cut-off rank writes before its connections close, and
-// its seat, which it holds while it is in the job (a process that runs another program gives
-// it up with its connections). Only a rank whose word says nothing and that holds its seat
-// lives on, so only then was the connection alone lost.
+// its seat, which it holds while it is in the job. Only a rank whose word says nothing and that
+// holds its seat lives on, so only then was the connection alone lost. A process that runs
+// another program without leaving gives its seat up with its connections, but the system may
+// let the seat go just after them: a peer that reads the end first takes it for a lost
+// connection, one that finds the seat free for `abandoned`.
 //
 //   variable             set by                   meaning
 //   TANDEM_RANK          tandem launch, by hand   this process's rank, 0 to world size - 1
