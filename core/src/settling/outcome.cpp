@@ -35,9 +35,12 @@ std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
     return std::nullopt;
 }
 
-std::optional<Cause> first_lost_output(const DeviceDirectory& devices,
+std::optional<Cause> first_lost_output(const DeviceDirectory& devices, ServiceId runner,
                                        std::span<const Target> outputs) {
     for (const Target& output : outputs) {
+        if (output.owner == runner) {
+            continue;
+        }
         if (std::optional<Error> lost = devices.lost(output.owner)) [[unlikely]] {
             return Cause{output.owner, std::nullopt, std::move(*lost), output.key};
         }

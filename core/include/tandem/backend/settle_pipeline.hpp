@@ -279,6 +279,9 @@ private:
     }
     [[nodiscard]] std::optional<Error> refusal_slow(const Work& work, const LaunchRequest& request,
                                                     bool registered) const;
+    /// Whether an output of `work` is memory of another device that is lost (D1); out of line,
+    /// since only a peer kernel writing shared memory asks.
+    [[nodiscard]] bool writes_lost_memory(const Work& work) const;
 
     /// The unsettled writers of one allocation, in enqueue order; the first `settled` are
     /// settled.
@@ -384,10 +387,8 @@ SettlePipeline::Inputs SettlePipeline::examine(const Work& consumer, Visit&& vis
     if (consumer.after_failed_wait_) [[unlikely]] {
         return Inputs::Claimed;  // Ordered after what never happened: it must not run.
     }
-    for (const Target& output : consumer.outputs) {
-        if (devices_.lost(output.owner)) [[unlikely]] {
-            return Inputs::Claimed;  // D1: no one binds a lost device's memory, to write it either.
-        }
+    if (consumer.writes_other_devices_ && writes_lost_memory(consumer)) [[unlikely]] {
+        return Inputs::Claimed;  // D1: no one binds a lost device's memory, to write it either.
     }
     bool pending = false;
     for (const Target& input : consumer.inputs) {
