@@ -66,5 +66,45 @@ TEST(Outcome, a_skip_on_the_failures_own_device_reuses_the_failure) {
     EXPECT_EQ(devices.zero.allocations_carrying(failure), 2u);
 }
 
+/// `TwoDevices` with device 1 lost.
+class DeviceOneLost final : public testing::StoreDirectory {
+public:
+    mutable ClaimStore zero{device0};
+    mutable ClaimStore one{device1};
+    ClaimStore& store_of(ServiceId owner) const override {
+        return owner.device_index == 0 ? zero : one;
+    }
+    ServiceId service_of(std::uint32_t device) const override { return ServiceId{5, device}; }
+    bool reaches(ServiceId service) const override {
+        return service.runtime_id == 5 && service.device_index < 2;
+    }
+    std::optional<Error> lost(ServiceId owner) const override {
+        return owner == device1 ? std::optional(Error::device_lost(device1, "a test lost it"))
+                                : std::nullopt;
+    }
+};
+
+TEST(Outcome, work_writing_a_lost_devices_memory_is_skipped_with_the_loss_claiming_the_rest) {
+    DeviceOneLost devices;
+    const Target outputs[] = {Target{device0, ClaimKey{MemoryId::next(), {0, 8}}},
+                              Target{device1, ClaimKey{MemoryId::next(), {0, 8}}}};
+    std::optional<Cause> cause = first_lost_output(devices, device0, outputs);
+    ASSERT_TRUE(cause.has_value());
+    EXPECT_EQ(cause->owner, device1);
+    EXPECT_EQ(cause->needed, outputs[1].key);
+    claim_skipped(devices, device0, "writer", outputs, *cause);
+    const ClaimKey key[] = {outputs[0].key};
+    Status read = devices.zero.check(key);
+    ASSERT_FALSE(read);
+    const auto* details = read.error().details_as<UnwrittenDetails>();
+    ASSERT_NE(details, nullptr);
+    EXPECT_EQ(details->root->kind(), ErrorKind::DeviceLost) << read.error().report();
+    EXPECT_NE(read.error().report().find("a test lost it"), std::string::npos);
+    const Target living[] = {outputs[0]};
+    EXPECT_FALSE(first_lost_output(devices, device0, living).has_value());
+    // The running device's own loss is not asked here: the work fails where it runs.
+    EXPECT_FALSE(first_lost_output(devices, device1, outputs).has_value());
+}
+
 }  // namespace
 }  // namespace tandem

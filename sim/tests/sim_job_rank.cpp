@@ -51,6 +51,10 @@
 //                        "bytes B0 ... B7", or "error KIND: MESSAGE"
 //   lose-after N         arms the loss of its device after N more units of work: "ok"
 //   die                  ends the process at once, without leaving the job
+//   cut RANK             Job::cut_connection(RANK): "ok", or "error KIND: MESSAGE"
+//   loss RANK            waits for the loss of RANK: "loss HOW CODE: SENTENCE" (HOW the
+//                        RankEnd's name, SENTENCE `RankLoss::describe`), or "error ..."
+//   alive RANK           Job::rank_alive(RANK): "true" or "false"
 // The end of stdin leaves the job; a kill ends it without a word.
 
 #include "tandem/job.hpp"
@@ -353,6 +357,47 @@ std::optional<std::string> handle_command(Rank& rank, const std::string& line,
     return std::nullopt;
 }
 
+/// The name of `how`, as the `loss` command gives it.
+std::string_view end_name(RankEnd how) {
+    switch (how) {
+        case RankEnd::left:
+            return "left";
+        case RankEnd::exited:
+            return "exited";
+        case RankEnd::killed:
+            return "killed";
+        case RankEnd::vanished:
+            return "vanished";
+        case RankEnd::abandoned:
+            return "abandoned";
+        case RankEnd::cut_off:
+            return "cut_off";
+        case RankEnd::this_rank_cut_off:
+            return "this_rank_cut_off";
+    }
+    return "unknown";
+}
+
+/// The commands on the job's members (`cut`, `loss`, `alive`): the answer, or none for another
+/// command.
+std::optional<std::string> membership_command(Job& job, const std::string& command,
+                                              const std::string& rank_text) {
+    const auto rank = static_cast<std::uint32_t>(std::strtoul(rank_text.c_str(), nullptr, 10));
+    if (command == "cut") {
+        return answer_of(job.cut_connection(rank));
+    }
+    if (command == "alive") {
+        return job.rank_alive(rank) ? "true" : "false";
+    }
+    if (command != "loss") {
+        return std::nullopt;
+    }
+    const std::optional<RankLoss> loss = job.wait_for_loss_of(rank, std::chrono::seconds(60));
+    return loss ? "loss " + std::string(end_name(loss->how)) + " " + std::to_string(loss->code) +
+                      ": " + loss->describe()
+                : "error rank " + rank_text + " is not lost";
+}
+
 /// The answer to one command line.
 std::string answer_line(Rank& rank, const std::string& line) {
     std::istringstream words(line);
@@ -378,6 +423,9 @@ std::string answer_line(Rank& rank, const std::string& line) {
     }
     if (command == "barrier") {
         return answer_of(rank.job.barrier());
+    }
+    if (std::optional<std::string> done = membership_command(rank.job, command, name)) {
+        return *done;
     }
     if (std::optional<std::string> done = collective(rank.job, device, command, name, value)) {
         return *done;

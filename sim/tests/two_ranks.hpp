@@ -24,16 +24,17 @@ inline std::string new_job_id() {
     return "sim-job-test-" + std::to_string(random()) + std::to_string(random());
 }
 
-/// A job of two ranks: this process is rank 0 (with one simulated device), and `peer` rank 1.
+/// A job of two ranks: this process is rank 0 (with one simulated device), and `peer` rank 1
+/// (or the other way round, where a fixture sets `peer_rank` to 0).
 class TwoRanks : public ::testing::Test {
 protected:
     void SetUp() override {
         id_ = new_job_id();
         peer = start_program(
-            TANDEM_SIM_JOB_RANK, rank_of(id_, 1, 2), {},
+            TANDEM_SIM_JOB_RANK, rank_of(id_, peer_rank, 2), {},
             {"TANDEM_BACKEND=sim", "TANDEM_DEVICES=1", "TANDEM_SCHEDULER=" + scheduler});
         JoinOptions options;
-        options.environment = rank_of(id_, 0, 2);
+        options.environment = rank_of(id_, 1 - peer_rank, 2);
         options.runtime.backend = "sim";
         options.runtime.devices = 1;
         options.runtime.scheduler = scheduler;
@@ -80,7 +81,7 @@ protected:
     /// false, and has the peer look it up.
     void share_with_peer(const std::string& name, const Handle& memory, bool granted = true) {
         if (granted) {
-            ASSERT_TRUE(device->grant_peer_access(*job->service(1)));
+            ASSERT_TRUE(device->grant_peer_access(*job->service(peer_rank)));
         }
         ASSERT_TRUE(job->publish(name, memory));
         ASSERT_EQ(peer.ask("lookup " + name), "ok");
@@ -118,7 +119,7 @@ protected:
     void kill_peer() {
         ASSERT_EQ(::kill(peer.pid, SIGKILL), 0);
         peer_killed = true;
-        ASSERT_TRUE(job->wait_for_loss_of(1, guard_timeout).has_value());
+        ASSERT_TRUE(job->wait_for_loss_of(peer_rank, guard_timeout).has_value());
     }
     /// Both ranks pass a barrier: this one on a thread, the peer by command.
     void barrier_with_peer() {
@@ -128,6 +129,8 @@ protected:
         EXPECT_TRUE(passed.ok()) << passed.error().report();
     }
 
+    /// The rank of the peer's process (0 or 1); this process is the other.
+    std::uint32_t peer_rank = 1;
     /// The simulator's scheduler of both ranks: the peer takes it from the environment.
     std::string scheduler = "deterministic";
     /// How long this rank's waits for the peer's events hold.

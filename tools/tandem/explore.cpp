@@ -5,9 +5,10 @@
 //
 // `--ranks N` runs each program on a job of N ranks simulated in one process, the devices split
 // evenly among them (scenario_in_process.hpp says how one thread drives every rank), and a unit
-// may abandon a rank, as its death would (explore_program.hpp gives the model of it). What it
-// writes are scenarios of ranks: `tandem replay` runs one that abandons a rank in one process
-// too, and one that does not as a job of processes.
+// may abandon a rank, as its death would (explore_program.hpp gives the model of it), and with
+// `--cut-percent P` cut the connection between two living ranks, which the job answers by
+// cutting off the higher. What it writes are scenarios of ranks: `tandem replay` runs one that
+// abandons or cuts off a rank in one process too, and one that does not as a job of processes.
 //
 // `--minutes M` turns it into a soak: programs keep coming until M minutes have passed, and the
 // summary gives the faults injected and the peak resident memory after the first programs and at
@@ -63,6 +64,8 @@ struct ExploreFlags {
     std::optional<std::uint64_t> plant_violation;
     /// The longest delay of a frame between ranks (`JoinOptions::message_delay_max`), in us.
     std::uint64_t message_delay_us = 0;
+    /// The chance, in percent, that a unit cuts a connection between two living ranks.
+    std::uint32_t cut_percent = 0;
 };
 
 /// How every program runs: a program of several ranks as a job simulated in this process, its
@@ -167,11 +170,11 @@ void record(ExploreTally& tally, const ExploreReport& report, ExploreViolation v
 
 /// Program `index` of the run (`flags.seed + index` its seed).
 ExploreProgram program_at(const ExploreFlags& flags, std::uint64_t index) {
-    ExploreProgram program =
-        generate_program(flags.devices, flags.steps, flags.seed + index, flags.ranks);
+    ExploreProgram program = generate_program(flags.devices, flags.steps, flags.seed + index,
+                                              flags.ranks, flags.cut_percent);
     if (flags.plant_violation == program.seed) {
-        program.planted_violation = abandons_a_rank(program.units) ? PlantedViolation::loss_denied
-                                                                   : PlantedViolation::wrong_byte;
+        program.planted_violation = loses_a_rank(program.units) ? PlantedViolation::loss_denied
+                                                                : PlantedViolation::wrong_byte;
     }
     return program;
 }
@@ -194,11 +197,12 @@ void keep_program(const ExploreFlags& flags, std::uint64_t index, ExploreTally& 
     const ExploreProgram program = program_at(flags, index);
     Scenario scenario = annotate(program);
     scenario.name = "explore program, seed " + std::to_string(program.seed);
-    const std::string header = "Program " + std::to_string(index + 1) +
-                               " of tandem explore --seed " + std::to_string(flags.seed) +
-                               " --devices " + std::to_string(flags.devices) +
-                               (flags.ranks > 1 ? " --ranks " + std::to_string(flags.ranks) : "") +
-                               " --steps " + std::to_string(flags.steps) + ", kept by --keep.";
+    const std::string header =
+        "Program " + std::to_string(index + 1) + " of tandem explore --seed " +
+        std::to_string(flags.seed) + " --devices " + std::to_string(flags.devices) +
+        (flags.ranks > 1 ? " --ranks " + std::to_string(flags.ranks) : "") +
+        (flags.cut_percent > 0 ? " --cut-percent " + std::to_string(flags.cut_percent) : "") +
+        " --steps " + std::to_string(flags.steps) + ", kept by --keep.";
     const std::string file = write_program(flags, "program-", program.seed, scenario, header);
     tally.unwritten = tally.unwritten || file.empty();
     if (!file.empty()) {
@@ -237,6 +241,12 @@ bool resolve_job_flags(ExploreFlags& flags) {
                      "--ranks 2 or more\n");
         return false;
     }
+    if (flags.cut_percent > 0 && flags.ranks < 2) {
+        std::fprintf(stderr,
+                     "tandem: --cut-percent cuts connections between ranks: give --ranks 2 or "
+                     "more\n");
+        return false;
+    }
     if (flags.devices % flags.ranks != 0) {
         std::fprintf(stderr,
                      "tandem: --ranks %u does not split --devices %u evenly: give a device "
@@ -256,9 +266,10 @@ int explore(ExploreFlags flags) {
         return 2;
     }
     const bool soak = flags.minutes > 0;
-    const ExploreReport report(ExploreRequest{flags.seed, flags.devices, flags.ranks, flags.steps,
-                                              flags.runs, flags.minutes, flags.message_delay_us},
-                               flags.json);
+    const ExploreReport report(
+        ExploreRequest{flags.seed, flags.devices, flags.ranks, flags.steps, flags.runs,
+                       flags.minutes, flags.message_delay_us, flags.cut_percent},
+        flags.json);
     report.start();
     const auto started = std::chrono::steady_clock::now();
     const auto deadline =
@@ -319,6 +330,30 @@ int explore(ExploreFlags flags) {
     return report.finish(tally, seconds);
 }
 
+/// The options of a run of jobs: the ranks, and the faults between them.
+void add_job_options(CLI::App& command, ExploreFlags& flags) {
+    command
+        .add_option("--ranks", flags.ranks,
+                    "Run each program on a job of this many ranks simulated in one process, "
+                    "the devices split evenly among them (one a rank unless --devices says), "
+                    "a rank's death drawn from the seed")
+        ->check(whole_number(1, explore_devices_max))
+        ->capture_default_str();
+    command
+        .add_option("--message-delay-us", flags.message_delay_us,
+                    "With --ranks: delay every frame between ranks by a time drawn from 0 to "
+                    "this many microseconds (from each rank's seed): outcomes must not change")
+        ->check(whole_number(0, 1'000'000))
+        ->capture_default_str();
+    command
+        .add_option("--cut-percent", flags.cut_percent,
+                    "With --ranks: the chance in percent that a unit cuts the connection between "
+                    "two living ranks (drawn from the seed); the job cuts off the higher, which "
+                    "the others read as lost")
+        ->check(whole_number(0, 100))
+        ->capture_default_str();
+}
+
 }  // namespace
 
 Run add_explore(CLI::App& app) {
@@ -340,19 +375,7 @@ Run add_explore(CLI::App& app) {
     auto* devices = command->add_option("--devices", flags->devices, "Devices per program")
                         ->check(whole_number(1, explore_devices_max))
                         ->capture_default_str();
-    command
-        ->add_option("--ranks", flags->ranks,
-                     "Run each program on a job of this many ranks simulated in one process, "
-                     "the devices split evenly among them (one a rank unless --devices says), "
-                     "a rank's death drawn from the seed")
-        ->check(whole_number(1, explore_devices_max))
-        ->capture_default_str();
-    command
-        ->add_option("--message-delay-us", flags->message_delay_us,
-                     "With --ranks: delay every frame between ranks by a time drawn from 0 to "
-                     "this many microseconds (from each rank's seed): outcomes must not change")
-        ->check(whole_number(0, 1'000'000))
-        ->capture_default_str();
+    add_job_options(*command, *flags);
     command->add_option("--steps", flags->steps, "Random units per program")
         ->check(whole_number(1, explore_units_max))
         ->capture_default_str();
@@ -369,8 +392,8 @@ Run add_explore(CLI::App& app) {
     command->add_flag("--json", flags->json, "Print one JSON document on stdout instead of lines");
     set_help_footer(
         *command,
-        "{schema, command: \"explore\", seed, devices, ranks, message_delay_us, steps, runs (null "
-        "in a soak), "
+        "{schema, command: \"explore\", seed, devices, ranks, message_delay_us, cut_percent, "
+        "steps, runs (null in a soak), "
         "minutes (null unless a soak), programs, faults, violations, violating_programs: [{seed, "
         "rerun, failure, units, shrunk_units, file}], kept: [file], seconds, programs_per_second, "
         "peak_resident_kib: {after_programs, at_start, at_end}}. violating_programs lists the "

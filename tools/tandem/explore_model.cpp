@@ -95,9 +95,11 @@ private:
             action);
     }
 
-    /// The text a report must contain for failure `index`: its root's code or refused kernel.
-    int token(std::string text) {
-        tokens_.push_back(std::move(text));
+    /// A new failure, whose report must contain each of `texts`: its root's code or refused
+    /// kernel, or the words of a rank's loss.
+    int token(std::string text, std::vector<std::string> more = {}) {
+        more.insert(more.begin(), std::move(text));
+        tokens_.push_back(std::move(more));
         return static_cast<int>(tokens_.size() - 1);
     }
     std::span<Cell> cells(const std::string& name) {
@@ -239,6 +241,15 @@ private:
     void on(AbandonStep& step, Step&) {
         lost_[step.rank] = token("of rank " + std::to_string(step.rank) + " is lost");
     }
+    /// The higher rank is cut off: to every other rank it is lost as an abandoned rank is, and
+    /// the reports say which connection was lost. Its own steps are left out, as an abandoned
+    /// rank's (its runtime lives on outside the job, but the program's later steps of it would
+    /// be the job's calls it refuses, or work on memory of ranks lost to it).
+    void on(CutStep& step, Step&) {
+        lost_[step.higher] = token("of rank " + std::to_string(step.higher) + " is lost",
+                                   {"was cut off from the job: its connection to rank " +
+                                    std::to_string(step.lower) + " was lost"});
+    }
     void on(InjectStep& step, Step&) {
         const std::uint32_t entry = ++injected_[step.device];  // Every fault takes a number.
         if (const auto* kernel = std::get_if<KernelFault>(&step.fault)) {
@@ -250,9 +261,13 @@ private:
         std::vector<std::uint8_t> values;
         for (const Cell& cell : cells(read.buffer)) {
             values.push_back(cell.value);
-            if (cell.failure >= 0 && std::find(expected.begin(), expected.end(),
-                                               tokens_[cell.failure]) == expected.end()) {
-                expected.push_back(tokens_[cell.failure]);
+            if (cell.failure < 0) {
+                continue;
+            }
+            for (const std::string& text : tokens_[cell.failure]) {
+                if (std::find(expected.begin(), expected.end(), text) == expected.end()) {
+                    expected.push_back(text);
+                }
             }
         }
         read.expect.reset();
@@ -274,7 +289,8 @@ private:
     std::map<std::string, ModelRegion> regions_;
     std::map<std::uint32_t, std::vector<PendingFault>> faults_;
     std::map<std::uint32_t, std::uint32_t> injected_;
-    std::vector<std::string> tokens_;
+    /// Per failure, the texts its report must contain.
+    std::vector<std::vector<std::string>> tokens_;
     std::uint32_t devices_per_rank_;
     /// Per rank, the failure its loss is read as (its token), or -1 while it lives.
     std::vector<int> lost_;

@@ -41,8 +41,13 @@ struct Region {
 
 class Generator {
 public:
-    Generator(std::uint32_t devices, std::uint32_t ranks, std::uint64_t seed)
-        : devices_(devices), ranks_(ranks), lost_(ranks, false), rng_(seed) {
+    Generator(std::uint32_t devices, std::uint32_t ranks, std::uint64_t seed,
+              std::uint32_t cut_percent)
+        : devices_(devices),
+          ranks_(ranks),
+          cut_percent_(cut_percent),
+          lost_(ranks, false),
+          rng_(seed) {
         for (std::uint32_t device = 0; device < devices; ++device) {
             for (std::uint32_t index = 0; index < buffers_per_device; ++index) {
                 const std::string name = buffer_name(device, index);
@@ -79,12 +84,8 @@ public:
     }
 
     std::vector<Step> unit() {
-        if (ranks_ > 1 && rng_() % 100 < abandon_percent) {
-            if (std::optional<std::uint32_t> rank = rank_to_abandon()) {
-                std::vector<Step> steps;
-                add(steps, AbandonStep{*rank});
-                return steps;
-            }
+        if (std::optional<std::vector<Step>> lost = rank_lost()) {
+            return std::move(*lost);
         }
         const std::uint64_t pick = rng_() % 100;
         const Region target = region();
@@ -135,20 +136,58 @@ public:
     }
 
 private:
-    /// A living rank drawn from the seed, and marked lost; none when only one lives.
-    std::optional<std::uint32_t> rank_to_abandon() {
-        std::vector<std::uint32_t> living;
-        for (std::uint32_t rank = 0; rank < ranks_; ++rank) {
-            if (!lost_[rank]) {
-                living.push_back(rank);
+    /// A unit that loses a rank, drawn from the seed on a job: a connection cut between two
+    /// living ranks (only when cuts are on, so that a program without them draws as it always
+    /// did), or a rank abandoned; none when neither is drawn or only one rank lives.
+    std::optional<std::vector<Step>> rank_lost() {
+        std::vector<Step> steps;
+        if (ranks_ > 1 && cut_percent_ > 0 && rng_() % 100 < cut_percent_) {
+            if (std::optional<std::pair<std::uint32_t, std::uint32_t>> pair = ranks_to_part()) {
+                add(steps, CutStep{pair->first, pair->second});
+                return steps;
             }
         }
-        if (living.size() < 2) {
+        if (ranks_ > 1 && rng_() % 100 < abandon_percent) {
+            if (std::optional<std::uint32_t> rank = rank_to_abandon()) {
+                add(steps, AbandonStep{*rank});
+                return steps;
+            }
+        }
+        return std::nullopt;
+    }
+    /// The living ranks, in rank order.
+    std::vector<std::uint32_t> living() const {
+        std::vector<std::uint32_t> ranks;
+        for (std::uint32_t rank = 0; rank < ranks_; ++rank) {
+            if (!lost_[rank]) {
+                ranks.push_back(rank);
+            }
+        }
+        return ranks;
+    }
+    /// A living rank drawn from the seed, and marked lost; none when only one lives.
+    std::optional<std::uint32_t> rank_to_abandon() {
+        const std::vector<std::uint32_t> ranks = living();
+        if (ranks.size() < 2) {
             return std::nullopt;
         }
-        const std::uint32_t rank = living[rng_() % living.size()];
+        const std::uint32_t rank = ranks[rng_() % ranks.size()];
         lost_[rank] = true;
         return rank;
+    }
+    /// Two living ranks drawn from the seed, lower first, the higher marked lost (the job cuts
+    /// it off); none when only one lives.
+    std::optional<std::pair<std::uint32_t, std::uint32_t>> ranks_to_part() {
+        const std::vector<std::uint32_t> ranks = living();
+        if (ranks.size() < 2) {
+            return std::nullopt;
+        }
+        const std::size_t first = rng_() % ranks.size();
+        const std::size_t second = (first + 1 + rng_() % (ranks.size() - 1)) % ranks.size();
+        const std::uint32_t lower = std::min(ranks[first], ranks[second]);
+        const std::uint32_t higher = std::max(ranks[first], ranks[second]);
+        lost_[higher] = true;
+        return std::pair(lower, higher);
     }
     static void add(std::vector<Step>& steps, Action action) {
         steps.push_back(Step{SourceMark{}, std::move(action), std::nullopt});
@@ -230,7 +269,9 @@ private:
 
     std::uint32_t devices_;
     std::uint32_t ranks_;
-    /// The ranks this program abandoned so far.
+    /// The chance, in percent, that a unit cuts a connection between two living ranks.
+    std::uint32_t cut_percent_;
+    /// The ranks this program abandoned or cut off so far.
     std::vector<bool> lost_;
     std::mt19937_64 rng_;
     std::vector<Region> regions_;
@@ -240,15 +281,16 @@ private:
 
 }  // namespace
 
-bool abandons_a_rank(const std::vector<std::vector<Step>>& units) {
+bool loses_a_rank(const std::vector<std::vector<Step>>& units) {
     return std::any_of(units.begin(), units.end(), [](const std::vector<Step>& unit) {
-        return unit.size() == 1 && std::holds_alternative<AbandonStep>(unit.front().action);
+        return unit.size() == 1 && (std::holds_alternative<AbandonStep>(unit.front().action) ||
+                                    std::holds_alternative<CutStep>(unit.front().action));
     });
 }
 
 ExploreProgram generate_program(std::uint32_t devices, std::size_t unit_count, std::uint64_t seed,
-                                std::uint32_t ranks) {
-    Generator generator(devices, ranks, seed);
+                                std::uint32_t ranks, std::uint32_t cut_percent) {
+    Generator generator(devices, ranks, seed, cut_percent);
     ExploreProgram program;
     program.devices = devices;
     program.ranks = ranks;

@@ -11,7 +11,10 @@
 // run (the model leaves them out of the scenario, waits on its events with them), and a launch of
 // another rank reading its memory is skipped with `DeviceLost` naming it ("of rank R is lost"),
 // which claims the launch's outputs (D1); what it wrote before, and the failures it left on other
-// ranks' memory, stay as they were.
+// ranks' memory, stay as they were. A unit may also cut the connection between two living ranks
+// (when cuts are asked for): the job cuts off the higher, which the model then treats as an
+// abandoned rank, its reports naming the lost connection ("was cut off from the job: its
+// connection to rank R was lost").
 //
 // A program is a list of units; a unit is one or a few steps that must stay together (a peer
 // launch with the event that orders it and the sync after it). Shrinking drops whole units, so
@@ -36,8 +39,8 @@ enum class PlantedViolation : std::uint8_t {
     loss_denied,
 };
 
-/// Whether `units` abandon a rank (a program on a job).
-bool abandons_a_rank(const std::vector<std::vector<Step>>& units);
+/// Whether `units` lose a rank, abandoned or cut off (a program on a job).
+bool loses_a_rank(const std::vector<std::vector<Step>>& units);
 
 struct ExploreProgram {
     std::uint32_t devices = 2;
@@ -54,9 +57,11 @@ struct ExploreProgram {
 
 /// A program of `unit_count` random units over `devices` devices, drawn from `seed`. Over
 /// `ranks` ranks (more than 1), a unit may abandon a rank (drawn from the seed), never the last
-/// one living; with one rank the program is the same as it always was.
+/// one living, and with `cut_percent` (0 to 100) above 0 a unit cuts the connection between two
+/// living ranks with that chance in percent; with one rank the program is the same as it always
+/// was, and so is a program with cuts off.
 ExploreProgram generate_program(std::uint32_t devices, std::size_t unit_count, std::uint64_t seed,
-                                std::uint32_t ranks = 1);
+                                std::uint32_t ranks = 1, std::uint32_t cut_percent = 0);
 
 /// The program as a scenario, every read carrying the oracle's expectation.
 Scenario annotate(const ExploreProgram& program);

@@ -16,16 +16,20 @@ double per_second(std::uint64_t count, double seconds) {
     return seconds > 0 ? static_cast<double>(count) / seconds : 0.0;
 }
 
-/// " --ranks N" for a run of jobs (with " --message-delay-us D" where frames are delayed),
-/// else nothing.
+/// " --ranks N" for a run of jobs (with " --message-delay-us D" where frames are delayed and
+/// " --cut-percent P" where connections are cut), else nothing.
 std::string ranks_flag(const ExploreRequest& request) {
     if (request.ranks <= 1) {
         return {};
     }
-    return " --ranks " + std::to_string(request.ranks) +
-           (request.message_delay_us > 0
-                ? " --message-delay-us " + std::to_string(request.message_delay_us)
-                : std::string());
+    std::string flags = " --ranks " + std::to_string(request.ranks);
+    if (request.message_delay_us > 0) {
+        flags += " --message-delay-us " + std::to_string(request.message_delay_us);
+    }
+    if (request.cut_percent > 0) {
+        flags += " --cut-percent " + std::to_string(request.cut_percent);
+    }
+    return flags;
 }
 
 /// "4 devices" or, for a run of jobs, "4 devices in 2 ranks".
@@ -37,6 +41,10 @@ std::string devices_text(const ExploreRequest& request) {
     if (request.message_delay_us > 0) {
         text += " (frames between them delayed up to " +
                 std::to_string(request.message_delay_us) + " us)";
+    }
+    if (request.cut_percent > 0) {
+        text += " (a unit cuts a connection between two of them with a chance of " +
+                std::to_string(request.cut_percent) + "%)";
     }
     return text;
 }
@@ -138,6 +146,7 @@ void ExploreReport::print_json(const ExploreTally& tally, double seconds) const 
     document["devices"] = request_.devices;
     document["ranks"] = request_.ranks;
     document["message_delay_us"] = request_.message_delay_us;
+    document["cut_percent"] = request_.cut_percent;
     document["steps"] = request_.steps;
     document["runs"] = request_.soak() ? Json() : Json(request_.runs);
     document["minutes"] = request_.soak() ? Json(request_.minutes) : Json();

@@ -25,6 +25,8 @@ struct ExploreRequest {
     double minutes = 0;
     /// The longest delay of a frame between ranks, in microseconds; zero: none.
     std::uint64_t message_delay_us = 0;
+    /// The chance, in percent, that a unit cuts a connection between two ranks; zero: none.
+    std::uint32_t cut_percent = 0;
 
     [[nodiscard]] bool soak() const { return minutes > 0; }
 };

@@ -93,9 +93,9 @@ std::string ByteSpec::describe() const {
 
 std::string_view step_kind(const Action& action) {
     static constexpr std::string_view names[] = {
-        "allocate",    "slice",  "stream", "write",          "launch", "share", "grant",
-        "copy",        "record", "wait",   "sync",           "read",   "free",  "begin_capture",
-        "end_capture", "replay", "inject", "destroy_stream", "abandon"};
+        "allocate",    "slice",  "stream", "write",          "launch",  "share", "grant",
+        "copy",        "record", "wait",   "sync",           "read",    "free",  "begin_capture",
+        "end_capture", "replay", "inject", "destroy_stream", "abandon", "cut"};
     static_assert(std::size(names) == std::variant_size_v<Action>);
     return names[action.index()];
 }
@@ -213,6 +213,8 @@ std::string step_body(const Action& action) {
                 out << fault_fields(step);
             } else if constexpr (std::is_same_v<T, AbandonStep>) {
                 out << "rank: " << step.rank;
+            } else if constexpr (std::is_same_v<T, CutStep>) {
+                out << "ranks: [" << step.lower << ", " << step.higher << "]";
             }
         },
         action);

@@ -174,10 +174,20 @@ struct AbandonStep {
     std::uint32_t rank = 0;
 };
 
+/// Breaks the connection between two ranks of a job that both live (`Job::cut_connection`): the
+/// job cuts off the higher, which then runs no step of the file. Runs as a job simulated in one
+/// process, as an abandon step does.
+struct CutStep {
+    /// The rank that stays in the job.
+    std::uint32_t lower = 0;
+    /// The rank cut off, above `lower`.
+    std::uint32_t higher = 1;
+};
+
 using Action =
     std::variant<AllocateStep, SliceStep, StreamStep, WriteStep, LaunchStep, ShareStep, GrantStep,
                  CopyStep, RecordStep, WaitStep, SyncStep, ReadStep, FreeStep, BeginCaptureStep,
-                 EndCaptureStep, ReplayStep, InjectStep, DestroyStreamStep, AbandonStep>;
+                 EndCaptureStep, ReplayStep, InjectStep, DestroyStreamStep, AbandonStep, CutStep>;
 
 /// The step kind as the file spells it ("allocate", "launch", ...).
 std::string_view step_kind(const Action& action);

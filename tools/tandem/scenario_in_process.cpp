@@ -50,14 +50,21 @@ public:
     /// Runs `step`; false (with `result.failure` set) when it did not do what the file expects.
     bool run(const Step& step) {
         if (const auto* abandon = std::get_if<AbandonStep>(&step.action)) {
-            return abandon_rank(step, abandon->rank);
+            return lose_rank(step, abandon->rank, [&] { return hooks_.abandon(abandon->rank); });
+        }
+        if (const auto* cut = std::get_if<CutStep>(&step.action)) {
+            if (lost_[cut->lower]) {
+                return fail(step, "rank " + std::to_string(cut->lower) + " is lost already");
+            }
+            return lose_rank(step, cut->higher,
+                             [&] { return hooks_.cut(cut->lower, cut->higher); });
         }
         const std::optional<std::uint32_t> device = executing_device(step.action, owners_);
         const std::optional<std::uint32_t> rank =
             device ? std::optional(ranks_.front()->run.rank_of(*device)) : std::nullopt;
         if (rank && lost_[*rank]) {
             return fail(step, "runs on rank " + std::to_string(*rank) +
-                                  ", which an earlier step abandoned");
+                                  ", which an earlier step abandoned or cut off");
         }
         if (rank && last_rank_ && *rank != *last_rank_ && !settle(step, *last_rank_)) {
             return false;
@@ -77,7 +84,7 @@ public:
         look_up_shared(step.action);
         return true;
     }
-    /// Whether `rank` was abandoned.
+    /// Whether `rank` was abandoned or cut off.
     [[nodiscard]] bool lost(std::uint32_t rank) const { return lost_[rank]; }
 
 private:
@@ -106,10 +113,11 @@ private:
             }
         }
     }
-    /// Settles the rank that ran last, then ends `rank` once every other rank knows it lost.
-    bool abandon_rank(const Step& step, std::uint32_t rank) {
+    /// Settles the rank that ran last, then loses `rank` by `end` (an abandon or a cut), which
+    /// returns once every other rank knows it lost.
+    bool lose_rank(const Step& step, std::uint32_t rank, const std::function<Status()>& end) {
         if (lost_[rank]) {
-            return fail(step, "rank " + std::to_string(rank) + " was abandoned already");
+            return fail(step, "rank " + std::to_string(rank) + " is lost already");
         }
         if (last_rank_ && !settle(step, *last_rank_)) {
             return false;
@@ -117,8 +125,8 @@ private:
         last_rank_.reset();
         lost_[rank] = true;
         ++result_.steps_run;
-        const Status abandoned = hooks_.abandon(rank);
-        return abandoned ? true : fail(step, abandoned.error().message());
+        const Status ended = end();
+        return ended ? true : fail(step, ended.error().message());
     }
 
     std::vector<std::unique_ptr<DrivenRank>>& ranks_;
@@ -166,9 +174,10 @@ ScenarioResult run_scenario_ranks_in_order(const Scenario& scenario, std::vector
     return result;
 }
 
-bool abandons_a_rank(const Scenario& scenario) {
+bool loses_a_rank(const Scenario& scenario) {
     return std::any_of(scenario.steps.begin(), scenario.steps.end(), [](const Step& step) {
-        return std::holds_alternative<AbandonStep>(step.action);
+        return std::holds_alternative<AbandonStep>(step.action) ||
+               std::holds_alternative<CutStep>(step.action);
     });
 }
 
@@ -192,20 +201,50 @@ std::string unexpected_races(const Scenario& scenario, const std::vector<Job>& j
     return {};
 }
 
-/// Settles rank `rank` and abandons it, then waits until every other rank knows it lost: a wait
-/// for the end of a connection, which the system reports, not for a time to pass.
-Status abandon_rank(std::vector<Job>& jobs, std::uint32_t rank) {
-    if (Status settled = jobs[rank].runtime()->sync_all(); !settled) {
-        return settled;
-    }
-    jobs[rank].abandon();
+/// Waits until every rank still in the job knows rank `rank` lost (`how`, as messages say it):
+/// a wait for the end of a connection, which the system reports, not for a time to pass.
+Status await_loss(const std::vector<Job>& jobs, std::uint32_t rank, const std::string& how) {
     for (const Job& job : jobs) {
         if (job.rank() != rank && job.rank_alive(job.rank()) &&
             !job.wait_for_loss_of(rank, join_wait)) {
             return Error::peer_unreachable(*job.service(job.rank()), *job.service(rank),
                                            "rank " + std::to_string(job.rank()) +
                                                " did not notice that rank " + std::to_string(rank) +
-                                               " was abandoned");
+                                               " was " + how);
+        }
+    }
+    return {};
+}
+
+/// Settles rank `rank` and abandons it, then waits until every other rank knows it lost.
+Status abandon_rank(std::vector<Job>& jobs, std::uint32_t rank) {
+    if (Status settled = jobs[rank].runtime()->sync_all(); !settled) {
+        return settled;
+    }
+    jobs[rank].abandon();
+    return await_loss(jobs, rank, "abandoned");
+}
+
+/// Settles ranks `lower` and `higher` and cuts their connection at the lower end, then waits
+/// until every rank still in the job knows `higher` lost and `higher` knows every other rank
+/// lost (it sees the whole job lost once it is cut off).
+Status cut_ranks(std::vector<Job>& jobs, std::uint32_t lower, std::uint32_t higher) {
+    for (std::uint32_t rank : {lower, higher}) {
+        if (Status settled = jobs[rank].runtime()->sync_all(); !settled) {
+            return settled;
+        }
+    }
+    if (Status cut = jobs[lower].cut_connection(higher); !cut) {
+        return cut;
+    }
+    if (Status noticed = await_loss(jobs, higher, "cut off"); !noticed) {
+        return noticed;
+    }
+    for (const Job& job : jobs) {
+        if (job.rank() != higher && !jobs[higher].wait_for_loss_of(job.rank(), join_wait)) {
+            return Error::peer_unreachable(
+                *jobs[higher].service(higher), *jobs[higher].service(job.rank()),
+                "rank " + std::to_string(higher) + " did not notice it was cut off from the job");
         }
     }
     return {};
@@ -235,6 +274,9 @@ void run_in_one_process(const Scenario& scenario, const RunOptions& options,
     InOrderHooks hooks;
     hooks.settle = [&jobs](std::uint32_t rank) { return jobs[rank].runtime()->sync_all(); };
     hooks.abandon = [&jobs](std::uint32_t rank) { return abandon_rank(jobs, rank); };
+    hooks.cut = [&jobs](std::uint32_t lower, std::uint32_t higher) {
+        return cut_ranks(jobs, lower, higher);
+    };
     const ScenarioResult driven = run_scenario_ranks_in_order(scenario, std::move(runs), hooks);
     result.steps_run = driven.steps_run;
     result.outcomes = driven.outcomes;

@@ -31,6 +31,9 @@ struct InOrderHooks {
     std::function<Status(std::uint32_t rank)> settle;
     /// Ends rank `rank` as its death would, returning once every other rank knows it lost.
     std::function<Status(std::uint32_t rank)> abandon;
+    /// Breaks the connection between ranks `lower` and `higher`, both living, returning once
+    /// every rank has read what it will of it: `higher` cut off, and every other rank lost to it.
+    std::function<Status(std::uint32_t lower, std::uint32_t higher)> cut;
 };
 
 /// Every rank's part of `scenario` driven by this one thread, in the file's order: `runs[r]` is
@@ -38,13 +41,15 @@ struct InOrderHooks {
 /// the rank left is settled before the next rank's step runs. An abandon step settles the rank
 /// that ran last, then abandons its rank (the rank is settled at its death); a later step of
 /// that rank is a failure, and a step every rank takes (freeing a name) runs on each living
-/// rank in rank order. The living ranks are settled at the end. Passed iff every step did what
-/// the file expects; otherwise the first that did not.
+/// rank in rank order. A cut step does the same with the higher of its two ranks, cut off (its
+/// runtime lives on, outside the job). The living ranks are settled at the end. Passed iff
+/// every step did what the file expects; otherwise the first that did not.
 ScenarioResult run_scenario_ranks_in_order(const Scenario& scenario, std::vector<RankRun> runs,
                                            const InOrderHooks& hooks);
 
-/// Whether `scenario` has an abandon step: it then runs as a job simulated in one process.
-bool abandons_a_rank(const Scenario& scenario);
+/// Whether `scenario` has an abandon or cut step, which loses a rank: it then runs as a job
+/// simulated in one process.
+bool loses_a_rank(const Scenario& scenario);
 
 /// Runs `scenario` (`scenario.ranks` ranks) as a job simulated in this process, on the
 /// simulator, each rank seeded with the run's seed plus its rank as a job of processes is, and

@@ -40,6 +40,10 @@ private:
     DestroyStreamStep destroy_stream_step(const YamlFields& fields);
     /// An abandon step: a rank of the job's.
     AbandonStep abandon(const YamlFields& fields);
+    /// A cut step: two different ranks of the job's, in either order.
+    CutStep cut(const YamlFields& fields);
+    /// `node` as a rank of the job's, for a step of `kind` ("an abandon step").
+    std::uint32_t job_rank(const YAML::Node& node, const std::string& kind);
     WriteStep write(const YamlFields& fields);
     LaunchStep launch(const YamlFields& fields);
     LaunchConfig launch_config(const YamlFields& fields) const;

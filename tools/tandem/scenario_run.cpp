@@ -269,7 +269,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
             result.passed = true;
             return result;
         }
-        if (options.ranks_in_one_process || abandons_a_rank(scenario)) {
+        if (options.ranks_in_one_process || loses_a_rank(scenario)) {
             run_in_one_process(scenario, options, result);
         } else {
             run_as_job(scenario, result);

@@ -60,8 +60,8 @@ public:
         }
     }
 
-    /// Runs one step and says what it did (an abandon step is a problem here: only the driver
-    /// of a job simulated in one process runs it).
+    /// Runs one step and says what it did (an abandon or cut step is a problem here: only the
+    /// driver of a job simulated in one process runs it).
     Outcome execute(const Action& action) {
         return std::visit([this](const auto& step) { return run(step); }, action);
     }
@@ -311,6 +311,9 @@ private:
     Outcome run(const InjectStep& step) { return inject(step); }
     Outcome run(const AbandonStep&) {
         return Outcome::trouble("an abandon step runs only in a job simulated in one process");
+    }
+    Outcome run(const CutStep&) {
+        return Outcome::trouble("a cut step runs only in a job simulated in one process");
     }
 
     const Scenario& scenario_;

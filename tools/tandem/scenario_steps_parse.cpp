@@ -158,10 +158,13 @@ Action ScenarioParser::action(const YAML::Node& key, const YAML::Node& body,
     if (kind == "abandon") {
         return abandon(fields({"rank", fails_key}));
     }
+    if (kind == "cut") {
+        return cut(fields({"ranks", fails_key}));
+    }
     reader_.fail(key,
                  "expected a step kind (allocate, slice, stream, destroy_stream, write, "
                  "launch, share, grant, copy, record, wait, sync, read, free, begin_capture, "
-                 "end_capture, replay, inject, abandon), not '" +
+                 "end_capture, replay, inject, abandon, cut), not '" +
                      kind + "'");
 }
 
@@ -208,19 +211,36 @@ StreamStep ScenarioParser::stream_step(const YamlFields& fields) {
     return step;
 }
 
-AbandonStep ScenarioParser::abandon(const YamlFields& fields) {
-    const YAML::Node rank = fields.require("rank");
-    AbandonStep step{reader_.u32(rank, "a rank")};
+std::uint32_t ScenarioParser::job_rank(const YAML::Node& node, const std::string& kind) {
+    const std::uint32_t rank = reader_.u32(node, "a rank");
     if (scenario_.ranks < 2) {
-        reader_.fail(rank,
-                     "an abandon step needs a job of 2 ranks or more "
-                     "('devices: {count: D, ranks: N}')");
+        reader_.fail(node, kind +
+                               " needs a job of 2 ranks or more "
+                               "('devices: {count: D, ranks: N}')");
     }
-    if (step.rank >= scenario_.ranks) {
-        reader_.fail(rank, "expected a rank below " + std::to_string(scenario_.ranks) +
-                               " (the ranks of 'devices'), not " + std::to_string(step.rank));
+    if (rank >= scenario_.ranks) {
+        reader_.fail(node, "expected a rank below " + std::to_string(scenario_.ranks) +
+                               " (the ranks of 'devices'), not " + std::to_string(rank));
     }
-    return step;
+    return rank;
+}
+
+AbandonStep ScenarioParser::abandon(const YamlFields& fields) {
+    return AbandonStep{job_rank(fields.require("rank"), "an abandon step")};
+}
+
+CutStep ScenarioParser::cut(const YamlFields& fields) {
+    const YAML::Node ranks = fields.require("ranks");
+    if (!ranks.IsSequence() || ranks.size() != 2) {
+        reader_.fail(ranks, "expected the two ranks whose connection is cut, as [A, B]");
+    }
+    const std::uint32_t first = job_rank(ranks[0], "a cut step");
+    const std::uint32_t second = job_rank(ranks[1], "a cut step");
+    if (first == second) {
+        reader_.fail(ranks[1], "expected two different ranks, not rank " + std::to_string(first) +
+                                   " twice (a connection joins two ranks)");
+    }
+    return CutStep{std::min(first, second), std::max(first, second)};
 }
 
 DestroyStreamStep ScenarioParser::destroy_stream_step(const YamlFields& fields) {

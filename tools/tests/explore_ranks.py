@@ -4,8 +4,10 @@ the byte model's, as for plain explore, rank deaths included; what this file che
 explorer around it: a violation planted in a program of several ranks is found, shrunk and
 written as a scenario of ranks that `tandem replay` runs and that fails there too (one planted
 in a rank's death keeps the death); kept programs replay and pass, as a job of processes or,
-with a death, in one process; worker processes report what one process does; and a malformed
-abandon step, or ranks that cannot split the devices, are refused before anything runs."""
+with a death, in one process; worker processes report what one process does; connections cut
+between living ranks (--cut-percent) cut off the higher rank as the model says, and the programs
+replay; and a malformed abandon or cut step, or ranks that cannot split the devices, are refused
+before anything runs."""
 
 import json
 import os
@@ -54,45 +56,58 @@ def check_planted_violation(tool, folder, ranks, seed):
         fail(f"--ranks {ranks}: the shrunk program does not fail on replay: {replayed.stdout}")
 
 
-def check_planted_death(tool, folder):
-    """A violation planted in a program that abandons a rank (the last read expecting the loss
-    expects it not lost) shrinks to the death, the unit that read the lost memory and the read,
-    and the file, a job simulated in one process, fails on replay as it failed in explore."""
-    out = os.path.join(folder, "planted-death")
-    code, lines, errors = explore(tool, out, "--runs", "3", "--seed", "34", "--ranks", "2",
-                                  "--devices", "4", "--jobs", "1", "--plant-violation", "36")
-    if code != 1 or "shrunk from 116 to 3 units; written to OUT/explore-36.yaml" not in lines:
-        fail(f"the planted death was not found and shrunk to 3 units (exit {code}): {lines} {errors}")
-    path = os.path.join(out, "explore-36.yaml")
+def check_planted_loss(tool, out, seed, units, step, rank, *args):
+    """A violation planted in program `seed` (of `units` units) that loses rank `rank` by `step`
+    (the last read expecting the loss expects it not lost) shrinks to the loss, the unit that
+    read the lost memory and the read, and the file, a job simulated in one process, fails on
+    replay as it failed in explore. Returns the explorer's output lines."""
+    code, lines, errors = explore(tool, out, *args, "--jobs", "1", "--plant-violation", str(seed))
+    if code != 1 or f"shrunk from {units} to 3 units; written to OUT/explore-{seed}.yaml" not in lines:
+        fail(f"the planted loss by '{step}' was not found and shrunk to 3 units (exit {code}): {lines} {errors}")
+    path = os.path.join(out, f"explore-{seed}.yaml")
     with open(path) as file:
         text = file.read()
-    if "- abandon: {rank: 0}" not in text or '"of rank 0 is not lost"' not in text:
-        fail(f"the shrunk program lost the death or the planted read:\n{text}")
+    if step not in text or f'"of rank {rank} is not lost"' not in text:
+        fail(f"the shrunk program lost '{step}' or the planted read:\n{text}")
     replayed = run(tool, "replay", path)
-    if replayed.returncode != 1 or "expected the report to contain 'of rank 0 is not lost'" not in replayed.stdout:
-        fail(f"the shrunk death does not fail on replay as in explore: {replayed.stdout}")
+    if replayed.returncode != 1 or \
+            f"expected the report to contain 'of rank {rank} is not lost'" not in replayed.stdout:
+        fail(f"the shrunk loss by '{step}' does not fail on replay as in explore: {replayed.stdout}")
+    return lines
+
+
+def check_planted_death(tool, folder):
+    """A planted violation that denies an abandoned rank's loss (`check_planted_loss`)."""
+    check_planted_loss(tool, os.path.join(folder, "planted-death"), 36, 116, "- abandon: {rank: 0}",
+                       0, "--runs", "3", "--seed", "34", "--ranks", "2", "--devices", "4")
+
+
+def kept_programs(tool, out, seed, runs, *args):
+    """Runs `runs` programs from `seed` (with `args`), keeping every one, and checks that each
+    kept file replays and passes. Returns the explorer's output lines and the files' texts."""
+    code, lines, errors = explore(tool, out, "--runs", str(runs), "--seed", str(seed), *args,
+                                  "--keep", str(runs), "--jobs", "1")
+    if code != 0:
+        fail(f"--keep with {args}: exit {code}: {lines} {errors}")
+    texts = []
+    for each in range(seed, seed + runs):
+        path = os.path.join(out, f"program-{each}.yaml")
+        with open(path) as file:
+            texts.append(file.read())
+        replayed = run(tool, "replay", path)
+        if replayed.returncode != 0:
+            fail(f"kept program {each} does not pass on replay: {replayed.stdout}{replayed.stderr}")
+    return lines, texts
 
 
 def check_kept_programs_replay(tool, folder):
     """Programs kept by --keep are scenarios of ranks that replay and pass: those without a
     death as a job of processes (the driver's order in one process is the barriers' order
     across processes), those with one in one process; a death's reads expect the loss."""
-    out = os.path.join(folder, "kept")
-    code, lines, errors = explore(tool, out, "--runs", "6", "--seed", "31", "--ranks", "2",
-                                  "--devices", "4", "--keep", "6", "--jobs", "1")
-    if code != 0:
-        fail(f"--keep with --ranks: exit {code}: {lines} {errors}")
-    deaths = 0
-    lost_reads = 0
-    for seed in range(31, 37):
-        path = os.path.join(out, f"program-{seed}.yaml")
-        with open(path) as file:
-            text = file.read()
-        deaths += text.count("- abandon: {rank: ")
-        lost_reads += len(re.findall(r'- read: .*"of rank [01] is lost"', text))
-        replayed = run(tool, "replay", path)
-        if replayed.returncode != 0:
-            fail(f"kept program {seed} does not pass on replay: {replayed.stdout}{replayed.stderr}")
+    _, texts = kept_programs(tool, os.path.join(folder, "kept"), 31, 6, "--ranks", "2",
+                             "--devices", "4")
+    deaths = sum(text.count("- abandon: {rank: ") for text in texts)
+    lost_reads = sum(len(re.findall(r'- read: .*"of rank [01] is lost"', text)) for text in texts)
     # Seeds 34 to 36 abandon a rank, and 35 and 36 read what its loss claimed.
     if deaths != 3 or lost_reads < 2:
         fail(f"seeds 31 to 36 abandon {deaths} ranks and {lost_reads} reads expect a loss")
@@ -109,6 +124,14 @@ def check_workers_agree(tool, folder):
                               "--out", folder).stdout)
     if document.get("ranks") != 4 or document.get("devices") != 4:
         fail(f"--json does not give the ranks and the devices they split: {document}")
+
+
+def check_json_gives(tool, folder, option, value, key):
+    """A run of two ranks with `option value` gives `value` as `key` of its --json document."""
+    document = json.loads(run(tool, "explore", "--runs", "1", "--ranks", "2", "--json",
+                              option, str(value), "--out", folder).stdout)
+    if document.get(key) != value:
+        fail(f"--json does not give {option} as {key}: {document}")
 
 
 def check_delayed_frames(tool, folder):
@@ -128,10 +151,48 @@ def check_delayed_frames(tool, folder):
                                   "--plant-violation", "16")
     if code != 1 or not any("--ranks 2 --message-delay-us 100 " in line for line in lines):
         fail(f"a violation under delays does not rerun with them (exit {code}): {lines} {errors}")
-    document = json.loads(run(tool, "explore", "--runs", "1", "--ranks", "2", "--json",
-                              "--message-delay-us", "50", "--out", folder).stdout)
-    if document.get("message_delay_us") != 50:
-        fail(f"--json does not give the delay: {document}")
+    check_json_gives(tool, folder, "--message-delay-us", 50, "message_delay_us")
+
+
+def check_cut_connections(tool, folder):
+    """Connections cut between living ranks, drawn from the seed: the programs pass against the
+    model (the higher rank cut off, its memory lost to the others with the lost connection
+    named), the kept ones replay in one process and pass, a planted denial of a cut-off rank's
+    loss is found as a death's is (`check_planted_loss`), and the run names the option, in its
+    first line, its reruns and its JSON."""
+    lines, texts = kept_programs(tool, os.path.join(folder, "cut"), 1, 8, "--ranks", "3",
+                                 "--cut-percent", "3")
+    if not any("a unit cuts a connection between two of them with a chance of 3%" in line
+               for line in lines):
+        fail(f"--cut-percent 3: the run does not say it cuts connections: {lines}")
+    if not all("--cut-percent 3" in text for text in texts):
+        fail("a kept program does not say it was drawn with --cut-percent 3")
+    cuts = sum(len(re.findall(r"- cut: \{ranks: \[[0-2], [0-2]\]\}", text)) for text in texts)
+    cut_reads = sum(len(re.findall(r'- read: .*"was cut off from the job: its connection to rank',
+                                   text)) for text in texts)
+    if cuts < 8 or cut_reads < 8:
+        fail(f"seeds 1 to 8 cut {cuts} connections and {cut_reads} reads expect a cut-off rank")
+    lines = check_planted_loss(tool, os.path.join(folder, "planted-cut"), 41, 112,
+                               "- cut: {ranks: [1, 2]}", 2, "--runs", "3", "--seed", "40",
+                               "--ranks", "3", "--cut-percent", "3")
+    if not any("--ranks 3 --cut-percent 3 " in line for line in lines):
+        fail(f"the rerun of a violation with cuts does not name them: {lines}")
+    check_json_gives(tool, folder, "--cut-percent", 7, "cut_percent")
+
+
+def check_malformed_cut(tool, folder):
+    """A cut step outside a job, of a rank the job does not have, of one rank twice or not of
+    two ranks is malformed: said with its line and column, and nothing runs."""
+    for devices, ranks, needle in (("{count: 2}", "[0, 1]", "needs a job of 2 ranks or more"),
+                                   ("{count: 2, ranks: 2}", "[0, 2]", "expected a rank below 2"),
+                                   ("{count: 2, ranks: 2}", "[1, 1]", "expected two different ranks"),
+                                   ("{count: 3, ranks: 3}", "[0, 1, 2]", "as [A, B]")):
+        path = os.path.join(folder, "cut.yaml")
+        with open(path, "w") as file:
+            file.write(f"name: x\ndevices: {devices}\nsteps:\n  - cut: {{ranks: {ranks}}}\n")
+        result = run(tool, "replay", path)
+        if result.returncode != 2 or "cut.yaml:4:" not in result.stderr or needle not in result.stderr:
+            fail(f"cut of {ranks} in {devices}: exit {result.returncode}: {result.stderr}")
 
 
 def check_malformed_abandon(tool, folder):
@@ -154,6 +215,8 @@ def check_refused(tool):
                          (["--ranks", "3", "--devices", "4"], "--ranks 3 does not split --devices 4"),
                          (["--ranks", "2", "--devices", "3"], "--ranks 2 does not split --devices 3"),
                          (["--message-delay-us", "5"], "delays frames between ranks: give --ranks 2"),
+                         (["--cut-percent", "5"], "cuts connections between ranks: give --ranks 2"),
+                         (["--ranks", "2", "--cut-percent", "101"], "--cut-percent: must be from 0 to 100"),
                          (["--ranks", "2", "--message-delay-us", "1000001"],
                           "--message-delay-us: must be from 0 to 1000000")):
         result = run(tool, "explore", "--runs", "1", *args)
@@ -170,6 +233,8 @@ def main():
         check_planted_death(tool, folder)
         check_kept_programs_replay(tool, folder)
         check_malformed_abandon(tool, folder)
+        check_malformed_cut(tool, folder)
+        check_cut_connections(tool, folder)
         check_workers_agree(tool, folder)
         check_delayed_frames(tool, folder)
     check_refused(tool)

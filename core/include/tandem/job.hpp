@@ -41,6 +41,24 @@
 // runtime that drew them, a device is named by its rank, a seat is taken per `Job`. Killing the
 // process would end every rank; `Job::abandon` ends one, as its death would.
 //
+// A connection can also be lost while the two ranks at its ends both live (`Job::cut_connection`
+// is that fault, for tests and simulations). The job must stay one: every rank must agree which
+// ranks are in it, and nothing may wait for a rank it can no longer hear. So the job parts the
+// pair by cutting off the higher rank: it leaves as an abandoned rank does (its connections
+// close without the goodbye), every other rank reports it lost (`RankEnd::cut_off`) and loses
+// its devices (D1), and it sees every other rank lost (`RankEnd::this_rank_cut_off`) while its
+// process, its runtime and its devices work on; each job call it makes from then on is refused
+// with `DeviceLost` saying why. The lower rank never leaves for it, so a lost connection costs
+// the job one rank, never both, and the same one on every rank. A rank tells a lost connection
+// from a death by the system's account (a process that exited or was killed died) and, for a
+// rank whose process runs on, by what that rank left in the job folder: a word on its board
+// (job_board.hpp), which an abandoned or cut-off rank writes before its connections close, and
+// its seat, which it holds while it is in the job. Only a rank whose word says nothing and that
+// holds its seat lives on, so only then was the connection alone lost. A process that runs
+// another program without leaving gives its seat up with its connections, but the system may
+// let the seat go just after them: a peer that reads the end first takes it for a lost
+// connection, one that finds the seat free for `abandoned`.
+//
 //   variable             set by                   meaning
 //   TANDEM_RANK          tandem launch, by hand   this process's rank, 0 to world size - 1
 //   TANDEM_WORLD_SIZE    tandem launch, by hand   the number of ranks, 1 to 256
@@ -124,8 +142,15 @@ enum class RankEnd : std::uint8_t {
     vanished,
     /// Its connections closed without a word while its process runs on: the rank was abandoned
     /// (`Job::abandon`, the death of one rank of a job whose ranks share a process), or its
-    /// process closed them some other way (it ran another program).
+    /// process closed them some other way and gave up its seat (it ran another program).
     abandoned,
+    /// It was cut off from the job: its connection to rank `RankLoss::code` was lost while both
+    /// ranks lived, and the job parts such a pair by cutting off the higher rank, which leaves as
+    /// an abandoned rank does (its process and its devices work on, outside the job).
+    cut_off,
+    /// This rank was cut off from the job (its connection to rank `RankLoss::code` was lost while
+    /// both lived, and this rank is the higher of the two): every other rank is lost to it so.
+    this_rank_cut_off,
 };
 
 /// A rank this process no longer hears from: which, how it ended, and when this process noticed.
@@ -134,7 +159,8 @@ struct RankLoss {
     std::uint32_t rank = 0;
     /// How it ended.
     RankEnd how = RankEnd::vanished;
-    /// The exit code (`exited`) or the signal (`killed`); 0 otherwise.
+    /// The exit code (`exited`), the signal (`killed`), or the rank at the other end of the lost
+    /// connection (`cut_off`, `this_rank_cut_off`); 0 otherwise.
     int code = 0;
     /// Its process id, as the system gave it when it joined.
     std::int64_t pid = 0;
@@ -358,8 +384,9 @@ public:
     Status recv(std::uint32_t rank, const Handle& target,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
-    /// Whether `rank` is still in the job as this rank sees it: this rank while it has not
-    /// left, another rank until its connection ends. False for a rank past the world size.
+    /// Whether `rank` is still in the job as this rank sees it: this rank until it leaves, is
+    /// abandoned or is cut off, another rank until its connection ends. False for a rank past
+    /// the world size.
     [[nodiscard]] bool rank_alive(std::uint32_t rank) const;
     /// The ranks lost so far, in the order this rank noticed them.
     [[nodiscard]] std::vector<RankLoss> lost_ranks() const;
@@ -393,6 +420,22 @@ public:
     /// every rank: a test or a simulation ends one rank so. Handles this rank looked up read as
     /// lost from now on, as after `leave`. Idempotent; `leave` after it does nothing.
     void abandon();
+    /// A fault of a job: breaks the connection between this rank and `rank`, as a socket lost
+    /// while both ranks live, and returns; both ranks then read its end, as they would a death.
+    /// The job parts the pair by cutting off the higher of the two ranks (the comment at the top
+    /// of this file says how): every other rank reports it lost (`RankEnd::cut_off`, naming the
+    /// lower rank) and does what a rank's death does (work reading its memory is skipped with
+    /// `DeviceLost` naming it, D1; waits for its events, barriers and collectives end with its
+    /// loss; its pins are let go); the higher rank sees every other rank lost
+    /// (`RankEnd::this_rank_cut_off`), its runtime and devices work on, and every later call of
+    /// it that needs the job (`publish`, `withdraw`, `lookup`, `lookup_event`, `barrier`,
+    /// `exchange`, the collectives, `send`, `recv`) fails with `DeviceLost`: "this rank was cut
+    /// off from the job: its connection to rank R was lost ...". `wait_for_loss_of` the higher
+    /// rank on the others, and of the others on it, returns once each has read the end (no
+    /// timing). `InvalidArgument`, changing nothing, for a rank past the world size, this rank
+    /// itself, a rank lost to this rank already (or a connection cut already), and a rank that
+    /// left, was abandoned or was cut off.
+    Status cut_connection(std::uint32_t rank);
 
     /// The most callbacks `on_rank_lost` keeps.
     static constexpr std::size_t loss_callbacks_max = 64;
@@ -400,6 +443,8 @@ public:
 private:
     struct State;
     explicit Job(std::unique_ptr<State> state);
+    /// `DeviceLost` saying why, for the job call `call`, once this rank is cut off from the job.
+    Status refuse_if_cut_off(std::string_view call) const;
     /// Runs `collective` (job_collectives.cpp): checks this rank's buffers, then publishes,
     /// builds on the root and copies each rank's part, agreeing after each step.
     Status run_collective(const job_detail::Collective& collective,

@@ -102,6 +102,14 @@ std::string RankLoss::describe() const {
             return text +
                    "was abandoned: its connections closed without leaving the job while its "
                    "process runs on (Job::abandon, or the process closed them itself)";
+        case RankEnd::cut_off:
+            return text + "was cut off from the job: its connection to rank " +
+                   std::to_string(code) +
+                   " was lost while both ranks lived, and the job parts such a pair by cutting "
+                   "off the higher rank";
+        case RankEnd::this_rank_cut_off:
+            return text + "is out of this rank's reach: " +
+                   job_detail::cut_off_words(static_cast<std::uint32_t>(code));
     }
     return text;
 }
@@ -158,7 +166,12 @@ Result<Job> Job::join(const JoinOptions& options) {
                                      std::vector<int>& passed) {
             peers->on_frame(rank, frame, passed);
         },
-        [peers = state->peers.get()](const RankLoss& loss) { peers->on_rank_lost(loss); });
+        [peers = state->peers.get()](const RankLoss& loss) { peers->on_rank_lost(loss); },
+        job_detail::Departures{
+            [peers = state->peers.get()](std::uint32_t rank) { return peers->departure_of(rank); },
+            [peers = state->peers.get()](std::uint32_t rank) {
+                peers->depart({job_detail::Departure::Kind::cut_off, rank});
+            }});
     Job job(std::move(state));
     if (Status opened = job.open_rank_runtime(options, *runtime_options); !opened) {
         return opened.error();  // The job leaves as it goes out of scope.
@@ -231,8 +244,10 @@ void Job::abandon() {
     state_->left = true;
     // This rank's own threads stop asking first; then the connections end without a word, and
     // only then does the runtime go, as a dying process's memory outlives its sockets for no
-    // one: what a peer asks from here on finds the rank lost.
+    // one: what a peer asks from here on finds the rank lost. The board says "abandoned" before
+    // the connections end, so that no peer takes its end for a lost connection.
     state_->peers->stop();
+    state_->peers->depart({job_detail::Departure::Kind::abandoned, 0});
     state_->watcher->hang_up();
     state_->runtime.reset();
     state_->seat->release();
@@ -247,9 +262,26 @@ const std::string& Job::folder() const { return state_->environment.job_folder; 
 JobLauncher Job::launcher() const { return state_->environment.launcher; }
 const std::shared_ptr<Runtime>& Job::runtime() const { return state_->runtime; }
 
+Status Job::cut_connection(std::uint32_t rank) {
+    if (!state_ || state_->left) {
+        return Error::invalid_argument(
+            "cut_connection: this rank left the job (or was abandoned): it has no connection "
+            "to cut");
+    }
+    if (Status cut = state_->watcher->cut(rank); !cut) {
+        return Error(cut.error().kind(), "cut_connection: " + cut.error().message());
+    }
+    return {};
+}
+
+Status Job::refuse_if_cut_off(std::string_view call) const {
+    std::optional<Error> refused = state_->peers->refusal(call);
+    return refused ? Status(std::move(*refused)) : Status{};
+}
+
 bool Job::rank_alive(std::uint32_t rank) const {
     if (rank == state_->environment.rank) {
-        return !state_->left;
+        return !state_->left && !state_->watcher->cut_off_from();
     }
     return rank < state_->environment.world_size && state_->watcher->alive(rank);
 }
@@ -303,6 +335,9 @@ Result<Handle> Job::lookup(std::string_view name, std::chrono::milliseconds time
 }
 
 Status Job::barrier(std::chrono::milliseconds timeout) {
+    if (Status refused = refuse_if_cut_off("barrier"); !refused) {
+        return refused;  // Settles nothing: a refused call changes nothing.
+    }
     // Met whatever the settling found: a rank that skipped a barrier would leave the others
     // waiting at it.
     const Status settled = state_->runtime ? state_->runtime->sync_all() : Status{};

@@ -12,13 +12,17 @@ namespace tandem::job_detail {
 namespace {
 
 // The layout: grant words (a device by a rank), the claim words of the slots, a loss word a
-// device, the counters of the stream slots, the first failed event of each stream slot.
+// device, the counters of the stream slots, the first failed event of each stream slot, the
+// departure word.
 constexpr std::size_t grant_words = std::size_t{JobBoard::devices_max} * job_ranks_max;
 constexpr std::size_t loss_words_at = grant_words + JobBoard::slots;
 constexpr std::size_t stream_words_at = loss_words_at + JobBoard::devices_max;
 constexpr std::size_t failed_words_at = stream_words_at + JobBoard::stream_slots;
-constexpr std::size_t board_bytes =
-    (failed_words_at + JobBoard::stream_slots) * sizeof(std::uint64_t);
+constexpr std::size_t departure_word_at = failed_words_at + JobBoard::stream_slots;
+constexpr std::size_t board_bytes = (departure_word_at + 1) * sizeof(std::uint64_t);
+
+/// The departure word: its kind in the low byte, the rank of a lost connection above it.
+constexpr unsigned departure_rank_shift = 8;
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "board words are shared between processes");
@@ -142,6 +146,23 @@ bool JobBoard::lose(std::uint32_t device) {
 
 bool JobBoard::lost(std::uint32_t device) const {
     return device < devices_max && word(loss_words_at + device).load(std::memory_order_acquire) != 0;
+}
+
+void JobBoard::depart(const Departure& departure) {
+    const std::uint64_t value = static_cast<std::uint64_t>(departure.kind) |
+                                std::uint64_t{departure.rank} << departure_rank_shift;
+    std::uint64_t none = 0;
+    (void)word(departure_word_at).compare_exchange_strong(none, value, std::memory_order_acq_rel);
+}
+
+Departure JobBoard::departure() const {
+    const std::uint64_t value = word(departure_word_at).load(std::memory_order_acquire);
+    const auto kind = static_cast<std::uint8_t>(value & 0xff);
+    if (kind > static_cast<std::uint8_t>(Departure::Kind::cut_off)) {
+        return Departure{Departure::Kind::abandoned, 0};  // Not a word this version writes.
+    }
+    return Departure{static_cast<Departure::Kind>(kind),
+                     static_cast<std::uint32_t>(value >> departure_rank_shift)};
 }
 
 bool JobBoard::granted(std::uint32_t device, const ServiceId& accessor) const {

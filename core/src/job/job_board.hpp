@@ -13,6 +13,12 @@
 // a wait that failed (0 for none): a peer's stream waiting on that event or a later one follows
 // the failed wait, whose error it asks the owner for once.
 //
+// One word says how its rank departed, for the peers that read the end of its connection while
+// its process runs on: written before its connections close, so a peer that reads the end reads
+// the word too. A rank abandoned (`Job::abandon`) says so, and so does a rank cut off from the
+// job for a lost connection of its own (with the rank at the other end); a word still saying
+// nothing means the rank lives and only the connection was lost (rank_watcher.hpp).
+//
 // The board is a file in the job folder (`board-R`, 0600, in a folder that is 0700), created and
 // written by its rank, mapped read-only by the others. Grants and counters only ever grow and a
 // word is one aligned 64-bit value, so a reader needs no lock.
@@ -30,6 +36,22 @@
 #include <vector>
 
 namespace tandem::job_detail {
+
+/// How a rank departed from the job, as its board says: what a peer cannot tell from the end of
+/// a connection alone when the rank's process runs on.
+struct Departure {
+    enum class Kind : std::uint8_t {
+        /// It has not departed: it lives in the job.
+        none,
+        /// It was abandoned (`Job::abandon`): its part ended as a death would end it.
+        abandoned,
+        /// It cut itself off from the job: its connection to `rank` was lost while both lived.
+        cut_off,
+    };
+    Kind kind = Kind::none;
+    /// For `cut_off`: the rank at the other end of the lost connection.
+    std::uint32_t rank = 0;
+};
 
 class JobBoard {
 public:
@@ -87,6 +109,12 @@ public:
     bool lose(std::uint32_t device);
     /// Whether `device` is lost.
     [[nodiscard]] bool lost(std::uint32_t device) const;
+
+    /// Records how this rank departs, before its connections close; only the first departure
+    /// stays (a rank cut off and then abandoned was cut off). Owner only.
+    void depart(const Departure& departure);
+    /// How the board's rank departed; `Kind::none` while it lives in the job.
+    [[nodiscard]] Departure departure() const;
 
 private:
     JobBoard(std::string path, bool own, std::byte* data);

@@ -272,6 +272,9 @@ Status Job::all_gather(const Handle& input, const Handle& output,
 }
 
 Status Job::send(std::uint32_t rank, const Handle& source, std::chrono::milliseconds timeout) {
+    if (Status refused = refuse_if_cut_off("send"); !refused) {
+        return refused;
+    }
     if (Status valid = check_transfer(*this, "send", rank, source); !valid) {
         return valid;  // Before meeting the receiver: the transfer takes no number.
     }
@@ -290,6 +293,9 @@ Status Job::send(std::uint32_t rank, const Handle& source, std::chrono::millisec
 }
 
 Status Job::recv(std::uint32_t rank, const Handle& target, std::chrono::milliseconds timeout) {
+    if (Status refused = refuse_if_cut_off("recv"); !refused) {
+        return refused;
+    }
     if (Status valid = check_transfer(*this, "recv", rank, target); !valid) {
         return valid;  // Before meeting the sender: the transfer takes no number.
     }
@@ -304,6 +310,9 @@ Status Job::recv(std::uint32_t rank, const Handle& target, std::chrono::millisec
 }
 
 Status Job::run_collective(const Collective& collective, std::chrono::milliseconds timeout) {
+    if (Status refused = refuse_if_cut_off(collective.name); !refused) {
+        return refused;  // Before any rank is met: the call takes no place in the job's order.
+    }
     if (Status valid = check_own(runtime(), collective); !valid) {
         return valid;  // Before any rank is met: the call takes no place in the job's order.
     }

@@ -4,6 +4,7 @@
 #include "job_peers.hpp"
 
 #include "error_codec.hpp"
+#include "rank_seat.hpp"
 #include "wire.hpp"
 
 #include "tandem/backend/server.hpp"
@@ -123,16 +124,48 @@ Status JobPeers::meet(std::chrono::steady_clock::time_point deadline) {
         if (rank != rank_ && runtimes_[rank].known) {
             met_[rank] = {runtimes_[rank].runtime_id, runtimes_[rank].device_count};
         }
-        if (rank != rank_ && runtimes_[rank].known && runtimes_[rank].device_count != 0) {
+        if (rank != rank_ && runtimes_[rank].known) {
             // A rank makes its board before it says its runtime, so only a rank that has left
-            // since has none: its memory is then never published here, and nothing reads it.
+            // since has none: its memory is then never published here, nothing reads it, and
+            // its end is read as the system tells it.
             Result<std::unique_ptr<JobBoard>> board = JobBoard::open(folder_, rank);
             if (board) {
                 boards_[rank] = std::move(*board);
             }
         }
     }
+    boards_mapped_.store(true, std::memory_order_release);
     return {};
+}
+
+Departure JobPeers::departure_of(std::uint32_t rank) const {
+    const JobBoard* board =
+        boards_mapped_.load(std::memory_order_acquire) ? board_of(rank) : nullptr;
+    if (board == nullptr) {
+        return Departure{Departure::Kind::abandoned, 0};  // Not met: its end is all there is.
+    }
+    const Departure departure = board->departure();
+    if (departure.kind == Departure::Kind::none && !RankSeat::held(folder_, rank)) {
+        return Departure{Departure::Kind::abandoned, 0};  // Out of the job without a word.
+    }
+    return departure;
+}
+
+void JobPeers::depart(const Departure& departure) {
+    std::lock_guard lock(mutex_);
+    if (board_) {
+        board_->depart(departure);
+    }
+}
+
+std::optional<Error> JobPeers::refusal(std::string_view call) const {
+    const std::int64_t from = cut_off_from_.load(std::memory_order_acquire);
+    if (from < 0) [[likely]] {
+        return std::nullopt;
+    }
+    return Error(ErrorKind::DeviceLost,
+                 std::string(call) + ": " + cut_off_words(static_cast<std::uint32_t>(from)) +
+                     "; every other rank is lost to it, and its own devices work on");
 }
 
 void JobPeers::stop() {
@@ -210,6 +243,9 @@ void JobPeers::on_runtime(std::uint32_t rank, std::string_view payload) {
 }
 
 void JobPeers::on_rank_lost(const RankLoss& loss) {
+    if (loss.how == RankEnd::this_rank_cut_off) {
+        cut_off_from_.store(loss.code, std::memory_order_release);  // Before any call hears.
+    }
     std::lock_guard lock(mutex_);
     runtimes_[loss.rank].loss = loss.describe();
     lost_[loss.rank].store(true, std::memory_order_release);

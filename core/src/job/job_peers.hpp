@@ -96,8 +96,17 @@ public:
 
     /// What the watcher hands over: every frame but "bye", on its thread.
     void on_frame(std::uint32_t rank, const Frame& frame, std::vector<int>& passed);
-    /// A rank was lost: waits for its answers fail, its pins are let go.
+    /// A rank was lost: waits for its answers fail, its pins are let go. A loss of
+    /// `RankEnd::this_rank_cut_off` cuts this rank off: every later `refusal` says so.
     void on_rank_lost(const RankLoss& loss);
+
+    /// `Departures::of`: how rank `rank` departed, as its board and its seat say.
+    [[nodiscard]] Departure departure_of(std::uint32_t rank) const;
+    /// Writes `departure` on this rank's board (once it has one), before its connections close.
+    void depart(const Departure& departure);
+    /// `DeviceLost` saying why, for the job call `call`, once this rank is cut off from the job;
+    /// none while it is in it.
+    [[nodiscard]] std::optional<Error> refusal(std::string_view call) const;
 
     /// `Job::service`.
     [[nodiscard]] Result<ServiceId> service(std::uint32_t rank, std::uint32_t device) const;
@@ -314,6 +323,10 @@ private:
     /// The other ranks' boards, mapped by `meet` and not changed after: read without the lock
     /// (no work names another rank's memory before `meet`, which a lookup follows).
     std::vector<std::unique_ptr<JobBoard>> boards_;
+    /// Set once `meet` mapped `boards_`: what the watcher thread reads before it reads a board.
+    std::atomic<bool> boards_mapped_{false};
+    /// The rank whose lost connection cut this rank off from the job; -1 while it is in it.
+    std::atomic<std::int64_t> cut_off_from_{-1};
     std::map<std::string, Publication, std::less<>> published_;
     std::map<std::string, Received, std::less<>> received_;
     /// The pins this rank sent of each name it looked up, until the owner withdraws it.

@@ -12,6 +12,16 @@
 #include "wire.hpp"
 
 namespace tandem::job_detail {
+namespace {
+
+/// What messages call a meeting of frames of `kind`: "barrier", "exchange", "meeting".
+std::string_view meeting_name(FrameKind kind) {
+    return kind == FrameKind::barrier    ? "barrier"
+           : kind == FrameKind::exchange ? "exchange"
+                                         : "meeting";
+}
+
+}  // namespace
 
 std::uint64_t JobPeers::meetings_key(std::optional<std::uint32_t> rank, bool sending) {
     return rank ? 1 + 2 * static_cast<std::uint64_t>(*rank) + (sending ? 1 : 0) : 0;
@@ -71,6 +81,9 @@ Status JobPeers::meet(std::uint64_t key, std::span<const std::uint32_t> ranks, F
                       std::string_view prefix, std::chrono::milliseconds timeout,
                       const std::optional<Error>& failure, std::string_view value,
                       std::uint64_t* generation_out) {
+    if (std::optional<Error> refused = refusal(meeting_name(kind))) {
+        return *refused;  // Before it takes a generation: nothing of the meeting happens.
+    }
     std::unique_lock lock(mutex_);
     const std::uint64_t generation = ++meetings_[key].held;
     lock.unlock();
@@ -102,10 +115,7 @@ Status JobPeers::meet(std::uint64_t key, std::span<const std::uint32_t> ranks, F
     if (missing) {
         const std::string& loss = runtimes_[*missing].loss;
         return Error(met ? ErrorKind::DeviceLost : ErrorKind::PeerUnreachable,
-                     std::string(kind == FrameKind::barrier    ? "the barrier"
-                                 : kind == FrameKind::exchange ? "the exchange"
-                                                               : "the meeting") +
-                         " cannot be passed: " +
+                     "the " + std::string(meeting_name(kind)) + " cannot be passed: " +
                          (met ? loss
                               : "rank " + std::to_string(*missing) + " did not reach it within " +
                                     std::to_string(timeout.count()) + " ms"));

@@ -27,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 /// with its chain fits many times over.
 constexpr std::uint32_t frame_payload_max = std::uint32_t{1} << 20;
 /// The protocol version every frame carries; a rank of another version is refused.
-constexpr std::uint16_t protocol_version = 4;
+constexpr std::uint16_t protocol_version = 5;
 
 /// What a frame says.
 enum class FrameKind : std::uint16_t {

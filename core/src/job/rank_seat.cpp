@@ -11,9 +11,33 @@
 
 namespace tandem::job_detail {
 
+namespace {
+
+std::string seat_path(const std::string& folder, std::uint32_t rank) {
+    return folder + "/rank-" + std::to_string(rank) + ".lock";
+}
+
+}  // namespace
+
+bool RankSeat::held(const std::string& folder, std::uint32_t rank) {
+    const std::string path = seat_path(folder, rank);
+    const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (descriptor < 0) {
+        return false;  // Released (its file goes first), or never taken.
+    }
+    // flock's locks are an open file's: this new one conflicts with the holder's, whether the
+    // holder is another process or another `Job` of this one.
+    int locked = 0;
+    while ((locked = ::flock(descriptor, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+    }
+    const bool taken_by_another = locked != 0 && errno == EWOULDBLOCK;
+    ::close(descriptor);  // Gives the lock back when it was taken.
+    return taken_by_another;
+}
+
 Result<RankSeat> RankSeat::take(const std::string& folder, std::uint32_t rank,
                                 const std::string& job_id) {
-    const std::string path = folder + "/rank-" + std::to_string(rank) + ".lock";
+    const std::string path = seat_path(folder, rank);
     const int descriptor = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (descriptor < 0) {
         return Error::invalid_argument("cannot open " + path + ": " + std::strerror(errno));

@@ -29,6 +29,11 @@ public:
     ~RankSeat();
     /// Removes the seat's file and gives the lock up. Idempotent.
     void release();
+    /// Whether some `Job` (of this process or another) holds rank `rank`'s seat in `folder` now:
+    /// the rank is in the job. A seat is held on a descriptor closed on exec, so a process that
+    /// runs another program gives it up. Costs an open and a lock tried (taken and given back at
+    /// once when free).
+    [[nodiscard]] static bool held(const std::string& folder, std::uint32_t rank);
 
 private:
     RankSeat(std::string path, int descriptor) : path_(std::move(path)), descriptor_(descriptor) {}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -56,11 +57,19 @@ std::pair<RankEnd, int> how_process_ended(std::int64_t pid) {
     return {RankEnd::exited, WEXITSTATUS(status)};
 }
 
+std::string cut_off_words(std::uint32_t rank) {
+    return "this rank was cut off from the job: its connection to rank " + std::to_string(rank) +
+           " was lost while both ranks lived, and the job parts such a pair by cutting off the "
+           "higher rank";
+}
+
 RankWatcher::RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> peers,
-                         FrameHandler handler, std::function<void(const RankLoss&)> on_loss)
+                         FrameHandler handler, std::function<void(const RankLoss&)> on_loss,
+                         Departures departures)
     : own_rank_(own_rank),
       handler_(std::move(handler)),
       on_loss_(std::move(on_loss)),
+      departures_(std::move(departures)),
       wake_descriptor_(::eventfd(0, EFD_CLOEXEC)) {
     for (std::uint32_t rank = 0; rank < peers.size(); ++rank) {
         Peer peer;
@@ -149,7 +158,10 @@ void RankWatcher::run() {
             return;
         }
         for (std::size_t index = 1; index < polled.size(); ++index) {
-            if (polled[index].revents != 0 && read_from(ranks[index])) {
+            // A rank cut off meanwhile closed every connection: the rest of the list is stale.
+            const Peer& peer = peers_[ranks[index]];
+            if (polled[index].revents != 0 && peer.alive && peer.descriptor >= 0 &&
+                read_from(ranks[index])) {
                 lose(ranks[index]);
             }
         }
@@ -176,18 +188,38 @@ bool RankWatcher::read_from(std::uint32_t rank) {
 }
 
 void RankWatcher::lose(std::uint32_t rank) {
-    Peer& peer = peers_[rank];
+    const Peer& peer = peers_[rank];
     RankLoss loss{rank, RankEnd::left, 0, peer.pid, std::chrono::steady_clock::now()};
     if (!peer.said_bye) {
         std::tie(loss.how, loss.code) = how_process_ended(peer.pid);
     }
+    if (loss.how == RankEnd::abandoned && departures_.of) {
+        // Its process runs on: its board and its seat say whether the rank ended its part or
+        // lives on with only this connection lost.
+        const Departure departure = departures_.of(rank);
+        if (departure.kind == Departure::Kind::cut_off) {
+            loss.how = RankEnd::cut_off;
+            loss.code = static_cast<int>(departure.rank);
+        } else if (departure.kind == Departure::Kind::none && rank < own_rank_) {
+            cut_off(rank);  // The higher of the pair goes: this rank.
+            return;
+        } else if (departure.kind == Departure::Kind::none) {
+            // The higher of the pair goes, as its own watcher decides from the same facts.
+            loss.how = RankEnd::cut_off;
+            loss.code = static_cast<int>(own_rank_);
+        }
+    }
+    report(loss);
+}
+
+void RankWatcher::report(const RankLoss& loss) {
     if (on_loss_) {
         on_loss_(loss);
     }
     std::vector<std::function<void(const RankLoss&)>> callbacks;
     {
         std::lock_guard lock(mutex_);
-        peer.alive = false;
+        peers_[loss.rank].alive = false;
         losses_.push_back(loss);
         callbacks = callbacks_;
     }
@@ -195,6 +227,75 @@ void RankWatcher::lose(std::uint32_t rank) {
     for (const auto& callback : callbacks) {
         callback(loss);
     }
+}
+
+void RankWatcher::cut_off(std::uint32_t rank) {
+    // The word goes first: a peer that reads the end of a connection closed below reads it.
+    if (departures_.mark_cut_off) {
+        departures_.mark_cut_off(rank);
+    }
+    {
+        std::lock_guard lock(mutex_);
+        cut_off_from_ = rank;
+    }
+    for (Peer& peer : peers_) {
+        std::lock_guard sending(*peer.sending);
+        if (peer.descriptor >= 0) {
+            ::close(std::exchange(peer.descriptor, -1));
+        }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    for (std::uint32_t other = 0; other < peers_.size(); ++other) {
+        if (other != own_rank_ && peers_[other].alive) {
+            report(RankLoss{other, RankEnd::this_rank_cut_off, static_cast<int>(rank),
+                            peers_[other].pid, now});
+        }
+    }
+}
+
+Status RankWatcher::cut(std::uint32_t rank) {
+    const std::string to = "rank " + std::to_string(rank);
+    if (rank >= peers_.size() || rank == own_rank_) {
+        return Error::invalid_argument(to + " is not another rank of this job of " +
+                                       std::to_string(peers_.size()) + " ranks");
+    }
+    Peer& peer = peers_[rank];
+    std::lock_guard sending(*peer.sending);
+    if (std::optional<std::uint32_t> from = cut_off_from()) {
+        return Error::invalid_argument("this rank has no connection to cut: " +
+                                       cut_off_words(*from));
+    }
+    if (std::optional<RankLoss> loss = loss_of(rank)) {
+        return Error::invalid_argument(to + " is lost to this rank already: " + loss->describe());
+    }
+    if (peer.descriptor < 0) {
+        return Error::invalid_argument("this rank has no connection to " + to + " to cut");
+    }
+    if (peer.cut) {
+        return Error::invalid_argument("the connection to " + to +
+                                       " was cut already; its ends are being read");
+    }
+    if (::shutdown(peer.descriptor, SHUT_RDWR) != 0) {
+        return Error(ErrorKind::PeerUnreachable,
+                     "cannot cut the connection to " + to + ": " + std::strerror(errno));
+    }
+    peer.cut = true;
+    return {};
+}
+
+std::optional<std::uint32_t> RankWatcher::cut_off_from() const {
+    std::lock_guard lock(mutex_);
+    return cut_off_from_;
+}
+
+std::optional<RankLoss> RankWatcher::loss_of(std::uint32_t rank) const {
+    std::lock_guard lock(mutex_);
+    for (const RankLoss& loss : losses_) {
+        if (loss.rank == rank) {
+            return loss;
+        }
+    }
+    return std::nullopt;
 }
 
 bool RankWatcher::alive(std::uint32_t rank) const {

@@ -59,6 +59,9 @@ std::optional<std::size_t> JobPeers::counter_slot(const Event& event) {
 }
 
 Status JobPeers::publish(std::string_view name, const Event& event) {
+    if (std::optional<Error> refused = refusal("publish")) {
+        return *refused;
+    }
     if (Status valid = check_name(name); !valid) {
         return valid;
     }
@@ -149,6 +152,9 @@ void JobPeers::on_publish_event(std::uint32_t rank, std::string_view payload) {
 }
 
 Result<Event> JobPeers::lookup_event(std::string_view name, std::chrono::milliseconds timeout) {
+    if (std::optional<Error> refused = refusal("lookup_event")) {
+        return *refused;
+    }
     if (Status valid = check_name(name); !valid) {
         return valid.error();
     }

@@ -59,6 +59,9 @@ Result<ServiceId> JobPeers::service(std::uint32_t rank, std::uint32_t device) co
 }
 
 Status JobPeers::publish(std::string_view name, const Handle& handle) {
+    if (std::optional<Error> refused = refusal("publish")) {
+        return *refused;
+    }
     if (Status valid = check_name(name); !valid) {
         return valid;
     }
@@ -218,6 +221,9 @@ void JobPeers::on_publish(std::uint32_t rank, std::string_view payload, std::vec
 }
 
 Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds timeout) {
+    if (std::optional<Error> refused = refusal("lookup")) {
+        return *refused;
+    }
     if (Status valid = check_name(name); !valid) {
         return valid.error();
     }
@@ -285,6 +291,9 @@ Result<Handle> JobPeers::lookup(std::string_view name, std::chrono::milliseconds
 }
 
 Status JobPeers::withdraw(std::string_view name) {
+    if (std::optional<Error> refused = refusal("withdraw")) {
+        return *refused;
+    }
     std::unique_lock lock(mutex_);
     if (auto event = published_events_.find(name);
         event != published_events_.end() && !event->second.withdrawn) {

@@ -35,6 +35,19 @@ std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
     return std::nullopt;
 }
 
+std::optional<Cause> first_lost_output(const DeviceDirectory& devices, ServiceId runner,
+                                       std::span<const Target> outputs) {
+    for (const Target& output : outputs) {
+        if (output.owner == runner) {
+            continue;
+        }
+        if (std::optional<Error> lost = devices.lost(output.owner)) [[unlikely]] {
+            return Cause{output.owner, std::nullopt, std::move(*lost), output.key};
+        }
+    }
+    return std::nullopt;
+}
+
 Error cause_error(const DeviceDirectory& devices, const Cause& cause) {
     if (cause.failure) {
         if (std::optional<Error> report = devices.report(cause.owner, *cause.failure, cause.needed)) {

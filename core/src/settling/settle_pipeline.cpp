@@ -42,6 +42,7 @@ void Work::reset_work() {
     sequence_ = 0;
     settled_ = false;
     failed_ = false;
+    writes_other_devices_ = false;
 }
 
 std::optional<Error> SettlePipeline::refusal_slow(const Work& work, const LaunchRequest& request,
@@ -79,6 +80,10 @@ std::optional<Error> SettlePipeline::refusal_slow(const Work& work, const Launch
     return std::nullopt;
 }
 
+bool SettlePipeline::writes_lost_memory(const Work& work) const {
+    return first_lost_output(devices_, devices_.service_of(work.device), work.outputs).has_value();
+}
+
 Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) const {
     const ServiceId runner = devices_.service_of(work.device);
     for (const KernelResource& resource : request.resources) {
@@ -106,6 +111,7 @@ Status SettlePipeline::add_targets(const LaunchRequest& request, Work& work) con
         }
         if (writes(resource.access())) {
             add(work.outputs);
+            work.writes_other_devices_ = work.writes_other_devices_ || owner != runner;
         }
     }
     return {};
@@ -280,6 +286,10 @@ void SettlePipeline::settle(Work& work) {
         // order: a claimed input means it was skipped (C9), or consumed bytes of failed work
         // before anyone knew (C13), whatever it reported itself.
         cause = first_claimed_input(devices_, work.inputs);
+        if (!cause && work.writes_other_devices_) [[unlikely]] {
+            // D1, as `examine` held it back.
+            cause = first_lost_output(devices_, runner, work.outputs);
+        }
     }
     work.failed_ = true;
     if (work.refused_) {

@@ -43,6 +43,11 @@ struct Cause {
 /// input claimed.
 std::optional<Cause> first_claimed_input(const DeviceDirectory& devices,
                                          std::span<const Target> inputs);
+/// The first output of a device other than `runner` whose owner is lost (D1: work binding a
+/// lost device's memory is skipped, a write as a read is), in declared order: the loss as the
+/// cause, the output's bytes as needed. `runner`'s own loss fails the work where it runs.
+std::optional<Cause> first_lost_output(const DeviceDirectory& devices, ServiceId runner,
+                                       std::span<const Target> outputs);
 /// The error a device other than the cause's sees: the owner's full report for a claim.
 Error cause_error(const DeviceDirectory& devices, const Cause& cause);
 /// C9: the operation `label`, which `runner` ran (or would have), did not run because of

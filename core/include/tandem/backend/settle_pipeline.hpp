@@ -155,7 +155,8 @@ public:
     template <typename Run>
     void run_now(Work& work, const std::optional<Error>& lost, Run&& run) const;
 
-    /// What is known of `consumer`'s inputs (enqueued or about to be). `visit(producer)` is called
+    /// What is known of `consumer`'s inputs (enqueued or about to be); `Claimed` too when an
+    /// input or an output is of a lost device (D1). `visit(producer)` is called
     /// for each unsettled producer whose outcome decides a byte and is not known yet, newest
     /// first; it returns false when the caller cannot follow that producer. At most
     /// `writers_max` writers are walked per input.
@@ -278,6 +279,9 @@ private:
     }
     [[nodiscard]] std::optional<Error> refusal_slow(const Work& work, const LaunchRequest& request,
                                                     bool registered) const;
+    /// Whether an output of `work` is memory of another device that is lost (D1); out of line,
+    /// since only a peer kernel writing shared memory asks.
+    [[nodiscard]] bool writes_lost_memory(const Work& work) const;
 
     /// The unsettled writers of one allocation, in enqueue order; the first `settled` are
     /// settled.
@@ -382,6 +386,9 @@ SettlePipeline::Inputs SettlePipeline::examine(const Work& consumer, Visit&& vis
         consumer.sequence_ != 0 ? consumer.sequence_ : std::numeric_limits<std::uint64_t>::max();
     if (consumer.after_failed_wait_) [[unlikely]] {
         return Inputs::Claimed;  // Ordered after what never happened: it must not run.
+    }
+    if (consumer.writes_other_devices_ && writes_lost_memory(consumer)) [[unlikely]] {
+        return Inputs::Claimed;  // D1: no one binds a lost device's memory, to write it either.
     }
     bool pending = false;
     for (const Target& input : consumer.inputs) {

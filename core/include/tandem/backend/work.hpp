@@ -183,6 +183,10 @@ private:
     std::uint64_t sequence_ = 0;
     bool settled_ = false;
     bool failed_ = false;
+    /// Whether an output is another device's memory (a peer kernel writing shared memory): only
+    /// then are the outputs' owners asked whether they are lost (D1), so the common launch pays
+    /// one test for it.
+    bool writes_other_devices_ = false;
 };
 
 }  // namespace tandem
