@@ -2,6 +2,7 @@
 // order, each undone in reverse when a later one fails.
 
 #include "job_peers.hpp"
+#include "life_words.hpp"
 #include "rank_watcher.hpp"
 #include "rendezvous.hpp"
 
@@ -25,6 +26,9 @@ struct Job::State {
     /// until it is destroyed.
     std::shared_ptr<job_detail::JobPeers> peers;
     std::unique_ptr<job_detail::RankWatcher> watcher;
+    /// This rank's life word and its watch of the others' (life_words.hpp); after the watcher,
+    /// which it tells of a rank whose process is ending, so it stops first.
+    std::unique_ptr<job_detail::LifeWords> life;
     std::shared_ptr<Runtime> runtime;
     /// Collective calls made so far: every rank makes them in the same order.
     std::uint64_t collectives = 0;
@@ -148,6 +152,15 @@ Result<Job> Job::join(const JoinOptions& options) {
         return seat.error();
     }
     state->seat.emplace(std::move(*seat));
+    // The word is made before the rendezvous, so every rank that met this one finds it.
+    Result<std::unique_ptr<job_detail::LifeWords>> life =
+        job_detail::LifeWords::create(environment->job_folder, environment->rank);
+    if (!life) {
+        state->seat->release();
+        state->folder->release_and_remove_if_last();
+        return life.error();
+    }
+    state->life = std::move(*life);
     Result<std::vector<job_detail::RankConnection>> peers =
         job_detail::rendezvous(*environment, options.timeout);
     if (!peers) {
@@ -173,6 +186,14 @@ Result<Job> Job::join(const JoinOptions& options) {
                 peers->depart({job_detail::Departure::Kind::cut_off, rank});
             }});
     Job job(std::move(state));
+    if (Status watched = job.state_->life->watch(
+            environment->world_size,
+            [watcher = job.state_->watcher.get()](std::uint32_t rank) {
+                watcher->process_ending(rank);
+            });
+        !watched) {
+        return watched.error();  // The job leaves as it goes out of scope.
+    }
     if (Status opened = job.open_rank_runtime(options, *runtime_options); !opened) {
         return opened.error();  // The job leaves as it goes out of scope.
     }
@@ -231,6 +252,7 @@ void Job::leave() {
         (void)state_->runtime->sync_all();  // Failures are on the claims; leaving goes on.
     }
     state_->runtime.reset();
+    state_->life.reset();  // A rank that leaves is no death: its word is cleared first.
     state_->watcher->say_goodbye();
     state_->peers->stop();
     state_->seat->release();
@@ -248,6 +270,7 @@ void Job::abandon() {
     // the connections end, so that no peer takes its end for a lost connection.
     state_->peers->stop();
     state_->peers->depart({job_detail::Departure::Kind::abandoned, 0});
+    state_->life.reset();
     state_->watcher->hang_up();
     state_->runtime.reset();
     state_->seat->release();

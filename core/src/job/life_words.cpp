@@ -112,6 +112,9 @@ Status LifeWords::watch(std::uint32_t world_size, std::function<void(std::uint32
         }
         const std::string path = life_path(folder_, rank);
         const int descriptor = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (descriptor < 0 && errno == ENOENT) {
+            continue;  // A peer that keeps no word: its connection alone tells.
+        }
         std::atomic<std::uint32_t>* word = descriptor < 0 ? nullptr : map_word(descriptor);
         if (word == nullptr) {
             const Error error = life_error(descriptor < 0 ? "open" : "map", path);

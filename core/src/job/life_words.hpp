@@ -47,10 +47,11 @@ public:
 
     /// Maps the words of the other ranks of a job of `world_size` ranks and starts the keeper,
     /// which calls `on_ending(rank)` on its thread once for each rank whose keeper ended without
-    /// clearing its word. Every rank created its word before the rendezvous, so each file is
-    /// there. Without `futex_waitv`, or past `peers_max` peers, nothing is watched and success is
-    /// returned: the connections still say when a rank ends. Returns once the keeper holds
-    /// this rank's word. `PeerUnreachable` naming a word that cannot be mapped; called once.
+    /// clearing its word. Every rank of this version created its word before the rendezvous; a
+    /// peer without one is not watched. Without `futex_waitv`, or past `peers_max` peers, nothing
+    /// is watched and success is returned: the connections still say when a rank ends. Returns once the keeper holds
+    /// this rank's word. `PeerUnreachable` naming a word that cannot be opened (but for one
+    /// that is not there) or mapped; called once.
     Status watch(std::uint32_t world_size, std::function<void(std::uint32_t)> on_ending);
     /// Whether the keeper runs: this rank's word names it and the others' are watched.
     [[nodiscard]] bool watching() const { return keeper_.joinable(); }

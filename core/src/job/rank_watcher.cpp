@@ -57,6 +57,21 @@ std::pair<RankEnd, int> how_process_ended(std::int64_t pid) {
     return {RankEnd::exited, WEXITSTATUS(status)};
 }
 
+std::pair<RankEnd, int> how_ending_process_ended(std::int64_t pid) {
+    // Each thread of a process marks itself exiting as it ends, so the life word's thread may
+    // end before the main thread, whose state /proc shows, says so: a bounded number of reads
+    // (the main thread is on its way out), then "vanished" where it still does not say how.
+    constexpr int reads_max = 1000;
+    for (int read = 0; read < reads_max; ++read) {
+        const std::pair<RankEnd, int> how = how_process_ended(pid);
+        if (how.first != RankEnd::abandoned) {
+            return how;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return {RankEnd::vanished, 0};
+}
+
 std::string cut_off_words(std::uint32_t rank) {
     return "this rank was cut off from the job: its connection to rank " + std::to_string(rank) +
            " was lost while both ranks lived, and the job parts such a pair by cutting off the "
@@ -70,7 +85,8 @@ RankWatcher::RankWatcher(std::uint32_t own_rank, std::vector<RankConnection> pee
       handler_(std::move(handler)),
       on_loss_(std::move(on_loss)),
       departures_(std::move(departures)),
-      wake_descriptor_(::eventfd(0, EFD_CLOEXEC)) {
+      wake_descriptor_(::eventfd(0, EFD_CLOEXEC)),
+      ending_descriptor_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
     for (std::uint32_t rank = 0; rank < peers.size(); ++rank) {
         Peer peer;
         peer.descriptor = peers[rank].descriptor;
@@ -92,6 +108,7 @@ RankWatcher::~RankWatcher() {
         }
     }
     ::close(wake_descriptor_);
+    ::close(ending_descriptor_);
 }
 
 void RankWatcher::stop() {
@@ -143,8 +160,8 @@ void RankWatcher::run() {
     std::vector<pollfd> polled;
     std::vector<std::uint32_t> ranks;
     while (true) {
-        polled.assign(1, pollfd{wake_descriptor_, POLLIN, 0});
-        ranks.assign(1, own_rank_);
+        polled.assign({pollfd{wake_descriptor_, POLLIN, 0}, pollfd{ending_descriptor_, POLLIN, 0}});
+        ranks.assign(2, own_rank_);
         for (std::uint32_t rank = 0; rank < peers_.size(); ++rank) {
             if (peers_[rank].descriptor >= 0 && peers_[rank].alive) {
                 polled.push_back({peers_[rank].descriptor, POLLIN, 0});
@@ -157,7 +174,10 @@ void RankWatcher::run() {
         if (polled[0].revents != 0) {
             return;
         }
-        for (std::size_t index = 1; index < polled.size(); ++index) {
+        if (polled[1].revents != 0) {
+            lose_ending();
+        }
+        for (std::size_t index = 2; index < polled.size(); ++index) {
             // A rank cut off meanwhile closed every connection: the rest of the list is stale.
             const Peer& peer = peers_[ranks[index]];
             if (polled[index].revents != 0 && peer.alive && peer.descriptor >= 0 &&
@@ -210,6 +230,36 @@ void RankWatcher::lose(std::uint32_t rank) {
         }
     }
     report(loss);
+}
+
+void RankWatcher::process_ending(std::uint32_t rank) {
+    {
+        std::lock_guard lock(mutex_);
+        ending_.push_back(rank);
+    }
+    const std::uint64_t one = 1;
+    (void)!::write(ending_descriptor_, &one, sizeof one);
+}
+
+void RankWatcher::lose_ending() {
+    std::uint64_t count = 0;
+    (void)!::read(ending_descriptor_, &count, sizeof count);
+    std::vector<std::uint32_t> ending;
+    {
+        std::lock_guard lock(mutex_);
+        ending.swap(ending_);
+    }
+    for (const std::uint32_t rank : ending) {
+        if (rank >= peers_.size() || rank == own_rank_ || !peers_[rank].alive ||
+            peers_[rank].descriptor < 0) {
+            continue;  // Reported already, by its connection's end or a cut.
+        }
+        const Peer& peer = peers_[rank];
+        (void)read_from(rank);  // What it sent before it ended comes first.
+        RankLoss loss{rank, RankEnd::vanished, 0, peer.pid, std::chrono::steady_clock::now()};
+        std::tie(loss.how, loss.code) = how_ending_process_ended(peer.pid);
+        report(loss);
+    }
 }
 
 void RankWatcher::report(const RankLoss& loss) {

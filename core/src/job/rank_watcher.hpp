@@ -34,6 +34,9 @@ namespace tandem::job_detail {
 /// close after the system marks it exiting, so a rank whose connection ended while its process
 /// runs was abandoned, or its process closed the connection itself).
 std::pair<RankEnd, int> how_process_ended(std::int64_t pid);
+/// How process `pid`, known to be ending (its life word says so), ended: `how_process_ended` once
+/// /proc shows its end, read again a bounded number of times until it does; `vanished` past them.
+std::pair<RankEnd, int> how_ending_process_ended(std::int64_t pid);
 
 /// What the watcher does with a frame other than "bye": called on the watcher thread, in the
 /// order the rank sent them, with the descriptors that rank passed and no frame took yet (a
@@ -100,6 +103,11 @@ public:
     Status cut(std::uint32_t rank);
     /// The rank whose lost connection cut this rank off from the job; none while it is in it.
     [[nodiscard]] std::optional<std::uint32_t> cut_off_from() const;
+    /// Rank `rank`'s process is ending: its life word says so (life_words.hpp), before the
+    /// system has closed its connections, or where a process it forked holds them open. Called
+    /// from the thread watching the life words; the watcher thread then reads what the rank
+    /// sent before it ended and reports it lost with how its process ended, once.
+    void process_ending(std::uint32_t rank);
     /// The ranks of the job, this one included.
     [[nodiscard]] std::uint32_t world_size() const {
         return static_cast<std::uint32_t>(peers_.size());
@@ -129,6 +137,8 @@ private:
     /// `rank`'s connection ended: reports it lost, or cuts this rank off when the connection
     /// alone was lost and `rank` is the lower of the two.
     void lose(std::uint32_t rank);
+    /// Reports the ranks `process_ending` named, each after reading what it sent.
+    void lose_ending();
     /// Tells `on_loss`, the waiters and the subscribers of `loss`, once.
     void report(const RankLoss& loss);
     /// Leaves the job for the loss of the connection to `rank`, a lower rank that lives: marks
@@ -145,6 +155,9 @@ private:
     /// Touched by the watcher thread only while it runs; `alive` is read under `mutex_`.
     std::vector<Peer> peers_;
     int wake_descriptor_ = -1;
+    /// Written when `process_ending` names a rank, which waits in `ending_`.
+    int ending_descriptor_ = -1;
+    std::vector<std::uint32_t> ending_;
     std::thread thread_;
     mutable std::mutex mutex_;
     mutable std::condition_variable changed_;

@@ -97,6 +97,33 @@ TEST(Job, a_rank_killed_is_noticed_and_named_by_every_survivor) {
     EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 
+// The system closes a process's sockets only when no process holds them: a process the rank
+// forked keeps its connections open after it is killed, and only its life word tells.
+TEST(Job, a_rank_killed_while_a_process_it_forked_holds_its_connections_is_noticed) {
+    const std::string id = new_job_id();
+    RankProcess victim = start_rank(rank_of(id, 1, 2), {"fork"});
+    std::future<Result<Job>> joining =
+        std::async(std::launch::async, [&id] { return join_as(rank_of(id, 0, 2)); });
+    ASSERT_EQ(victim.first_line(), "joined");
+    const std::string holder_line = victim.first_line();
+    ASSERT_THAT(holder_line, ::testing::StartsWith("holder "));
+    const pid_t holder = std::stoi(holder_line.substr(7));
+    Result<Job> survivor = joining.get();
+    ASSERT_TRUE(survivor.ok()) << survivor.error().report();
+    ASSERT_EQ(::kill(victim.pid, SIGKILL), 0);
+    std::optional<RankLoss> loss = survivor->wait_for_loss_of(1, guard_timeout);
+    ::kill(holder, SIGKILL);
+    ::waitpid(holder, nullptr, 0);
+    ASSERT_TRUE(loss.has_value()) << "rank 0 never noticed";
+    EXPECT_EQ(loss->how, RankEnd::killed);
+    EXPECT_EQ(loss->code, SIGKILL);
+    EXPECT_THAT(loss->describe(), HasSubstr("was killed by signal 9"));
+    EXPECT_FALSE(survivor->rank_alive(1));
+    EXPECT_TRUE(WIFSIGNALED(victim.reap()));
+    survivor->leave();
+    EXPECT_FALSE(fs::exists(job_folder_path(id)));
+}
+
 TEST(Job, a_rank_that_exits_without_leaving_is_reported_with_its_exit_code) {
     const std::string id = new_job_id();
     RankProcess quitter = start_rank(rank_of(id, 1, 2), {"exit", "3"});

@@ -2,10 +2,13 @@
 // names, writes "joined" on stdout (the test's gate), then does what its argument says:
 //   wait       block until stdin ends (the test kills it, or closes stdin to let it leave)
 //   exit CODE  end with exit code CODE at once, without leaving the job
+//   fork       fork a process that holds every descriptor of the rank (as a data loader's worker
+//              would) and sleeps, write "holder PID", then wait as `wait` does
 // Anything else, or a failed join, prints the error on stderr and exits with 2.
 
 #include "tandem/job.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,7 +29,15 @@ int main(int argc, char** argv) {
     if (mode == "exit" && argc > 2) {
         std::exit(std::atoi(argv[2]));  // Leaves the job object standing: no goodbye is said.
     }
-    if (mode != "wait") {
+    if (mode == "fork") {
+        const pid_t holder = ::fork();
+        if (holder == 0) {
+            ::pause();  // Until the test kills it.
+            ::_exit(0);
+        }
+        std::printf("holder %d\n", static_cast<int>(holder));
+        std::fflush(stdout);
+    } else if (mode != "wait") {
         std::fprintf(stderr, "job_test_rank: unknown mode '%s'\n", mode.c_str());
         return 2;
     }

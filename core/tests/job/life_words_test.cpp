@@ -139,11 +139,25 @@ TEST(LifeWords, a_word_in_a_folder_that_is_not_there_is_refused_naming_it) {
         << words.error().message();
 }
 
-TEST(LifeWords, a_watch_of_a_rank_without_a_word_is_refused_naming_it_and_watches_nothing) {
+TEST(LifeWords, a_rank_without_a_word_is_not_watched_and_the_others_are) {
+    Folder folder;
+    auto words = LifeWords::create(folder.path, 0);
+    auto two = LifeWords::create(folder.path, 2);
+    ASSERT_TRUE(words.ok() && two.ok());
+    Endings endings;
+    ASSERT_TRUE((*words)->watch(3, endings.callback()));  // Rank 1 keeps no word.
+    EXPECT_TRUE((*words)->watching());
+    two->reset();
+    words->reset();
+    EXPECT_TRUE(endings.ranks.empty());
+}
+
+TEST(LifeWords, a_word_that_cannot_be_opened_is_refused_naming_it_and_nothing_is_watched) {
     Folder folder;
     auto words = LifeWords::create(folder.path, 0);
     ASSERT_TRUE(words.ok());
-    const Status watched = (*words)->watch(3, [](std::uint32_t) {});
+    fs::create_directory(folder.path + "/life-1");  // A folder where rank 1's word should be.
+    const Status watched = (*words)->watch(2, [](std::uint32_t) {});
     ASSERT_FALSE(watched);
     EXPECT_EQ(watched.error().kind(), ErrorKind::PeerUnreachable);
     EXPECT_NE(watched.error().message().find("life-1"), std::string::npos);
