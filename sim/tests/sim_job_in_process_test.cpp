@@ -154,6 +154,25 @@ TEST_F(RanksInOneProcess, an_all_reduce_of_ranks_in_one_process_gives_every_rank
     }
 }
 
+// A lost rank ends a meeting at once, whichever rank the meeting still waits for first: rank 1
+// has not come (it is busy elsewhere) when rank 2 is lost, and rank 0's barrier fails naming
+// rank 2 instead of waiting for rank 1 until its time runs out.
+TEST(JobInProcess, a_rank_lost_ends_a_barrier_that_still_waits_for_a_lower_living_rank) {
+    Result<std::vector<Job>> joined = Job::join_in_process(3, sim_ranks_in_one_process());
+    ASSERT_TRUE(joined.ok()) << joined.error().report();
+    std::vector<Job>& ranks = *joined;
+    const std::string folder = ranks[0].folder();
+    auto waiting = std::async(std::launch::async, [&ranks] { return ranks[0].barrier(guard_timeout); });
+    ranks[2].abandon();
+    const Status barrier = waiting.get();
+    ASSERT_FALSE(barrier.ok());
+    EXPECT_EQ(barrier.error().kind(), ErrorKind::DeviceLost) << barrier.error().report();
+    EXPECT_THAT(barrier.error().message(), HasSubstr("rank 2"));
+    EXPECT_THAT(barrier.error().message(), HasSubstr("was abandoned"));
+    ranks.clear();
+    EXPECT_FALSE(std::filesystem::exists(folder));
+}
+
 TEST(JobInProcess, a_job_of_no_ranks_or_too_many_is_refused) {
     for (std::uint32_t world_size : {0u, job_ranks_max + 1}) {
         Result<std::vector<Job>> joined = Job::join_in_process(world_size);

@@ -103,14 +103,19 @@ Status JobPeers::meet(std::uint64_t key, std::span<const std::uint32_t> ranks, F
     lock.lock();
     std::optional<std::uint32_t> missing;
     const bool met = changed_.wait_for(lock, timeout, [&] {
+        // Every rank not come yet is looked at: a lost one ends the wait, failed, whichever rank
+        // the meeting still waits for first; else the first missing one is named on a timeout.
+        missing.reset();
         for (std::uint32_t rank : ranks) {
             if (meetings_[key].seen[rank] < generation) {
-                missing = rank;
-                return !runtimes_[rank].loss.empty();  // A lost rank ends the wait, failed.
+                if (!runtimes_[rank].loss.empty()) {
+                    missing = rank;
+                    return true;
+                }
+                missing = missing.value_or(rank);
             }
         }
-        missing.reset();
-        return true;
+        return !missing;
     });
     if (missing) {
         const std::string& loss = runtimes_[*missing].loss;

@@ -10,7 +10,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -112,8 +114,15 @@ TEST(Job, a_rank_killed_while_a_process_it_forked_holds_its_connections_is_notic
     ASSERT_TRUE(survivor.ok()) << survivor.error().report();
     ASSERT_EQ(::kill(victim.pid, SIGKILL), 0);
     std::optional<RankLoss> loss = survivor->wait_for_loss_of(1, guard_timeout);
+    // The holder is rank 1's child, not this process's: its end is read from a pidfd, so that
+    // the job folder's lock it shares is let go before rank 0 leaves.
+    const int holder_end = static_cast<int>(::syscall(SYS_pidfd_open, holder, 0));
     ::kill(holder, SIGKILL);
-    ::waitpid(holder, nullptr, 0);
+    if (holder_end >= 0) {
+        pollfd ended{holder_end, POLLIN, 0};
+        EXPECT_EQ(::poll(&ended, 1, static_cast<int>(guard_timeout.count())), 1);
+        ::close(holder_end);
+    }
     ASSERT_TRUE(loss.has_value()) << "rank 0 never noticed";
     EXPECT_EQ(loss->how, RankEnd::killed);
     EXPECT_EQ(loss->code, SIGKILL);
