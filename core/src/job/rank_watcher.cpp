@@ -60,7 +60,8 @@ std::pair<RankEnd, int> how_process_ended(std::int64_t pid) {
 std::pair<RankEnd, int> how_ending_process_ended(std::int64_t pid) {
     // Each thread of a process marks itself exiting as it ends, so the life word's thread may
     // end before the main thread, whose state /proc shows, says so: a bounded number of reads
-    // (the main thread is on its way out), then "vanished" where it still does not say how.
+    // (the main thread is on its way out). A process that still runs after them ran another
+    // program, which also lets the word go: `abandoned`, as its documentation says.
     constexpr int reads_max = 1000;
     for (int read = 0; read < reads_max; ++read) {
         const std::pair<RankEnd, int> how = how_process_ended(pid);
@@ -69,7 +70,7 @@ std::pair<RankEnd, int> how_ending_process_ended(std::int64_t pid) {
         }
         std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    return {RankEnd::vanished, 0};
+    return {RankEnd::abandoned, 0};
 }
 
 std::string cut_off_words(std::uint32_t rank) {

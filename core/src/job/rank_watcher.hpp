@@ -35,7 +35,8 @@ namespace tandem::job_detail {
 /// runs was abandoned, or its process closed the connection itself).
 std::pair<RankEnd, int> how_process_ended(std::int64_t pid);
 /// How process `pid`, known to be ending (its life word says so), ended: `how_process_ended` once
-/// /proc shows its end, read again a bounded number of times until it does; `vanished` past them.
+/// /proc shows its end, read again a bounded number of times until it does; `abandoned` past
+/// them (its process runs on: it ran another program).
 std::pair<RankEnd, int> how_ending_process_ended(std::int64_t pid);
 
 /// What the watcher does with a frame other than "bye": called on the watcher thread, in the

@@ -133,6 +133,29 @@ TEST(Job, a_rank_killed_while_a_process_it_forked_holds_its_connections_is_notic
     EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 
+// A rank that runs another program without leaving ends its part: the system marks its life
+// word as the program changes, so its peer reports it lost, never a connection lost while both
+// ranks live (which would cut one of them off).
+TEST(Job, a_rank_that_runs_another_program_without_leaving_is_reported_lost_not_cut_off) {
+    const std::string id = new_job_id();
+    RankProcess other = start_rank(rank_of(id, 1, 2), {"exec"});
+    std::future<Result<Job>> joining =
+        std::async(std::launch::async, [&id] { return join_as(rank_of(id, 0, 2)); });
+    ASSERT_EQ(other.first_line(), "joined");
+    Result<Job> survivor = joining.get();
+    ASSERT_TRUE(survivor.ok()) << survivor.error().report();
+    std::optional<RankLoss> loss = survivor->wait_for_loss_of(1, guard_timeout);
+    ::kill(other.pid, SIGKILL);
+    ASSERT_TRUE(loss.has_value()) << "rank 0 never noticed";
+    EXPECT_EQ(loss->how, RankEnd::abandoned) << loss->describe();
+    EXPECT_THAT(loss->describe(), HasSubstr("was abandoned"));
+    EXPECT_TRUE(survivor->rank_alive(0));
+    EXPECT_TRUE(survivor->lost_ranks().size() == 1);
+    other.reap();
+    survivor->leave();
+    EXPECT_FALSE(fs::exists(job_folder_path(id)));
+}
+
 TEST(Job, a_rank_that_exits_without_leaving_is_reported_with_its_exit_code) {
     const std::string id = new_job_id();
     RankProcess quitter = start_rank(rank_of(id, 1, 2), {"exit", "3"});

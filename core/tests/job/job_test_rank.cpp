@@ -4,6 +4,7 @@
 //   exit CODE  end with exit code CODE at once, without leaving the job
 //   fork       fork a process that holds every descriptor of the rank (as a data loader's worker
 //              would) and sleeps, write "holder PID", then wait as `wait` does
+//   exec       run another program (`sleep 60`) in the rank's process without leaving the job
 // Anything else, or a failed join, prints the error on stderr and exits with 2.
 
 #include "tandem/job.hpp"
@@ -28,6 +29,11 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (mode == "exit" && argc > 2) {
         std::exit(std::atoi(argv[2]));  // Leaves the job object standing: no goodbye is said.
+    }
+    if (mode == "exec") {
+        ::execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+        std::fprintf(stderr, "job_test_rank: exec failed\n");
+        return 2;
     }
     if (mode == "fork") {
         const pid_t holder = ::fork();
