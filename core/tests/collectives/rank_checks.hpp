@@ -66,6 +66,17 @@ inline std::vector<std::byte> bytes_of(std::size_t count, int value) {
     return std::vector<std::byte>(count, static_cast<std::byte>(value));
 }
 
+/// What an all-gather of the checks' inputs gives on each of `n` ranks: rank r's 4 bytes of
+/// r + 1, in rank order.
+inline std::vector<std::byte> inputs_in_rank_order(int n) {
+    std::vector<std::byte> expected;
+    for (int r = 0; r < n; ++r) {
+        const std::vector<std::byte> part = bytes_of(4, r + 1);
+        expected.insert(expected.end(), part.begin(), part.end());
+    }
+    return expected;
+}
+
 // Every rank's buffer becomes the sum over the ranks, in place.
 template <typename Communicator>
 void a_sum_reaches_every_rank(Communicator& comm, Client& device) {
@@ -228,11 +239,7 @@ void all_gather_orders_inputs_by_rank(Communicator& comm, Client& device) {
     Handle output = *device.allocate(4 * static_cast<std::uint64_t>(n));
     expect(static_cast<bool>(device.write(input, bytes_of(4, comm.rank() + 1))), "write");
     expect(static_cast<bool>(comm.all_gather(input, output)), "all_gather");
-    std::vector<std::byte> expected;
-    for (int r = 0; r < n; ++r) {
-        const std::vector<std::byte> part = bytes_of(4, r + 1);
-        expected.insert(expected.end(), part.begin(), part.end());
-    }
+    const std::vector<std::byte> expected = inputs_in_rank_order(n);
     auto read = device.read(output);
     expect(read && *read == expected, "the inputs in rank order");
     if (comm.rank() == n - 1) {
@@ -329,11 +336,7 @@ void a_collective_that_lands_releases_a_claimed_destination(Communicator& comm, 
                                            {{output, AccessMode::Write}}, KernelArgs().u64(4))),
            "launch of fail");
     expect(static_cast<bool>(comm.all_gather(input, output)), "all_gather into a claimed output");
-    std::vector<std::byte> expected;
-    for (int r = 0; r < n; ++r) {
-        const std::vector<std::byte> part = bytes_of(4, r + 1);
-        expected.insert(expected.end(), part.begin(), part.end());
-    }
+    const std::vector<std::byte> expected = inputs_in_rank_order(n);
     auto gathered = device.read(output);
     expect(gathered && *gathered == expected,
            "the claimed output released, holding the inputs: " +
@@ -383,11 +386,7 @@ void an_all_gather_in_place_orders_inputs_by_rank(Communicator& comm, Client& de
     const Status gathered = comm.all_gather(input, output);
     expect(static_cast<bool>(gathered),
            "all_gather in place: " + (gathered ? std::string() : gathered.error().report()));
-    std::vector<std::byte> expected;
-    for (int r = 0; r < n; ++r) {
-        const std::vector<std::byte> part = bytes_of(4, r + 1);
-        expected.insert(expected.end(), part.begin(), part.end());
-    }
+    const std::vector<std::byte> expected = inputs_in_rank_order(n);
     auto read = device.read(output);
     expect(read && *read == expected, "the inputs in rank order, in place");
 }

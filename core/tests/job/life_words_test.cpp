@@ -54,21 +54,17 @@ struct Endings {
     }
 };
 
-/// Forks rank 1 of a job of 2: it creates its word, tells the test through a pipe, starts its
-/// watch once rank 0's word exists, forks a process that holds its descriptors when `fork_one`,
-/// says "watching" and waits to be killed. Returns its pid and the pid of the process it forked.
+/// Forks rank 1 of a job of 2, once rank 0's word exists: it creates its word and starts its
+/// watch, forks a process that holds its descriptors when `fork_one`, writes that pid and 'w'
+/// (or 'x' when a step failed) to `ready`, and waits to be killed. Returns its pid.
 std::pair<pid_t, pid_t> start_rank_1(const std::string& folder, bool fork_one, int ready) {
     const pid_t child = ::fork();
     if (child != 0) {
         return {child, 0};
     }
     auto words = LifeWords::create(folder, 1);
-    char ok = words ? 'c' : 'x';
-    (void)!::write(ready, &ok, 1);
-    while (!fs::exists(folder + "/life-0")) {
-        ::usleep(1000);  // Polls the folder, not a clock: rank 0 creates its word next.
-    }
-    ok = words && (*words)->watch(2, [](std::uint32_t) {}) && (*words)->watching() ? 'w' : 'x';
+    const char ok =
+        words && (*words)->watch(2, [](std::uint32_t) {}) && (*words)->watching() ? 'w' : 'x';
     pid_t held = 0;
     if (fork_one && (held = ::fork()) == 0) {
         ::pause();  // Holds every descriptor of rank 1, as a data loader's worker would.
@@ -84,12 +80,10 @@ void a_killed_rank_is_named(bool fork_one) {
     Folder folder;
     int pipe_ends[2];
     ASSERT_EQ(::pipe(pipe_ends), 0);
+    auto words = LifeWords::create(folder.path, 0);  // Before rank 1, which watches it.
+    ASSERT_TRUE(words.ok()) << words.error().report();
     auto [child, held] = start_rank_1(folder.path, fork_one, pipe_ends[1]);
     char state = 0;
-    ASSERT_EQ(::read(pipe_ends[0], &state, 1), 1);
-    ASSERT_EQ(state, 'c');
-    auto words = LifeWords::create(folder.path, 0);
-    ASSERT_TRUE(words.ok()) << words.error().report();
     ASSERT_EQ(::read(pipe_ends[0], &held, sizeof held), static_cast<ssize_t>(sizeof held));
     ASSERT_EQ(::read(pipe_ends[0], &state, 1), 1);
     ASSERT_EQ(state, 'w') << "rank 1 could not watch";
