@@ -41,6 +41,9 @@ struct ReferenceBackend {
     /// Whether devices that share nothing are locked apart (device_groups.hpp): a thread blocked
     /// in a call on one leaves the others to other threads.
     static constexpr bool locks_devices_apart = true;
+    /// Whether a kernel that traps loses every device of its process, not only its own: so on a
+    /// GPU, where the fault is the process's CUDA context's. Not here: a trap loses its device.
+    static constexpr bool traps_lose_the_process = false;
     static std::uint32_t devices_available() { return reference::ReferenceOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = reference::ReferenceRuntime::create(
@@ -62,6 +65,7 @@ struct SimBackend {
     static constexpr bool waits_apart = false;
     /// One schedule of every device: one group.
     static constexpr bool locks_devices_apart = false;
+    static constexpr bool traps_lose_the_process = false;
     static std::uint32_t devices_available() { return sim::SimOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = sim::SimRuntime::create(
@@ -84,6 +88,7 @@ struct SimThreadsBackend {
     static constexpr bool waits_apart = true;
     /// One schedule of every device: one group.
     static constexpr bool locks_devices_apart = false;
+    static constexpr bool traps_lose_the_process = false;
     static std::uint32_t devices_available() { return sim::SimOptions::max_devices; }
     static Made make(std::uint32_t devices, std::uint64_t seed = 1) {
         auto runtime = sim::SimRuntime::create(sim::SimOptions{.devices = devices,
@@ -107,6 +112,8 @@ struct CudaBackend {
     /// A read, a sync or a host wait waits for the GPU with the engine's lock let go.
     static constexpr bool waits_apart = true;
     static constexpr bool locks_devices_apart = true;
+    /// A trap is a sticky fault of the process's CUDA context: every GPU of the process is lost.
+    static constexpr bool traps_lose_the_process = true;
     /// Devices a test may ask for: where there are fewer GPUs than devices, devices share them
     /// (`CudaOptions::gpus`), so the cases of several devices run on one GPU too.
     static std::uint32_t devices_available() {

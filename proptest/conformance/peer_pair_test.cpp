@@ -349,6 +349,35 @@ TYPED_TEST(PeerRules, d1_peer_work_reading_memory_of_a_lost_owner_device_is_skip
     });
 }
 
+// D1 with a real fault: a kernel that traps loses the owner's device (on a GPU, its process's
+// context), and the peer works on: its work reading the owner's memory is skipped as lost, its
+// own work runs. On a GPU this holds only between processes, since a trap loses every GPU of its
+// process: it is why a job runs one process per device.
+TYPED_TEST(PeerRules, d1_a_kernel_that_traps_on_the_owner_leaves_the_peer_working) {
+    if constexpr (!TypeParam::traps_apart) {
+        GTEST_SKIP() << "here a trap loses both devices: they are GPUs of one process";
+    }
+    std::optional<Handle> source;
+    this->as_owner([&](Client& owner) { source = this->written(owner, 1); });
+    const std::optional<Handle> shared = this->share_granted(source);
+    this->as_owner([&](Client& owner) {
+        Handle trapped = this->allocate(owner, 64);
+        ASSERT_TRUE(owner.launch("trap", LaunchConfig::linear(1), {out(trapped)}));
+        const Status synced = owner.sync();
+        ASSERT_FALSE(synced) << "a kernel that traps left its device working";
+        EXPECT_EQ(synced.error().kind(), ErrorKind::DeviceLost) << synced.error().report();
+    });
+    this->meet();  // The peer goes on once the owner's device is lost.
+    this->as_peer([&](Client& peer) {
+        Handle local = this->allocate(peer, 64);
+        ASSERT_TRUE(peer.copy(*shared, local));
+        this->expect_read_as_lost(peer, local);
+        Handle fresh = this->allocate(peer, 64);
+        this->fill(peer, fresh, 5);
+        EXPECT_EQ(this->read_bytes(peer, fresh), filled(64, 5));
+    });
+}
+
 // C6 across devices: a read of owner bytes two peer failures claimed names each failure once,
 // in the order the read found them; a read of one failure's bytes names it with its root, and a
 // read of the bytes between them reads.

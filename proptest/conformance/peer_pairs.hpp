@@ -305,12 +305,14 @@ private:
     std::uint64_t names_ = 0;
 };
 
-/// The kinds of pair the peer rules run on, each a type with a name, a `make`, and whether one
-/// process holds both devices (`one_process`). A kind of processes also says whether its ranks can
+/// The kinds of pair the peer rules run on, each a type with a name, a `make`, whether one
+/// process holds both devices (`one_process`), and whether a kernel that traps on one device
+/// leaves the other working (`traps_apart`: not two GPUs of one process). A kind of processes also says whether its ranks can
 /// run here (`why_not_here`): the test's own process asks before it starts them.
 template <typename Backend>
 struct OneRuntimeOf {
     static constexpr bool one_process = true;
+    static constexpr bool traps_apart = !Backend::traps_lose_the_process;
     static std::string name() { return std::string("one_runtime_") + Backend::name; }
     static std::unique_ptr<PeerPair> make(std::string& why_not) {
         return DevicesOfOneRuntime<Backend>::make(why_not);
@@ -320,6 +322,7 @@ struct OneRuntimeOf {
 #ifdef TANDEM_HAVE_SIM
 /// Two ranks of a job in this process, on the simulator's deterministic scheduler.
 struct JobOfSim {
+    static constexpr bool traps_apart = true;
     static constexpr bool one_process = true;
     static std::string name() { return "job_sim"; }
     static std::unique_ptr<PeerPair> make(std::string& why_not) {
@@ -328,6 +331,7 @@ struct JobOfSim {
 };
 /// Two ranks of a job in this process, on the simulator's worker threads.
 struct JobOfSimThreads {
+    static constexpr bool traps_apart = true;
     static constexpr bool one_process = true;
     static std::string name() { return "job_sim_threads"; }
     static std::unique_ptr<PeerPair> make(std::string& why_not) {
@@ -339,6 +343,7 @@ struct JobOfSimThreads {
 /// environment); `make` runs in each of them.
 template <typename Scheduler>
 struct ProcessesOfSim {
+    static constexpr bool traps_apart = true;
     static constexpr bool one_process = false;
     static std::string name() { return std::string("processes_sim") + Scheduler::suffix; }
     static std::vector<std::string> variables() {
@@ -367,6 +372,7 @@ struct ThreadedRanks {
 /// has them (each rank's memory crosses to the other exported, a region once). Where no GPU is
 /// usable, the test's own process skips, naming why, and starts no rank.
 struct ProcessesOfCuda {
+    static constexpr bool traps_apart = true;
     static constexpr bool one_process = false;
     static std::string name() { return "processes_cuda"; }
     static std::vector<std::string> variables() {
