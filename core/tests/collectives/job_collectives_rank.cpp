@@ -1,10 +1,14 @@
 // One rank of a job that checks the job's own collectives against what the rules say, each rank
-// a process of its own: run as `tandem launch -n N -- job_collectives_rank` (ctest runs N = 2
-// and 3). It runs the checks the MPI and NCCL communicators pass too
+// a process of its own, on the backend `tandem launch --backend` names (TANDEM_BACKEND): run as
+// `tandem launch -n N [--backend cuda] -- job_collectives_rank`. ctest runs N = 2 and 3 on the
+// simulator, and 2 ranks sharing GPU 0 on CUDA, which is what runs between ranks of one GPU
+// (NCCL refuses two ranks on one GPU); tools/gpu-check-jobs starts those two by hand where no
+// tandem tool is built. It runs the checks the MPI and NCCL communicators pass too
 // (core/tests/collectives/rank_checks.hpp) through an adapter that gives a `Job` their calls.
 // Every check that fails prints the rank and what it saw, and the rank exits non-zero; rank 0
 // prints "all checks passed on N ranks" otherwise. A device lost in the middle is checked by
-// the job's own tests (sim_job_collective_test.cpp), whose words differ.
+// the job's own tests (sim_job_collective_test.cpp), whose words differ. Where the backend has
+// no usable device (CUDA without a GPU) the join's error says so and ctest skips the test.
 #include "collectives/rank_checks.hpp"
 
 #include <tandem/job.hpp>
@@ -51,8 +55,7 @@ private:
 }  // namespace
 
 int main() {
-    JoinOptions options;
-    options.runtime.backend = "sim";
+    JoinOptions options;  // The backend from the environment, as `tandem launch` sets it.
     options.runtime.devices = 1;
     Result<Job> job = Job::join(options);
     if (!job) {
