@@ -307,8 +307,9 @@ private:
 
 /// The kinds of pair the peer rules run on, each a type with a name, a `make`, whether one
 /// process holds both devices (`one_process`), and whether a kernel that traps on one device
-/// leaves the other working (`traps_apart`: not two GPUs of one process). A kind of processes also says whether its ranks can
-/// run here (`why_not_here`): the test's own process asks before it starts them.
+/// leaves the other working (`traps_apart`: not two GPUs of one process). A kind of processes
+/// also says whether its ranks can run here (`why_not_here`): the test's own process asks before
+/// it starts them.
 template <typename Backend>
 struct OneRuntimeOf {
     static constexpr bool one_process = true;
@@ -322,8 +323,8 @@ struct OneRuntimeOf {
 #ifdef TANDEM_HAVE_SIM
 /// Two ranks of a job in this process, on the simulator's deterministic scheduler.
 struct JobOfSim {
-    static constexpr bool traps_apart = true;
     static constexpr bool one_process = true;
+    static constexpr bool traps_apart = true;
     static std::string name() { return "job_sim"; }
     static std::unique_ptr<PeerPair> make(std::string& why_not) {
         return RanksOfOneJob::make(why_not, "deterministic");
@@ -331,8 +332,8 @@ struct JobOfSim {
 };
 /// Two ranks of a job in this process, on the simulator's worker threads.
 struct JobOfSimThreads {
-    static constexpr bool traps_apart = true;
     static constexpr bool one_process = true;
+    static constexpr bool traps_apart = true;
     static std::string name() { return "job_sim_threads"; }
     static std::unique_ptr<PeerPair> make(std::string& why_not) {
         return RanksOfOneJob::make(why_not, "threads");
@@ -343,8 +344,8 @@ struct JobOfSimThreads {
 /// environment); `make` runs in each of them.
 template <typename Scheduler>
 struct ProcessesOfSim {
-    static constexpr bool traps_apart = true;
     static constexpr bool one_process = false;
+    static constexpr bool traps_apart = true;
     static std::string name() { return std::string("processes_sim") + Scheduler::suffix; }
     static std::vector<std::string> variables() {
         return {"TANDEM_BACKEND=sim", "TANDEM_DEVICES=1",
@@ -372,8 +373,8 @@ struct ThreadedRanks {
 /// has them (each rank's memory crosses to the other exported, a region once). Where no GPU is
 /// usable, the test's own process skips, naming why, and starts no rank.
 struct ProcessesOfCuda {
-    static constexpr bool traps_apart = true;
     static constexpr bool one_process = false;
+    static constexpr bool traps_apart = true;
     static std::string name() { return "processes_cuda"; }
     static std::vector<std::string> variables() {
         return {"TANDEM_BACKEND=cuda", "TANDEM_DEVICES=1", "TANDEM_GPUS=0"};
