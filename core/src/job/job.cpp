@@ -25,10 +25,11 @@ struct Job::State {
     /// The other ranks' devices and the names shared; before the watcher, which hands it frames
     /// until it is destroyed.
     std::shared_ptr<job_detail::JobPeers> peers;
-    std::unique_ptr<job_detail::RankWatcher> watcher;
-    /// This rank's life word and its watch of the others' (life_words.hpp); after the watcher,
-    /// which it tells of a rank whose process is ending, so it stops first.
+    /// This rank's life word and its watch of the others' (life_words.hpp). It tells the watcher
+    /// of a rank whose process is ending, so its keeper stops first (`leave`, `abandon`); the
+    /// watcher reads the others' words, so their mappings go after it.
     std::unique_ptr<job_detail::LifeWords> life;
+    std::unique_ptr<job_detail::RankWatcher> watcher;
     std::shared_ptr<Runtime> runtime;
     /// Collective calls made so far: every rank makes them in the same order.
     std::uint64_t collectives = 0;
@@ -181,7 +182,15 @@ Result<Job> Job::join(const JoinOptions& options) {
         },
         [peers = state->peers.get()](const RankLoss& loss) { peers->on_rank_lost(loss); },
         job_detail::Departures{
-            [peers = state->peers.get()](std::uint32_t rank) { return peers->departure_of(rank); },
+            [peers = state->peers.get(), life = state->life.get()](std::uint32_t rank) {
+                // A process running another program lets its word go before its descriptors
+                // close, and its seat's with them: the word tells while the seat may not yet.
+                job_detail::Departure departure = peers->departure_of(rank);
+                if (departure.kind == job_detail::Departure::Kind::none && life->ended(rank)) {
+                    departure = {job_detail::Departure::Kind::abandoned, 0};
+                }
+                return departure;
+            },
             [peers = state->peers.get()](std::uint32_t rank) {
                 peers->depart({job_detail::Departure::Kind::cut_off, rank});
             }});
@@ -252,7 +261,7 @@ void Job::leave() {
         (void)state_->runtime->sync_all();  // Failures are on the claims; leaving goes on.
     }
     state_->runtime.reset();
-    state_->life.reset();  // A rank that leaves is no death: its word is cleared first.
+    state_->life->stop();  // A rank that leaves is no death: its word is cleared first.
     state_->watcher->say_goodbye();
     state_->peers->stop();
     state_->seat->release();
@@ -270,7 +279,7 @@ void Job::abandon() {
     // the connections end, so that no peer takes its end for a lost connection.
     state_->peers->stop();
     state_->peers->depart({job_detail::Departure::Kind::abandoned, 0});
-    state_->life.reset();
+    state_->life->stop();
     state_->watcher->hang_up();
     state_->runtime.reset();
     state_->seat->release();

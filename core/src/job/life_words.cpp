@@ -125,6 +125,7 @@ Status LifeWords::watch(std::uint32_t world_size, std::function<void(std::uint32
         }
         peers_.push_back(Peer{rank, word, false});
     }
+    peers_mapped_.store(true, std::memory_order_release);
     on_ending_ = std::move(on_ending);
     // Returns once the keeper holds the word: a death from then on marks it.
     std::promise<void> holding;
@@ -132,6 +133,18 @@ Status LifeWords::watch(std::uint32_t world_size, std::function<void(std::uint32
     keeper_ = std::thread([this, &holding] { keep(holding); });
     held.wait();
     return {};
+}
+
+bool LifeWords::ended(std::uint32_t rank) const {
+    if (!peers_mapped_.load(std::memory_order_acquire)) {
+        return false;
+    }
+    for (const Peer& peer : peers_) {
+        if (peer.rank == rank) {
+            return (peer.word->load(std::memory_order_acquire) & FUTEX_OWNER_DIED) != 0;
+        }
+    }
+    return false;
 }
 
 void LifeWords::keep(std::promise<void>& holding) {

@@ -53,8 +53,15 @@ public:
     /// this rank's word. `PeerUnreachable` naming a word that cannot be opened (but for one
     /// that is not there) or mapped; called once.
     Status watch(std::uint32_t world_size, std::function<void(std::uint32_t)> on_ending);
+    /// Clears this rank's word (an end that is not a death) and stops the keeper: no `on_ending`
+    /// call is made after it returns. The words stay mapped until destruction. Idempotent.
+    void stop();
     /// Whether the keeper runs: this rank's word names it and the others' are watched.
     [[nodiscard]] bool watching() const { return keeper_.joinable(); }
+    /// Whether the system marked rank `rank`'s word: its keeper ended without clearing it, as
+    /// it does when the rank's process ends or runs another program. False for a rank not
+    /// watched, and before `watch` has mapped the words. Safe from any thread.
+    [[nodiscard]] bool ended(std::uint32_t rank) const;
 
 private:
     struct Peer {
@@ -67,12 +74,13 @@ private:
     void keep(std::promise<void>& holding);
     /// Waits until a watched word changes or the keeper is stopped; reports each marked word.
     void wait_once();
-    void stop();
 
     std::string folder_;
     std::uint32_t rank_;
     std::atomic<std::uint32_t>* word_;
     std::vector<Peer> peers_;
+    /// Set once `peers_` is complete; `ended` reads `peers_` only after.
+    std::atomic<bool> peers_mapped_{false};
     std::function<void(std::uint32_t)> on_ending_;
     /// Set to 1, with a wake, to end the keeper.
     std::atomic<std::uint32_t> stopping_{0};

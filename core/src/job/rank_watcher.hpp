@@ -51,8 +51,9 @@ using FrameHandler =
 /// seats (job_peers.hpp reads and writes them).
 struct Departures {
     /// How rank `rank` departed: its board's word, or `abandoned` when the word says nothing but
-    /// the rank no longer holds its seat (its process ran another program) or when its board
-    /// cannot be read (the ranks have not met yet). `Kind::none`: the rank lives in the job.
+    /// the rank no longer holds its seat or the system marked its life word (its process ran
+    /// another program), or when its board cannot be read (the ranks have not met yet).
+    /// `Kind::none`: the rank lives in the job.
     std::function<Departure(std::uint32_t rank)> of;
     /// Writes on this rank's board that it is cut off for the loss of its connection to `rank`.
     std::function<void(std::uint32_t rank)> mark_cut_off;
