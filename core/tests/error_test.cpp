@@ -61,6 +61,23 @@ TEST(Error, what_to_do_names_a_call_and_a_lost_rank_is_advised_as_a_rank) {
     EXPECT_NE(unwritten.find("what to do: fix the call"), std::string::npos) << unwritten;
 }
 
+// A peer device that cannot be reached asks for a grant; a rank or a process that did not
+// answer (a join, a lookup, a wait past its limit) carries no devices, and a grant would not help.
+TEST(Error, what_to_do_for_an_unreachable_peer_depends_on_whether_devices_or_ranks_failed) {
+    const std::string devices =
+        Error::peer_unreachable(ServiceId{7, 0}, ServiceId{7, 1}, "no access path").report();
+    EXPECT_NE(devices.find("what to do: grant the access (`Client::grant_peer_access`)"),
+              std::string::npos)
+        << devices;
+    const std::string ranks =
+        Error(ErrorKind::PeerUnreachable, "rank 1 never came").report();
+    EXPECT_NE(ranks.find("what to do: check that the other side runs and takes part: every rank "
+                         "of the job started on this host"),
+              std::string::npos)
+        << ranks;
+    EXPECT_EQ(ranks.find("grant"), std::string::npos) << ranks;
+}
+
 TEST(Error, thrown_by_names_the_work_and_what_it_threw_whatever_its_type) {
     try {
         throw std::runtime_error("out of workspace");

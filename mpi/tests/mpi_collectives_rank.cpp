@@ -1,13 +1,19 @@
 // One rank of an MPI job that checks tandem's MPI collectives against what the rules say: run as
-// `mpirun -n N mpi_collectives_rank` (ctest runs N = 2 and 3). Each rank opens a simulator
-// runtime of one device, named by its MPI rank. Every check that fails prints the rank and what
-// it saw, and the job exits non-zero; rank 0 prints "all checks passed on N ranks" otherwise.
+// `mpirun -n N mpi_collectives_rank` (ctest runs N = 2 and 3, on one host and across two
+// emulated hosts). Each rank opens a simulator runtime of one device, named by its MPI rank.
+// Every check that fails prints the rank and what it saw, and the job exits non-zero; rank 0
+// prints "all checks passed on N ranks" otherwise. With `--hosts`, the ranks are on several
+// hosts and first check that a `Job` refuses them at once, naming MPI as what carries data
+// between hosts.
 #include "collectives/rank_checks.hpp"
 
+#include <tandem/job.hpp>
 #include <tandem/mpi/communicator.hpp>
 #include <tandem/open_runtime.hpp>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -15,10 +21,36 @@
 using namespace tandem;
 using namespace tandem::rank_checks;
 
+namespace {
+
+/// A job whose ranks are on several hosts cannot meet in one host's folder: `Job::join` says so
+/// at once, rather than failing with `PeerUnreachable` once its wait for them ends.
+void a_job_across_hosts_is_refused_at_once() {
+    JoinOptions options;
+    options.open_runtime = false;
+    options.timeout = std::chrono::seconds(20);
+    Result<Job> job = Job::join(options);
+    expect(!job.ok(), "a job across hosts joined");
+    if (job.ok()) {
+        return;
+    }
+    expect(job.error().kind() == ErrorKind::InvalidArgument,
+           "a join across hosts failed with " + job.error().report());
+    expect(job.error().message().find("ranks on several hosts cannot join one") !=
+               std::string::npos,
+           "a join across hosts was refused for another reason: " + job.error().message());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     prefix = "mpi";
+    if (argc > 1 && std::strcmp(argv[1], "--hosts") == 0) {
+        ::setenv("TANDEM_JOB_ID", "emulated-hosts", 1);
+        a_job_across_hosts_is_refused_at_once();
+    }
     RuntimeOptions options;
     options.backend = "sim";
     options.devices = 1;

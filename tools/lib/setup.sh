@@ -4,7 +4,8 @@
 TANDEM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TANDEM_PACKAGES=(g++ cmake ninja-build ccache libgtest-dev libgmock-dev librapidcheck-dev
                  libboost-dev libboost-context-dev libdlpack-dev libcli11-dev libyaml-cpp-dev
-                 nlohmann-json3-dev libbenchmark-dev clang doxygen libopenmpi-dev openmpi-bin)
+                 nlohmann-json3-dev libbenchmark-dev clang doxygen libopenmpi-dev openmpi-bin
+                 iproute2)
 
 # ccache shares its cache between clones of the repository: paths are hashed relative to the
 # root, and the build folder's path is left out of the hash.

@@ -119,6 +119,11 @@ struct JobEnvironment {
     std::string job_id;
     /// The absolute path of the job folder.
     std::string job_folder;
+    /// The ranks of the job on this host, as the launcher says (Open MPI's
+    /// `OMPI_COMM_WORLD_LOCAL_SIZE`; Slurm's `SLURM_STEP_TASKS_PER_NODE` entry of this node), or
+    /// 0 where it does not say (`tandem launch` starts every rank on one host). A `Job`'s ranks
+    /// meet on one host: `Job::join` refuses a job with fewer ranks here than its world size.
+    std::uint32_t host_ranks = 0;
     /// Who set the variables.
     JobLauncher launcher = JobLauncher::tandem;
 };
@@ -126,7 +131,8 @@ struct JobEnvironment {
 /// This process's place in a job, from the variables above. `InvalidArgument`, naming the
 /// variable and its value, when none of the launchers' variables are set, when a number is not
 /// decimal or out of range (a rank at or past the world size), when the job id has characters
-/// outside [A-Za-z0-9._-] or more than 64, or when TANDEM_JOB_DIR is not an absolute path.
+/// outside [A-Za-z0-9._-] or more than 64, when TANDEM_JOB_DIR is not an absolute path, or when
+/// the launcher's count of ranks on this host is not 1 to the world size.
 Result<JobEnvironment> job_environment();
 
 /// How a rank's part in the job ended, as its peers learned it.
@@ -204,7 +210,9 @@ public:
     /// Joins the job the environment (or `options.environment`) names: opens or creates the job
     /// folder, takes this rank's place, connects to every other rank and waits until all have
     /// come (a barrier), then opens this rank's runtime. Errors, each leaving nothing behind
-    /// that this call made: `InvalidArgument` for a bad environment, a job folder that is not a
+    /// that this call made: `InvalidArgument` for a bad environment, a job whose launcher put
+    /// some of its ranks on other hosts (`JobEnvironment::host_ranks`: between hosts, ranks
+    /// exchange data through `tandem::mpi::Communicator` or NCCL), a job folder that is not a
     /// directory, is owned by another user or is not mode 0700 (saying which), a rank that
     /// another live process of this job holds already (joined twice), or a peer of another job
     /// id or world size; `PeerUnreachable` naming the ranks that never came within

@@ -75,6 +75,17 @@ Result<JobEnvironment> resolve_environment(const JoinOptions& options) {
                                        " ranks: a job has 1 to " + std::to_string(job_ranks_max) +
                                        " ranks, numbered from 0");
     }
+    if (environment->host_ranks != 0 && environment->host_ranks < environment->world_size) {
+        return Error::invalid_argument(
+            "rank " + std::to_string(environment->rank) + " is one of " +
+            std::to_string(environment->host_ranks) + " of the job's " +
+            std::to_string(environment->world_size) + " ranks on this host (so " +
+            std::string(to_string(environment->launcher)) +
+            " says): a job's ranks meet in a folder of one host, so ranks on several hosts "
+            "cannot join one; between hosts, ranks exchange data through "
+            "`tandem::mpi::Communicator` (or NCCL), each opening its own runtime "
+            "(`tandem::open_runtime`)");
+    }
     if (Status id = check_job_id(environment->job_id); !id) {
         return id.error();
     }

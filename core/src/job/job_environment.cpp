@@ -8,6 +8,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 namespace tandem {
@@ -85,6 +86,78 @@ Result<std::string> job_id(JobLauncher launcher) {
     return id;
 }
 
+/// The tasks of node `node` in Slurm's compressed list of tasks per node ("2(x3),1": three
+/// nodes of 2, then one of 1); nullopt when any entry does not parse or the list is too short.
+std::optional<std::uint32_t> slurm_tasks_of_node(std::string_view list, std::uint32_t node) {
+    std::optional<std::uint32_t> found;
+    std::uint64_t first_node = 0;  // The first node the entry read next describes.
+    while (true) {
+        const std::size_t comma = list.find(',');
+        const std::string_view entry = list.substr(0, comma);
+        const char* const entry_end = entry.data() + entry.size();
+        std::uint32_t tasks = 0;
+        std::uint32_t repeat = 1;
+        const auto [end, error] = std::from_chars(entry.data(), entry_end, tasks);
+        if (error != std::errc{}) {
+            return std::nullopt;
+        }
+        const std::string_view rest(end, static_cast<std::size_t>(entry_end - end));
+        if (!rest.empty()) {
+            // "(xM)": M nodes of this many tasks.
+            if (rest.size() < 4 || rest.substr(0, 2) != "(x" || rest.back() != ')') {
+                return std::nullopt;
+            }
+            const auto [count_end, count_error] =
+                std::from_chars(rest.data() + 2, entry_end - 1, repeat);
+            if (count_error != std::errc{} || count_end != entry_end - 1) {
+                return std::nullopt;
+            }
+        }
+        if (!found && node >= first_node && node - first_node < repeat) {
+            found = tasks;
+        }
+        first_node += repeat;
+        if (comma == std::string_view::npos) {
+            return found;
+        }
+        list.remove_prefix(comma + 1);
+    }
+}
+
+/// The ranks on this host as the launcher says, 0 where it does not; checked to be 1 to the
+/// world size.
+Result<std::uint32_t> host_ranks(JobLauncher launcher, std::uint32_t world_size) {
+    const std::string rule = "the ranks on this host are 1 to the world size (" +
+                             std::to_string(world_size) + ")";
+    std::uint32_t ranks = 0;
+    const char* name = nullptr;
+    if (launcher == JobLauncher::open_mpi && variable("OMPI_COMM_WORLD_LOCAL_SIZE") != nullptr) {
+        name = "OMPI_COMM_WORLD_LOCAL_SIZE";
+        Result<std::uint32_t> local = number(name, world_size + 1, rule);
+        if (!local) {
+            return local.error();
+        }
+        ranks = *local;
+    } else if (launcher == JobLauncher::slurm &&
+               variable("SLURM_STEP_TASKS_PER_NODE") != nullptr &&
+               variable("SLURM_NODEID") != nullptr) {
+        name = "SLURM_STEP_TASKS_PER_NODE";
+        Result<std::uint32_t> node = number("SLURM_NODEID", job_ranks_max, "a node number");
+        if (!node) {
+            return node.error();
+        }
+        ranks = slurm_tasks_of_node(variable(name), *node).value_or(0);
+        if (ranks == 0) {
+            return bad(name, variable(name),
+                       "no count of tasks for node " + std::to_string(*node) + " (SLURM_NODEID)");
+        }
+    }
+    if (name != nullptr && (ranks == 0 || ranks > world_size)) {
+        return bad(name, std::to_string(ranks), rule);
+    }
+    return ranks;
+}
+
 /// The job folder: TANDEM_JOB_DIR, an absolute path, else the job id's under /dev/shm.
 Result<std::string> job_folder(const std::string& id) {
     const char* given = variable("TANDEM_JOB_DIR");
@@ -156,6 +229,11 @@ Result<JobEnvironment> job_environment() {
         }
         environment.local_rank = *local;
     }
+    Result<std::uint32_t> here = host_ranks(found->launcher, *world_size);
+    if (!here) {
+        return here.error();
+    }
+    environment.host_ranks = *here;
     Result<std::string> id = job_id(found->launcher);
     if (!id) {
         return id.error();

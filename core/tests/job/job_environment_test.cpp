@@ -19,8 +19,9 @@ void clear_job_variables(EnvironmentGuard& env) {
     for (const char* name :
          {"TANDEM_RANK", "TANDEM_WORLD_SIZE", "TANDEM_LOCAL_RANK", "TANDEM_JOB_ID",
           "TANDEM_JOB_DIR", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-          "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_NAMESPACE", "SLURM_PROCID", "SLURM_NTASKS",
-          "SLURM_LOCALID", "SLURM_JOB_ID", "SLURM_STEP_ID"}) {
+          "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_NAMESPACE",
+          "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_ID", "SLURM_STEP_ID",
+          "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID"}) {
         env.set(name, std::nullopt);
     }
 }
@@ -92,6 +93,39 @@ TEST(JobEnvironment, srun_variables_give_a_job_id_of_the_job_and_step) {
     EXPECT_EQ(environment->local_rank, 1u);
     EXPECT_EQ(environment->job_id, "slurm-777.0");
     EXPECT_EQ(environment->job_folder, "/dev/shm/tandem-job-slurm-777.0");
+}
+
+TEST(JobEnvironment, the_ranks_on_this_host_are_what_mpirun_or_srun_says_and_checked) {
+    EnvironmentGuard env;
+    clear_job_variables(env);
+    env.set("OMPI_COMM_WORLD_RANK", "2").set("OMPI_COMM_WORLD_SIZE", "3");
+    env.set("TANDEM_JOB_ID", "hosts");
+    EXPECT_EQ(job_environment()->host_ranks, 0u);  // Not said: every rank counts as here.
+    env.set("OMPI_COMM_WORLD_LOCAL_SIZE", "1");
+    EXPECT_EQ(job_environment()->host_ranks, 1u);
+    env.set("OMPI_COMM_WORLD_LOCAL_SIZE", "4");
+    EXPECT_THAT(refusal(), HasSubstr("OMPI_COMM_WORLD_LOCAL_SIZE='4': the ranks on this host are "
+                                     "1 to the world size (3)"));
+    env.set("OMPI_COMM_WORLD_LOCAL_SIZE", "0");
+    EXPECT_THAT(refusal(), HasSubstr("OMPI_COMM_WORLD_LOCAL_SIZE='0'"));
+
+    clear_job_variables(env);
+    env.set("SLURM_PROCID", "4").set("SLURM_NTASKS", "5").set("TANDEM_JOB_ID", "hosts");
+    // Nodes 0 and 1 run 2 tasks each, node 2 runs 1.
+    env.set("SLURM_STEP_TASKS_PER_NODE", "2(x2),1");
+    for (const auto& [node, tasks] : {std::pair{"0", 2u}, {"1", 2u}, {"2", 1u}}) {
+        env.set("SLURM_NODEID", node);
+        Result<JobEnvironment> environment = job_environment();
+        ASSERT_TRUE(environment.ok()) << environment.error().report();
+        EXPECT_EQ(environment->host_ranks, tasks) << "node " << node;
+    }
+    env.set("SLURM_NODEID", "3");
+    EXPECT_THAT(refusal(), HasSubstr("SLURM_STEP_TASKS_PER_NODE='2(x2),1': no count of tasks "
+                                     "for node 3 (SLURM_NODEID)"));
+    for (const char* list : {"2(x", "2(y2)", "x", "2(x2", "2,,1", "6"}) {
+        env.set("SLURM_NODEID", "0").set("SLURM_STEP_TASKS_PER_NODE", list);
+        EXPECT_THAT(refusal(), HasSubstr("SLURM_STEP_TASKS_PER_NODE=")) << list;
+    }
 }
 
 TEST(JobEnvironment, a_process_no_launcher_started_is_told_how_to_start_one) {

@@ -203,6 +203,27 @@ TEST(Job, a_join_that_times_out_names_the_ranks_that_never_came) {
     EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 
+// mpirun across hosts: the ranks of other hosts would never come to this host's folder, so the
+// join is refused at once, saying what carries data between hosts, rather than after its wait.
+TEST(Job, a_job_whose_launcher_put_ranks_on_other_hosts_is_refused_at_once) {
+    const std::string id = new_job_id();
+    JobEnvironment environment = rank_of(id, 0, 3);
+    environment.launcher = JobLauncher::open_mpi;
+    environment.host_ranks = 2;
+    Result<Job> job = join_as(environment);  // Waits the guard's minute if not refused.
+    ASSERT_FALSE(job.ok());
+    EXPECT_EQ(job.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(job.error().message(),
+                HasSubstr("rank 0 is one of 2 of the job's 3 ranks on this host (so mpirun "
+                          "says): a job's ranks meet in a folder of one host"));
+    EXPECT_THAT(job.error().message(), HasSubstr("`tandem::mpi::Communicator`"));
+    EXPECT_FALSE(fs::exists(job_folder_path(id)));
+    environment.host_ranks = 3;  // Every rank here: it joins as any job of one host.
+    job = join_as(environment, std::chrono::milliseconds(50));
+    ASSERT_FALSE(job.ok());
+    EXPECT_EQ(job.error().kind(), ErrorKind::PeerUnreachable) << job.error().report();
+}
+
 TEST(Job, ranks_joined_in_one_process_see_one_another_and_an_abandoned_one_as_lost) {
     JoinOptions options;
     options.open_runtime = false;

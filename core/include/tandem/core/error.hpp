@@ -41,7 +41,8 @@ enum class ErrorKind : std::uint8_t {
     /// The device hit a sticky fault and can run nothing more. Drop its runtime and create a new
     /// one; on a GPU a trap poisons every device of its process, so a new process is the restart.
     DeviceLost,
-    /// A peer device cannot be reached (no access path, or the peer is gone). Check the topology.
+    /// A peer device cannot be reached (no access path), or another rank, process or library
+    /// did not answer in time. Check the topology, or that the other side runs and takes part.
     PeerUnreachable,
     /// The code running the work threw or was torn down before it finished. Its outputs are
     /// claimed; the work may be retried.
