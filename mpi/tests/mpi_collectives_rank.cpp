@@ -4,7 +4,9 @@
 // Every check that fails prints the rank and what it saw, and the job exits non-zero; rank 0
 // prints "all checks passed on N ranks" otherwise. With `--hosts`, the ranks are on several
 // hosts and first check that a `Job` refuses them at once, naming MPI as what carries data
-// between hosts.
+// between hosts. With `--die`, the last rank kills itself while the others are in an
+// all-reduce (it prints "rank R dies at T" first, T in nanoseconds of the system clock): Open
+// MPI must end them, never leave them waiting.
 #include "collectives/rank_checks.hpp"
 
 #include <tandem/job.hpp>
@@ -12,6 +14,7 @@
 #include <tandem/open_runtime.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +44,24 @@ void a_job_across_hosts_is_refused_at_once() {
            "a join across hosts was refused for another reason: " + job.error().message());
 }
 
+/// The last rank dies as the others wait in an all-reduce for it; returns only on the others,
+/// should the all-reduce ever end.
+void the_last_rank_dies_in_an_all_reduce(mpi::Communicator& comm, Client& device) {
+    Result<Handle> buffer = device.allocate(1 << 20);
+    expect(buffer.ok() && device.write(*buffer, bytes_of(1 << 20, 1)).ok(), "the buffer");
+    if (rank == comm.size() - 1) {
+        const auto now = std::chrono::system_clock::now().time_since_epoch();
+        std::printf("rank %d dies at %lld\n", rank,
+                    static_cast<long long>(
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+        std::fflush(stdout);
+        ::raise(SIGKILL);
+    }
+    const Status reduced = comm.all_reduce(*buffer, ElementType::i32, ReduceOp::sum);
+    expect(false, "an all-reduce without the dead rank ended: " +
+                      (reduced.ok() ? std::string("success") : reduced.error().report()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,6 +82,13 @@ int main(int argc, char** argv) {
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     Client device = (*runtime)->client(0);
+    if (argc > 1 && std::strcmp(argv[argc - 1], "--die") == 0) {
+        auto comm = mpi::Communicator::create(MPI_COMM_WORLD, device);
+        expect(static_cast<bool>(comm), "create");
+        the_last_rank_dies_in_an_all_reduce(*comm, device);
+        MPI_Finalize();
+        return 1;
+    }
     {
         // MPI through a staging buffer, as on a GPU, then in place in the simulator's memory.
         auto staged = mpi::Communicator::create(MPI_COMM_WORLD, device, {.host_memory_in_place = false});
