@@ -52,6 +52,31 @@ void print_ratio(const char* what, const std::vector<double>& remote,
                 other * unit, unit_name, here * unit, unit_name, other / here);
 }
 
+/// What the command line asks for.
+struct Arguments {
+    int rounds = 7;
+    int launches = 2000;
+    std::uint64_t large_mib = 256;
+};
+
+Arguments parse(int argc, char** argv) {
+    Arguments arguments;
+    for (int index = 1; index + 1 < argc; index += 2) {
+        const std::string flag = argv[index];
+        if (flag == "--rounds") {
+            arguments.rounds = std::max(1, std::atoi(argv[index + 1]));
+        } else if (flag == "--launches") {
+            arguments.launches = std::max(1, std::atoi(argv[index + 1]));
+        } else if (flag == "--large-mib") {
+            arguments.large_mib =
+                std::max<std::uint64_t>(1, std::strtoull(argv[index + 1], nullptr, 10));
+        }
+    }
+    // A simulated device holds 1 GiB: the large buffer, twice on one device, stays below it.
+    arguments.large_mib = std::min<std::uint64_t>(arguments.large_mib, 512);
+    return arguments;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,23 +84,9 @@ int main(int argc, char** argv) {
         return bench::be_rank_one(std::strtoull(argv[2], nullptr, 10),
                                   LaunchConfig::linear(256));
     }
-    int rounds = 7;
-    int launches = 2000;
-    std::uint64_t large_mib = 256;
-    for (int index = 1; index + 1 < argc; index += 2) {
-        const std::string flag = argv[index];
-        if (flag == "--rounds") {
-            rounds = std::max(1, std::atoi(argv[index + 1]));
-        } else if (flag == "--launches") {
-            launches = std::max(1, std::atoi(argv[index + 1]));
-        } else if (flag == "--large-mib") {
-            large_mib = std::max<std::uint64_t>(1, std::strtoull(argv[index + 1], nullptr, 10));
-        }
-    }
+    const auto [rounds, launches, large_mib] = parse(argc, argv);
     const std::uint64_t large = large_mib << 20;
     const std::string id = new_job_id();
-    // A simulated device holds 1 GiB: --large-mib stays below that.
-    large_mib = std::min<std::uint64_t>(large_mib, 512);
     const std::vector<std::string> sim = {"TANDEM_BACKEND=sim", "TANDEM_DEVICES=1"};
     const auto [pid, gate] = bench::start_rank_one(id, {"--as-rank-one", std::to_string(large)}, sim);
     JoinOptions options;

@@ -96,6 +96,32 @@ Result<JobEnvironment> resolve_environment(const JoinOptions& options) {
     return environment;
 }
 
+/// The watcher of this rank's connections: frames and losses go to `peers`, and a departure is
+/// read from the rank's board and seat, and from its life word in `life`.
+std::unique_ptr<job_detail::RankWatcher> start_watcher(
+    std::uint32_t rank, std::vector<job_detail::RankConnection> connections,
+    job_detail::JobPeers* peers, const job_detail::LifeWords* life) {
+    return std::make_unique<job_detail::RankWatcher>(
+        rank, std::move(connections),
+        [peers](std::uint32_t from, const job_detail::Frame& frame, std::vector<int>& passed) {
+            peers->on_frame(from, frame, passed);
+        },
+        [peers](const RankLoss& loss) { peers->on_rank_lost(loss); },
+        job_detail::Departures{
+            [peers, life](std::uint32_t of) {
+                // A process running another program lets its word go before its descriptors
+                // close, and its seat's with them: the word tells while the seat may not yet.
+                job_detail::Departure departure = peers->departure_of(of);
+                if (departure.kind == job_detail::Departure::Kind::none && life->ended(of)) {
+                    departure = {job_detail::Departure::Kind::abandoned, 0};
+                }
+                return departure;
+            },
+            [peers](std::uint32_t from) {
+                peers->depart({job_detail::Departure::Kind::cut_off, from});
+            }});
+}
+
 }  // namespace
 
 std::string RankLoss::describe() const {
@@ -185,26 +211,8 @@ Result<Job> Job::join(const JoinOptions& options) {
                                                environment->job_folder, options.event_wait_timeout);
     state->peers->delay_messages(options.message_delay_max,
                                  runtime_options->seed.value_or(environment->rank));
-    state->watcher = std::make_unique<job_detail::RankWatcher>(
-        environment->rank, std::move(*peers),
-        [peers = state->peers.get()](std::uint32_t rank, const job_detail::Frame& frame,
-                                     std::vector<int>& passed) {
-            peers->on_frame(rank, frame, passed);
-        },
-        [peers = state->peers.get()](const RankLoss& loss) { peers->on_rank_lost(loss); },
-        job_detail::Departures{
-            [peers = state->peers.get(), life = state->life.get()](std::uint32_t rank) {
-                // A process running another program lets its word go before its descriptors
-                // close, and its seat's with them: the word tells while the seat may not yet.
-                job_detail::Departure departure = peers->departure_of(rank);
-                if (departure.kind == job_detail::Departure::Kind::none && life->ended(rank)) {
-                    departure = {job_detail::Departure::Kind::abandoned, 0};
-                }
-                return departure;
-            },
-            [peers = state->peers.get()](std::uint32_t rank) {
-                peers->depart({job_detail::Departure::Kind::cut_off, rank});
-            }});
+    state->watcher = start_watcher(environment->rank, std::move(*peers), state->peers.get(),
+                                   state->life.get());
     Job job(std::move(state));
     if (Status watched = job.state_->life->watch(
             environment->world_size,
