@@ -153,7 +153,7 @@ Result<std::uint32_t> host_ranks(JobLauncher launcher, std::uint32_t world_size)
         }
     }
     if (name != nullptr && (ranks == 0 || ranks > world_size)) {
-        return bad(name, std::to_string(ranks), rule);
+        return bad(name, variable(name), rule + "; this host's count is " + std::to_string(ranks));
     }
     return ranks;
 }

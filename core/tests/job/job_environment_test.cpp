@@ -124,8 +124,12 @@ TEST(JobEnvironment, the_ranks_on_this_host_are_what_mpirun_or_srun_says_and_che
                                      "for node 3 (SLURM_NODEID)"));
     for (const char* list : {"2(x", "2(y2)", "x", "2(x2", "2,,1", "6"}) {
         env.set("SLURM_NODEID", "0").set("SLURM_STEP_TASKS_PER_NODE", list);
-        EXPECT_THAT(refusal(), HasSubstr("SLURM_STEP_TASKS_PER_NODE=")) << list;
+        EXPECT_THAT(refusal(), HasSubstr("SLURM_STEP_TASKS_PER_NODE='" + std::string(list) + "'"))
+            << list;
     }
+    env.set("SLURM_STEP_TASKS_PER_NODE", "6(x2)");
+    EXPECT_THAT(refusal(), HasSubstr("the ranks on this host are 1 to the world size (5); this "
+                                     "host's count is 6"));
 }
 
 TEST(JobEnvironment, a_process_no_launcher_started_is_told_how_to_start_one) {
