@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
     }
     {
         // MPI through a staging buffer, as on a GPU, then in place in the simulator's memory.
-        auto staged = mpi::Communicator::create(MPI_COMM_WORLD, device, {.host_memory_in_place = false});
+        auto staged = mpi::Communicator::create(MPI_COMM_WORLD, device,
+                                                {.host_memory_in_place = false});
         expect(static_cast<bool>(staged), "create");
         every_check(*staged, device);
         auto comm = mpi::Communicator::create(MPI_COMM_WORLD, device);

@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
     const std::uint64_t large = large_mib << 20;
     const std::string id = new_job_id();
     const std::vector<std::string> sim = {"TANDEM_BACKEND=sim", "TANDEM_DEVICES=1"};
-    const auto [pid, gate] = bench::start_rank_one(id, {"--as-rank-one", std::to_string(large)}, sim);
+    const auto [pid, gate] =
+        bench::start_rank_one(id, {"--as-rank-one", std::to_string(large)}, sim);
     JoinOptions options;
     options.environment = JobEnvironment{0, 2, 0, id, job_folder_path(id)};
     options.runtime.backend = "sim";

@@ -273,11 +273,11 @@ public:
     /// Withdraws `name`, memory or an event this rank published: later lookups of it
     /// (`lookup`, `lookup_event`) fail with `InvalidArgument` naming it and this rank. Memory's
     /// withdrawal returns once every other rank forgot the name (a question and its answer to
-    /// each, a lost rank skipped), and its pin goes once no rank holds it. An event a rank looked up already keeps its meaning there:
-    /// it is reached once the work before it has run here, as if never withdrawn (an event is a
-    /// value, a point in this rank's stream; the name is only how ranks find it). The name stays
-    /// the event's: publishing it again is refused. `InvalidArgument` for a name this rank did
-    /// not publish, or withdrew already.
+    /// each, a lost rank skipped), and its pin goes once no rank holds it. An event a rank looked
+    /// up already keeps its meaning there: it is reached once the work before it has run here,
+    /// as if never withdrawn (an event is a value, a point in this rank's stream; the name is
+    /// only how ranks find it). The name stays the event's: publishing it again is refused.
+    /// `InvalidArgument` for a name this rank did not publish, or withdrew already.
     Status withdraw(std::string_view name);
     /// The memory another rank published under `name`, waiting up to `timeout` for it to be: a
     /// handle of the owner's device (its service, memory id and size) that this rank's devices

@@ -105,7 +105,8 @@ Error Error::invalid_argument(std::string message) {
 
 Error Error::wrong_service(ServiceId expected, ServiceId actual) {
     return Error(ErrorKind::WrongService,
-                 "handle of " + to_string(actual) + " given to the client of " + to_string(expected),
+                 "handle of " + to_string(actual) + " given to the client of " +
+                     to_string(expected),
                  WrongServiceDetails{expected, actual});
 }
 
@@ -191,8 +192,9 @@ const Error* Error::cause() const { return payload_->cause.get(); }
 
 Error Error::caused_by(Error cause) const {
     auto copy = std::make_shared<Payload>(*payload_);
-    copy->cause = copy->cause ? std::make_shared<const Error>(copy->cause->caused_by(std::move(cause)))
-                              : std::make_shared<const Error>(std::move(cause));
+    copy->cause = copy->cause
+                      ? std::make_shared<const Error>(copy->cause->caused_by(std::move(cause)))
+                      : std::make_shared<const Error>(std::move(cause));
     return Error(std::move(copy));
 }
 

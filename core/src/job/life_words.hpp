@@ -49,9 +49,9 @@ public:
     /// which calls `on_ending(rank)` on its thread once for each rank whose keeper ended without
     /// clearing its word. Every rank of this version created its word before the rendezvous; a
     /// peer without one is not watched. Without `futex_waitv`, or past `peers_max` peers, nothing
-    /// is watched and success is returned: the connections still say when a rank ends. Returns once the keeper holds
-    /// this rank's word. `PeerUnreachable` naming a word that cannot be opened (but for one
-    /// that is not there) or mapped; called once.
+    /// is watched and success is returned: the connections still say when a rank ends. Returns
+    /// once the keeper holds this rank's word. `PeerUnreachable` naming a word that cannot be
+    /// opened (but for one that is not there) or mapped; called once.
     Status watch(std::uint32_t world_size, std::function<void(std::uint32_t)> on_ending);
     /// Clears this rank's word (an end that is not a death) and stops the keeper: no `on_ending`
     /// call is made after it returns. The words stay mapped until destruction. Idempotent.
