@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     Client device = (*runtime)->client(0);
-    if (argc > 1 && std::strcmp(argv[argc - 1], "--die") == 0) {
+    if (argc > 1 && std::strcmp(argv[1], "--die") == 0) {
         auto comm = mpi::Communicator::create(MPI_COMM_WORLD, device);
         expect(static_cast<bool>(comm), "create");
         the_last_rank_dies_in_an_all_reduce(*comm, device);

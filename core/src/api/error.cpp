@@ -53,10 +53,9 @@ std::string_view advice(ErrorKind kind) {
                    "(`tandem::open_runtime`); on a GPU, one process per device (`tandem launch`) "
                    "keeps the others working";
         case ErrorKind::PeerUnreachable:
-            return "make the other side reachable: between devices, grant the access "
-                   "(`Client::grant_peer_access`) or use devices that reach each other; between "
-                   "ranks, start every rank of the job on this host, make the same calls in the "
-                   "same order, or give the call a longer timeout";
+            return "grant the access (`Client::grant_peer_access`), or use devices that reach "
+                   "each other; between ranks, see that the other side runs and takes part, or "
+                   "give the call a longer timeout";
         case ErrorKind::TornDown: return "the work did not finish; enqueue it again";
     }
     return "";
@@ -74,15 +73,13 @@ std::string advice_for(const Error& error) {
                "without it (`Job::rank_alive`, `Job::on_rank_lost`) or start the job again "
                "(`tandem launch`)";
     }
-    if (error.kind() == ErrorKind::PeerUnreachable) {
+    if (error.kind() == ErrorKind::PeerUnreachable &&
+        error.details_as<PeerUnreachableDetails>() == nullptr) {
         // Devices that cannot reach each other carry their pair; a rank, a process or a
-        // library that did not answer carries none.
-        return error.details_as<PeerUnreachableDetails>() != nullptr
-                   ? "grant the access (`Client::grant_peer_access`), or use devices that reach "
-                     "each other"
-                   : "check that the other side runs and takes part: every rank of the job "
-                     "started on this host, the same calls in the same order, the name "
-                     "published; or give the call a longer timeout";
+        // library that did not answer carries none, and a grant would not help it.
+        return "check that the other side runs and takes part: every rank of the job started "
+               "on this host, the same calls in the same order, the name published; or give "
+               "the call a longer timeout";
     }
     return std::string(advice(error.kind()));
 }
