@@ -185,83 +185,24 @@ private:
         for (std::size_t index = 0; index < clients_.size(); ++index) {
             lost_before_[index] = clients_[index].lost().has_value();
         }
-        switch (data_.ConsumeIntegralInRange<int>(0, 24)) {
-            case 0:
-                allocate();
-                break;
-            case 1:
-                add_offset(true);
-                break;
-            case 2:
-                add_offset(false);
-                break;
-            case 3:
-                slice();
-                break;
-            case 4:
-                write();
-                break;
-            case 5:
-                read();
-                break;
-            case 6:
-                copy();
-                break;
-            case 7:
-                launch();
-                break;
-            case 8:
-                share();
-                break;
-            case 9:
-                record_event();
-                break;
-            case 10:
-                wait_event();
-                break;
-            case 11:
-                inject();
-                break;
-            case 12:
-                sync();
-                break;
-            case 13:
-                drop_or_stream();
-                break;
-            case 14:
-                grant();
-                break;
-            case 15:
-                capture();
-                break;
-            case 16:
-                replay();
-                break;
-            case 17:
-                read_strided();
-                break;
-            case 18:
-                read_async();
-                break;
-            case 19:
-                wait_read();
-                break;
-            case 20:
-                host_wait();
-                break;
-            case 21:
-                destroy_stream();
-                break;
-            case 22:
-                adopt();
-                break;
-            case 23:
-                write_strided();
-                break;
-            default:
-                external();
-                break;
-        }
+        // One call a step, picked by the input.
+        using Call = void (*)(Harness&);
+        static constexpr std::array<Call, 25> calls{
+            [](Harness& h) { h.allocate(); },       [](Harness& h) { h.add_offset(true); },
+            [](Harness& h) { h.add_offset(false); }, [](Harness& h) { h.slice(); },
+            [](Harness& h) { h.write(); },          [](Harness& h) { h.read(); },
+            [](Harness& h) { h.copy(); },           [](Harness& h) { h.launch(); },
+            [](Harness& h) { h.share(); },          [](Harness& h) { h.record_event(); },
+            [](Harness& h) { h.wait_event(); },     [](Harness& h) { h.inject(); },
+            [](Harness& h) { h.sync(); },           [](Harness& h) { h.drop_or_stream(); },
+            [](Harness& h) { h.grant(); },          [](Harness& h) { h.capture(); },
+            [](Harness& h) { h.replay(); },         [](Harness& h) { h.read_strided(); },
+            [](Harness& h) { h.read_async(); },     [](Harness& h) { h.wait_read(); },
+            [](Harness& h) { h.host_wait(); },      [](Harness& h) { h.destroy_stream(); },
+            [](Harness& h) { h.adopt(); },          [](Harness& h) { h.write_strided(); },
+            [](Harness& h) { h.external(); },
+        };
+        calls[data_.ConsumeIntegralInRange<std::size_t>(0, calls.size() - 1)](*this);
     }
 
     std::size_t pick_client() { return data_.ConsumeIntegralInRange<std::size_t>(0, 2); }
