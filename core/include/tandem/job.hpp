@@ -31,8 +31,10 @@
 // or by events, which cross ranks by name too: a rank publishes an event it recorded and the
 // others wait on it as on their own (`lookup_event`). On the simulator a peer maps the owner's
 // segment once (its descriptor crosses the socket), and an event is reached when a counter the
-// owner keeps on its board says so; a backend that cannot export memory or events (CUDA, for
-// now) refuses `publish`.
+// owner keeps on its board says so. On CUDA the rank's memory comes from exportable regions (one
+// file descriptor a region, mapped once by each peer), and its events are reached by the same
+// board counter. A backend that cannot export memory or events (the reference backend;
+// CUDA memory made with `CudaOptions::exportable_memory` off) refuses `publish`, saying why.
 //
 // A job can also be simulated in one process (`Job::join_in_process`): its ranks are `Job`s of
 // that process, each with a runtime of its own, and they meet and talk exactly as ranks of their
@@ -267,7 +269,7 @@ public:
     /// `InvalidArgument` for a bad name, a name this rank or one it heard from published
     /// already, an allocation this rank published already (under any name), a handle that is
     /// empty or not of this rank's devices, memory the backend cannot export (adopted memory;
-    /// CUDA for now), or more than 4096 allocations shared at once; `DeviceLost` for a lost
+    /// the reference backend's), or more than 4096 allocations shared at once; `DeviceLost` for a lost
     /// device. A peer's handle addresses the published handle's bytes (a slice stays a slice).
     Status publish(std::string_view name, const Handle& handle);
     /// Withdraws `name`, memory or an event this rank published: later lookups of it
@@ -300,7 +302,7 @@ public:
     /// it repairs what it failed to write (P5), and a peer's read sees what it wrote or its
     /// failure. Errors, changing nothing: `InvalidArgument` for a bad name, a name this rank or
     /// one it heard from published already (memory or event), an empty event or one of another
-    /// runtime, a backend that shares no events (CUDA, for now), more than 4096 events or events
+    /// runtime, a backend that shares no events (the reference backend), more than 4096 events or events
     /// of more than 256 streams in this rank's life; `DeviceLost` for an event of a lost device.
     Status publish(std::string_view name, const Event& event);
     /// The event another rank published under `name`, waiting up to `timeout` for it to be.

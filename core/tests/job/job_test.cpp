@@ -502,7 +502,7 @@ TEST(Job, join_opens_this_ranks_runtime_with_the_devices_asked_for) {
     EXPECT_FALSE(fs::exists(job_folder_path(id)));
 }
 
-// A backend that exports no memory (the reference backend here; CUDA for now) refuses to
+// A backend that exports no memory (the reference backend) refuses to
 // publish, saying so, and a rank without a runtime has nothing to publish or look up.
 TEST(Job, a_backend_that_exports_no_memory_refuses_to_publish_and_a_lookup_says_so) {
     const std::string id = new_job_id();
