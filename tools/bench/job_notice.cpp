@@ -11,7 +11,11 @@
 // before kill() to the moment rank 0's call returned `DeviceLost` naming rank 1: a rank lost in
 // the middle of a collective, as every survivor meets it.
 //
-//   tandem_job_notice [--kills N] [--touch-mib M] [--all-reduce]
+// With --backend cuda, both ranks run on CUDA, on the GPUs TANDEM_GPUS names (TANDEM_GPUS=0 puts
+// both on GPU 0), and rank 1 opens its runtime even without --all-reduce, so that its death is a
+// GPU process's; the all-reduce's buffer is then GPU memory.
+//
+//   tandem_job_notice [--kills N] [--touch-mib M] [--all-reduce] [--backend sim|cuda]
 
 #include "rank_one.hpp"
 
@@ -36,12 +40,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Rank 1: joins (with a runtime for `--all-reduce`), touches `touch_mib` MiB, writes one byte
-/// on stdout, waits to be killed.
-int be_rank_one(std::size_t touch_mib, bool with_runtime) {
+/// Rank 1: joins (with a runtime of `backend`, or none when it is empty), touches `touch_mib`
+/// MiB, writes one byte on stdout, waits to be killed.
+int be_rank_one(std::size_t touch_mib, const std::string& backend) {
     tandem::JoinOptions options;
-    options.open_runtime = with_runtime;
-    options.runtime.backend = "sim";
+    options.open_runtime = !backend.empty();
+    options.runtime.backend = backend;
     tandem::Result<tandem::Job> job = tandem::Job::join(options);
     if (!job) {
         std::fprintf(stderr, "%s", job.error().report().c_str());
@@ -84,14 +88,17 @@ std::pair<double, std::string> kill_in_all_reduce(tandem::Job& job, pid_t pid) {
 }
 
 /// One kill: the microseconds from kill() to the notice (or to the all-reduce's failure), and
-/// how the notice says it ended.
-std::pair<double, std::string> one_kill(std::size_t touch_mib, bool all_reduce) {
+/// how the notice says it ended. Rank 1 opens a runtime of `backend` for an all-reduce, and on
+/// any backend but the simulator.
+std::pair<double, std::string> one_kill(std::size_t touch_mib, bool all_reduce,
+                                        const std::string& backend) {
     const std::string id = tandem::new_job_id();
+    const bool runtime_of_one = all_reduce || backend != "sim";
     const auto [pid, gate] = tandem::bench::start_rank_one(
-        id, {"--as-rank-one", std::to_string(touch_mib), all_reduce ? "1" : "0"});
+        id, {"--as-rank-one", std::to_string(touch_mib), runtime_of_one ? backend : ""});
     tandem::JoinOptions options;
     options.open_runtime = all_reduce;
-    options.runtime.backend = "sim";
+    options.runtime.backend = backend;
     options.environment = tandem::JobEnvironment{0, 2, 0, id, tandem::job_folder_path(id)};
     tandem::Result<tandem::Job> job = tandem::Job::join(options);
     char byte = 0;
@@ -124,11 +131,12 @@ std::pair<double, std::string> one_kill(std::size_t touch_mib, bool all_reduce) 
 
 int main(int argc, char** argv) {
     if (argc == 4 && std::strcmp(argv[1], "--as-rank-one") == 0) {
-        return be_rank_one(std::strtoull(argv[2], nullptr, 10), std::strcmp(argv[3], "1") == 0);
+        return be_rank_one(std::strtoull(argv[2], nullptr, 10), argv[3]);
     }
     int kills = 20;
     std::size_t touch_mib = 0;
     bool all_reduce = false;
+    std::string backend = "sim";
     for (int index = 1; index < argc; ++index) {
         if (std::strcmp(argv[index], "--all-reduce") == 0) {
             all_reduce = true;
@@ -141,17 +149,20 @@ int main(int argc, char** argv) {
             kills = std::max(1, std::atoi(argv[index + 1]));
         } else if (std::strcmp(argv[index], "--touch-mib") == 0) {
             touch_mib = std::strtoull(argv[index + 1], nullptr, 10);
+        } else if (std::strcmp(argv[index], "--backend") == 0) {
+            backend = argv[index + 1];
         }
         ++index;
     }
     std::vector<double> micros;
     for (int kill = 0; kill < kills; ++kill) {
-        const auto [figure, how] = one_kill(touch_mib, all_reduce);
+        const auto [figure, how] = one_kill(touch_mib, all_reduce, backend);
         std::printf("kill %2d: noticed after %9.1f us: %s\n", kill + 1, figure, how.c_str());
         micros.push_back(figure);
     }
-    std::printf("%d kills%s, rank 1 touching %zu MiB: median %.1f us, worst %.1f us\n", kills,
-                all_reduce ? " in an all-reduce" : "", touch_mib, tandem::bench::median(micros),
+    std::printf("%d kills%s on %s, rank 1 touching %zu MiB: median %.1f us, worst %.1f us\n",
+                kills, all_reduce ? " in an all-reduce" : "", backend.c_str(), touch_mib,
+                tandem::bench::median(micros),
                 *std::max_element(micros.begin(), micros.end()));
     return 0;
 }
