@@ -269,8 +269,9 @@ public:
     /// `InvalidArgument` for a bad name, a name this rank or one it heard from published
     /// already, an allocation this rank published already (under any name), a handle that is
     /// empty or not of this rank's devices, memory the backend cannot export (adopted memory;
-    /// the reference backend's), or more than 4096 allocations shared at once; `DeviceLost` for a lost
-    /// device. A peer's handle addresses the published handle's bytes (a slice stays a slice).
+    /// the reference backend's), or more than 4096 allocations shared at once; `DeviceLost` for
+    /// a lost device. A peer's handle addresses the published handle's bytes (a slice stays a
+    /// slice).
     Status publish(std::string_view name, const Handle& handle);
     /// Withdraws `name`, memory or an event this rank published: later lookups of it
     /// (`lookup`, `lookup_event`) fail with `InvalidArgument` naming it and this rank. Memory's
@@ -302,8 +303,9 @@ public:
     /// it repairs what it failed to write (P5), and a peer's read sees what it wrote or its
     /// failure. Errors, changing nothing: `InvalidArgument` for a bad name, a name this rank or
     /// one it heard from published already (memory or event), an empty event or one of another
-    /// runtime, a backend that shares no events (the reference backend), more than 4096 events or events
-    /// of more than 256 streams in this rank's life; `DeviceLost` for an event of a lost device.
+    /// runtime, a backend that shares no events (the reference backend), more than 4096 events
+    /// or events of more than 256 streams in this rank's life; `DeviceLost` for an event of a
+    /// lost device.
     Status publish(std::string_view name, const Event& event);
     /// The event another rank published under `name`, waiting up to `timeout` for it to be.
     /// `InvalidArgument` naming it when no rank published an event of that name in time, when it
