@@ -18,7 +18,9 @@ CudaStorage::CudaStorage(int ordinal, std::uint64_t capacity_bytes, bool exporta
     if (exportable) {
         choose_exportable(peer_ordinals);
     } else {
-        why_not_exportable_ = "the runtime was created with CudaOptions::exportable_memory off";
+        why_not_exportable_ =
+            "CudaOptions::exportable_memory is off (its default for a runtime that serves no "
+            "rank of a job)";
     }
 }
 

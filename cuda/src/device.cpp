@@ -21,7 +21,7 @@ CudaDevice::CudaDevice(CudaEngine& engine, std::uint32_t index, int ordinal,
       ordinal_(ordinal),
       shares_gpu_(shares_gpu),
       storage_(ordinal, capacity_bytes,
-               engine.options.exportable_memory.value_or(true),
+               engine.options.exportable_memory.value_or(engine.options.rank.has_value()),
                std::move(peer_ordinals)),
       memory_(storage_, order_, engine.options.pools, service().rank),
       next_launch_id_(engine.options.first_launch_id) {

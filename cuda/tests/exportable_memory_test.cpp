@@ -169,6 +169,24 @@ TEST_F(RankRuntime, an_event_is_reached_for_other_processes_once_the_work_before
     EXPECT_FALSE(counter.failed_wait);
 }
 
+TEST_F(RankRuntime, a_runtime_serving_no_rank_reserves_memory_no_process_maps_by_default) {
+    // Exportable memory is the default of a rank's runtime only: the others never publish, and a
+    // launch binding it costs more (docs/PERFORMANCE.md).
+    Result<std::shared_ptr<CudaRuntime>> other = CudaRuntime::create(CudaOptions{.devices = 1});
+    ASSERT_TRUE(other) << other.error().report();
+    std::shared_ptr<JobMember> outside = job_member(*other);
+    ASSERT_NE(outside, nullptr);
+    Result<Handle> handle = (*other)->client(0).allocate(1000);
+    ASSERT_TRUE(handle) << handle.error().report();
+    Result<ExportedRegion> region = outside->export_region(*handle);
+    ASSERT_FALSE(region);
+    EXPECT_EQ(region.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(region.error().message().find("CudaOptions::exportable_memory is off (its default for "
+                                            "a runtime that serves no rank of a job)"),
+              std::string::npos)
+        << region.error().message();
+}
+
 TEST_F(RankRuntime, an_event_of_another_runtime_is_not_exported) {
     Result<std::shared_ptr<CudaRuntime>> other = CudaRuntime::create(CudaOptions{.devices = 1});
     ASSERT_TRUE(other) << other.error().report();

@@ -9,7 +9,8 @@
 // copied to each. A claimed byte of any source is never moved or reduced: the copy of it is
 // skipped (C9, P3), so everything built of it is, and every destination is claimed, all of it,
 // with the root cause and the hops it took, on every device (the outcome is the same
-// everywhere). Across processes: `Job` (tandem/job.hpp); through NCCL is a later step.
+// everywhere). Across processes: `Job` (tandem/job.hpp); between hosts, MPI
+// (tandem/mpi/communicator.hpp); between GPUs, NCCL (tandem/cuda/nccl.hpp).
 //
 // Each call is enqueued and returns at once, as a launch does. On each device the collective's
 // work runs on the default stream, after the work enqueued before the call on its buffers'

@@ -47,9 +47,11 @@ struct CudaOptions {
     std::uint64_t capacity_bytes = 0;
     /// Whether the pools reserve memory that another process of the host can map (virtual memory
     /// management, exported to a POSIX file descriptor once per region), where the GPU and driver
-    /// offer it: what lets a job's other ranks bind this runtime's memory. Unset: on. Off, or a
-    /// GPU or driver without it, reserves with cudaMalloc, and publishing memory to another rank
-    /// is refused saying why.
+    /// offer it: what lets a job's other ranks bind this runtime's memory. Unset: on for a runtime
+    /// that serves a rank of a job (`rank` set, as `Job::join` opens it), off for the others,
+    /// which never publish: a launch binding such memory cost 60 to 75 ns more than one binding
+    /// cudaMalloc memory on an H100 (docs/PERFORMANCE.md). Off, or a GPU or driver without it,
+    /// reserves with cudaMalloc, and publishing memory to another rank is refused saying why.
     std::optional<bool> exportable_memory{};
     /// Whether a launch makes its call to the driver after letting go of the runtime's lock, so
     /// that threads launching on other streams or GPUs reach the driver at the same time (the
