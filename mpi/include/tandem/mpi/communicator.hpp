@@ -25,7 +25,10 @@
 // `RuntimeOptions::rank` set to the MPI rank (`Job::join` does this for jobs tandem starts).
 // Open MPI ends every rank of a job when one of them dies (its default error handler), so a rank
 // lost in the middle of a collective ends the job rather than hanging it; a job started by
-// `tandem launch` notices a lost rank itself (`Job`).
+// `tandem launch` notices a lost rank itself (`Job`). Do not start such a job with `mpirun
+// --enable-recovery`: Open MPI 4.1 (Debian 12's, with PMIx 4.2) then leaves the survivors running
+// but tells them nothing (an event handler registered with PMIx for a process's abort is never
+// called; mpirun logs a PMIx BAD-PARAM error), so they wait in the collective for good.
 
 #include "tandem/core/client.hpp"
 #include "tandem/core/collectives.hpp"
