@@ -19,8 +19,8 @@ CudaStorage::CudaStorage(int ordinal, std::uint64_t capacity_bytes, bool exporta
         choose_exportable(peer_ordinals);
     } else {
         why_not_exportable_ =
-            "CudaOptions::exportable_memory is off (its default for a runtime that serves no "
-            "rank of a job)";
+            "CudaOptions::exportable_memory is off (set false, or unset on a runtime that serves "
+            "no rank of a job)";
     }
 }
 

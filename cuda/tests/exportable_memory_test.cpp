@@ -181,8 +181,8 @@ TEST_F(RankRuntime, a_runtime_serving_no_rank_reserves_memory_no_process_maps_by
     Result<ExportedRegion> region = outside->export_region(*handle);
     ASSERT_FALSE(region);
     EXPECT_EQ(region.error().kind(), ErrorKind::InvalidArgument);
-    EXPECT_NE(region.error().message().find("CudaOptions::exportable_memory is off (its default for "
-                                            "a runtime that serves no rank of a job)"),
+    EXPECT_NE(region.error().message().find("CudaOptions::exportable_memory is off (set false, or "
+                                            "unset on a runtime that serves no rank of a job)"),
               std::string::npos)
         << region.error().message();
 }
