@@ -14,6 +14,20 @@ export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 
 tandem_log() { printf '== %s\n' "$*" >&2; }
 
+# Copies into DIR the shared libraries of BINARY... that a GPU machine may lack (yaml-cpp, Google
+# Benchmark), for binaries built here and run there with DIR on their library path.
+tandem_ship_libraries() {
+  local dir=$1 binary library
+  shift
+  for binary in "$@"; do
+    [ -x "$binary" ] || continue
+    ldd "$binary" | awk '/yaml-cpp|benchmark/ {print $3}' | while read -r library; do
+      # Once copied, a binary may resolve the library to the copy itself.
+      [ "$library" -ef "$dir/$(basename "$library")" ] || cp -L "$library" "$dir/"
+    done
+  done
+}
+
 tandem_install_packages() {
   local missing=()
   for package in "${TANDEM_PACKAGES[@]}"; do
